@@ -1,0 +1,57 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The repository root (for `fixtures/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+}
+
+pub fn fixtures() -> PathBuf {
+    repo_root().join("fixtures")
+}
+
+/// A `cheng` command with a clean environment for the gates (tests set them explicitly).
+pub fn cheng() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
+    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `cheng` with `args` and returns its output.
+pub fn run_cheng(args: &[&str]) -> Output {
+    cheng().args(args).output().expect("cheng binary runs")
+}
+
+/// `cheng run <node> --workspace <ws> --input <json> [extra...]`, stdout parsed as JSON.
+pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let input = input.to_string();
+    let ws = workspace.to_str().expect("utf-8 workspace path");
+    let mut args = vec!["run", node, "--workspace", ws, "--input", &input];
+    args.extend_from_slice(extra);
+    let out = run_cheng(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let value = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), value, stderr)
+}
+
+/// A fresh canonical temporary workspace.
+pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical tempdir");
+    (dir, root)
+}
+
+/// Whether bubblewrap can create the sandbox here; tests that need it print why they skip.
+pub fn bwrap_works() -> bool {
+    Command::new("bwrap")
+        .args(["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}

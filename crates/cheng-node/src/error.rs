@@ -1,0 +1,176 @@
+//! The stable `LOCAL_EXECUTOR_*` error vocabulary.
+
+use serde_json::{json, Map, Value};
+use std::fmt;
+
+/// Machine-readable failure class. Rendered as a stable `LOCAL_EXECUTOR_*` code; never renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    InvalidInput,
+    PolicyDenied,
+    ApprovalDenied,
+    PathOutsideWorkspace,
+    NotFound,
+    NotARepository,
+    SpawnFailed,
+    NonZeroExit,
+    TimedOut,
+    Cancelled,
+    Signalled,
+    MemoryLimit,
+    OutputLimit,
+    ScriptError,
+    SandboxUnavailable,
+    Internal,
+}
+
+impl ErrorKind {
+    /// Every kind, in documentation order.
+    pub const ALL: &'static [ErrorKind] = &[
+        ErrorKind::InvalidInput,
+        ErrorKind::PolicyDenied,
+        ErrorKind::ApprovalDenied,
+        ErrorKind::PathOutsideWorkspace,
+        ErrorKind::NotFound,
+        ErrorKind::NotARepository,
+        ErrorKind::SpawnFailed,
+        ErrorKind::NonZeroExit,
+        ErrorKind::TimedOut,
+        ErrorKind::Cancelled,
+        ErrorKind::Signalled,
+        ErrorKind::MemoryLimit,
+        ErrorKind::OutputLimit,
+        ErrorKind::ScriptError,
+        ErrorKind::SandboxUnavailable,
+        ErrorKind::Internal,
+    ];
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "LOCAL_EXECUTOR_INVALID_INPUT",
+            ErrorKind::PolicyDenied => "LOCAL_EXECUTOR_POLICY_DENIED",
+            ErrorKind::ApprovalDenied => "LOCAL_EXECUTOR_APPROVAL_DENIED",
+            ErrorKind::PathOutsideWorkspace => "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE",
+            ErrorKind::NotFound => "LOCAL_EXECUTOR_NOT_FOUND",
+            ErrorKind::NotARepository => "LOCAL_EXECUTOR_NOT_A_REPOSITORY",
+            ErrorKind::SpawnFailed => "LOCAL_EXECUTOR_SPAWN_FAILED",
+            ErrorKind::NonZeroExit => "LOCAL_EXECUTOR_NON_ZERO_EXIT",
+            ErrorKind::TimedOut => "LOCAL_EXECUTOR_TIMED_OUT",
+            ErrorKind::Cancelled => "LOCAL_EXECUTOR_CANCELLED",
+            ErrorKind::Signalled => "LOCAL_EXECUTOR_SIGNALLED",
+            ErrorKind::MemoryLimit => "LOCAL_EXECUTOR_MEMORY_LIMIT",
+            ErrorKind::OutputLimit => "LOCAL_EXECUTOR_OUTPUT_LIMIT",
+            ErrorKind::ScriptError => "LOCAL_EXECUTOR_SCRIPT_ERROR",
+            ErrorKind::SandboxUnavailable => "LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE",
+            ErrorKind::Internal => "LOCAL_EXECUTOR_INTERNAL",
+        }
+    }
+
+    /// Whether retrying the same request can never help (a person or the author must act first).
+    pub fn terminal(&self) -> bool {
+        matches!(
+            self,
+            ErrorKind::PolicyDenied
+                | ErrorKind::ApprovalDenied
+                | ErrorKind::PathOutsideWorkspace
+                | ErrorKind::Cancelled
+                | ErrorKind::SandboxUnavailable
+                | ErrorKind::Internal
+        )
+    }
+
+    /// One sentence for the error table in docs/.
+    pub fn meaning(&self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "An input is missing, of the wrong type, out of range or contradicts another input; the message names the field and the limit.",
+            ErrorKind::PolicyDenied => "The node's policy (shell strings off, command whitelist, author ceiling) forbids the request; only the node's author can change that.",
+            ErrorKind::ApprovalDenied => "A person (or the absence of one, without a TTY) denied the run or a requested path.",
+            ErrorKind::PathOutsideWorkspace => "A path resolves outside the workspace root, through `..`, an absolute path or a symlink.",
+            ErrorKind::NotFound => "A file, directory or revision that the input names does not exist.",
+            ErrorKind::NotARepository => "The directory is not inside a git repository.",
+            ErrorKind::SpawnFailed => "The program could not be started (not installed, not executable, bad working directory).",
+            ErrorKind::NonZeroExit => "The program ran and exited with a non-zero status; its output is returned intact.",
+            ErrorKind::TimedOut => "The wall-clock budget ran out; the whole process group was killed.",
+            ErrorKind::Cancelled => "The run was cancelled (Ctrl-C or a client cancel); child processes were killed.",
+            ErrorKind::Signalled => "The program was killed by a signal it did not ask for.",
+            ErrorKind::MemoryLimit => "The program or script exceeded its memory limit.",
+            ErrorKind::OutputLimit => "The output exceeded a hard limit that truncation cannot satisfy.",
+            ErrorKind::ScriptError => "The script raised an error or its result could not be converted to JSON.",
+            ErrorKind::SandboxUnavailable => "The sandbox (bubblewrap, namespaces, the interpreter inside it) cannot be set up; nothing ran on the host instead.",
+            ErrorKind::Internal => "A bug in cheng; please report it with the message.",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// A failure a node reports. It is still rendered as a normal output object, never a panic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub terminal: bool,
+}
+
+impl NodeError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        NodeError { kind, message: message.into(), terminal: kind.terminal() }
+    }
+
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message)
+    }
+
+    pub fn policy_denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::PolicyDenied, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// The failure as an output object: `success:false`, `summary`, `error_kind`, `terminal`, `error`.
+    pub fn to_outputs(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("success".into(), json!(false));
+        out.insert("summary".into(), json!(format!("{}: {}", self.kind.code(), self.message)));
+        out.insert("error_kind".into(), json!(self.kind.code()));
+        out.insert("terminal".into(), json!(self.terminal));
+        out.insert("error".into(), json!(self.message));
+        out
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.code(), self.message)
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_prefixed() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ErrorKind::ALL {
+            assert!(kind.code().starts_with("LOCAL_EXECUTOR_"));
+            assert!(seen.insert(kind.code()), "duplicate {}", kind.code());
+        }
+    }
+
+    #[test]
+    fn failure_outputs_carry_code_and_terminal_flag() {
+        let out = NodeError::new(ErrorKind::ApprovalDenied, "denied").to_outputs();
+        assert_eq!(out["success"], false);
+        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+        assert_eq!(out["terminal"], true);
+    }
+}

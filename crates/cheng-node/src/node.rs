@@ -1,0 +1,117 @@
+//! The `Node` trait and what a node receives when it runs.
+
+use crate::{NodeError, NodeSpec};
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A node's (validated, defaulted) input, or its output object.
+pub type Values = Map<String, Value>;
+
+/// A node type. Implementations are stateless; everything per-run comes through `RunContext`.
+#[async_trait]
+pub trait Node: Send + Sync + 'static {
+    fn spec(&self) -> &'static NodeSpec;
+
+    /// What a person must approve before `run`, for inputs the spec's `effects` gate.
+    ///
+    /// The engine calls this only when `spec().effects.requires_approval(input)`, asks the
+    /// approver, and calls `run` only after an approval. Validation errors found here are
+    /// reported without asking anybody.
+    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+        let _ = input;
+        Ok(ApprovalRequest::new(ctx, self.spec().title.to_string()))
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError>;
+}
+
+/// What a person sees on the approval card.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ApprovalRequest {
+    pub node_id: String,
+    pub node_type: String,
+    pub command_display: String,
+    pub cwd: String,
+    pub purpose: Option<String>,
+    /// Host paths the run asks to read outside the sandbox.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requested_paths: Vec<String>,
+}
+
+impl ApprovalRequest {
+    pub fn new(ctx: &RunContext, command_display: String) -> Self {
+        ApprovalRequest {
+            node_id: ctx.node_id.clone(),
+            node_type: ctx.node_type.to_string(),
+            command_display,
+            cwd: ctx.workspace.display().to_string(),
+            purpose: None,
+            requested_paths: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Denied,
+}
+
+/// Decides approval requests: an interactive prompt, a fixed answer, or a remote client.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    async fn decide(&self, request: &ApprovalRequest) -> Decision;
+}
+
+/// An approver with a fixed answer (`--approve` / `--deny`, tests).
+pub struct FixedApprover(pub Decision);
+
+#[async_trait]
+impl Approver for FixedApprover {
+    async fn decide(&self, _request: &ApprovalRequest) -> Decision {
+        self.0
+    }
+}
+
+/// Everything a node gets besides its input.
+#[derive(Clone)]
+pub struct RunContext {
+    /// The node's id in the graph (the node type for `cheng run`).
+    pub node_id: String,
+    pub node_type: &'static str,
+    /// The canonical workspace root; the same value the engine injects as `sandbox_root`.
+    pub workspace: PathBuf,
+    /// Cancelled on Ctrl-C or a client cancel; nodes kill their children when it fires.
+    pub cancel: CancellationToken,
+    /// For approvals a node needs beyond the engine's one (e.g. each requested read path).
+    pub approver: Arc<dyn Approver>,
+}
+
+impl RunContext {
+    /// A context for tests and embedding: fixed approver, fresh cancellation token.
+    pub fn for_workspace(node_type: &'static str, workspace: PathBuf, decision: Decision) -> Self {
+        RunContext {
+            node_id: node_type.to_string(),
+            node_type,
+            workspace,
+            cancel: CancellationToken::new(),
+            approver: Arc::new(FixedApprover(decision)),
+        }
+    }
+
+    /// Asks the approver; `Err(APPROVAL_DENIED)` naming `what` unless approved.
+    pub async fn require_approval(&self, request: &ApprovalRequest, what: &str) -> Result<(), NodeError> {
+        match self.approver.decide(request).await {
+            Decision::Approved => Ok(()),
+            Decision::Denied => Err(NodeError::new(
+                crate::ErrorKind::ApprovalDenied,
+                format!("{what} was not approved; nothing ran"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Resolving user-supplied paths inside the workspace root.
+//!
+//! Every workspace node goes through here, so the rules are one set: relative paths only, no
+//! climbing above the root lexically, and the canonical (symlink-resolved) result must still be
+//! inside the canonical root.
+
+use crate::{ErrorKind, NodeError};
+use std::path::{Component, Path, PathBuf};
+
+/// Canonicalises the workspace root; the engine injects this value as `sandbox_root`.
+pub fn canonical_root(root: &Path) -> Result<PathBuf, NodeError> {
+    let canonical = root.canonicalize().map_err(|e| {
+        NodeError::new(ErrorKind::NotFound, format!("workspace {} cannot be opened: {e}", root.display()))
+    })?;
+    if !canonical.is_dir() {
+        return Err(NodeError::invalid_input(format!("workspace {} is not a directory", root.display())));
+    }
+    Ok(canonical)
+}
+
+/// Resolves `rel` (a field value such as `cwd`) to an existing path inside `root`.
+///
+/// `None`, `""` and `"."` mean the root itself. `root` must already be canonical.
+pub fn resolve_existing(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
+    let joined = join_lexically(root, rel, field)?;
+    let canonical = joined.canonicalize().map_err(|e| {
+        let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::InvalidInput };
+        NodeError::new(kind, format!("{field} {:?} does not exist in the workspace: {e}", rel.unwrap_or("")))
+    })?;
+    ensure_inside(root, &canonical, rel, field)?;
+    Ok(canonical)
+}
+
+/// Resolves `rel` to a path inside `root` that may not exist yet: the nearest existing ancestor
+/// is canonicalised (so a symlinked parent cannot lead out) and the rest is appended.
+pub fn resolve_new(root: &Path, rel: &str, field: &str) -> Result<PathBuf, NodeError> {
+    let joined = join_lexically(root, Some(rel), field)?;
+    let mut existing = joined.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => break,
+        }
+    }
+    let mut canonical = existing
+        .canonicalize()
+        .map_err(|e| NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}")))?;
+    ensure_inside(root, &canonical, Some(rel), field)?;
+    for name in rest.iter().rev() {
+        canonical.push(name);
+    }
+    Ok(canonical)
+}
+
+/// `path` relative to `root` for display (`"."` for the root itself).
+pub fn display_relative(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// Joins `rel` onto `root`, rejecting absolute paths, NUL bytes and `..` that climbs above the root.
+fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
+    let rel = rel.unwrap_or("");
+    if rel.contains('\0') {
+        return Err(NodeError::invalid_input(format!("{field} contains a NUL byte")));
+    }
+    let path = Path::new(rel);
+    let mut joined = root.to_path_buf();
+    let mut depth = 0usize;
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => {
+                return Err(outside(field, rel, "must be relative to the workspace root"));
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if depth == 0 {
+                    return Err(outside(field, rel, "climbs above the workspace root"));
+                }
+                depth -= 1;
+                joined.pop();
+            }
+            Component::Normal(name) => {
+                depth += 1;
+                joined.push(name);
+            }
+        }
+    }
+    Ok(joined)
+}
+
+fn ensure_inside(root: &Path, canonical: &Path, rel: Option<&str>, field: &str) -> Result<(), NodeError> {
+    if canonical.starts_with(root) {
+        Ok(())
+    } else {
+        Err(outside(field, rel.unwrap_or(""), &format!("resolves to {} (through a symlink)", canonical.display())))
+    }
+}
+
+fn outside(field: &str, rel: &str, why: &str) -> NodeError {
+    NodeError::new(
+        ErrorKind::PathOutsideWorkspace,
+        format!("{field} {rel:?} {why}; it must name a path inside the workspace"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn empty_and_dot_mean_the_root() {
+        let (_d, root) = workspace();
+        assert_eq!(resolve_existing(&root, None, "cwd").unwrap(), root);
+        assert_eq!(resolve_existing(&root, Some("."), "cwd").unwrap(), root);
+        assert_eq!(resolve_existing(&root, Some("sub/./deeper/.."), "cwd").unwrap(), root.join("sub"));
+    }
+
+    #[test]
+    fn dotdot_escape_is_rejected_even_when_the_target_exists() {
+        let (_d, root) = workspace();
+        for rel in ["..", "sub/../..", "../../etc", "sub/deeper/../../../"] {
+            let err = resolve_existing(&root, Some(rel), "cwd").unwrap_err();
+            assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace, "{rel}");
+            assert!(err.message.contains("cwd"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn absolute_paths_are_rejected() {
+        let (_d, root) = workspace();
+        let err = resolve_existing(&root, Some("/etc"), "cwd").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+        let inside = root.join("sub");
+        let err = resolve_existing(&root, inside.to_str(), "cwd").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    }
+
+    #[test]
+    fn symlink_pointing_out_is_rejected() {
+        let (_d, root) = workspace();
+        let outside_dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside_dir.path(), root.join("link")).unwrap();
+        let err = resolve_existing(&root, Some("link"), "cwd").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+        let err = resolve_new(&root, "link/new.txt", "path").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    }
+
+    #[test]
+    fn symlink_pointing_inside_is_followed() {
+        let (_d, root) = workspace();
+        std::os::unix::fs::symlink(root.join("sub/deeper"), root.join("alias")).unwrap();
+        assert_eq!(resolve_existing(&root, Some("alias"), "cwd").unwrap(), root.join("sub/deeper"));
+    }
+
+    #[test]
+    fn missing_paths_are_not_found() {
+        let (_d, root) = workspace();
+        let err = resolve_existing(&root, Some("nope"), "path").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotFound);
+        assert_eq!(resolve_new(&root, "sub/new/file.md", "path").unwrap(), root.join("sub/new/file.md"));
+    }
+
+    #[test]
+    fn display_is_relative() {
+        let (_d, root) = workspace();
+        assert_eq!(display_relative(&root, &root), ".");
+        assert_eq!(display_relative(&root, &root.join("sub")), "sub");
+    }
+}

@@ -1,0 +1,128 @@
+//! JSON Schema (draft 2020-12) rendering of node specs.
+//!
+//! Three schemas per node: `input` holds only what an agent may fill (Llm and Capped ports),
+//! `config` only what the node's author sets (Author and Capped ports), `output` every output.
+//! Engine ports appear in neither input nor config.
+
+use crate::{NodeSpec, PortSpec, PortType};
+use serde_json::{json, Map, Value};
+
+pub const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The schema of a port's value.
+pub fn port_type_schema(ty: &PortType) -> Value {
+    match ty {
+        PortType::String => json!({"type": "string"}),
+        PortType::Integer => json!({"type": "integer"}),
+        PortType::Boolean => json!({"type": "boolean"}),
+        PortType::Object => json!({"type": "object"}),
+        PortType::Any => json!({}),
+        PortType::Array(elem) => json!({"type": "array", "items": port_type_schema(elem)}),
+        PortType::Enum(values) => json!({"type": "string", "enum": values}),
+    }
+}
+
+fn port_schema(port: &PortSpec) -> Value {
+    let mut schema = match port_type_schema(&port.ty) {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    schema.insert("description".into(), json!(port.description));
+    if let Some(choices) = port.choices {
+        schema.insert("enum".into(), json!(choices));
+    }
+    if let Some(min) = port.min {
+        schema.insert("minimum".into(), json!(min));
+    }
+    if let Some(max) = port.max {
+        schema.insert("maximum".into(), json!(max));
+    }
+    if let Some(default) = port.default_value().filter(|d| !d.is_null()) {
+        schema.insert("default".into(), default);
+    }
+    Value::Object(schema)
+}
+
+fn object_schema<'a>(title: String, ports: impl Iterator<Item = &'a PortSpec>) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for port in ports {
+        properties.insert(port.name.to_string(), port_schema(port));
+        if port.required {
+            required.push(port.name);
+        }
+    }
+    let mut schema = json!({
+        "$schema": DRAFT,
+        "title": title,
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+/// What an agent sees: only Llm and Capped ports.
+pub fn input_schema(spec: &NodeSpec) -> Value {
+    object_schema(format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()))
+}
+
+/// What the node's author may set in `config`: Author and Capped ports.
+pub fn config_schema(spec: &NodeSpec) -> Value {
+    object_schema(format!("{} config", spec.id), spec.inputs.iter().filter(|p| p.author_settable()))
+}
+
+pub fn output_schema(spec: &NodeSpec) -> Value {
+    let mut schema = object_schema(format!("{} output", spec.id), spec.outputs.iter());
+    // Outputs may grow new fields without breaking readers.
+    schema["additionalProperties"] = json!(true);
+    schema
+}
+
+/// The file written to `schemas/<short_name>.json`.
+pub fn node_schemas(spec: &NodeSpec) -> Value {
+    json!({
+        "id": spec.id,
+        "input": input_schema(spec),
+        "config": config_schema(spec),
+        "output": output_schema(spec),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Audience, Control, Effects};
+
+    static SPEC: NodeSpec = NodeSpec {
+        id: "test/schema",
+        title: "Schema test",
+        description: "",
+        category: "test",
+        inputs: &[
+            PortSpec::input("command", PortType::String, "program").default("\"\""),
+            PortSpec::input("timeout_ms", PortType::Integer, "budget").default("null").min(1).max(600000),
+            PortSpec::sandbox_root(),
+            PortSpec::input("allow_x", PortType::Boolean, "switch").default("false").audience(Audience::Author).control(Control::Switch),
+            PortSpec::input("allow_net", PortType::Boolean, "capped").default("false").audience(Audience::Capped),
+        ],
+        outputs: &[PortSpec::output("success", PortType::Boolean, "ok")],
+        gate: None,
+        effects: Effects::ReadOnly,
+    };
+
+    #[test]
+    fn engine_ports_are_in_no_schema_and_author_ports_only_in_config() {
+        let input = input_schema(&SPEC);
+        let config = config_schema(&SPEC);
+        let props = |s: &Value| s["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(props(&input), ["command", "timeout_ms", "allow_net"]);
+        assert_eq!(props(&config), ["allow_x", "allow_net"]);
+        assert_eq!(input["properties"]["timeout_ms"]["maximum"], 600000);
+        assert!(input["properties"]["timeout_ms"].get("default").is_none());
+        assert_eq!(input["additionalProperties"], false);
+    }
+}

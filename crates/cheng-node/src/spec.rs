@@ -1,0 +1,301 @@
+//! Declarative node and port specifications.
+//!
+//! Specs are `'static` tables so that a node's contract can be read (listed, rendered to JSON
+//! Schema, documented, validated against) without running anything.
+
+/// A node type: what it is called, what it takes, what it returns and what it may do.
+#[derive(Debug)]
+pub struct NodeSpec {
+    /// Public, stable id such as `tools/workspace_shell`. Never renamed.
+    pub id: &'static str,
+    pub title: &'static str,
+    /// The seed's one-paragraph description.
+    pub description: &'static str,
+    /// Palette group: "workspace", "code", "runtime".
+    pub category: &'static str,
+    pub inputs: &'static [PortSpec],
+    pub outputs: &'static [PortSpec],
+    /// Environment variable that must be set for the node to be registered at all.
+    pub gate: Option<&'static str>,
+    pub effects: Effects,
+}
+
+impl NodeSpec {
+    pub fn input(&self, name: &str) -> Option<&'static PortSpec> {
+        self.inputs.iter().find(|p| p.name == name)
+    }
+
+    pub fn output(&self, name: &str) -> Option<&'static PortSpec> {
+        self.outputs.iter().find(|p| p.name == name)
+    }
+
+    /// The last path segment of the id, used for file names: `workspace_shell`.
+    pub fn short_name(&self) -> &'static str {
+        self.id.rsplit('/').next().unwrap_or(self.id)
+    }
+}
+
+/// What running a node may do to the machine; drives approval and client hints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effects {
+    /// Never changes anything; runs without approval.
+    ReadOnly,
+    /// Runs sandboxed; approval is asked only for what leaves the sandbox (e.g. extra read paths).
+    Sandboxed,
+    /// A person must approve each run that matches the rule.
+    Approval(ApprovalRule),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalRule {
+    /// Every run.
+    Always,
+    /// Runs whose `operation` input is one of these (e.g. workspace_tests `run`).
+    Operations(&'static [&'static str]),
+}
+
+impl Effects {
+    /// Whether a run with this (validated, defaulted) input must be approved first.
+    pub fn requires_approval(&self, input: &serde_json::Map<String, serde_json::Value>) -> bool {
+        match self {
+            Effects::ReadOnly | Effects::Sandboxed => false,
+            Effects::Approval(ApprovalRule::Always) => true,
+            Effects::Approval(ApprovalRule::Operations(ops)) => input
+                .get("operation")
+                .and_then(|v| v.as_str())
+                .is_some_and(|op| ops.contains(&op)),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Effects::ReadOnly => "read-only".to_string(),
+            Effects::Sandboxed => "sandboxed (approval for paths outside the sandbox)".to_string(),
+            Effects::Approval(ApprovalRule::Always) => "approval-gated (every run)".to_string(),
+            Effects::Approval(ApprovalRule::Operations(ops)) => {
+                format!("approval-gated (operation: {})", ops.join(", "))
+            }
+        }
+    }
+}
+
+/// The JSON type of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortType {
+    String,
+    Integer,
+    Boolean,
+    Object,
+    Any,
+    Array(&'static PortType),
+    /// A string restricted to these values (the seed's `enum` type).
+    Enum(&'static [&'static str]),
+}
+
+impl PortType {
+    /// The seed-table spelling: `string`, `array<string>`, `enum`.
+    pub fn display(&self) -> String {
+        match self {
+            PortType::String => "string".into(),
+            PortType::Integer => "integer".into(),
+            PortType::Boolean => "boolean".into(),
+            PortType::Object => "object".into(),
+            PortType::Any => "any".into(),
+            PortType::Array(elem) => format!("array<{}>", elem.display()),
+            PortType::Enum(_) => "enum".into(),
+        }
+    }
+
+    /// Whether `value` has this type. `null` is handled by the caller (it means "unset").
+    pub fn accepts(&self, value: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match (self, value) {
+            (PortType::Any, _) => true,
+            (PortType::String, Value::String(_)) => true,
+            (PortType::Integer, Value::Number(n)) => n.is_i64() || n.is_u64(),
+            (PortType::Boolean, Value::Bool(_)) => true,
+            (PortType::Object, Value::Object(_)) => true,
+            (PortType::Array(elem), Value::Array(items)) => items.iter().all(|v| elem.accepts(v)),
+            (PortType::Enum(values), Value::String(s)) => values.contains(&s.as_str()),
+            _ => false,
+        }
+    }
+}
+
+/// Who may set a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Agents (and canvases) may fill it: part of the LLM-facing input schema.
+    Llm,
+    /// Only the node's author, in the node's config on the canvas.
+    Author,
+    /// An agent may request it in input; honoured only up to what the author's config allows.
+    Capped,
+    /// Filled only by the engine (e.g. `sandbox_root`); rejected from input and config.
+    Engine,
+}
+
+impl Audience {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Audience::Llm => "llm",
+            Audience::Author => "author",
+            Audience::Capped => "capped",
+            Audience::Engine => "engine",
+        }
+    }
+}
+
+/// The widget a canvas draws for a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Switch,
+    Textarea,
+    CodeEditor,
+    Number,
+    Select,
+}
+
+impl Control {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Control::Switch => "switch",
+            Control::Textarea => "textarea",
+            Control::CodeEditor => "code-editor",
+            Control::Number => "number",
+            Control::Select => "select",
+        }
+    }
+}
+
+/// One input or output port.
+#[derive(Debug, Clone, Copy)]
+pub struct PortSpec {
+    pub name: &'static str,
+    pub ty: PortType,
+    pub required: bool,
+    /// JSON text of the default, verbatim from the seed table (`""`, `[]`, `null`, `5000`).
+    pub default: Option<&'static str>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    /// Allowed values for a string port (rendered as a JSON Schema `enum`).
+    pub choices: Option<&'static [&'static str]>,
+    pub description: &'static str,
+    pub audience: Audience,
+    pub control: Option<Control>,
+}
+
+impl PortSpec {
+    /// An input port filled by agents, with no default; refine with the builder methods.
+    pub const fn input(name: &'static str, ty: PortType, description: &'static str) -> Self {
+        PortSpec {
+            name,
+            ty,
+            required: false,
+            default: None,
+            min: None,
+            max: None,
+            choices: None,
+            description,
+            audience: Audience::Llm,
+            control: None,
+        }
+    }
+
+    /// An output port.
+    pub const fn output(name: &'static str, ty: PortType, description: &'static str) -> Self {
+        Self::input(name, ty, description)
+    }
+
+    /// The engine-injected `sandbox_root` port every workspace-bound node declares.
+    pub const fn sandbox_root() -> Self {
+        Self::input(
+            "sandbox_root",
+            PortType::String,
+            "Server-local sandbox root directory (engine-injected; not for LLM)",
+        )
+        .default("null")
+        .audience(Audience::Engine)
+    }
+
+    pub const fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+    pub const fn default(mut self, json: &'static str) -> Self {
+        self.default = Some(json);
+        self
+    }
+    pub const fn min(mut self, min: i64) -> Self {
+        self.min = Some(min);
+        self
+    }
+    pub const fn max(mut self, max: i64) -> Self {
+        self.max = Some(max);
+        self
+    }
+    pub const fn choices(mut self, values: &'static [&'static str]) -> Self {
+        self.choices = Some(values);
+        self
+    }
+    pub const fn audience(mut self, audience: Audience) -> Self {
+        self.audience = audience;
+        self
+    }
+    pub const fn control(mut self, control: Control) -> Self {
+        self.control = Some(control);
+        self
+    }
+
+    /// The default parsed as JSON (`None` when the spec has none or it is not valid JSON).
+    pub fn default_value(&self) -> Option<serde_json::Value> {
+        self.default.and_then(|d| serde_json::from_str(d).ok())
+    }
+
+    /// Whether an agent may fill this port in `inputs`.
+    pub fn agent_visible(&self) -> bool {
+        matches!(self.audience, Audience::Llm | Audience::Capped)
+    }
+
+    /// Whether the node's author may set this port in `config`.
+    pub fn author_settable(&self) -> bool {
+        matches!(self.audience, Audience::Author | Audience::Capped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn array_types_check_their_elements() {
+        let ty = PortType::Array(&PortType::String);
+        assert!(ty.accepts(&json!(["a", "b"])));
+        assert!(!ty.accepts(&json!(["a", 1])));
+        assert_eq!(ty.display(), "array<string>");
+    }
+
+    #[test]
+    fn integers_reject_floats() {
+        assert!(PortType::Integer.accepts(&json!(5)));
+        assert!(!PortType::Integer.accepts(&json!(5.5)));
+    }
+
+    #[test]
+    fn operation_rule_matches_only_listed_operations() {
+        let effects = Effects::Approval(ApprovalRule::Operations(&["run"]));
+        let run = json!({"operation": "run"});
+        let detect = json!({"operation": "detect"});
+        assert!(effects.requires_approval(run.as_object().unwrap()));
+        assert!(!effects.requires_approval(detect.as_object().unwrap()));
+    }
+
+    #[test]
+    fn every_seed_default_parses() {
+        for text in ["\"\"", "[]", "null", "{}", "false", "5000"] {
+            let port = PortSpec::input("x", PortType::Any, "").default(text);
+            assert!(port.default_value().is_some(), "{text}");
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Code executors: `tools/code_shell` (bubblewrap, always registered), `tools/code_python`
+//! (feature `python`, registered when CHENG_ENABLE_CODE_PYTHON is set) and `tools/code_js`
+//! (feature `js`, QuickJS in process, registered when CHENG_ENABLE_CODE_JS is set).
+
+mod shell;
+#[cfg(feature = "python")]
+mod python;
+#[cfg(feature = "js")]
+mod js;
