@@ -1,6 +1,54 @@
+//! `cheng`: list, describe and run tool nodes and graphs; generate schemas and docs.
+//!
+//! The binary only wires flags to the libraries: node specs come from `cheng-node`, validation,
+//! scheduling, approval and events from `cheng-engine`, rendering from `cheng_engine::catalog`.
+
 // Linked so that their inventory registrations are present.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
 use cheng_nodes_workspace as _;
 
-fn main() {}
+mod approve;
+mod args;
+mod generate;
+mod listing;
+mod running;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit statuses (documented in `cheng --help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything succeeded.
+    Ok = 0,
+    /// A node ran and reported `success: false` (or a check found stale files).
+    Failed = 1,
+    /// Usage or validation error; nothing ran.
+    Usage = 2,
+    /// Cancelled with Ctrl-C.
+    Cancelled = 130,
+}
+
+fn main() -> ExitCode {
+    // Re-executed as a sandbox launcher? That path never returns.
+    cheng_exec::sandbox::init::run_if_requested();
+    let cli = args::Cli::parse();
+    let exit = match cli.command {
+        args::Command::Nodes { json } => listing::nodes(json),
+        args::Command::Describe { node_type, json } => listing::describe(&node_type, json),
+        args::Command::Run(run) => running::run(run),
+        args::Command::Graph { command } => match command {
+            args::GraphCommand::Run(run) => running::graph_run(run),
+            args::GraphCommand::Check { file } => running::graph_check(&file),
+        },
+        args::Command::Schemas(gen) => generate::schemas(&gen),
+        args::Command::Docs(gen) => generate::docs(&gen),
+    };
+    ExitCode::from(exit as u8)
+}
+
+/// Prints `cheng: <message>` on stderr.
+pub fn complain(message: impl std::fmt::Display) {
+    eprintln!("cheng: {message}");
+}

@@ -2,8 +2,8 @@
 //!
 //! One module per concern: `env` (allowlisted base environment, denylisted user variables),
 //! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `spawn`
-//! (argv only, never a shell unless the caller builds `sh -c` itself), and later `bwrap`,
-//! `limits` and `landlock` for the sandboxed executors.
+//! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
+//! and `bwrap`, `limits`, `landlock` and `sandbox` for the sandboxed executors.
 //!
 //! The public API (stable; other crates build on it):
 //!
@@ -14,10 +14,45 @@
 //!     .caps(1 << 20, 1 << 20);
 //! let out: ProcessOutput = run(spec, &cancel_token).await;
 //! ```
+//!
+//! A runnable example:
+//!
+//! ```
+//! use cheng_exec::{run, ProcessSpec, Termination};
+//! use cheng_node::CancellationToken;
+//!
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! let spec = ProcessSpec::new("echo", ["hello"], std::env::temp_dir());
+//! let out = rt.block_on(run(spec, &CancellationToken::new()));
+//! assert_eq!(out.termination, Termination::Exited);
+//! assert_eq!(out.exit_code, Some(0));
+//! assert_eq!(out.stdout.text, "hello\n");
+//! ```
+//!
+//! Invariants `run` keeps: the child never inherits the host environment (only `spec.env`), stdin
+//! is /dev/null unless bytes are given, the child leads its own process group and the whole group
+//! is killed when the child exits, times out, is cancelled or the future is dropped, and memory
+//! stays bounded by the caps whatever the child writes.
+
+pub mod capture;
+pub mod env;
+pub mod kill;
+pub mod spawn;
+
+// The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
+pub mod bwrap;
+pub mod landlock;
+pub mod limits;
+pub mod sandbox;
+
+pub use spawn::run;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use cheng_node::text::{human_bytes, human_duration_ms};
+use cheng_node::ErrorKind;
 
 pub use cheng_node::text::Bounded;
 
@@ -103,4 +138,197 @@ pub struct ResourceUsage {
     pub peak_rss_kb: u64,
     pub cpu_user_ms: u64,
     pub cpu_sys_ms: u64,
+}
+
+impl ProcessSpec {
+    /// A spec with the defaults: the minimal host environment ([`env::base`]), stdin /dev/null,
+    /// a 60 s timeout, [`DEFAULT_KILL_GRACE`], [`DEFAULT_STREAM_CAP`] per stream, no rlimits.
+    pub fn new<P, I, A>(program: P, args: I, cwd: impl Into<PathBuf>) -> Self
+    where
+        P: Into<OsString>,
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        ProcessSpec {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            cwd: cwd.into(),
+            env: env::base(),
+            stdin: None,
+            timeout: Duration::from_secs(60),
+            kill_grace: DEFAULT_KILL_GRACE,
+            stdout_cap: DEFAULT_STREAM_CAP,
+            stderr_cap: DEFAULT_STREAM_CAP,
+            rlimits: Vec::new(),
+        }
+    }
+
+    /// Replaces the child's complete environment.
+    pub fn env(mut self, env: Vec<(OsString, OsString)>) -> Self {
+        self.env = env;
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// Per-stream capture caps in bytes (stdout, stderr).
+    pub fn caps(mut self, stdout_cap: usize, stderr_cap: usize) -> Self {
+        self.stdout_cap = stdout_cap;
+        self.stderr_cap = stderr_cap;
+        self
+    }
+
+    /// Bytes written to the child's stdin, which is then closed.
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    pub fn rlimit(mut self, resource: RlimitResource, value: u64) -> Self {
+        self.rlimits.push(Rlimit { resource, value });
+        self
+    }
+}
+
+impl ProcessOutput {
+    /// Exited with status 0.
+    pub fn success(&self) -> bool {
+        self.termination == Termination::Exited && self.exit_code == Some(0)
+    }
+
+    /// The failure class, `None` on success.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        match self.termination {
+            Termination::Exited if self.exit_code == Some(0) => None,
+            Termination::Exited => Some(ErrorKind::NonZeroExit),
+            Termination::TimedOut => Some(ErrorKind::TimedOut),
+            Termination::Cancelled => Some(ErrorKind::Cancelled),
+            Termination::Signalled => Some(ErrorKind::Signalled),
+            Termination::SpawnFailed => Some(ErrorKind::SpawnFailed),
+        }
+    }
+
+    pub fn duration_ms(&self) -> u64 {
+        u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// One line a person reads: `cargo test exited 101 after 3.2 s; stderr 4.1 KiB`.
+    ///
+    /// `display` is the command as shown to the user; long commands are shortened.
+    pub fn summary(&self, display: &str) -> String {
+        let display = shorten(display, 80);
+        let took = human_duration_ms(self.duration_ms());
+        let mut line = match self.termination {
+            Termination::Exited => match self.exit_code {
+                Some(code) => format!("{display} exited {code} after {took}"),
+                None => format!("{display} exited after {took}"),
+            },
+            Termination::TimedOut => format!("{display} timed out after {took}; its process group was killed"),
+            Termination::Cancelled => format!("{display} was cancelled after {took}; its process group was killed"),
+            Termination::Signalled => match self.signal {
+                Some(sig) => format!("{display} was killed by {} after {took}", signal_name(sig)),
+                None => format!("{display} was killed by a signal after {took}"),
+            },
+            Termination::SpawnFailed => {
+                return format!(
+                    "{display} could not start: {}",
+                    self.spawn_error.as_deref().unwrap_or("unknown error")
+                )
+            }
+        };
+        for (name, stream) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if stream.total_bytes > 0 {
+                line.push_str(&format!("; {name} {}", human_bytes(stream.total_bytes)));
+                if stream.truncated {
+                    line.push_str(" (truncated)");
+                }
+            }
+        }
+        line
+    }
+}
+
+/// `SIGKILL (9)` for the common signals, `signal 42` otherwise.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    format!("{name} ({sig})")
+}
+
+/// At most `max` characters, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    let first_line = text.lines().next().unwrap_or("");
+    if first_line.chars().count() <= max && first_line.len() == text.len() {
+        return text.to_string();
+    }
+    let mut out: String = first_line.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(termination: Termination, exit_code: Option<i32>) -> ProcessOutput {
+        ProcessOutput {
+            exit_code,
+            termination,
+            signal: None,
+            duration: Duration::from_millis(3200),
+            stdout: cheng_node::text::head_tail(b"", 10),
+            stderr: cheng_node::text::head_tail(&[b'x'; 4198], 1 << 20),
+            spawn_error: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn summary_reads_like_a_sentence() {
+        let out = output(Termination::Exited, Some(101));
+        assert_eq!(out.summary("cargo test"), "cargo test exited 101 after 3.2 s; stderr 4.1 KiB");
+        assert_eq!(out.error_kind(), Some(ErrorKind::NonZeroExit));
+        assert!(!out.success());
+    }
+
+    #[test]
+    fn summary_shortens_long_and_multi_line_commands() {
+        let out = output(Termination::TimedOut, None);
+        let line = out.summary(&"x".repeat(200));
+        assert!(line.starts_with(&format!("{}… timed out", "x".repeat(79))), "{line}");
+        let line = out.summary("sh -c 'a\nb'");
+        assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn success_is_exit_zero_only() {
+        assert!(output(Termination::Exited, Some(0)).success());
+        assert_eq!(output(Termination::Exited, Some(0)).error_kind(), None);
+        assert_eq!(output(Termination::Cancelled, None).error_kind(), Some(ErrorKind::Cancelled));
+        assert_eq!(signal_name(9), "SIGKILL (9)");
+    }
 }

@@ -2,8 +2,9 @@
 //! (feature `python`, registered when CHENG_ENABLE_CODE_PYTHON is set) and `tools/code_js`
 //! (feature `js`, QuickJS in process, registered when CHENG_ENABLE_CODE_JS is set).
 
-mod shell;
+pub mod sandboxed;
+pub mod shell;
 #[cfg(feature = "python")]
-mod python;
+pub mod python;
 #[cfg(feature = "js")]
 mod js;

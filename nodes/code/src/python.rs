@@ -1,0 +1,350 @@
+//! `tools/code_python`: a Python 3 script run by `python3 -I` inside the bubblewrap sandbox.
+//! Registered only when CHENG_ENABLE_CODE_PYTHON is set.
+//!
+//! Decisions where the seed is silent:
+//!
+//! - **Interpreter**: the host's `python3` (or `$CHENG_PYTHON`), looked up once per process on
+//!   the absolute directories of PATH; version managers' shims are resolved by asking the
+//!   interpreter for `sys.executable` and `sys.base_prefix`, and that prefix is mounted
+//!   read-only. Not found → `LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE`; never a host fallback.
+//! - **Channel**: a small runner (in a private per-run directory mounted at `/run/cheng-io`)
+//!   reads `input`, compiles the script as `<script>`, runs it with `input` bound, and writes
+//!   `result` (or the error) as JSON to a file it opened before the script started. The script's
+//!   own stdout and stderr stay its own.
+//! - **Errors**: a syntax error or an exception is `LOCAL_EXECUTOR_SCRIPT_ERROR` with the line
+//!   number; a `result` that `json.dumps` refuses (including NaN/Infinity) names its type;
+//!   `MemoryError` is `LOCAL_EXECUTOR_MEMORY_LIMIT`.
+//! - **Network** is always off (no switch). **memory_mb**: RLIMIT_AS; the cgroup v2 status is
+//!   reported in warnings (a delegated cgroup v2 subtree is detected, but this version does not
+//!   yet place the sandbox in it; no cgroup v1 hierarchy is ever touched).
+
+use crate::sandboxed::{self, SandboxPorts, FAILURE_OUTPUTS};
+use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::IO_DIR;
+use cheng_node::{async_trait, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use serde_json::Value;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Environment variable naming the interpreter to use instead of `python3` on PATH.
+pub const PYTHON_ENV: &str = "CHENG_PYTHON";
+
+/// The seed's `tools/code_python`.
+pub struct CodePython;
+
+const INPUTS: &[PortSpec] = &[
+    PortSpec::input("input", PortType::Any, "JSON input exposed to the script as the input variable").default("null"),
+    PortSpec::input("script", PortType::String, "[Required] Python 3 script. Example: result = sum(input['values'])")
+        .default("null")
+        .required()
+        .control(Control::CodeEditor),
+    PortSpec::input(
+        "working_subdir",
+        PortType::String,
+        "Relative working subdirectory inside the execution boundary (e.g. project-alpha). Only sets the process cwd; cannot widen filesystem access.",
+    )
+    .default("null"),
+    PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files to the workspace")
+        .default("false")
+        .audience(Audience::Capped)
+        .control(Control::Switch),
+    PortSpec::input(
+        "allow_full_disk_readonly",
+        PortType::Boolean,
+        "Whether the script may read the whole disk (for disk-wide search and file lookup). Writing is still forbidden.",
+    )
+    .default("false")
+    .audience(Audience::Capped)
+    .control(Control::Switch),
+    PortSpec::input(
+        "request_read_paths",
+        PortType::Array(&PortType::String),
+        "Absolute host paths outside the sandbox to request, read-only (e.g. /home/me/project). Each path needs a person's approval for this execution; approved paths are mounted read-only. Use only when the script must read files the sandbox cannot see.",
+    )
+    .default("[]"),
+    PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.")
+        .default("5000")
+        .min(sandboxed::MIN_TIMEOUT_MS)
+        .max(sandboxed::MAX_TIMEOUT_MS)
+        .audience(Audience::Capped)
+        .control(Control::Number),
+    PortSpec::input(
+        "memory_mb",
+        PortType::Integer,
+        "Memory limit (MB). Enforced hard through cgroup v2 when available, otherwise falls back to prlimit. Default: 128 MB.",
+    )
+    .default("128")
+    .min(sandboxed::MEMORY_MIN)
+    .max(sandboxed::MEMORY_MAX)
+    .audience(Audience::Capped)
+    .control(Control::Number),
+];
+
+const OUTPUTS: &[PortSpec] = &[
+    PortSpec::output("result", PortType::Any, "The result the script returns"),
+    PortSpec::output(
+        "isolation_level",
+        PortType::String,
+        "Isolation level actually used at run time: bubblewrap, quickjs, python, shell or container",
+    ),
+    PortSpec::output("metrics", PortType::Object, "Runtime execution metrics"),
+    PortSpec::output("stdout", PortType::String, "Standard output stream"),
+    PortSpec::output("stderr", PortType::String, "Standard error stream"),
+    PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings produced before execution"),
+    FAILURE_OUTPUTS[0],
+    FAILURE_OUTPUTS[1],
+    FAILURE_OUTPUTS[2],
+    FAILURE_OUTPUTS[3],
+];
+
+static SPEC: NodeSpec = NodeSpec {
+    id: "tools/code_python",
+    title: "Python executor",
+    description: "Runs a Python 3 script in a bubblewrap sandbox (sharing the Shell node's OS namespace isolation). \
+                  Fail-closed: when the secure launcher or python3 is unavailable it reports an error and never degrades \
+                  to native execution on the host. Suited to algorithms, text processing, data transformation and \
+                  scientific computing. Not suited to network requests (use Shell) or simple JSON/string transformation \
+                  (use JavaScript). Network access is disabled by design. The JSON input is available as the input variable.",
+    category: "code",
+    inputs: INPUTS,
+    outputs: OUTPUTS,
+    gate: Some("CHENG_ENABLE_CODE_PYTHON"),
+    effects: Effects::Sandboxed,
+};
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&CodePython) }
+
+/// The runner executed inside the sandbox (see the module docs).
+const RUNNER: &str = r#"import json, sys, traceback
+
+def _cheng_main():
+    io = "/run/cheng-io"
+    channel = open(io + "/result.json", "w", encoding="utf-8")
+    def report(obj):
+        channel.write(json.dumps(obj))
+        channel.close()
+    with open(io + "/input.json", encoding="utf-8") as f:
+        data = json.load(f)
+    with open(io + "/script.py", encoding="utf-8") as f:
+        source = f.read()
+    try:
+        code = compile(source, "<script>", "exec")
+    except SyntaxError as e:
+        report({"error": "syntax", "type": type(e).__name__, "message": e.msg, "line": e.lineno, "column": e.offset,
+                "text": (e.text or "").rstrip("\n")})
+        return 1
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "input": data}
+    try:
+        exec(code, namespace)
+    except MemoryError:
+        report({"error": "memory", "type": "MemoryError", "message": "MemoryError"})
+        sys.stderr.write("MemoryError\n")
+        return 1
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            report({"error": "exit", "type": "SystemExit", "message": "the script called exit(%r)" % (e.code,), "code": e.code if isinstance(e.code, int) else 1})
+            return e.code if isinstance(e.code, int) else 1
+    except BaseException as e:
+        line = None
+        for frame in traceback.extract_tb(e.__traceback__):
+            if frame.filename == "<script>":
+                line = frame.lineno
+        sys.stderr.write(traceback.format_exc())
+        report({"error": "exception", "type": type(e).__name__, "message": str(e), "line": line})
+        return 1
+    result = namespace.get("result")
+    try:
+        text = json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        report({"error": "result", "type": type(result).__name__, "message": str(e)})
+        return 1
+    channel.write('{"ok": true, "result": ' + text + '}')
+    channel.close()
+    return 0
+
+sys.exit(_cheng_main())
+"#;
+
+/// The interpreter and the directories it needs.
+#[derive(Debug, Clone)]
+struct Interpreter {
+    executable: PathBuf,
+    prefixes: Vec<PathBuf>,
+}
+
+/// Finds python3 once per process (asking it for its real executable and prefixes).
+fn interpreter() -> Result<Interpreter, NodeError> {
+    static FOUND: OnceLock<Result<Interpreter, NodeError>> = OnceLock::new();
+    FOUND.get_or_init(find_interpreter).clone()
+}
+
+fn find_interpreter() -> Result<Interpreter, NodeError> {
+    let unavailable = |m: String| NodeError::new(ErrorKind::SandboxUnavailable, m);
+    let candidate = match std::env::var_os(PYTHON_ENV) {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            std::env::split_paths(&path)
+                .chain(["/usr/local/bin".into(), "/usr/bin".into()])
+                .filter(|d| d.is_absolute())
+                .map(|d| d.join("python3"))
+                .find(|p| p.is_file())
+                .ok_or_else(|| {
+                    unavailable(
+                        "python3 is not installed (not found on PATH, /usr/local/bin or /usr/bin); nothing ran and code_python \
+                         never runs on the host instead. Install python3 or set CHENG_PYTHON=/path/to/python3"
+                            .into(),
+                    )
+                })?
+        }
+    };
+    let out = std::process::Command::new(&candidate)
+        .args(["-I", "-c", "import sys; print(sys.executable); print(sys.base_prefix); print(sys.prefix)"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| unavailable(format!("python3 at {} cannot be started: {e}; nothing ran", candidate.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    if !out.status.success() || lines.len() < 3 {
+        return Err(unavailable(format!(
+            "python3 at {} did not report its installation ({}); nothing ran",
+            candidate.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let executable = Path::new(lines[0])
+        .canonicalize()
+        .map_err(|e| unavailable(format!("python3's executable {} cannot be resolved: {e}", lines[0])))?;
+    let mut prefixes = Vec::new();
+    for p in &lines[1..3] {
+        if let Ok(c) = Path::new(p).canonicalize() {
+            if !c.starts_with("/usr") && !prefixes.contains(&c) {
+                prefixes.push(c);
+            }
+        }
+    }
+    if !executable.starts_with("/usr") && !prefixes.iter().any(|p| executable.starts_with(p)) {
+        if let Some(dir) = executable.parent() {
+            prefixes.push(dir.to_path_buf());
+        }
+    }
+    Ok(Interpreter { executable, prefixes })
+}
+
+#[async_trait]
+impl Node for CodePython {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        let ports = SandboxPorts::read(ctx, &input, false)?;
+        let mut warnings = Vec::new();
+        if ports.script.trim().is_empty() {
+            warnings.push("script is empty: result will be null".to_string());
+        }
+        ports.approve_read_paths(ctx, "code_python").await?;
+        let python = interpreter()?;
+
+        let (_io_guard, io) = sandboxed::io_dir()?;
+        let write = |name: &str, text: &str| {
+            std::fs::write(io.join(name), text).map_err(|e| NodeError::internal(format!("cannot write {name} for the sandbox: {e}")))
+        };
+        let json = serde_json::to_string(&ports.input).map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
+        write("input.json", &json)?;
+        write("script.py", &ports.script)?;
+        write("runner.py", RUNNER)?;
+
+        let command: Vec<OsString> = vec![python.executable.clone().into(), "-I".into(), format!("{IO_DIR}/runner.py").into()];
+        let mut request = ports.request(ctx, command);
+        request.io_dir = Some(io.clone());
+        request.extra_ro = python.prefixes.clone();
+        request.network = false;
+
+        let run = sandboxed::run(ctx, request).await?;
+        warnings.extend(sandboxed::enforcement_warnings(&run));
+        warnings.push(format!(
+            "memory_mb enforced as RLIMIT_AS; {} (no cgroup v1 hierarchy is ever touched)",
+            CgroupV2::detect().describe()
+        ));
+
+        let channel = std::fs::read_to_string(io.join("result.json")).ok();
+        let (result, failure) = interpret(channel.as_deref(), &run.output);
+        Ok(sandboxed::outputs(&run, result, warnings, failure))
+    }
+}
+
+/// The result and failure from the channel file and the process outcome.
+fn interpret(channel: Option<&str>, out: &cheng_exec::ProcessOutput) -> (Value, Option<(ErrorKind, String)>) {
+    let report: Option<Value> = channel.and_then(|t| serde_json::from_str(t).ok());
+    let process_failure = sandboxed::classify(out);
+    if let Some((kind @ (ErrorKind::TimedOut | ErrorKind::Cancelled), message)) = process_failure {
+        return (Value::Null, Some((kind, message)));
+    }
+    match report {
+        Some(r) if r.get("ok") == Some(&Value::Bool(true)) && process_failure.is_none() => {
+            (r.get("result").cloned().unwrap_or(Value::Null), None)
+        }
+        Some(r) if r.get("error").is_some() => {
+            let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let line = r.get("line").and_then(Value::as_i64);
+            let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+            let failure = match s("error").as_str() {
+                "syntax" => (
+                    ErrorKind::ScriptError,
+                    format!("{}: {}{at}{}", s("type"), s("message"), r.get("column").and_then(Value::as_i64).map(|c| format!(", column {c}")).unwrap_or_default()),
+                ),
+                "memory" => (ErrorKind::MemoryLimit, "the script raised MemoryError: it exceeded memory_mb".into()),
+                "result" => (
+                    ErrorKind::ScriptError,
+                    format!("result of type {} is not JSON-serialisable ({}); convert it to lists, dicts, strings, numbers, booleans or None", s("type"), s("message")),
+                ),
+                "exit" => (ErrorKind::NonZeroExit, s("message")),
+                _ => (ErrorKind::ScriptError, format!("{}: {}{at}", s("type"), s("message"))),
+            };
+            (Value::Null, Some(failure))
+        }
+        _ => {
+            let failure = process_failure.unwrap_or((
+                ErrorKind::ScriptError,
+                "the script ended without reporting a result (it may have closed or replaced the result channel)".into(),
+            ));
+            (Value::Null, Some(failure))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_exec::{ProcessOutput, Termination};
+    use std::time::Duration;
+
+    fn exited(code: i32, stderr: &str) -> ProcessOutput {
+        ProcessOutput {
+            exit_code: Some(code),
+            termination: Termination::Exited,
+            signal: None,
+            duration: Duration::from_millis(5),
+            stdout: cheng_node::text::head_tail(b"", 10),
+            stderr: cheng_node::text::head_tail(stderr.as_bytes(), 1024),
+            spawn_error: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn results_and_errors_come_from_the_channel() {
+        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), &exited(0, ""));
+        assert_eq!((v, f), (serde_json::json!([1, 2]), None));
+        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), &exited(1, ""));
+        let (kind, msg) = f.unwrap();
+        assert_eq!(kind, ErrorKind::ScriptError);
+        assert!(msg.contains("line 3"), "{msg}");
+        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), &exited(1, ""));
+        assert!(f.unwrap().1.contains("type set"));
+        let (_, f) = interpret(None, &exited(1, "MemoryError\n"));
+        assert_eq!(f.unwrap().0, ErrorKind::MemoryLimit);
+    }
+}

@@ -1,0 +1,225 @@
+//! `tools/code_shell`: a shell script run by `sh` inside the bubblewrap sandbox.
+//!
+//! Decisions where the seed is silent (the sandbox itself is described in `sandboxed` and
+//! `cheng_exec::sandbox`):
+//!
+//! - **Input**: `input` serialised as JSON is in `$INPUT` when it is at most [`ENV_INPUT_MAX`]
+//!   bytes (Linux refuses longer single environment strings) and always in the file named by
+//!   `$INPUT_FILE` (read-only inside the sandbox).
+//! - **Result**: stdout parsed as JSON when the whole of it is JSON, else the stdout text
+//!   without its trailing newline; `null` when the run failed or stdout was truncated.
+//! - **Warnings** come from a look at the script before it runs (network tools with
+//!   `allow_network` off, writes into the workspace with `allow_filesystem` off, `sudo`/`su`, an
+//!   empty script) and from the sandbox (what it could not enforce here).
+//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::limits`); min 16, max 65536.
+
+use crate::sandboxed::{self, SandboxPorts, FAILURE_OUTPUTS};
+use cheng_node::{async_trait, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use serde_json::Value;
+use std::ffi::OsString;
+
+/// Longest JSON input also placed in `$INPUT` (Linux's MAX_ARG_STRLEN is 128 KiB per string).
+pub const ENV_INPUT_MAX: usize = 120 * 1024;
+
+/// The seed's `tools/code_shell`.
+pub struct CodeShell;
+
+const INPUTS: &[PortSpec] = &[
+    PortSpec::input("input", PortType::Any, "Input data (any JSON), available to the script through the $INPUT environment variable")
+        .default("null"),
+    PortSpec::input("script", PortType::String, "[Required] Shell script. Example: curl -s 'wttr.in/Tokyo?format=3'")
+        .default("null")
+        .required()
+        .control(Control::CodeEditor),
+    PortSpec::input(
+        "working_subdir",
+        PortType::String,
+        "Relative working subdirectory inside the execution boundary (e.g. project-alpha). Only sets the process cwd; cannot widen filesystem access.",
+    )
+    .default("null"),
+    PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files in the workspace")
+        .default("false")
+        .audience(Audience::Capped)
+        .control(Control::Switch),
+    PortSpec::input(
+        "allow_full_disk_readonly",
+        PortType::Boolean,
+        "Whether the script may read the whole disk (for disk-wide search / file lookup). Writing still requires allow_filesystem.",
+    )
+    .default("false")
+    .audience(Audience::Capped)
+    .control(Control::Switch),
+    PortSpec::input(
+        "request_read_paths",
+        PortType::Array(&PortType::String),
+        "Absolute host paths outside the sandbox to request, read-only (e.g. /home/me/project). Each path needs a person's approval for this execution; approved paths are mounted read-only. Use only when the script must read files the sandbox cannot see.",
+    )
+    .default("[]"),
+    PortSpec::input("allow_network", PortType::Boolean, "Whether network access is allowed (curl, HTTP requests etc. need true)")
+        .default("false")
+        .audience(Audience::Capped)
+        .control(Control::Switch),
+    PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default 5000 ms, max 300000 ms.")
+        .default("5000")
+        .min(sandboxed::MIN_TIMEOUT_MS)
+        .max(sandboxed::MAX_TIMEOUT_MS)
+        .audience(Audience::Capped)
+        .control(Control::Number),
+    PortSpec::input("memory_mb", PortType::Integer, "Memory limit (MB), enforced with prlimit under Bubblewrap. Default 128 MB.")
+        .default("128")
+        .min(sandboxed::MEMORY_MIN)
+        .max(sandboxed::MEMORY_MAX)
+        .audience(Audience::Capped)
+        .control(Control::Number),
+];
+
+const OUTPUTS: &[PortSpec] = &[
+    PortSpec::output("result", PortType::Any, "Script execution result"),
+    PortSpec::output("isolation_level", PortType::String, "Isolation level actually used: bubblewrap > quickjs > python"),
+    PortSpec::output("metrics", PortType::Object, "Execution performance metrics"),
+    PortSpec::output("stdout", PortType::String, "Standard output"),
+    PortSpec::output("stderr", PortType::String, "Standard error"),
+    PortSpec::output("warnings", PortType::Array(&PortType::String), "Script validation warnings"),
+    FAILURE_OUTPUTS[0],
+    FAILURE_OUTPUTS[1],
+    FAILURE_OUTPUTS[2],
+    FAILURE_OUTPUTS[3],
+];
+
+static SPEC: NodeSpec = NodeSpec {
+    id: "tools/code_shell",
+    title: "Shell executor",
+    description: "Runs a shell script in a bubblewrap sandbox (OS namespace isolation: PID/IPC/UTS/network). Fail-closed: \
+                  when bubblewrap is unavailable it reports an error and never silently degrades. Suited to curl, wget, \
+                  system commands, file operations and pipelines of external processes. Not suited to pure computation \
+                  (-> JS) or data transformation (-> Python). Outbound HTTP needs allow_network=true. Example: \
+                  {\"script\":\"curl -s 'wttr.in/Tokyo?format=3'\",\"allow_network\":true}",
+    category: "code",
+    inputs: INPUTS,
+    outputs: OUTPUTS,
+    gate: None,
+    effects: Effects::Sandboxed,
+};
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&CodeShell) }
+
+#[async_trait]
+impl Node for CodeShell {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        let ports = SandboxPorts::read(ctx, &input, true)?;
+        let mut warnings = lint(&ports.script, ports.allow_network, ports.allow_filesystem);
+        ports.approve_read_paths(ctx, "code_shell").await?;
+
+        let (_io_guard, io) = sandboxed::io_dir()?;
+        let json = serde_json::to_string(&ports.input).map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
+        std::fs::write(io.join("input.json"), &json)
+            .map_err(|e| NodeError::internal(format!("cannot write the input file: {e}")))?;
+        let command: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), ports.script.clone().into(), "code_shell".into()];
+        let mut request = ports.request(ctx, command);
+        request.io_dir = Some(io);
+        request.env.push(("INPUT_FILE".into(), format!("{}/input.json", cheng_exec::sandbox::IO_DIR).into()));
+        if json.len() <= ENV_INPUT_MAX {
+            request.env.push(("INPUT".into(), json.into()));
+        } else {
+            warnings.push(format!(
+                "input is {} bytes, more than fits in $INPUT ({ENV_INPUT_MAX} bytes): read it from $INPUT_FILE",
+                json.len()
+            ));
+        }
+
+        let run = sandboxed::run(ctx, request).await?;
+        warnings.extend(sandboxed::enforcement_warnings(&run));
+        let failure = sandboxed::classify(&run.output);
+        let result = if failure.is_none() && !run.output.stdout.truncated { parse_result(&run.output.stdout.text) } else { Value::Null };
+        Ok(sandboxed::outputs(&run, result, warnings, failure))
+    }
+}
+
+/// stdout as JSON when it is JSON, else the text without its trailing newline.
+pub fn parse_result(stdout: &str) -> Value {
+    let trimmed = stdout.trim();
+    if !trimmed.is_empty() {
+        if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+            return v;
+        }
+    }
+    let text = stdout.strip_suffix('\n').map(|s| s.strip_suffix('\r').unwrap_or(s)).unwrap_or(stdout);
+    Value::String(text.to_string())
+}
+
+/// Pre-execution warnings: what the script seems to need that the switches do not allow.
+pub fn lint(script: &str, network: bool, filesystem: bool) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if script.trim().is_empty() {
+        warnings.push("script is empty: nothing will run".into());
+        return warnings;
+    }
+    let words: Vec<&str> = script
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '$' | '{' | '}'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |names: &[&'static str]| -> Option<&'static str> {
+        names.iter().copied().find(|n| words.iter().any(|w| w == n || w.ends_with(&format!("/{n}"))))
+    };
+    if !network {
+        if let Some(tool) = has(&["curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "rsync", "ftp", "telnet", "ping", "dig", "nslookup"]) {
+            warnings.push(format!(
+                "script uses {tool} but allow_network is off: the sandbox has no network (the node's author must allow it)"
+            ));
+        }
+    }
+    if let Some(tool) = has(&["sudo", "su", "doas"]) {
+        warnings.push(format!("script uses {tool}: the sandbox has no privileges to gain, it will fail"));
+    }
+    if !filesystem {
+        let writes_file = script.split(['>']).skip(1).any(|rest| {
+            let target = rest.trim_start_matches(['>', '|', '&']).trim_start();
+            !(target.starts_with("/dev/") || target.starts_with("/tmp") || target.starts_with('&') || target.starts_with("$TMPDIR"))
+        });
+        let tool = has(&["touch", "mkdir", "rm", "rmdir", "mv", "cp", "tee", "ln", "chmod", "truncate", "dd"]);
+        let sed_in_place = words.windows(2).any(|w| w[0] == "sed" && w[1].starts_with("-i"));
+        if writes_file || tool.is_some() || sed_in_place {
+            let what = match (writes_file, tool) {
+                (true, _) => "a redirection into a file".to_string(),
+                (false, Some(t)) => t.to_string(),
+                (false, None) => "sed -i".to_string(),
+            };
+            warnings.push(format!(
+                "script appears to write files ({what}) but allow_filesystem is off: the workspace is read-only; only /tmp (private, discarded) is writable"
+            ));
+        }
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_json_or_trimmed_text() {
+        assert_eq!(parse_result("{\"a\": 1}\n"), serde_json::json!({"a": 1}));
+        assert_eq!(parse_result("42\n"), serde_json::json!(42));
+        assert_eq!(parse_result("hello\n"), serde_json::json!("hello"));
+        assert_eq!(parse_result("two\nlines\n\n"), serde_json::json!("two\nlines\n"));
+        assert_eq!(parse_result(""), serde_json::json!(""));
+    }
+
+    #[test]
+    fn lint_names_what_the_switches_forbid() {
+        let w = lint("curl -s https://example.com | jq .", false, false);
+        assert!(w.iter().any(|w| w.contains("curl") && w.contains("allow_network")), "{w:?}");
+        assert!(lint("curl -s x", true, false).is_empty());
+        let w = lint("echo hi > out.txt", false, false);
+        assert!(w.iter().any(|w| w.contains("allow_filesystem")), "{w:?}");
+        assert!(lint("echo hi > /dev/null; echo x >/tmp/a 2>&1", false, false).is_empty());
+        assert!(lint("echo hi > out.txt", false, true).is_empty());
+        assert!(lint("sudo rm -rf /", true, true).iter().any(|w| w.contains("sudo")));
+        assert!(lint("  \n", false, false)[0].contains("empty"));
+        assert!(lint("echo $INPUT", false, false).is_empty());
+    }
+}

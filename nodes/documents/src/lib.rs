@@ -1,5 +1,21 @@
 //! Document nodes: `tools/workspace_markdown` and `tools/workspace_preview` — pure Rust,
 //! read-only, never approval-gated.
+//!
+//! - [`markdown`]: outline (GitHub anchors), markdownlint-style diagnostics, edit-ready fixes and
+//!   local link checks, all from one pulldown-cmark pass with exact 1-indexed positions.
+//! - [`preview`]: Markdown to sanitised HTML (ammonia), HTML to a text summary, and file metadata.
+//!
+//! ```
+//! use cheng_nodes_documents::markdown::{Document, outline};
+//!
+//! let doc = Document::parse("# Intro\n\n## Set up\n\n## Set up\n");
+//! let tree = outline::build(&doc.headings);
+//! assert_eq!(tree[0].children[1].anchor, "set-up-1");
+//! ```
 
-mod markdown;
-mod preview;
+pub mod markdown;
+pub mod preview;
+pub mod source;
+
+pub use markdown::WorkspaceMarkdown;
+pub use preview::WorkspacePreview;

@@ -6,3 +6,7 @@
 mod git;
 mod shell;
 mod testing;
+
+pub use git::WorkspaceGit;
+pub use shell::WorkspaceShell;
+pub use testing::WorkspaceTests;

@@ -1,2 +1,419 @@
-#![allow(unused_imports)]
+//! The `cheng` binary itself: exit codes, validation messages, listings, approval flags, gates,
+//! generated files and cancellation.
 use super::support::*;
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SHELL: &str = "tools/workspace_shell";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Node ids `cheng nodes --json` reports with `vars` set.
+fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
+    let mut cmd = cheng();
+    cmd.args(["nodes", "--json"]);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("cheng runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let nodes: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    nodes.as_array().expect("array").iter().map(|n| n["id"].as_str().expect("id").to_string()).collect()
+}
+
+#[test]
+fn nodes_lists_every_registered_node_sorted() {
+    let expected = [
+        "tools/code_shell",
+        "tools/workspace_git",
+        "tools/workspace_markdown",
+        "tools/workspace_preview",
+        "tools/workspace_shell",
+        "tools/workspace_tests",
+    ];
+    assert_eq!(node_ids(&[]), expected);
+    let mut with_gates: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    with_gates.extend(["tools/code_js".to_string(), "tools/code_python".to_string()]);
+    with_gates.sort();
+    assert_eq!(node_ids(&[("CHENG_ENABLE_CODE_PYTHON", "1"), ("CHENG_ENABLE_CODE_JS", "1")]), with_gates);
+    // The text listing shows the same ids.
+    let out = run_cheng(&["nodes"]);
+    let listed: Vec<String> = text(&out.stdout).lines().map(|l| l.split_whitespace().next().unwrap_or("").to_string()).collect();
+    assert_eq!(listed, expected);
+}
+
+#[test]
+fn gated_nodes_are_absent_until_their_variable_is_set() {
+    assert!(!node_ids(&[]).contains(&"tools/code_js".to_string()));
+    assert!(node_ids(&[("CHENG_ENABLE_CODE_JS", "1")]).contains(&"tools/code_js".to_string()));
+    let (_d, ws) = temp_workspace();
+    let (code, _, stderr) = run_node("tools/code_js", &ws, &json!({"code": "1"}), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("tools/code_js is disabled; set CHENG_ENABLE_CODE_JS=1 to enable it"), "{stderr}");
+    let out = run_cheng(&["describe", "tools/code_python"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("CHENG_ENABLE_CODE_PYTHON=1"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn nodes_json_carries_what_a_canvas_draws() {
+    let out = run_cheng(&["nodes", "--json"]);
+    let nodes: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let shell = nodes.as_array().unwrap().iter().find(|n| n["id"] == SHELL).expect("workspace_shell listed");
+    for key in ["title", "category", "description", "inputs", "outputs", "gate", "effects"] {
+        assert!(shell.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!(shell["effects"]["kind"], "approval");
+    let port = |name: &str| shell["inputs"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().expect(name);
+    let timeout = port("timeout_ms");
+    assert_eq!(timeout["type"], "integer");
+    assert_eq!(timeout["max"], 600000);
+    assert_eq!(timeout["audience"], "llm");
+    let switch = port("allow_shell_string");
+    assert_eq!(switch["control"], "switch");
+    assert_eq!(switch["audience"], "author");
+    assert_eq!(switch["default"], false);
+    assert_eq!(port("command_whitelist")["control"], "textarea");
+    assert_eq!(port("sandbox_root")["audience"], "engine");
+    assert_eq!(port("args")["type"], "array<string>");
+    assert!(shell["outputs"].as_array().unwrap().iter().any(|p| p["name"] == "termination"));
+}
+
+#[test]
+fn describe_prints_seed_tables_with_audience_and_control() {
+    let out = run_cheng(&["describe", SHELL]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = text(&out.stdout);
+    assert!(page.contains("| Field | Type | Required | Default | Audience | Control | Description |"), "{page}");
+    assert!(page.contains("| `allow_shell_string` | boolean | — | `false` | author | `switch` |"), "{page}");
+    assert!(page.contains("| Field | Type | Description |"));
+    assert!(page.contains("approval-gated"));
+    let out = run_cheng(&["describe", SHELL, "--json"]);
+    let value: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(value["id"], SHELL);
+    // The agent-facing schema never shows author or engine ports.
+    let input = value["schemas"]["input"]["properties"].as_object().unwrap();
+    assert!(input.contains_key("command") && !input.contains_key("allow_shell_string") && !input.contains_key("sandbox_root"));
+    let out = run_cheng(&["describe", "tools/workspace_shel"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("Did you mean `tools/workspace_shell`?"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn run_exit_codes_are_0_1_2() {
+    let (_d, ws) = temp_workspace();
+    let (code, out, stderr) = run_node(SHELL, &ws, &json!({"command": "true"}), &["--approve"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out["success"], true);
+    let (code, out, _) = run_node(SHELL, &ws, &json!({"command": "false"}), &["--approve"]);
+    assert_eq!(code, 1);
+    assert_eq!(out["success"], false);
+    let (code, out, stderr) = run_node(SHELL, &ws, &json!({"command": "true", "timeout_ms": 700000}), &["--approve"]);
+    assert_eq!(code, 2);
+    assert_eq!(out, Value::Null, "nothing is printed on stdout for a validation error");
+    assert!(stderr.contains("timeout_ms") && stderr.contains("600000"), "{stderr}");
+}
+
+#[test]
+fn usage_errors_exit_2_naming_the_problem() {
+    let (_d, ws) = temp_workspace();
+    let ws_arg = ws.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", SHELL, "--workspace", "/no/such/dir", "--input", "{}"], "--workspace /no/such/dir"),
+        (vec!["run", SHELL, "--workspace", ws_arg, "--input", "{nope"], "--input: not valid JSON"),
+        (vec!["run", SHELL, "--workspace", ws_arg, "--input", "[1]"], "expected a JSON object"),
+        (vec!["run", SHELL, "--workspace", ws_arg, "--config", "@/no/such/file"], "--config @/no/such/file"),
+        (vec!["run", "tools/nope", "--workspace", ws_arg], "unknown node type `tools/nope`"),
+        (vec!["run", SHELL, "--input", "{}"], "--workspace"),
+        (vec!["run", SHELL, "--workspace", ws_arg, "--approve", "--deny"], "cannot be used with"),
+    ];
+    for (args, needle) in cases {
+        let out = run_cheng(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+    }
+}
+
+#[test]
+fn author_and_engine_ports_from_input_are_rejected() {
+    let (_d, ws) = temp_workspace();
+    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"shell_string": "ls | wc", "allow_shell_string": true}), &["--approve"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("allow_shell_string is author-only; set it in the node's config"), "{stderr}");
+    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"command": "ls", "sandbox_root": "/"}), &["--approve"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("port `sandbox_root`") && stderr.contains("engine-injected"), "{stderr}");
+    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"command": "ls"}), &["--approve", "--config", r#"{"sandbox_root": "/"}"#]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("sandbox_root"), "{stderr}");
+}
+
+#[test]
+fn every_validation_error_is_reported_at_once() {
+    let (_d, ws) = temp_workspace();
+    let (code, _, stderr) =
+        run_node(SHELL, &ws, &json!({"command": 5, "timeout_ms": 700000, "sandbox_root": "/", "bogus": 1}), &["--approve"]);
+    assert_eq!(code, 2);
+    for port in ["`command`", "`timeout_ms`", "`sandbox_root`", "`bogus`"] {
+        assert!(stderr.contains(port), "{port} missing from {stderr}");
+    }
+    assert!(stderr.contains("(4 errors)"), "{stderr}");
+}
+
+#[test]
+fn deny_runs_nothing_and_no_tty_denies_with_a_hint() {
+    let (_d, ws) = temp_workspace();
+    let input = json!({"command": "touch", "args": ["made"]});
+    let (code, out, _) = run_node(SHELL, &ws, &input, &["--deny"]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+    assert_eq!(out["terminal"], true);
+    assert!(!ws.join("made").exists());
+    // stdin is /dev/null in tests: no TTY, no flag → denied, with the way out on stderr.
+    let (code, out, stderr) = run_node(SHELL, &ws, &input, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+    assert!(stderr.contains("--approve") && stderr.contains("no terminal"), "{stderr}");
+    assert!(!ws.join("made").exists());
+    let (code, out, _) = run_node(SHELL, &ws, &input, &["--approve"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(ws.join("made").exists());
+}
+
+#[test]
+fn quickstart_graph_succeeds() {
+    let graph = fixtures().join("graphs/quickstart.json");
+    let ws = fixtures().join("workspaces/hello");
+    let (_d, scratch) = temp_workspace();
+    let events = scratch.join("events.jsonl");
+    let out = run_cheng(&[
+        "graph", "run", graph.to_str().unwrap(), "--workspace", ws.to_str().unwrap(), "--approve",
+        "--events", events.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result["status"], "succeeded");
+    let readme = &result["nodes"]["readme"];
+    assert_eq!(readme["status"], "succeeded");
+    assert!(readme["outputs"]["stdout"].as_str().unwrap().starts_with("# hello"));
+    let lines: Vec<Value> = std::fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    for name in ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    // The edge carried list.summary into readme's purpose, shown on the approval card.
+    let card = lines.iter().find(|l| l["event"] == "approval_requested" && l["node"] == "readme").unwrap();
+    assert!(card["request"]["purpose"].as_str().unwrap().contains("ls -l"), "{card}");
+    let out = run_cheng(&["graph", "check", graph.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+fn write_graph(dir: &Path, graph: &Value) -> String {
+    let path = dir.join("graph.json");
+    std::fs::write(&path, graph.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn graph_run_exit_codes_and_skipped_dependents() {
+    let (_d, ws) = temp_workspace();
+    let failing = write_graph(
+        &ws,
+        &json!({"version": 1, "nodes": [
+            {"id": "bad", "type": SHELL, "inputs": {"command": "false"}},
+            {"id": "after", "type": SHELL, "inputs": {"command": "true"}}],
+            "edges": [{"from": "bad.summary", "to": "after.purpose"}]}),
+    );
+    let out = run_cheng(&["graph", "run", &failing, "--workspace", ws.to_str().unwrap(), "--approve", "--jobs", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["nodes"]["bad"]["status"], "failed");
+    assert_eq!(result["nodes"]["after"]["status"], "skipped");
+    assert!(result["nodes"]["after"]["reason"].as_str().unwrap().contains("`bad`"));
+
+    let invalid = write_graph(
+        &ws,
+        &json!({"version": 1, "nodes": [
+            {"id": "a", "type": SHELL, "inputs": {"timeout_ms": 700000, "allow_shell_string": true}},
+            {"id": "b", "type": SHELL}],
+            "edges": [{"from": "a.summary", "to": "b.purpose"}, {"from": "b.summary", "to": "a.purpose"}]}),
+    );
+    for sub in ["run", "check"] {
+        let mut args = vec!["graph", sub, invalid.as_str()];
+        if sub == "run" {
+            args.extend(["--workspace", ws.to_str().unwrap()]);
+        }
+        let out = run_cheng(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sub}: {stderr}");
+        assert!(stderr.contains("node `a`, port `timeout_ms`"), "{stderr}");
+        assert!(stderr.contains("maximum 600000"), "{stderr}");
+        assert!(stderr.contains("allow_shell_string is author-only; set it in the node's config"), "{stderr}");
+        assert!(stderr.contains("a → b → a") || stderr.contains("b → a → b"), "{stderr}");
+    }
+    let v2 = write_graph(&ws, &json!({"version": 2, "nodes": []}));
+    let out = run_cheng(&["graph", "check", &v2]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("version 1"));
+}
+
+/// Pids of processes whose command line is exactly `argv`.
+fn processes_with_cmdline(argv: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .collect()
+}
+
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts `cheng args...`, waits for the `sleep <secs>` it runs, sends SIGINT; returns the exit
+/// code and stdout, after checking the sleep is gone.
+fn interrupt(args: &[&str], secs: &str) -> (i32, Value) {
+    let child = cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng");
+    let argv = ["sleep", secs];
+    wait_for("the sleep to start", || !processes_with_cmdline(&argv).is_empty());
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: plain kill(2) on the child we spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("cheng exits");
+    wait_for("the sleep to die", || processes_with_cmdline(&argv).is_empty());
+    (out.status.code().unwrap_or(-1), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+}
+
+#[test]
+fn ctrl_c_cancels_run_kills_children_and_exits_130() {
+    let (_d, ws) = temp_workspace();
+    // A distinctive duration so that only our sleep matches.
+    let secs = format!("1000.{}", std::process::id());
+    let input = json!({"command": "sleep", "args": [secs]}).to_string();
+    let (code, out) = interrupt(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"], &secs);
+    assert_eq!(code, 130, "{out}");
+    assert_eq!(out["termination"], "cancelled", "{out}");
+    assert_eq!(out["success"], false);
+}
+
+#[test]
+fn ctrl_c_cancels_a_graph_and_exits_130() {
+    let (_d, ws) = temp_workspace();
+    let secs = format!("1001.{}", std::process::id());
+    let graph = write_graph(
+        &ws,
+        &json!({"version": 1, "nodes": [
+            {"id": "sleep", "type": SHELL, "inputs": {"command": "sleep", "args": [secs]}},
+            {"id": "after", "type": SHELL, "inputs": {"command": "true"}}],
+            "edges": [{"from": "sleep.summary", "to": "after.purpose"}]}),
+    );
+    let (code, out) = interrupt(&["graph", "run", &graph, "--workspace", ws.to_str().unwrap(), "--approve"], &secs);
+    assert_eq!(code, 130, "{out}");
+    assert_eq!(out["status"], "cancelled");
+    assert_eq!(out["nodes"]["sleep"]["status"], "cancelled");
+    assert_eq!(out["nodes"]["sleep"]["outputs"]["termination"], "cancelled");
+    assert_eq!(out["nodes"]["after"]["status"], "cancelled");
+}
+
+#[test]
+fn committed_schemas_and_docs_are_fresh() {
+    let root = repo_root();
+    for (what, dir) in [("schemas", root.join("schemas")), ("docs", root.join("docs"))] {
+        let out = run_cheng(&[what, "--check", "--dir", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{what} are stale:\n{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn generation_writes_checks_and_removes_stale_files() {
+    let (_d, tmp) = temp_workspace();
+    for (what, file) in [("schemas", "workspace_shell.json"), ("docs", "nodes/workspace_shell.md")] {
+        let dir = tmp.join(what);
+        let dir_arg = dir.to_str().unwrap();
+        let out = run_cheng(&[what, "--check", "--dir", dir_arg]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(text(&out.stderr).contains(&format!("missing: {file}")), "{}", text(&out.stderr));
+        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        let first = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(first.ends_with('\n'));
+        assert_eq!(run_cheng(&[what, "--check", "--dir", dir_arg]).status.code(), Some(0));
+        // Deterministic: writing again changes nothing.
+        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), first);
+        // Stale and extra files are reported, and --write fixes both.
+        std::fs::write(dir.join(file), "old").unwrap();
+        let extra = if what == "schemas" { "gone.json" } else { "nodes/gone.md" };
+        std::fs::write(dir.join(extra), "{}").unwrap();
+        let out = run_cheng(&[what, "--check", "--dir", dir_arg]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(stderr.contains(&format!("stale:   {file}")) && stderr.contains(&format!("extra:   {extra}")), "{stderr}");
+        assert!(stderr.contains(&format!("cheng {what} --write")), "{stderr}");
+        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        assert!(!dir.join(extra).exists());
+        assert_eq!(run_cheng(&[what, "--check", "--dir", dir_arg]).status.code(), Some(0));
+    }
+    // Hand-written guides next to the generated docs are left alone.
+    let guide = tmp.join("docs/guide.md");
+    std::fs::write(&guide, "# guide").unwrap();
+    assert_eq!(run_cheng(&["docs", "--write", "--dir", tmp.join("docs").to_str().unwrap()]).status.code(), Some(0));
+    assert!(guide.exists());
+    let errors = std::fs::read_to_string(tmp.join("docs/errors.md")).unwrap();
+    assert!(errors.contains("| `LOCAL_EXECUTOR_APPROVAL_DENIED` | yes |"), "{errors}");
+}
+
+#[test]
+fn help_documents_exit_statuses() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cheng")).arg("--help").output().unwrap();
+    assert!(text(&out.stdout).contains("130"));
+}
+
+/// Runs `cheng args...` under a pseudo-terminal (util-linux `script`), typing `answer`.
+fn under_tty(args: &[&str], answer: &str) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipping: `script` (util-linux) is not installed, so no pseudo-terminal is available");
+        return None;
+    }
+    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_cheng"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let mut child = Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .env_remove("CHENG_ENABLE_CODE_PYTHON")
+        .env_remove("CHENG_ENABLE_CODE_JS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(answer.as_bytes()).expect("type the answer");
+    let out = child.wait_with_output().expect("script exits");
+    Some(text(&out.stdout))
+}
+
+#[test]
+fn on_a_tty_approval_is_an_interactive_prompt() {
+    let (_d, ws) = temp_workspace();
+    let input = json!({"command": "touch", "args": ["typed"], "purpose": "prove the prompt works"}).to_string();
+    let args = ["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input];
+    let Some(screen) = under_tty(&args, "n\n") else { return };
+    assert!(screen.contains("Approve? [y/N]"), "{screen}");
+    assert!(screen.contains("touch typed") && screen.contains("prove the prompt works"), "{screen}");
+    assert!(screen.contains("LOCAL_EXECUTOR_APPROVAL_DENIED"), "{screen}");
+    assert!(!ws.join("typed").exists());
+    let Some(screen) = under_tty(&args, "y\n") else { return };
+    assert!(screen.contains("\"success\": true"), "{screen}");
+    assert!(ws.join("typed").exists());
+}

@@ -1,2 +1,112 @@
-#![allow(unused_imports)]
+//! tools/code_js through the real `cheng` binary: the gate, results, limits and the capped ports.
 use super::support::*;
+
+use serde_json::{json, Value};
+use std::process::Output;
+
+const JS: &str = "tools/code_js";
+const GATE: &str = "CHENG_ENABLE_CODE_JS";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `cheng <args>` with the gate variable set.
+fn cheng_gated(args: &[&str]) -> Output {
+    cheng().env(GATE, "1").args(args).output().expect("cheng binary runs")
+}
+
+/// `cheng run tools/code_js` with the gate set: (exit code, output object, stderr).
+fn run_js(input: &Value, extra: &[&str]) -> (i32, Value, String) {
+    let (_d, ws) = temp_workspace();
+    let input = input.to_string();
+    let mut args = vec!["run", JS, "--workspace", ws.to_str().expect("utf-8 path"), "--input", &input];
+    args.extend_from_slice(extra);
+    let out = cheng_gated(&args);
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), value, text(&out.stderr))
+}
+
+fn listed_ids(out: &Output) -> Vec<String> {
+    let nodes: Value = serde_json::from_slice(&out.stdout).expect("nodes --json prints JSON");
+    nodes.as_array().into_iter().flatten().filter_map(|n| n["id"].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn absent_without_its_variable_and_present_with_it() {
+    let without = run_cheng(&["nodes", "--json"]);
+    assert!(!listed_ids(&without).contains(&JS.to_string()), "{}", text(&without.stdout));
+    let with = cheng_gated(&["nodes", "--json"]);
+    assert!(listed_ids(&with).contains(&JS.to_string()), "{}", text(&with.stdout));
+
+    let (_d, ws) = temp_workspace();
+    let (code, _, stderr) = run_node(JS, &ws, &json!({"script": "1"}), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(GATE), "{stderr}");
+}
+
+#[test]
+fn a_graph_naming_it_fails_validation_naming_the_variable() {
+    let (_d, ws) = temp_workspace();
+    let graph = ws.join("graph.json");
+    let doc = json!({"version": 1, "nodes": [{"id": "calc", "type": JS, "inputs": {"script": "1 + 1"}}], "edges": []});
+    std::fs::write(&graph, doc.to_string()).expect("write graph");
+    let graph = graph.to_str().expect("utf-8 path");
+    let out = run_cheng(&["graph", "check", graph]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(GATE), "{}", text(&out.stderr));
+    let out = cheng_gated(&["graph", "check", graph]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn runs_with_its_variable_set() {
+    let (code, out, stderr) = run_js(&json!({"script": "console.log('summing'); input.values.reduce((a, b) => a + b, 0)", "input": {"values": [1, 2, 3]}}), &[]);
+    assert_eq!(code, 0, "{stderr} {out:#}");
+    assert_eq!(out["result"], 6);
+    assert_eq!(out["success"], true);
+    assert_eq!(out["isolation_level"], "quickjs");
+    assert_eq!(out["stdout"], "summing\n");
+    assert!(out["metrics"]["memory_used_bytes"].as_u64().is_some_and(|b| b > 0), "{out:#}");
+}
+
+#[test]
+fn script_failures_exit_1_with_the_error_code() {
+    let (code, out, _) = run_js(&json!({"script": "while (true) {}", "timeout_ms": 300}), &[]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
+    let (code, out, _) = run_js(&json!({"script": "const a = []; for (;;) a.push('x'.repeat(4096));", "memory_mb": 16}), &[]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT");
+    let (code, out, _) = run_js(&json!({"script": "require('child_process').execSync('id')"}), &[]);
+    assert_eq!(code, 1, "{out:#}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR");
+    assert!(out["error"].as_str().unwrap_or_default().contains("require is not defined"), "{out:#}");
+}
+
+#[test]
+fn limits_above_the_authors_cap_are_refused() {
+    let (code, _, stderr) = run_js(&json!({"script": "1", "timeout_ms": 60000}), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("timeout_ms"), "{stderr}");
+    let config = json!({"timeout_ms": 60000, "memory_mb": 512}).to_string();
+    let (code, out, stderr) = run_js(&json!({"script": "1", "timeout_ms": 60000, "memory_mb": 512}), &["--config", &config]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out["metrics"]["timeout_ms"], 60000);
+    assert_eq!(out["metrics"]["memory_limit_bytes"], 512 * 1024 * 1024);
+}
+
+#[test]
+fn results_flow_along_graph_edges() {
+    let (_d, ws) = temp_workspace();
+    let graph = ws.join("graph.json");
+    let doc = json!({"version": 1, "nodes": [
+        {"id": "make", "type": JS, "inputs": {"script": "({items: [3, 1, 2]})"}},
+        {"id": "sort", "type": JS, "inputs": {"script": "input.items.slice().sort()"}}],
+        "edges": [{"from": "make.result", "to": "sort.input"}]});
+    std::fs::write(&graph, doc.to_string()).expect("write graph");
+    let out = cheng_gated(&["graph", "run", graph.to_str().expect("utf-8"), "--workspace", ws.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(result["nodes"]["sort"]["outputs"]["result"], json!([1, 2, 3]), "{result:#}");
+}

@@ -1,0 +1,121 @@
+//! Command-line flags (clap derive).
+
+use clap::{ArgGroup, Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "cheng",
+    version,
+    about = "Run tool nodes (shell, git, tests, markdown, code) safely on a workspace",
+    after_help = "Exit status: 0 success; 1 a node reported success:false (or a --check found stale files); \
+                  2 usage or validation error (nothing ran); 130 cancelled with Ctrl-C."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List registered node types (the canvas palette), sorted by id.
+    Nodes {
+        /// Everything a canvas needs to draw each node, as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a node type's ports, defaults, controls, audiences, gate and effects.
+    Describe {
+        /// A node type such as tools/workspace_shell.
+        #[arg(value_name = "TYPE")]
+        node_type: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one node and print its output object as JSON.
+    Run(RunArgs),
+    /// Run or check a graph file.
+    Graph {
+        #[command(subcommand)]
+        command: GraphCommand,
+    },
+    /// Write or check the JSON Schemas in schemas/ (one file per node).
+    Schemas(GenerateArgs),
+    /// Write or check the node reference in docs/nodes/ and the error table docs/errors.md.
+    Docs(GenerateArgs),
+}
+
+#[derive(Subcommand)]
+pub enum GraphCommand {
+    /// Validate and run a graph; prints {status, nodes: {id: {status, outputs, ...}}}.
+    Run(GraphRunArgs),
+    /// Validate a graph without running it.
+    Check {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+/// How gated runs are decided.
+#[derive(Args, Clone)]
+#[command(group(ArgGroup::new("decision").args(["approve", "deny"])))]
+pub struct ApprovalArgs {
+    /// Approve every approval request (for scripts and CI).
+    #[arg(long)]
+    pub approve: bool,
+    /// Deny every approval request.
+    #[arg(long)]
+    pub deny: bool,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A node type such as tools/workspace_shell.
+    #[arg(value_name = "TYPE")]
+    pub node_type: String,
+    /// The workspace root; every path the node touches resolves inside it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+    /// The node's inputs as a JSON object, or @FILE to read it from a file.
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub input: Option<String>,
+    /// The author's config (author-only ports, ceilings) as a JSON object, or @FILE.
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub config: Option<String>,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
+    /// Write run events as JSON lines to FILE ("-" for stderr).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct GraphRunArgs {
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The workspace root; every path a node touches resolves inside it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
+    /// Write run events as JSON lines to FILE ("-" for stderr).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// How many nodes may run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("mode").args(["write", "check"]).required(true)))]
+pub struct GenerateArgs {
+    /// Regenerate the files (and remove stale ones).
+    #[arg(long)]
+    pub write: bool,
+    /// Exit 1 when any file is missing, stale or extra.
+    #[arg(long)]
+    pub check: bool,
+    /// The output directory (default: schemas/ or docs/ under the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}

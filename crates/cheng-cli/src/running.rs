@@ -1,0 +1,225 @@
+//! `cheng run`, `cheng graph run` and `cheng graph check`.
+
+use crate::args::{GraphRunArgs, RunArgs};
+use crate::listing::print_json;
+use crate::{approve, complain, Exit};
+use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
+use cheng_node::{CancellationToken, Registry, Values};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn run(args: RunArgs) -> Exit {
+    let (config, inputs) = match (json_object("--config", args.config.as_deref()), json_object("--input", args.input.as_deref())) {
+        (Ok(config), Ok(inputs)) => (config, inputs),
+        (Err(e), _) | (_, Err(e)) => {
+            complain(e);
+            return Exit::Usage;
+        }
+    };
+    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
+    let options = options.approver(approve::approver(&args.approval));
+    let engine = Engine::new(Registry::from_inventory());
+    let node_type = args.node_type.clone();
+    let outcome = with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await });
+    report_event_errors(events.as_deref());
+    match outcome {
+        Err(e) => {
+            complain(e);
+            Exit::Usage
+        }
+        Ok(Err(errors)) => {
+            print_errors(&format!("cannot run {}", args.node_type), &errors);
+            Exit::Usage
+        }
+        Ok(Ok(result)) => {
+            let exit = match result.status {
+                NodeStatus::Succeeded => Exit::Ok,
+                NodeStatus::Cancelled => Exit::Cancelled,
+                NodeStatus::Failed | NodeStatus::Skipped => Exit::Failed,
+            };
+            match print_json(&Value::Object(result.outputs)) {
+                Exit::Ok => exit,
+                failed => failed,
+            }
+        }
+    }
+}
+
+pub fn graph_run(args: GraphRunArgs) -> Exit {
+    let engine = Engine::new(Registry::from_inventory());
+    let Some(graph) = load(&args.file) else { return Exit::Usage };
+    let validated = match engine.validate(&graph) {
+        Ok(v) => v,
+        Err(errors) => {
+            print_errors(&format!("{}: invalid graph", args.file.display()), &errors);
+            return Exit::Usage;
+        }
+    };
+    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
+    let mut options = options.approver(approve::approver(&args.approval));
+    if let Some(jobs) = args.jobs {
+        options = options.jobs(usize::from(jobs));
+    }
+    let outcome = with_runtime(options, |options| async move { engine.run(&validated, options).await });
+    report_event_errors(events.as_deref());
+    match outcome {
+        Err(e) => {
+            complain(e);
+            Exit::Usage
+        }
+        Ok(result) => {
+            let exit = match result.status {
+                GraphStatus::Succeeded => Exit::Ok,
+                GraphStatus::Failed => Exit::Failed,
+                GraphStatus::Cancelled => Exit::Cancelled,
+            };
+            match print_json(&result.to_json()) {
+                Exit::Ok => exit,
+                failed => failed,
+            }
+        }
+    }
+}
+
+pub fn graph_check(file: &Path) -> Exit {
+    let engine = Engine::new(Registry::from_inventory());
+    let Some(graph) = load(file) else { return Exit::Usage };
+    match engine.validate(&graph) {
+        Ok(validated) => {
+            println!("ok: {}: {} nodes, {} edges", file.display(), validated.len(), validated.edge_count());
+            Exit::Ok
+        }
+        Err(errors) => {
+            print_errors(&format!("{}: invalid graph", file.display()), &errors);
+            Exit::Usage
+        }
+    }
+}
+
+fn load(file: &Path) -> Option<Graph> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            complain(format!("cannot read graph {}: {e}", file.display()));
+            return None;
+        }
+    };
+    match Graph::from_json(&text) {
+        Ok(graph) => Some(graph),
+        Err(errors) => {
+            print_errors(&format!("{}: invalid graph", file.display()), &errors);
+            None
+        }
+    }
+}
+
+fn print_errors(what: &str, errors: &[ValidationError]) {
+    let noun = if errors.len() == 1 { "error" } else { "errors" };
+    complain(format!("{what} ({} {noun}):", errors.len()));
+    for e in errors {
+        eprintln!("  - {e}");
+    }
+}
+
+/// A JSON object from `JSON` or `@FILE`; absent means `{}`.
+fn json_object(flag: &str, text: Option<&str>) -> Result<Values, String> {
+    let Some(text) = text else { return Ok(Values::new()) };
+    let (source, text) = match text.strip_prefix('@') {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(contents) => (format!("{flag} @{path}"), contents),
+            Err(e) => return Err(format!("{flag} @{path}: cannot read the file: {e}")),
+        },
+        None => (flag.to_string(), text.to_string()),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("{source}: expected a JSON object like {{\"command\": \"ls\"}}, got {}", kind(&other))),
+        Err(e) => Err(format!("{source}: not valid JSON: {e}")),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Run options for a checked workspace, with the event sink the flags ask for.
+/// The `--events` sink, kept to report write errors after the run.
+type EventFile = JsonlSink<Box<dyn std::io::Write + Send>>;
+
+fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+    let problem = match std::fs::metadata(workspace) {
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => Some("not a directory".to_string()),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(problem) = problem {
+        complain(format!("--workspace {}: {problem}; pass an existing directory", workspace.display()));
+        return None;
+    }
+    let options = match RunOptions::new(workspace) {
+        Ok(options) => options,
+        Err(e) => {
+            complain(format!("--workspace {}: {e}", workspace.display()));
+            return None;
+        }
+    };
+    let Some(path) = events else { return Some((options.events(Arc::new(NullSink)), None)) };
+    let writer: Box<dyn std::io::Write + Send> = if path == Path::new("-") {
+        Box::new(std::io::stderr())
+    } else {
+        match std::fs::File::create(path) {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                complain(format!("--events {}: cannot create the file: {e}", path.display()));
+                return None;
+            }
+        }
+    };
+    let sink = Arc::new(JsonlSink::new(writer));
+    let shared: Arc<dyn EventSink> = sink.clone();
+    Some((options.events(shared), Some(sink)))
+}
+
+fn report_event_errors(sink: Option<&EventFile>) {
+    if let Some(e) = sink.and_then(|s| s.take_error()) {
+        complain(format!("--events: writing events failed: {e}"));
+    }
+}
+
+/// Runs `work` on a tokio runtime with Ctrl-C wired to the run's cancellation token: the first
+/// Ctrl-C cancels (nodes kill their process groups and report), a second one exits at once.
+fn with_runtime<F, Fut, T>(options: RunOptions, work: F) -> Result<T, String>
+where
+    F: FnOnce(RunOptions) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let cancel: CancellationToken = options.cancel.clone();
+    let result = runtime.block_on(async move {
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("cheng: cancelling (Ctrl-C again to exit at once)");
+                cancel.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(Exit::Cancelled as i32);
+                }
+            }
+        });
+        work(options).await
+    });
+    // A prompt may still be blocked reading stdin; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(result)
+}

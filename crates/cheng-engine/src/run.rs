@@ -1,0 +1,467 @@
+//! Running a validated graph: dependency order, bounded concurrency, approval, cancellation.
+//!
+//! One scheduling loop owns all state (no locks): it starts ready nodes as tokio tasks, at most
+//! `jobs` at once, and reacts to each completion by releasing or skipping dependents. Each node
+//! and edge is touched a constant number of times, so a run is linear in the graph's size.
+
+use crate::approval::RunApprover;
+use crate::events::{now, Event, EventSink, NullSink};
+use crate::ports::{check_value, resolve_capped};
+use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
+use cheng_node::{
+    Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
+};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+/// How long a node may take to wind down after cancellation before the engine gives up on it.
+const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// Everything a run needs besides the graph.
+#[derive(Clone)]
+pub struct RunOptions {
+    /// The canonical workspace root (injected as `sandbox_root`).
+    pub workspace: PathBuf,
+    /// How many nodes may run at once (at least 1).
+    pub jobs: usize,
+    pub approver: Arc<dyn Approver>,
+    pub events: Arc<dyn EventSink>,
+    pub cancel: CancellationToken,
+}
+
+impl RunOptions {
+    /// Options for `workspace` (canonicalised; it must be an existing directory): one job per CPU,
+    /// approvals denied, no events, a fresh cancellation token.
+    pub fn new(workspace: impl AsRef<Path>) -> std::io::Result<Self> {
+        let path = workspace.as_ref();
+        let workspace = path.canonicalize().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("workspace {}: {e}", path.display()))
+        })?;
+        if !workspace.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("workspace {} is not a directory", path.display()),
+            ));
+        }
+        Ok(RunOptions {
+            workspace,
+            jobs: default_jobs(),
+            approver: Arc::new(FixedApprover(Decision::Denied)),
+            events: Arc::new(NullSink),
+            cancel: CancellationToken::new(),
+        })
+    }
+
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    pub fn events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = events;
+        self
+    }
+
+    pub fn cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+/// The number of CPUs (1 when unknown).
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeStatus {
+    Succeeded,
+    Failed,
+    /// Not run because a node it depends on failed (or was skipped).
+    Skipped,
+    Cancelled,
+}
+
+impl NodeStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodeStatus::Succeeded => "succeeded",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Skipped => "skipped",
+            NodeStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphStatus {
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+/// One node's result: its output object (every declared output present, `null` when missing).
+#[derive(Debug, Clone)]
+pub struct NodeResult {
+    pub id: String,
+    pub node_type: &'static str,
+    pub status: NodeStatus,
+    pub outputs: Values,
+    pub duration: Duration,
+    /// Why the node did not run (skipped or cancelled before it started).
+    pub reason: Option<String>,
+}
+
+impl NodeResult {
+    /// `{type, status, duration_ms, reason?, outputs}`.
+    pub fn to_json(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("type".into(), json!(self.node_type));
+        obj.insert("status".into(), json!(self.status));
+        obj.insert("duration_ms".into(), json!(millis(self.duration)));
+        if let Some(reason) = &self.reason {
+            obj.insert("reason".into(), json!(reason));
+        }
+        obj.insert("outputs".into(), Value::Object(self.outputs.clone()));
+        Value::Object(obj)
+    }
+}
+
+/// The result of a run: every node, in graph order.
+#[derive(Debug, Clone)]
+pub struct GraphResult {
+    pub status: GraphStatus,
+    pub nodes: Vec<NodeResult>,
+    pub duration: Duration,
+}
+
+impl GraphResult {
+    pub fn node(&self, id: &str) -> Option<&NodeResult> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    pub fn count(&self, status: NodeStatus) -> usize {
+        self.nodes.iter().filter(|n| n.status == status).count()
+    }
+
+    /// `{status, duration_ms, nodes: {id: {type, status, duration_ms, reason?, outputs}}}`.
+    pub fn to_json(&self) -> Value {
+        let nodes: Map<String, Value> = self.nodes.iter().map(|n| (n.id.clone(), n.to_json())).collect();
+        json!({ "status": self.status, "duration_ms": millis(self.duration), "nodes": nodes })
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a finished node task reports to the scheduling loop.
+struct Finished {
+    index: usize,
+    outputs: Values,
+    duration: Duration,
+    cancelled: bool,
+}
+
+pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> GraphResult {
+    // The loop runs as a task of its own: node completions then wake it on the same worker
+    // thread instead of crossing to whichever thread awaits `run` (a large share of the
+    // per-node cost otherwise).
+    let shared = Arc::clone(&graph.inner);
+    let started = Instant::now();
+    match tokio::spawn(schedule(shared, options)).await {
+        Ok(result) => result,
+        Err(err) => {
+            let error = NodeError::internal(format!("the scheduler stopped unexpectedly ({err}); this is a bug in cheng"));
+            let nodes = graph
+                .inner
+                .nodes
+                .iter()
+                .map(|p| NodeResult {
+                    id: p.id.clone(),
+                    node_type: p.spec.id,
+                    status: NodeStatus::Failed,
+                    outputs: complete_outputs(p.spec, error.to_outputs()),
+                    duration: Duration::ZERO,
+                    reason: Some(error.message.clone()),
+                })
+                .collect();
+            GraphResult { status: GraphStatus::Failed, nodes, duration: started.elapsed() }
+        }
+    }
+}
+
+async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
+    let graph = &*graph;
+    let started = Instant::now();
+    let n = graph.nodes.len();
+    let jobs = options.jobs.max(1);
+    let events = Arc::clone(&options.events);
+    let cancel = options.cancel.clone();
+    let approver: Arc<dyn Approver> = Arc::new(RunApprover {
+        inner: Arc::clone(&options.approver),
+        events: Arc::clone(&events),
+        cancel: cancel.clone(),
+    });
+    let workspace_value = Value::String(options.workspace.display().to_string());
+
+    let mut results: Vec<Option<NodeResult>> = (0..n).map(|_| None).collect();
+    let mut waiting = graph.upstream_count.clone();
+    let mut ready: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut running: JoinSet<Finished> = JoinSet::new();
+    let mut task_index: HashMap<tokio::task::Id, (usize, Instant)> = HashMap::new();
+
+    loop {
+        while running.len() < jobs && !cancel.is_cancelled() {
+            let Some(i) = ready.pop_front() else { break };
+            let prepared = &graph.nodes[i];
+            let input = assemble_input(prepared, &graph.nodes, &results, &workspace_value);
+            let ctx = RunContext {
+                node_id: prepared.id.clone(),
+                node_type: prepared.spec.id,
+                workspace: options.workspace.clone(),
+                cancel: cancel.clone(),
+                approver: Arc::clone(&approver),
+            };
+            if events.enabled() {
+                events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
+            }
+            let node = Arc::clone(&prepared.node);
+            let handle = running.spawn(execute(i, node, ctx, input));
+            task_index.insert(handle.id(), (i, Instant::now()));
+        }
+        if running.is_empty() {
+            break;
+        }
+        let Some(joined) = running.join_next_with_id().await else { break };
+        let finished = match joined {
+            Ok((id, finished)) => {
+                task_index.remove(&id);
+                finished
+            }
+            Err(err) => {
+                // A panicking node is a bug in that node; the run carries on and says so.
+                let Some((index, start)) = task_index.remove(&err.id()) else { continue };
+                let what = if err.is_panic() { "panicked" } else { "was aborted" };
+                let spec = graph.nodes[index].spec;
+                let error = NodeError::internal(format!("node {} {what}; this is a bug in {}", graph.nodes[index].id, spec.id));
+                Finished { index, outputs: complete_outputs(spec, error.to_outputs()), duration: start.elapsed(), cancelled: false }
+            }
+        };
+        let i = finished.index;
+        let status = status_of(&finished.outputs, finished.cancelled);
+        let outcome = Outcome { status, outputs: finished.outputs, duration: finished.duration, reason: None };
+        finish(&mut results, &events, i, &graph.nodes[i], outcome);
+        if status == NodeStatus::Succeeded {
+            for &d in &graph.dependents[i] {
+                waiting[d] -= 1;
+                if waiting[d] == 0 && results[d].is_none() {
+                    ready.push_back(d);
+                }
+            }
+        } else if !cancel.is_cancelled() {
+            skip_dependents(graph, i, &mut results, &events);
+        }
+    }
+
+    // Whatever never started was cancelled (or is behind a cancelled node).
+    for i in 0..n {
+        if results[i].is_none() {
+            let prepared = &graph.nodes[i];
+            let message = "the run was cancelled before this node started";
+            let outputs = complete_outputs(prepared.spec, NodeError::new(ErrorKind::Cancelled, message).to_outputs());
+            let outcome = Outcome { status: NodeStatus::Cancelled, outputs, duration: Duration::ZERO, reason: Some(message.to_string()) };
+            finish(&mut results, &events, i, prepared, outcome);
+        }
+    }
+    let nodes: Vec<NodeResult> = results.into_iter().flatten().collect();
+    let status = if cancel.is_cancelled() || nodes.iter().any(|r| r.status == NodeStatus::Cancelled) {
+        GraphStatus::Cancelled
+    } else if nodes.iter().all(|r| r.status == NodeStatus::Succeeded) {
+        GraphStatus::Succeeded
+    } else {
+        GraphStatus::Failed
+    };
+    let result = GraphResult { status, nodes, duration: started.elapsed() };
+    if events.enabled() {
+        events.emit(Event::GraphFinished {
+            ts: now(),
+            status,
+            duration_ms: millis(result.duration),
+            succeeded: result.count(NodeStatus::Succeeded),
+            failed: result.count(NodeStatus::Failed),
+            skipped: result.count(NodeStatus::Skipped),
+            cancelled: result.count(NodeStatus::Cancelled),
+        });
+    }
+    result
+}
+
+/// The node's static input plus edge values (checked against the target port now that they are
+/// known) plus `sandbox_root`. An edge carrying `null` leaves the port unset.
+fn assemble_input(
+    prepared: &PreparedNode,
+    nodes: &[PreparedNode],
+    results: &[Option<NodeResult>],
+    workspace: &Value,
+) -> Result<Values, NodeError> {
+    let mut input = prepared.base.clone();
+    for edge in &prepared.incoming {
+        let value = results[edge.from].as_ref().and_then(|r| r.outputs.get(edge.from_port)).cloned().unwrap_or(Value::Null);
+        let source = format!("{}.{}", nodes[edge.from].id, edge.from_port);
+        if value.is_null() {
+            if edge.port.required && input.get(edge.port.name).is_none_or(Value::is_null) {
+                return Err(NodeError::invalid_input(format!(
+                    "required input `{}` is fed by {source}, which produced null",
+                    edge.port.name
+                )));
+            }
+            continue;
+        }
+        check_value(edge.port, &value).map_err(|message| {
+            NodeError::invalid_input(format!("input `{}` from {source}: {message}", edge.port.name))
+        })?;
+        let value = if edge.port.audience == Audience::Capped {
+            resolve_capped(edge.port, prepared.config.get(edge.port.name), &value)
+                .map_err(|message| NodeError::policy_denied(format!("input `{}` from {source}: {message}", edge.port.name)))?
+        } else {
+            value
+        };
+        input.insert(edge.port.name.to_string(), value);
+    }
+    // Injected last so nothing else can set it.
+    for port in prepared.spec.inputs.iter().filter(|p| p.audience == Audience::Engine && p.name == "sandbox_root") {
+        input.insert(port.name.to_string(), workspace.clone());
+    }
+    Ok(input)
+}
+
+/// One node: approval when the spec gates this input, then `run`; always an output object.
+async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Result<Values, NodeError>) -> Finished {
+    let start = Instant::now();
+    let spec = node.spec();
+    let cancel = ctx.cancel.clone();
+    let work = async {
+        let input = input?;
+        if spec.effects.requires_approval(&input) {
+            let request = node.approval_request(&ctx, &input)?;
+            if ctx.approver.decide(&request).await != Decision::Approved {
+                if ctx.cancel.is_cancelled() {
+                    return Err(NodeError::new(ErrorKind::Cancelled, "the run was cancelled while waiting for approval; nothing ran"));
+                }
+                return Err(NodeError::new(
+                    ErrorKind::ApprovalDenied,
+                    format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id),
+                ));
+            }
+        }
+        node.run(&ctx, input).await
+    };
+    tokio::pin!(work);
+    let result = tokio::select! {
+        result = &mut work => result,
+        () = cancel.cancelled() => {
+            // The node sees the same token and kills its children; give it time to report.
+            match tokio::time::timeout(CANCEL_GRACE, &mut work).await {
+                Ok(result) => result,
+                Err(_) => Err(NodeError::new(ErrorKind::Cancelled, format!(
+                    "the run was cancelled and the node did not stop within {} s", CANCEL_GRACE.as_secs()
+                ))),
+            }
+        }
+    };
+    let outputs = match result {
+        Ok(outputs) => outputs,
+        Err(error) => error.to_outputs(),
+    };
+    Finished { index, outputs: complete_outputs(spec, outputs), duration: start.elapsed(), cancelled: cancel.is_cancelled() }
+}
+
+/// Adds every declared output port missing from `outputs` as `null`, in spec order first.
+fn complete_outputs(spec: &NodeSpec, mut outputs: Values) -> Values {
+    if spec.outputs.iter().all(|p| outputs.contains_key(p.name)) {
+        return outputs;
+    }
+    let mut ordered = Values::new();
+    for port in spec.outputs {
+        ordered.insert(port.name.to_string(), outputs.remove(port.name).unwrap_or(Value::Null));
+    }
+    ordered.extend(outputs);
+    ordered
+}
+
+fn status_of(outputs: &Values, cancelled: bool) -> NodeStatus {
+    let failed = outputs.get("success") == Some(&Value::Bool(false));
+    let kind = outputs.get("error_kind").and_then(Value::as_str);
+    if failed && (cancelled || kind == Some(ErrorKind::Cancelled.code())) {
+        NodeStatus::Cancelled
+    } else if failed {
+        NodeStatus::Failed
+    } else {
+        NodeStatus::Succeeded
+    }
+}
+
+/// Marks everything downstream of a failed node skipped, naming the failed node.
+fn skip_dependents(graph: &Prepared, failed: usize, results: &mut [Option<NodeResult>], events: &Arc<dyn EventSink>) {
+    let reason = format!("skipped because node `{}` failed", graph.nodes[failed].id);
+    let mut stack: Vec<usize> = graph.dependents[failed].clone();
+    while let Some(d) = stack.pop() {
+        if results[d].is_some() {
+            continue;
+        }
+        let prepared = &graph.nodes[d];
+        let outputs = complete_outputs(prepared.spec, Values::new());
+        let outcome = Outcome { status: NodeStatus::Skipped, outputs, duration: Duration::ZERO, reason: Some(reason.clone()) };
+        finish(results, events, d, prepared, outcome);
+        stack.extend_from_slice(&graph.dependents[d]);
+    }
+}
+
+/// How a node ended, before it is recorded.
+struct Outcome {
+    status: NodeStatus,
+    outputs: Values,
+    duration: Duration,
+    reason: Option<String>,
+}
+
+/// Records a node's result (and emits `node_finished`).
+fn finish(results: &mut [Option<NodeResult>], events: &Arc<dyn EventSink>, index: usize, prepared: &PreparedNode, outcome: Outcome) {
+    let Outcome { status, outputs, duration, reason } = outcome;
+    emit_finished(events, prepared, status, &outputs, duration, &reason);
+    results[index] = Some(NodeResult { id: prepared.id.clone(), node_type: prepared.spec.id, status, outputs, duration, reason });
+}
+
+fn emit_finished(
+    events: &Arc<dyn EventSink>,
+    prepared: &PreparedNode,
+    status: NodeStatus,
+    outputs: &Values,
+    duration: Duration,
+    reason: &Option<String>,
+) {
+    if events.enabled() {
+        events.emit(Event::NodeFinished {
+            ts: now(),
+            node: prepared.id.clone(),
+            node_type: prepared.spec.id.to_string(),
+            status,
+            duration_ms: millis(duration),
+            error_kind: outputs.get("error_kind").and_then(Value::as_str).map(str::to_string),
+            reason: reason.clone(),
+        });
+    }
+}

@@ -1,0 +1,7 @@
+mod nodes;
+
+mod approval;
+mod cancel;
+mod inject;
+mod schedule;
+mod validation;

@@ -1,0 +1,260 @@
+//! bubblewrap: locating the binary, probing that it can build namespaces here, and an argument
+//! builder over plain argv (no wrapper crate; bwrap's own flags, in the order they are pushed).
+//!
+//! The probe runs once per process and bwrap path, with the namespace flags the sandbox will use,
+//! on `true`. Its stderr is classified into a hint naming the fix (a sysctl, a package, a
+//! container option), because "bwrap: setting up uid map: Permission denied" alone does not tell
+//! a person what to do.
+
+use cheng_node::{ErrorKind, NodeError};
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// Environment variable naming the bwrap binary to use instead of `bwrap` on PATH.
+pub const BWRAP_ENV: &str = "CHENG_BWRAP";
+
+/// Where bwrap is searched when [`BWRAP_ENV`] is unset (a fixed list, not the caller's PATH, so
+/// that a workspace file can never stand in for it).
+const SEARCH_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin"];
+
+/// The bwrap binary to run: `override_path`, else `$CHENG_BWRAP`, else the first `bwrap` in the
+/// system directories. The error is SANDBOX_UNAVAILABLE with an install hint.
+pub fn locate(override_path: Option<&Path>) -> Result<PathBuf, NodeError> {
+    let configured = override_path.map(Path::to_path_buf).or_else(|| std::env::var_os(BWRAP_ENV).map(PathBuf::from));
+    if let Some(path) = configured {
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(unavailable(format!(
+                "bubblewrap was configured at {} ({BWRAP_ENV}) but no executable file is there; \
+                 nothing ran. Install bubblewrap (apt-get install bubblewrap) or point {BWRAP_ENV} at it",
+                path.display()
+            )))
+        };
+    }
+    SEARCH_DIRS.iter().map(|dir| Path::new(dir).join("bwrap")).find(|p| is_executable(p)).ok_or_else(|| {
+        unavailable(format!(
+            "bubblewrap (bwrap) is not installed (looked in {}); nothing ran and nothing runs on the host \
+             instead. Install it: apt-get install bubblewrap / dnf install bubblewrap, or set {BWRAP_ENV}=/path/to/bwrap",
+            SEARCH_DIRS.join(", ")
+        ))
+    })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+fn unavailable(message: String) -> NodeError {
+    NodeError::new(ErrorKind::SandboxUnavailable, message)
+}
+
+/// Checks once per process (per bwrap path and flag set) that bwrap can create the namespaces
+/// `flags` ask for. Later calls return the cached verdict.
+pub fn probe(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
+    static CACHE: OnceLock<Mutex<HashMap<(PathBuf, Vec<String>), Result<(), NodeError>>>> = OnceLock::new();
+    let key = (bwrap.to_path_buf(), flags.iter().map(|f| f.to_string()).collect::<Vec<_>>());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(verdict) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return verdict;
+    }
+    let verdict = probe_uncached(bwrap, flags);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, verdict.clone());
+    }
+    verdict
+}
+
+fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
+    let output = Command::new(bwrap)
+        .args(flags)
+        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| unavailable(format!("bubblewrap at {} could not be started: {e}; nothing ran", bwrap.display())))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    let stderr = if stderr.is_empty() { format!("exit status {}", output.status) } else { stderr };
+    Err(unavailable(format!(
+        "bubblewrap cannot create the sandbox here: {stderr}. {} Nothing ran; cheng never falls back to running on the host.",
+        hint(&stderr)
+    )))
+}
+
+/// A sentence telling a person how to fix what bwrap reported.
+pub fn hint(stderr: &str) -> &'static str {
+    let s = stderr.to_ascii_lowercase();
+    if s.contains("no permissions to create new namespace") || s.contains("creating new namespace failed") {
+        "Unprivileged user namespaces are disabled or restricted: on Ubuntu 23.10+ run \
+         `sysctl kernel.apparmor_restrict_unprivileged_userns=0` (or install an AppArmor profile for bwrap); \
+         on Debian/older kernels `sysctl kernel.unprivileged_userns_clone=1`; check `user.max_user_namespaces` is not 0."
+    } else if s.contains("setting up uid map") || s.contains("uid map") || s.contains("gid map") {
+        "Writing the user namespace id map was refused, usually by AppArmor \
+         (`sysctl kernel.apparmor_restrict_unprivileged_userns=0`) or a container without CAP_SETUID; \
+         run in a container with user namespaces allowed (e.g. docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined)."
+    } else if s.contains("rtm_newaddr") || s.contains("loopback") {
+        "The network namespace's loopback device could not be configured (nested container without \
+         CAP_NET_ADMIN in its namespace); allow network namespaces in the container runtime."
+    } else if s.contains("can't mount proc") || s.contains("mount proc") {
+        "A fresh /proc could not be mounted (a container with a masked /proc or without CAP_SYS_ADMIN); \
+         run the container with --privileged or with /proc unmasked (e.g. docker --security-opt systempaths=unconfined)."
+    } else if s.contains("operation not permitted") || s.contains("permission denied") {
+        "The kernel or a security module refused the namespaces (seccomp/AppArmor/SELinux policy, or a \
+         container without CAP_SYS_ADMIN); allow user namespaces: `sysctl kernel.unprivileged_userns_clone=1`, \
+         `sysctl kernel.apparmor_restrict_unprivileged_userns=0`, or relax the container's seccomp profile."
+    } else {
+        "Check that bubblewrap works: `bwrap --ro-bind / / --unshare-all true`."
+    }
+}
+
+/// A bwrap command line, built flag by flag.
+#[derive(Debug, Clone, Default)]
+pub struct Bwrap {
+    args: Vec<OsString>,
+}
+
+impl Bwrap {
+    pub fn new() -> Self {
+        Bwrap::default()
+    }
+
+    fn push(&mut self, items: &[&OsStr]) -> &mut Self {
+        self.args.extend(items.iter().map(|s| s.to_os_string()));
+        self
+    }
+
+    /// A bare flag such as `--unshare-pid` or `--die-with-parent`.
+    pub fn flag(&mut self, flag: &str) -> &mut Self {
+        self.push(&[flag.as_ref()])
+    }
+
+    pub fn ro_bind(&mut self, src: &Path, dest: &Path) -> &mut Self {
+        self.push(&["--ro-bind".as_ref(), src.as_os_str(), dest.as_os_str()])
+    }
+
+    pub fn ro_bind_try(&mut self, src: &Path, dest: &Path) -> &mut Self {
+        self.push(&["--ro-bind-try".as_ref(), src.as_os_str(), dest.as_os_str()])
+    }
+
+    pub fn bind(&mut self, src: &Path, dest: &Path) -> &mut Self {
+        self.push(&["--bind".as_ref(), src.as_os_str(), dest.as_os_str()])
+    }
+
+    pub fn symlink(&mut self, target: &Path, link: &Path) -> &mut Self {
+        self.push(&["--symlink".as_ref(), target.as_os_str(), link.as_os_str()])
+    }
+
+    /// A tmpfs with the given mode and (when set) size in bytes.
+    pub fn tmpfs(&mut self, dest: &Path, mode: u32, size: Option<u64>) -> &mut Self {
+        let mode = format!("{mode:o}");
+        self.push(&["--perms".as_ref(), mode.as_ref()]);
+        if let Some(size) = size {
+            let size = size.to_string();
+            self.push(&["--size".as_ref(), size.as_ref()]);
+        }
+        self.push(&["--tmpfs".as_ref(), dest.as_os_str()])
+    }
+
+    /// A directory with the given mode (bwrap would otherwise create missing parents 0700,
+    /// which an unprivileged uid cannot traverse).
+    pub fn dir(&mut self, dest: &Path, mode: u32) -> &mut Self {
+        let mode = format!("{mode:o}");
+        self.push(&["--perms".as_ref(), mode.as_ref(), "--dir".as_ref(), dest.as_os_str()])
+    }
+
+    pub fn dev(&mut self, dest: &Path) -> &mut Self {
+        self.push(&["--dev".as_ref(), dest.as_os_str()])
+    }
+
+    pub fn proc(&mut self, dest: &Path) -> &mut Self {
+        self.push(&["--proc".as_ref(), dest.as_os_str()])
+    }
+
+    pub fn chdir(&mut self, dir: &Path) -> &mut Self {
+        self.push(&["--chdir".as_ref(), dir.as_os_str()])
+    }
+
+    pub fn uid_gid(&mut self, uid: u32, gid: u32) -> &mut Self {
+        let (uid, gid) = (uid.to_string(), gid.to_string());
+        self.push(&["--uid".as_ref(), uid.as_ref(), "--gid".as_ref(), gid.as_ref()])
+    }
+
+    pub fn cap_add(&mut self, cap: &str) -> &mut Self {
+        self.push(&["--cap-add".as_ref(), cap.as_ref()])
+    }
+
+    /// Ends the options and appends the command run inside.
+    pub fn command<I, S>(&mut self, argv: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args.push("--".into());
+        self.args.extend(argv.into_iter().map(|s| s.as_ref().to_os_string()));
+        self
+    }
+
+    pub fn args(&self) -> &[OsString] {
+        &self.args
+    }
+
+    pub fn into_args(self) -> Vec<OsString> {
+        self.args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_keeps_flag_order_and_ends_options() {
+        let mut b = Bwrap::new();
+        b.flag("--unshare-pid")
+            .ro_bind(Path::new("/usr"), Path::new("/usr"))
+            .tmpfs(Path::new("/tmp"), 0o1777, Some(1024))
+            .command(["sh", "-c", "true"]);
+        let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            args,
+            [
+                "--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "1777", "--size", "1024", "--tmpfs",
+                "/tmp", "--", "sh", "-c", "true"
+            ]
+        );
+    }
+
+    #[test]
+    fn hints_name_the_fix() {
+        assert!(hint("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces")
+            .contains("apparmor_restrict_unprivileged_userns=0"));
+        assert!(hint("bwrap: setting up uid map: Permission denied").contains("id map"));
+        assert!(hint("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted").contains("network namespace"));
+        assert!(hint("bwrap: Can't mount proc on /newroot/proc: Operation not permitted").contains("/proc"));
+    }
+
+    #[test]
+    fn a_missing_configured_bwrap_is_sandbox_unavailable() {
+        let err = locate(Some(Path::new("/nonexistent/bwrap"))).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+        assert!(err.message.contains("/nonexistent/bwrap"), "{}", err.message);
+        assert!(err.terminal);
+    }
+
+    #[test]
+    fn a_failing_bwrap_is_classified() {
+        // `false` stands in for a bwrap that cannot create namespaces.
+        let err = probe(Path::new("/bin/false"), &["--unshare-pid"]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+        assert!(err.message.contains("never falls back"), "{}", err.message);
+    }
+}

@@ -1,0 +1,185 @@
+//! Draining a child's stdout and stderr into bounded head+tail buffers.
+//!
+//! Both streams are read concurrently (a child that fills stderr while we wait on stdout would
+//! otherwise deadlock), each into a [`HeadTail`] with its own cap, so memory stays at
+//! `cap + read buffer` however much the child writes. Reads use a buffer that grows to
+//! [`MAX_READ_BUFFER`] once the child writes quickly, and the pipe itself is enlarged, so a
+//! flood costs few wake-ups.
+
+use cheng_node::text::HeadTail;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use tokio::net::unix::pipe;
+use tokio_util::sync::CancellationToken;
+
+/// First read buffer; enough for typical command output without a large allocation.
+const INITIAL_READ_BUFFER: usize = 16 * 1024;
+/// Largest read buffer (reached after reads fill the current one).
+pub const MAX_READ_BUFFER: usize = 256 * 1024;
+/// Pipe capacity requested from the kernel (it may grant less; that only costs throughput).
+const PIPE_SIZE: libc::c_int = 1 << 20;
+/// After `stop` fires, at most this many bytes are still read from what the pipe holds.
+const FINAL_DRAIN_LIMIT: u64 = 16 << 20;
+
+/// The read end of a child's output pipe, registered with the tokio reactor.
+pub struct Stream {
+    rx: pipe::Receiver,
+}
+
+impl Stream {
+    /// Takes ownership of a pipe's read end (sets it non-blocking). Needs a tokio runtime with
+    /// I/O enabled.
+    pub fn new(fd: OwnedFd) -> io::Result<Self> {
+        enlarge_pipe(&fd);
+        Ok(Stream { rx: pipe::Receiver::from_owned_fd(fd)? })
+    }
+}
+
+/// Reads `stream` until end of file (or a read error) into a buffer capped at `cap` bytes.
+///
+/// When `stop` is cancelled (the child is gone but something outside its process group still
+/// holds the pipe open), whatever the pipe already holds is read without waiting, then the
+/// drain ends.
+pub async fn drain(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> HeadTail {
+    let mut out = HeadTail::new(cap);
+    let Some(stream) = stream else { return out };
+    let mut buf = vec![0u8; INITIAL_READ_BUFFER];
+    loop {
+        tokio::select! {
+            biased;
+            ready = stream.rx.readable() => {
+                if ready.is_err() {
+                    return out;
+                }
+                match read_available(&stream.rx, &mut buf, &mut out) {
+                    Flow::More => {}
+                    Flow::Done => return out,
+                }
+            }
+            _ = stop.cancelled() => {
+                read_remaining(&stream.rx, &mut buf, &mut out);
+                return out;
+            }
+        }
+    }
+}
+
+enum Flow {
+    /// The pipe is empty for now.
+    More,
+    /// End of file, a read error, or the byte limit.
+    Done,
+}
+
+/// Reads without blocking until the pipe is empty or at EOF.
+fn read_available(rx: &pipe::Receiver, buf: &mut Vec<u8>, out: &mut HeadTail) -> Flow {
+    loop {
+        match rx.try_read(buf) {
+            Ok(0) => return Flow::Done,
+            Ok(n) => {
+                out.push(&buf[..n]);
+                // A full buffer means the child writes faster than we read: read bigger chunks.
+                if n == buf.len() && buf.len() < MAX_READ_BUFFER {
+                    buf.resize(MAX_READ_BUFFER, 0);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Flow::More,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Flow::Done,
+        }
+    }
+}
+
+/// Reads what the pipe holds right now, up to [`FINAL_DRAIN_LIMIT`], bypassing the reactor's
+/// readiness state (which may not have caught up with the last write).
+fn read_remaining(rx: &pipe::Receiver, buf: &mut [u8], out: &mut HeadTail) {
+    let mut read = 0u64;
+    while read < FINAL_DRAIN_LIMIT {
+        // SAFETY: reading into a valid, exclusively borrowed buffer from a descriptor `rx` owns;
+        // the descriptor is non-blocking, so this never waits.
+        let n = unsafe { libc::read(rx.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            n if n > 0 => {
+                out.push(&buf[..n as usize]);
+                read += n as u64;
+            }
+            0 => return,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
+}
+
+/// Asks for a bigger pipe so a fast writer is woken less often. Failure is harmless.
+fn enlarge_pipe(fd: &OwnedFd) {
+    // SAFETY: fcntl on a valid, owned descriptor; F_SETPIPE_SZ only changes the pipe's capacity.
+    unsafe {
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
+    }
+}
+
+/// Writes `bytes` to the child's stdin, then closes it. A child that exits or closes stdin
+/// early is not an error; `stop` abandons the write.
+pub async fn feed(stdin: Option<OwnedFd>, bytes: Option<Vec<u8>>, stop: &CancellationToken) {
+    let (Some(fd), Some(bytes)) = (stdin, bytes) else { return };
+    let Ok(tx) = pipe::Sender::from_owned_fd(fd) else { return };
+    let write = async {
+        use tokio::io::AsyncWriteExt;
+        let mut tx = tx;
+        let _ = tx.write_all(&bytes).await;
+    };
+    tokio::select! {
+        _ = write => {}
+        _ = stop.cancelled() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn pipe_pair() -> (OwnedFd, std::fs::File) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two new descriptors that we immediately take ownership of.
+        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+        assert_eq!(rc, 0);
+        use std::os::fd::FromRawFd;
+        // SAFETY: both descriptors are fresh and owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) }
+    }
+
+    #[tokio::test]
+    async fn drains_to_eof_with_head_and_tail() {
+        let (rx, mut tx) = pipe_pair();
+        let writer = std::thread::spawn(move || {
+            for i in 0..1000 {
+                writeln!(tx, "line {i}").unwrap();
+            }
+        });
+        let stop = CancellationToken::new();
+        let out = drain(Some(Stream::new(rx).unwrap()), 64, &stop).await.finish();
+        writer.join().unwrap();
+        assert!(out.truncated);
+        assert!(out.text.starts_with("line 0\n"), "{}", out.text);
+        assert!(out.text.ends_with("line 999\n"), "{}", out.text);
+        assert_eq!(out.total_bytes, (0..1000).map(|i| format!("line {i}\n").len() as u64).sum::<u64>());
+    }
+
+    #[tokio::test]
+    async fn stop_ends_a_drain_whose_writer_never_closes() {
+        let (rx, mut tx) = pipe_pair();
+        tx.write_all(b"already there").unwrap();
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let out = drain(Some(Stream::new(rx).unwrap()), 1024, &stop).await.finish();
+        assert_eq!(out.text, "already there");
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_missing_stream_is_empty() {
+        let out = drain(None, 10, &CancellationToken::new()).await.finish();
+        assert_eq!(out.total_bytes, 0);
+    }
+}

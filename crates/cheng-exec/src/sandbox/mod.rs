@@ -1,0 +1,501 @@
+//! The bubblewrap sandbox the code executors run in.
+//!
+//! [`Sandbox::prepare`] checks bwrap (fail closed: [`ErrorKind::SandboxUnavailable`], never a
+//! host fallback), builds the command line and decides every limit; [`Sandbox::run`] runs it
+//! through [`crate::run`] (timeout, process-group kill, bounded capture) and reports what was
+//! enforced.
+//!
+//! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
+//! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
+//! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
+//! or writable with its protected metadata re-mounted read-only or masked.
+//!
+//! Who runs the code: when cheng runs as root, the sandboxed program runs as uid/gid 65534
+//! (`nobody`), because RLIMIT_NPROC never binds root and that rlimit is what stops a fork bomb
+//! (there is no usable cgroup pids controller on the machines this targets). bwrap itself stays
+//! root (so it can mount directories only root may enter, such as an interpreter under /root),
+//! skips the user namespace, and the drop happens inside: cheng's init step ([`init`]) or, when
+//! no launcher binary is available, `setpriv`. A writable workspace (or an approved read path)
+//! owned by someone else is shown through an idmapped mount ([`idmap`]) that maps its owner to
+//! 65534, so writes work and land on disk owned by the original owner. When cheng is not root,
+//! bwrap creates a user namespace (`--unshare-user`) and the code runs as cheng's own uid.
+
+pub mod idmap;
+pub mod init;
+pub mod mounts;
+
+use crate::bwrap::{self, Bwrap};
+use crate::limits::SandboxLimits;
+use crate::{ProcessOutput, ProcessSpec};
+use cheng_node::{ErrorKind, NodeError};
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Where the per-run I/O directory (input file, result channel) is mounted inside.
+pub const IO_DIR: &str = "/run/cheng-io";
+/// Where the launcher binary is mounted inside.
+const INIT_PATH: &str = "/run/cheng-init";
+/// The unprivileged ids sandboxed code runs as when cheng is root.
+pub const SANDBOX_UID: u32 = 65534;
+pub const SANDBOX_GID: u32 = 65534;
+/// The PATH inside the sandbox.
+pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// What to run and with which permissions.
+#[derive(Debug, Clone)]
+pub struct SandboxRequest {
+    /// The canonical execution boundary (the workspace root).
+    pub boundary: PathBuf,
+    /// The canonical working directory, inside `boundary`.
+    pub cwd: PathBuf,
+    /// Whether the boundary is writable (allow_filesystem).
+    pub writable: bool,
+    /// Whether the whole disk is visible read-only (allow_full_disk_readonly).
+    pub full_disk_readonly: bool,
+    /// Whether the host network is shared (allow_network); otherwise a private, empty network namespace.
+    pub network: bool,
+    /// Approved, canonical host paths, bound read-only at the same path.
+    pub read_paths: Vec<PathBuf>,
+    /// Further read-only directories the program needs (an interpreter's prefix).
+    pub extra_ro: Vec<PathBuf>,
+    /// A host directory bound writable at [`IO_DIR`].
+    pub io_dir: Option<PathBuf>,
+    /// The command inside the sandbox (argv[0] an absolute path or a name on [`SANDBOX_PATH`]).
+    pub command: Vec<OsString>,
+    /// The complete environment inside.
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout: Duration,
+    pub memory_mb: u64,
+    pub stdout_cap: usize,
+    pub stderr_cap: usize,
+    /// bwrap to use instead of `$CHENG_BWRAP` / the system one.
+    pub bwrap: Option<PathBuf>,
+    /// Use the running binary as init step when it offers one (see [`init`]).
+    pub use_launcher: bool,
+}
+
+impl SandboxRequest {
+    pub fn new(boundary: PathBuf, command: Vec<OsString>) -> Self {
+        SandboxRequest {
+            cwd: boundary.clone(),
+            boundary,
+            writable: false,
+            full_disk_readonly: false,
+            network: false,
+            read_paths: Vec::new(),
+            extra_ro: Vec::new(),
+            io_dir: None,
+            command,
+            env: vec![("PATH".into(), SANDBOX_PATH.into()), ("HOME".into(), "/tmp".into())],
+            timeout: Duration::from_secs(5),
+            memory_mb: 128,
+            stdout_cap: crate::DEFAULT_STREAM_CAP,
+            stderr_cap: crate::DEFAULT_STREAM_CAP,
+            bwrap: None,
+            use_launcher: true,
+        }
+    }
+}
+
+/// What the sandbox actually enforced, for `metrics` and `warnings`.
+#[derive(Debug, Clone)]
+pub struct Enforcement {
+    pub limits: SandboxLimits,
+    pub timeout: Duration,
+    /// Who the code runs as: `uid 65534 (dropped by cheng's init step)`.
+    pub identity: String,
+    pub network: &'static str,
+    pub filesystem: &'static str,
+    pub landlock: String,
+    pub memory: String,
+    pub nproc: String,
+    pub warnings: Vec<String>,
+}
+
+impl Enforcement {
+    /// The `limits` object for `metrics`.
+    pub fn to_json(&self) -> Value {
+        let mut v = crate::limits::report(&self.limits, &self.nproc, &self.memory, self.timeout.as_millis() as u64);
+        if let Value::Object(map) = &mut v {
+            map.insert("identity".into(), json!(self.identity));
+            map.insert("network".into(), json!(self.network));
+            map.insert("filesystem".into(), json!(self.filesystem));
+            map.insert("landlock".into(), json!(self.landlock));
+        }
+        v
+    }
+}
+
+/// A prepared sandbox run.
+#[derive(Debug)]
+pub struct Sandbox {
+    bwrap: PathBuf,
+    args: Vec<OsString>,
+    request: SandboxRequest,
+    rlimits: Vec<crate::Rlimit>,
+    protections: Vec<mounts::Protection>,
+    idmaps: Vec<idmap::IdmapTarget>,
+    enforcement: Enforcement,
+    setup_started: Instant,
+}
+
+/// The result of a sandboxed run.
+#[derive(Debug)]
+pub struct SandboxRun {
+    pub output: ProcessOutput,
+    /// Time cheng spent preparing the sandbox before bwrap started.
+    pub setup: Duration,
+    pub enforcement: Enforcement,
+}
+
+/// The namespace flags every sandbox uses; probed once per process.
+fn namespace_flags(root: bool) -> Vec<&'static str> {
+    let mut flags = vec![
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",
+        "--unshare-cgroup-try",
+    ];
+    if !root {
+        flags.push("--unshare-user");
+    }
+    flags.extend(["--cap-drop", "ALL"]);
+    flags
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no failure modes.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn own_ids() -> (u32, u32) {
+    // SAFETY: getuid/getgid have no failure modes.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+fn system_tool(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+fn unavailable(message: impl Into<String>) -> NodeError {
+    NodeError::new(ErrorKind::SandboxUnavailable, message)
+}
+
+impl Sandbox {
+    /// Checks bwrap and builds the command line. Fails closed with SANDBOX_UNAVAILABLE.
+    pub fn prepare(request: SandboxRequest) -> Result<Sandbox, NodeError> {
+        let setup_started = Instant::now();
+        if request.command.is_empty() {
+            return Err(NodeError::internal("sandbox request without a command"));
+        }
+        let bwrap = bwrap::locate(request.bwrap.as_deref())?;
+        let root = is_root();
+        bwrap::probe(&bwrap, &namespace_flags(root))?;
+
+        let mut warnings = Vec::new();
+        let launcher = if request.use_launcher { init::launcher() } else { None };
+        let limits = SandboxLimits::with_memory_mb(request.memory_mb);
+        let landlock_abi = crate::landlock::kernel_abi();
+
+        let mut b = Bwrap::new();
+        b.flag("--die-with-parent").flag("--new-session");
+        b.flag("--unshare-pid").flag("--unshare-ipc").flag("--unshare-uts").flag("--unshare-cgroup-try");
+        if !request.network {
+            b.flag("--unshare-net");
+        }
+        if !root {
+            let (uid, gid) = own_ids();
+            b.flag("--unshare-user").uid_gid(uid, gid);
+        }
+        let mut layout = Layout::default();
+        if request.full_disk_readonly {
+            b.ro_bind(Path::new("/"), Path::new("/"));
+            layout.ro_roots.push("/".into());
+        } else {
+            for entry in mounts::system_view() {
+                match entry {
+                    mounts::SystemEntry::Symlink { target, link } => {
+                        b.symlink(&target, &link);
+                    }
+                    mounts::SystemEntry::ReadOnly(path) => {
+                        layout.parents(&mut b, &path);
+                        b.ro_bind_try(&path, &path);
+                        layout.ro_roots.push(path);
+                    }
+                }
+            }
+        }
+        b.dev(Path::new("/dev")).proc(Path::new("/proc"));
+        // Private, size-bounded scratch space (tmpfs pages count against memory, not RLIMIT_AS).
+        b.tmpfs(Path::new("/tmp"), 0o1777, Some(limits.memory_bytes));
+        b.tmpfs(Path::new("/run"), 0o755, Some(1 << 20));
+        layout.made.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
+        layout.writable_roots.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
+        for path in request.extra_ro.iter().chain(&request.read_paths) {
+            layout.parents(&mut b, path);
+            b.ro_bind(path, path);
+            layout.ro_roots.push(path.clone());
+        }
+        layout.parents(&mut b, &request.boundary);
+        if request.writable {
+            b.bind(&request.boundary, &request.boundary);
+        } else {
+            b.ro_bind(&request.boundary, &request.boundary);
+        }
+        let protections = if request.writable {
+            let list = mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
+                unavailable(format!(
+                    "cannot prepare the protected metadata of {} (a mount point for a masked name could not be created): {e}",
+                    request.boundary.display()
+                ))
+            })?;
+            mounts::apply(&mut b, &list);
+            list
+        } else {
+            Vec::new()
+        };
+        if let Some(io) = &request.io_dir {
+            b.bind(io, Path::new(IO_DIR));
+        }
+        if let Some(exe) = &launcher {
+            b.ro_bind(exe, Path::new(INIT_PATH));
+        }
+        b.chdir(&request.cwd);
+        b.flag("--cap-drop").flag("ALL");
+        if root {
+            // Only for the uid drop inside, which clears them again (and the bounding set).
+            b.cap_add("CAP_SETUID").cap_add("CAP_SETGID").cap_add("CAP_SETPCAP");
+        }
+
+        // The chain inside: [init step | setpriv | prlimit] then the command.
+        let mut writable_roots: Vec<PathBuf> = vec!["/tmp".into(), "/dev".into()];
+        if request.io_dir.is_some() {
+            writable_roots.push(IO_DIR.into());
+        }
+        if request.writable {
+            writable_roots.push(request.boundary.clone());
+        }
+        let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (&launcher, root) {
+            (Some(_), _) => {
+                let plan = init::InitPlan {
+                    drop_to: root.then_some((SANDBOX_UID, SANDBOX_GID)),
+                    nproc: (!root).then_some(limits.nproc),
+                    writable: writable_roots.clone(),
+                    command: request.command.clone(),
+                };
+                let mut argv: Vec<OsString> = vec![INIT_PATH.into()];
+                argv.extend(plan.to_args());
+                let landlock = match landlock_abi {
+                    Some(abi) => format!(
+                        "enforced (ABI {abi}): writes only under {}",
+                        writable_roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                    None => {
+                        warnings.push("Landlock is not supported by this kernel: writes are confined by the read-only mounts only".into());
+                        "not supported by this kernel".into()
+                    }
+                };
+                let identity = if root {
+                    format!("uid {SANDBOX_UID} (cheng runs as root; dropped by cheng's sandbox init step)")
+                } else {
+                    format!("uid {} (cheng's own, in a user namespace)", own_ids().0)
+                };
+                let nproc = if root {
+                    format!("RLIMIT_NPROC {} on uid {SANDBOX_UID}", limits.nproc)
+                } else {
+                    format!("RLIMIT_NPROC {} set inside the user namespace", limits.nproc)
+                };
+                (identity, nproc, landlock, argv)
+            }
+            (None, true) => {
+                let setpriv = system_tool("setpriv").ok_or_else(|| {
+                    unavailable(
+                        "cheng runs as root and this binary has no sandbox init step, so the drop to an unprivileged uid needs \
+                         setpriv (util-linux), which is not installed; nothing ran. Install util-linux or run through the `cheng` binary",
+                    )
+                })?;
+                warnings.push(
+                    "Landlock not applied: this binary has no sandbox init step (the `cheng` binary has one); writes are confined by the read-only mounts only"
+                        .into(),
+                );
+                let mut argv: Vec<OsString> = vec![
+                    setpriv.into(),
+                    format!("--reuid={SANDBOX_UID}").into(),
+                    format!("--regid={SANDBOX_GID}").into(),
+                    "--clear-groups".into(),
+                    "--inh-caps=-all".into(),
+                    "--bounding-set=-all".into(),
+                    "--no-new-privs".into(),
+                    "--".into(),
+                ];
+                argv.extend(request.command.iter().cloned());
+                (
+                    format!("uid {SANDBOX_UID} (cheng runs as root; dropped by setpriv)"),
+                    format!("RLIMIT_NPROC {} on uid {SANDBOX_UID}", limits.nproc),
+                    "not applied (no sandbox init step in this binary)".into(),
+                    argv,
+                )
+            }
+            (None, false) => {
+                warnings.push(
+                    "Landlock not applied: this binary has no sandbox init step (the `cheng` binary has one); writes are confined by the read-only mounts only"
+                        .into(),
+                );
+                let mut argv = Vec::new();
+                let nproc = match system_tool("prlimit") {
+                    Some(prlimit) => {
+                        argv.push(prlimit.into_os_string());
+                        argv.push(format!("--nproc={}", limits.nproc).into());
+                        argv.push("--".into());
+                        format!("RLIMIT_NPROC {} set inside the user namespace by prlimit", limits.nproc)
+                    }
+                    None => {
+                        warnings.push("RLIMIT_NPROC not enforced: prlimit (util-linux) is not installed and this binary has no sandbox init step".into());
+                        "not enforced".into()
+                    }
+                };
+                argv.extend(request.command.iter().cloned());
+                (
+                    format!("uid {} (cheng's own, in a user namespace)", own_ids().0),
+                    nproc,
+                    "not applied (no sandbox init step in this binary)".into(),
+                    argv,
+                )
+            }
+        };
+        b.command(inner);
+
+        let mut idmaps = Vec::new();
+        if root {
+            let mut targets = Vec::new();
+            if request.writable {
+                targets.push(&request.boundary);
+            }
+            targets.extend(&request.read_paths);
+            for path in targets {
+                let target = idmap::IdmapTarget::for_path(path)
+                    .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
+                if target.owner_uid != SANDBOX_UID {
+                    idmaps.push(target);
+                }
+            }
+        }
+        let filesystem = match (request.writable, idmaps.iter().any(|t| t.path == request.boundary)) {
+            (false, _) => "workspace read-only",
+            (true, true) => "workspace writable through an idmapped mount (owner shown as the sandbox uid); protected metadata read-only",
+            (true, false) => "workspace writable; protected metadata read-only",
+        };
+        let enforcement = Enforcement {
+            limits,
+            timeout: request.timeout,
+            identity,
+            network: if request.network { "host network shared" } else { "none (private network namespace)" },
+            filesystem,
+            landlock,
+            memory: format!("RLIMIT_AS {} MiB (address space, not resident memory)", request.memory_mb),
+            nproc,
+            warnings,
+        };
+        Ok(Sandbox {
+            bwrap,
+            args: b.into_args(),
+            rlimits: limits.rlimits(root),
+            request,
+            protections,
+            idmaps,
+            enforcement,
+            setup_started,
+        })
+    }
+
+    /// The bwrap binary and its arguments (what a person would type to reproduce the run,
+    /// minus the rlimits and the idmapped mounts).
+    pub fn command_line(&self) -> (&Path, &[OsString]) {
+        (&self.bwrap, &self.args)
+    }
+
+    pub fn enforcement(&self) -> &Enforcement {
+        &self.enforcement
+    }
+
+    /// Runs the sandbox to completion, timeout or cancellation.
+    pub async fn run(self, cancel: &CancellationToken) -> Result<SandboxRun, NodeError> {
+        let spec = ProcessSpec::new(&self.bwrap, self.args.iter().cloned(), "/")
+            .env(self.request.env.clone())
+            .timeout(self.request.timeout)
+            .caps(self.request.stdout_cap, self.request.stderr_cap);
+        let spec = ProcessSpec { rlimits: self.rlimits.clone(), ..spec };
+        let result = if self.idmaps.is_empty() {
+            let setup = self.setup_started.elapsed();
+            Ok((crate::run(spec, cancel).await, setup))
+        } else {
+            match idmap::prepare(&self.idmaps, (SANDBOX_UID, SANDBOX_GID)) {
+                Ok(prepared) => {
+                    let setup = self.setup_started.elapsed();
+                    idmap::run_with_idmaps(spec, cancel, prepared).await.map(|out| (out, setup))
+                }
+                Err(e) => Err(format!("cannot create the user namespace for an idmapped mount: {e}")),
+            }
+        };
+        mounts::remove_placeholders(&self.protections);
+        let (output, setup) = result.map_err(|e| unavailable(format!("{e}; nothing ran")))?;
+        if let Some(message) = setup_failure(&output) {
+            return Err(unavailable(message));
+        }
+        Ok(SandboxRun { output, setup, enforcement: self.enforcement })
+    }
+}
+
+/// Creates, mode 0755, the parents of bind destinations that no read-only bind provides.
+#[derive(Debug, Default)]
+struct Layout {
+    ro_roots: Vec<PathBuf>,
+    /// tmpfs mounts, where missing parents can always be made.
+    writable_roots: Vec<PathBuf>,
+    made: Vec<PathBuf>,
+}
+
+impl Layout {
+    fn parents(&mut self, b: &mut Bwrap, dest: &Path) {
+        let mut ancestors: Vec<&Path> = dest.ancestors().skip(1).collect();
+        ancestors.reverse();
+        for dir in ancestors {
+            if dir == Path::new("/") || self.made.iter().any(|m| m == dir) {
+                continue;
+            }
+            let in_ro = self.ro_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
+            let in_tmpfs = self.writable_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
+            if in_ro > in_tmpfs {
+                // Inside a read-only bind: it exists there or cannot be made.
+                return;
+            }
+            b.dir(dir, 0o755);
+            self.made.push(dir.to_path_buf());
+        }
+    }
+}
+
+/// bwrap's or the init step's own failure (as opposed to the program's), from the output.
+fn setup_failure(out: &ProcessOutput) -> Option<String> {
+    if let Some(e) = &out.spawn_error {
+        return Some(format!("bubblewrap could not be started: {e}; nothing ran"));
+    }
+    let stderr = out.stderr.text.trim_start();
+    match out.exit_code {
+        Some(1) if stderr.starts_with("bwrap: ") => {
+            let line = stderr.lines().next().unwrap_or(stderr);
+            Some(format!("bubblewrap could not set up the sandbox: {line}. {}", bwrap::hint(line)))
+        }
+        Some(126) if stderr.starts_with("cheng sandbox init: ") => {
+            let line = stderr.lines().next().unwrap_or(stderr);
+            Some(format!("the sandbox init step failed: {line}; nothing ran"))
+        }
+        _ => None,
+    }
+}

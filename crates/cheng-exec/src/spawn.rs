@@ -1,0 +1,424 @@
+//! Starting a child from argv and supervising it to the end.
+//!
+//! - argv only: the program is looked up on the child's own `PATH` (absolute entries only, so a
+//!   file in the workspace can never shadow a system program) and executed directly; a shell
+//!   runs only when the caller builds `sh -c` itself.
+//! - The environment is cleared and set to exactly `spec.env`; stdin is /dev/null unless bytes
+//!   are given; the child leads its own process group.
+//! - rlimits are applied between fork and exec (only `setrlimit` runs there, which is
+//!   async-signal-safe). Without rlimits the spawn takes the cheaper `posix_spawn` path.
+//! - The child is reaped here with `wait4` (woken by a pidfd), which yields its resource usage;
+//!   nothing else in the process may reap it, and the process group is killed before the reap.
+//! - Dropping the future returned by [`run`] kills the whole group and reaps it in the
+//!   background, so an abandoned run leaves nothing behind.
+
+use crate::capture::{self, Stream};
+use crate::kill::signal_group;
+use crate::{ProcessOutput, ProcessSpec, ResourceUsage, Rlimit, RlimitResource, Termination};
+use cheng_node::text::HeadTail;
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::unix::AsyncFd;
+use tokio_util::sync::CancellationToken;
+
+/// How long output is still drained after the child's process group is gone, in case a process
+/// that left the group (setsid) holds the pipes open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+
+/// Runs `spec` to completion, timeout or cancellation. Never panics on child behaviour; every
+/// failure is described in the returned [`ProcessOutput`].
+///
+/// Must be called inside a tokio runtime with I/O and time enabled.
+pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput {
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        return not_started(&spec, Termination::Cancelled, None, started);
+    }
+    let mut child = match start(&spec) {
+        Ok(child) => child,
+        Err(message) => return not_started(&spec, Termination::SpawnFailed, Some(message), started),
+    };
+
+    let stop = CancellationToken::new();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let stdin = child.stdin.take();
+    let streams = async {
+        let (out, err, ()) = tokio::join!(
+            capture::drain(stdout, spec.stdout_cap, &stop),
+            capture::drain(stderr, spec.stderr_cap, &stop),
+            capture::feed(stdin, spec.stdin.clone(), &stop),
+        );
+        (out, err)
+    };
+    tokio::pin!(streams);
+
+    let supervise = supervise(&mut child, &spec, cancel);
+    tokio::pin!(supervise);
+    let mut drained: Option<(HeadTail, HeadTail)> = None;
+    let (termination, status, usage) = loop {
+        tokio::select! {
+            outcome = &mut supervise => break outcome,
+            streams = &mut streams, if drained.is_none() => drained = Some(streams),
+        }
+    };
+    let duration = started.elapsed();
+    let (out, err) = match drained {
+        Some(done) => done,
+        None => {
+            tokio::select! {
+                done = &mut streams => done,
+                _ = tokio::time::sleep(DRAIN_AFTER_EXIT) => {
+                    stop.cancel();
+                    streams.await
+                }
+            }
+        }
+    };
+
+    let (exit_code, signal, termination) = interpret(status, termination);
+    ProcessOutput {
+        exit_code,
+        termination,
+        signal,
+        duration,
+        stdout: out.finish(),
+        stderr: err.finish(),
+        spawn_error: None,
+        usage,
+    }
+}
+
+/// Waits for the child, enforcing timeout and cancellation, kills what is left of its group and
+/// reaps it. Returns why it ended early (if it did), the wait status and the resource usage.
+async fn supervise(
+    child: &mut Child,
+    spec: &ProcessSpec,
+    cancel: &CancellationToken,
+) -> (Option<Termination>, Option<libc::c_int>, Option<ResourceUsage>) {
+    let early = tokio::select! {
+        biased;
+        _ = child.exited() => None,
+        _ = tokio::time::sleep(spec.timeout) => Some(Termination::TimedOut),
+        _ = cancel.cancelled() => Some(Termination::Cancelled),
+    };
+    if early.is_some() {
+        let _ = signal_group(child.pid, libc::SIGTERM);
+        tokio::select! {
+            biased;
+            _ = child.exited() => {}
+            _ = tokio::time::sleep(spec.kill_grace) => {}
+        }
+    }
+    // The leader is a zombie (or about to be killed): nothing else of the group survives it.
+    let _ = signal_group(child.pid, libc::SIGKILL);
+    child.exited().await;
+    let (status, usage) = child.reap().await;
+    (early, status, usage)
+}
+
+/// `(exit_code, signal, termination)` from a wait status and the early-termination reason.
+fn interpret(status: Option<libc::c_int>, early: Option<Termination>) -> (Option<i32>, Option<i32>, Termination) {
+    let (code, signal) = match status {
+        Some(s) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
+        Some(s) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
+        _ => (None, None),
+    };
+    let termination = match early {
+        Some(reason) => reason,
+        None if signal.is_some() => Termination::Signalled,
+        None => Termination::Exited,
+    };
+    (code, signal, termination)
+}
+
+fn not_started(spec: &ProcessSpec, termination: Termination, message: Option<String>, started: Instant) -> ProcessOutput {
+    ProcessOutput {
+        exit_code: None,
+        termination,
+        signal: None,
+        duration: started.elapsed(),
+        stdout: HeadTail::new(spec.stdout_cap).finish(),
+        stderr: HeadTail::new(spec.stderr_cap).finish(),
+        spawn_error: message,
+        usage: None,
+    }
+}
+
+/// A spawned child that this module alone reaps.
+struct Child {
+    pid: i32,
+    /// Readable once the child exits; `None` on kernels without pidfd (then we poll).
+    pidfd: Option<AsyncFd<OwnedFd>>,
+    reaped: bool,
+    stdin: Option<OwnedFd>,
+    stdout: Option<Stream>,
+    stderr: Option<Stream>,
+}
+
+/// Spawns the child; the error is a sentence naming the program.
+fn start(spec: &ProcessSpec) -> Result<Child, String> {
+    let shown = spec.program.to_string_lossy().into_owned();
+    let path_var = spec.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
+    if !spec.cwd.is_dir() {
+        return Err(format!("working directory {} does not exist or is not a directory", spec.cwd.display()));
+    }
+    let program = resolve_program(&spec.program, path_var, &spec.cwd)?;
+
+    let mut cmd = Command::new(&program);
+    cmd.arg0(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if !spec.rlimits.is_empty() {
+        let limits: Vec<(libc::__rlimit_resource_t, libc::rlimit)> = spec.rlimits.iter().map(raw_rlimit).collect();
+        // SAFETY: the closure runs between fork and exec and only calls setrlimit, which is
+        // async-signal-safe; `limits` was allocated before the fork and is only read.
+        unsafe {
+            cmd.pre_exec(move || {
+                for (resource, limit) in &limits {
+                    if libc::setrlimit(*resource, limit) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+
+    let mut std_child = cmd.spawn().map_err(|e| describe_spawn_error(&shown, &program, &e))?;
+    let pid = std_child.id() as i32;
+    // From here on the child runs: any failure must still kill and reap it, which `Child`'s
+    // Drop does.
+    let mut child = Child { pid, pidfd: open_pidfd(pid), reaped: false, stdin: None, stdout: None, stderr: None };
+    child.stdin = std_child.stdin.take().map(OwnedFd::from);
+    let stdout = std_child.stdout.take().map(OwnedFd::from);
+    let stderr = std_child.stderr.take().map(OwnedFd::from);
+    // The std handle neither waits nor kills on drop; `child` owns the process now.
+    drop(std_child);
+    child.stdout = stdout.map(Stream::new).transpose().map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?;
+    child.stderr = stderr.map(Stream::new).transpose().map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?;
+    Ok(child)
+}
+
+impl Child {
+    /// Resolves once the child has exited (it stays a zombie until [`Child::reap`]).
+    async fn exited(&self) {
+        if self.reaped {
+            return;
+        }
+        if let Some(pidfd) = &self.pidfd {
+            if pidfd.readable().await.is_ok() {
+                return;
+            }
+        }
+        // No pidfd: poll without reaping, backing off to 20 ms.
+        let mut delay = Duration::from_micros(200);
+        while !self.has_exited() {
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the child has exited, without reaping it.
+    fn has_exited(&self) -> bool {
+        // SAFETY: siginfo_t is plain data; waitid writes it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with WNOWAIT only inspects our own child.
+        let rc = unsafe {
+            libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        // SAFETY: si_pid is valid to read after a successful waitid.
+        rc != 0 || unsafe { info.si_pid() } != 0
+    }
+
+    /// Collects the exit status and resource usage. Called once the child has exited.
+    async fn reap(&mut self) -> (Option<libc::c_int>, Option<ResourceUsage>) {
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: rusage is plain data; wait4 writes it.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: waiting on our own child with valid out-pointers.
+            let rc = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut usage) };
+            if rc == self.pid {
+                self.reaped = true;
+                return (Some(status), Some(resource_usage(&usage)));
+            }
+            if rc < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                // ECHILD: somebody else reaped it; nothing more to learn.
+                self.reaped = true;
+                return (None, None);
+            }
+            // Exited per the pidfd but not yet waitable: a tiny window; yield and retry.
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        // The run was abandoned (its future dropped): kill the group and reap off-thread.
+        let _ = signal_group(self.pid, libc::SIGKILL);
+        let pid = self.pid;
+        let mut status = 0;
+        // SAFETY: waiting on our own child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            let _ = std::thread::Builder::new().name("cheng-exec-reap".into()).spawn(move || {
+                let mut status = 0;
+                // SAFETY: blocking wait on our own child, which was just SIGKILLed.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+            });
+        }
+    }
+}
+
+fn open_pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor is new and owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the AsyncFd owns the descriptor, so it stays open for as long as it is registered.
+    unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+}
+
+fn resource_usage(usage: &libc::rusage) -> ResourceUsage {
+    let ms = |tv: libc::timeval| (tv.tv_sec.max(0) as u64) * 1000 + (tv.tv_usec.max(0) as u64) / 1000;
+    ResourceUsage {
+        peak_rss_kb: usage.ru_maxrss.max(0) as u64,
+        cpu_user_ms: ms(usage.ru_utime),
+        cpu_sys_ms: ms(usage.ru_stime),
+    }
+}
+
+fn raw_rlimit(limit: &Rlimit) -> (libc::__rlimit_resource_t, libc::rlimit) {
+    let resource = match limit.resource {
+        RlimitResource::AddressSpace => libc::RLIMIT_AS,
+        RlimitResource::Nproc => libc::RLIMIT_NPROC,
+        RlimitResource::CpuSeconds => libc::RLIMIT_CPU,
+        RlimitResource::FileSize => libc::RLIMIT_FSIZE,
+        RlimitResource::OpenFiles => libc::RLIMIT_NOFILE,
+        RlimitResource::Core => libc::RLIMIT_CORE,
+    };
+    let value = limit.value as libc::rlim_t;
+    (resource, libc::rlimit { rlim_cur: value, rlim_max: value })
+}
+
+/// Finds the file to execute: a path containing `/` is taken relative to `cwd`; a bare name is
+/// searched in the absolute directories of `path_var`.
+pub fn resolve_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, String> {
+    let shown = program.to_string_lossy();
+    if program.is_empty() {
+        return Err("the program name is empty".to_string());
+    }
+    if program.as_bytes().contains(&0) {
+        return Err(format!("program {shown:?} contains a NUL byte"));
+    }
+    if program.as_bytes().contains(&b'/') {
+        let path = cwd.join(program);
+        return match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            Ok(_) => Err(format!("program {shown:?} is not a file")),
+            Err(_) => Err(format!("program {shown:?} does not exist (looked in {})", cwd.display())),
+        };
+    }
+    let path_var = path_var.unwrap_or_default();
+    let mut not_executable = None;
+    for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
+        let candidate = dir.join(program);
+        match std::fs::metadata(&candidate) {
+            Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => return Ok(candidate),
+            Ok(meta) if meta.is_file() => not_executable = not_executable.or(Some(candidate)),
+            _ => {}
+        }
+    }
+    let path_text = path_var.to_string_lossy();
+    match not_executable {
+        Some(found) => Err(format!("program {shown:?} was found at {} but is not executable", found.display())),
+        None => Err(format!(
+            "program {shown:?} was not found on PATH ({path_text}); check the name or install it"
+        )),
+    }
+}
+
+fn describe_spawn_error(shown: &str, program: &Path, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => format!("program {shown:?} ({}) is not executable: {e}", program.display()),
+        io::ErrorKind::NotFound => format!(
+            "program {shown:?} ({}) could not be executed: {e} (a script's #! interpreter may be missing)",
+            program.display()
+        ),
+        _ => format!("program {shown:?} ({}) could not be started: {e}", program.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_names_are_searched_on_absolute_path_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("true");
+        std::fs::write(&fake, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A relative PATH entry pointing at the working directory is ignored.
+        let found = resolve_program(OsStr::new("true"), Some(OsStr::new(".:/usr/bin:/bin")), dir.path()).unwrap();
+        assert_ne!(found, fake);
+        assert!(found.is_absolute());
+    }
+
+    #[test]
+    fn missing_programs_name_the_program_and_path() {
+        let err = resolve_program(OsStr::new("no-such-prog-xyz"), Some(OsStr::new("/usr/bin")), Path::new("/")).unwrap_err();
+        assert!(err.contains("\"no-such-prog-xyz\" was not found on PATH (/usr/bin)"), "{err}");
+    }
+
+    #[test]
+    fn non_executable_files_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tool"), "x").unwrap();
+        let path = dir.path().to_str().unwrap();
+        let err = resolve_program(OsStr::new("tool"), Some(OsStr::new(path)), Path::new("/")).unwrap_err();
+        assert!(err.contains("not executable"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_relative_to_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("script"), "x").unwrap();
+        assert_eq!(resolve_program(OsStr::new("./script"), None, dir.path()).unwrap(), dir.path().join("./script"));
+        assert!(resolve_program(OsStr::new("./nope"), None, dir.path()).unwrap_err().contains("does not exist"));
+        assert!(resolve_program(OsStr::new(""), None, dir.path()).is_err());
+    }
+
+    #[test]
+    fn wait_statuses_are_interpreted() {
+        assert_eq!(interpret(Some(3 << 8), None), (Some(3), None, Termination::Exited));
+        assert_eq!(interpret(Some(libc::SIGKILL), None), (None, Some(9), Termination::Signalled));
+        assert_eq!(
+            interpret(Some(libc::SIGTERM), Some(Termination::TimedOut)),
+            (None, Some(15), Termination::TimedOut)
+        );
+    }
+}

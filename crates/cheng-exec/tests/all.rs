@@ -1,0 +1,3 @@
+//! Process-level tests of cheng-exec, compiled into one binary (one link step).
+
+mod suite;

@@ -1,0 +1,5 @@
+mod capture;
+mod env;
+mod kill;
+mod spawn;
+mod support;

@@ -1,0 +1,98 @@
+//! tools/code_js: a small script per call in process, against `node -e` on the same script.
+//!
+//! Targets: ≤ 1 ms per call in process, and ≥ 80× faster than `node -e`. Run with
+//! `cargo bench -p cheng-nodes-code --bench js`. The baseline needs Node.js on PATH
+//! (`apt-get install -y nodejs`); without it only the in-process figure is printed.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+// Links the node crate so its inventory registration is present.
+use cheng_nodes_code as _;
+
+use cheng_node::{Decision, Registry, RunContext};
+use serde_json::{json, Value};
+
+const SCRIPT: &str = "input.values.map((x) => x * 2).filter((x) => x % 3 !== 0).reduce((a, b) => a + b, 0)";
+const CALLS: u32 = 2000;
+const NODE_RUNS: u32 = 20;
+
+fn main() {
+    let input = json!({"values": (1..=50).collect::<Vec<i64>>()});
+    let expected = expected(&input);
+    let per_call = in_process(&input, &expected);
+    println!("code_js in process: {:.3} ms/call over {CALLS} calls (target ≤ 1 ms)", ms(per_call));
+    println!("  target ≤ 1 ms/call: {}", verdict(per_call <= Duration::from_millis(1)));
+    match node_baseline(&input, &expected) {
+        Some(node) => {
+            let ratio = node.as_secs_f64() / per_call.as_secs_f64();
+            println!("node -e baseline:   {:.3} ms/run over {NODE_RUNS} runs", ms(node));
+            println!("ratio: code_js is {ratio:.0}× faster than node -e (target ≥ 80×): {}", verdict(ratio >= 80.0));
+        }
+        None => println!(
+            "node -e baseline: skipped — `node` is not on PATH (install it with `apt-get install -y nodejs` to measure the ratio)"
+        ),
+    }
+}
+
+fn in_process(input: &Value, expected: &Value) -> Duration {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
+    let registry = Registry::from_inventory_with(|_| true);
+    let node = registry.get("tools/code_js").expect("tools/code_js is linked").clone();
+    let ctx = RunContext::for_workspace("tools/code_js", std::env::temp_dir(), Decision::Denied);
+    let request = json!({"script": SCRIPT, "input": input});
+    let request = request.as_object().expect("object").clone();
+    runtime.block_on(async {
+        // Warm up, and check the answer once.
+        let out = node.run(&ctx, request.clone()).await.expect("code_js runs");
+        assert_eq!(&out["result"], expected, "{out:?}");
+        for _ in 0..100 {
+            let _ = node.run(&ctx, request.clone()).await;
+        }
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            let out = node.run(&ctx, request.clone()).await.expect("code_js runs");
+            std::hint::black_box(out);
+        }
+        started.elapsed() / CALLS
+    })
+}
+
+/// Mean wall time of `node -e` printing the same script's value, or `None` without node.
+fn node_baseline(input: &Value, expected: &Value) -> Option<Duration> {
+    let program = format!("const input = {input}; process.stdout.write(JSON.stringify({SCRIPT}));");
+    let run = || Command::new("node").arg("-e").arg(&program).stdin(Stdio::null()).stderr(Stdio::null()).output();
+    let first = run().ok().filter(|o| o.status.success())?;
+    let printed: Value = serde_json::from_slice(&first.stdout).ok()?;
+    assert_eq!(&printed, expected, "node computed a different answer");
+    let started = Instant::now();
+    for _ in 0..NODE_RUNS {
+        let out = run().ok()?;
+        std::hint::black_box(out);
+    }
+    Some(started.elapsed() / NODE_RUNS)
+}
+
+fn expected(input: &Value) -> Value {
+    let sum: i64 = input["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_i64)
+        .map(|x| x * 2)
+        .filter(|x| x % 3 != 0)
+        .sum();
+    json!(sum)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}

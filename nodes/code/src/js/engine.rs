@@ -1,0 +1,361 @@
+//! One script run: a fresh QuickJS runtime and context with limits, `input`, `console`, the
+//! script, its promise (if any) and the conversion of its result — all on the calling thread.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use cheng_node::text::{head_tail, human_bytes, Bounded};
+use cheng_node::{CancellationToken, ErrorKind};
+use rquickjs::context::EvalOptions;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Runtime, Value};
+use serde_json::json;
+
+use super::console::{self, Streams};
+use super::convert;
+use super::Lifecycle;
+
+/// Native stack QuickJS may use: about 6,000 nested JavaScript calls in an optimised build.
+pub const MAX_STACK_BYTES: usize = 4 * 1024 * 1024;
+/// The script thread's stack: QuickJS's share plus headroom for the Rust frames around it.
+pub const THREAD_STACK_BYTES: usize = MAX_STACK_BYTES + 2 * 1024 * 1024;
+
+/// The file name errors and stack traces report.
+const FILE_NAME: &str = "script.js";
+
+/// The limits one run enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: usize,
+    pub max_stack_bytes: usize,
+}
+
+/// Everything the blocking thread needs (all `Send`; QuickJS objects are created on the thread).
+pub struct Job {
+    pub script: String,
+    pub input_json: String,
+    pub limits: Limits,
+    pub cancel: CancellationToken,
+    /// Abandoned when the caller stopped waiting; the interrupt handler then stops the script.
+    pub lifecycle: Lifecycle,
+}
+
+/// Why a script failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure { kind, message: message.into() }
+    }
+
+    fn script(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::ScriptError, message)
+    }
+}
+
+/// What a run produced, successful or not.
+#[derive(Debug)]
+pub struct Outcome {
+    pub result: Result<serde_json::Value, Failure>,
+    pub stdout: Bounded,
+    pub stderr: Bounded,
+    pub limits: Limits,
+    pub duration: Duration,
+    /// Bytes QuickJS had allocated when the script finished (what the memory limit counts).
+    pub memory_used_bytes: Option<u64>,
+    /// Warnings found while running (truncated output).
+    pub warnings: Vec<String>,
+}
+
+impl Outcome {
+    /// An outcome without anything from the script (it never ran or was abandoned).
+    pub fn failed(failure: Failure, limits: Limits, started: Instant) -> Self {
+        Outcome {
+            result: Err(failure),
+            stdout: head_tail(b"", 1),
+            stderr: head_tail(b"", 1),
+            limits,
+            duration: started.elapsed(),
+            memory_used_bytes: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn metrics_json(&self) -> serde_json::Value {
+        json!({
+            "duration_ms": self.duration.as_millis() as u64,
+            "duration_us": self.duration.as_micros() as u64,
+            "memory_used_bytes": self.memory_used_bytes,
+            "memory_limit_bytes": self.limits.memory_bytes,
+            "timeout_ms": self.limits.timeout.as_millis() as u64,
+            "max_stack_bytes": self.limits.max_stack_bytes,
+            "stdout_bytes": self.stdout.total_bytes,
+            "stderr_bytes": self.stderr.total_bytes,
+            "limits_enforced": [
+                "timeout: QuickJS interrupt handler (also stops on cancellation)",
+                "memory: QuickJS allocator limit",
+                "stack: QuickJS native stack limit",
+            ],
+        })
+    }
+}
+
+/// Why the interrupt handler stopped the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Timeout,
+    Cancelled,
+}
+
+/// Runs one job to completion on the current thread.
+pub fn run(job: Job) -> Outcome {
+    let started = Instant::now();
+    let deadline = started + job.limits.timeout;
+    let streams = Streams::new();
+    let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
+
+    let runtime = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Outcome::failed(
+                Failure::new(ErrorKind::SandboxUnavailable, format!("the QuickJS runtime could not be created: {e}")),
+                job.limits,
+                started,
+            )
+        }
+    };
+    runtime.set_memory_limit(job.limits.memory_bytes);
+    runtime.set_max_stack_size(job.limits.max_stack_bytes);
+    {
+        let stop = stop.clone();
+        let cancel = job.cancel.clone();
+        let lifecycle = job.lifecycle.clone();
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            if stop.get().is_some() {
+                return true;
+            }
+            let reason = if cancel.is_cancelled() || lifecycle.is_abandoned() {
+                Some(Stop::Cancelled)
+            } else if Instant::now() >= deadline {
+                Some(Stop::Timeout)
+            } else {
+                None
+            };
+            stop.set(reason);
+            reason.is_some()
+        })));
+    }
+
+    let result = match Context::full(&runtime) {
+        Ok(context) => context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)),
+        Err(e) => Err(Raw::Failure(Failure::new(
+            ErrorKind::MemoryLimit,
+            format!("the QuickJS context could not be created within memory_mb: {e}"),
+        ))),
+    };
+    let usage = runtime.memory_usage();
+    let used = u64::try_from(usage.malloc_size).ok();
+    let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
+    let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
+    let (stdout, stderr) = streams.finish();
+    let mut warnings = Vec::new();
+    for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
+        if stream.truncated {
+            warnings.push(format!(
+                "{name} was {} in all; only its first and last {} were kept",
+                human_bytes(stream.total_bytes),
+                human_bytes(console::STREAM_CAP as u64 / 2)
+            ));
+        }
+    }
+    Outcome { result, stdout, stderr, limits: job.limits, duration: started.elapsed(), memory_used_bytes: used, warnings }
+}
+
+/// A failure as seen inside the context, before the stop reason and memory state are known.
+enum Raw {
+    Failure(Failure),
+    /// A JavaScript exception, already described; `oom` when QuickJS reported "out of memory",
+    /// `empty` when the thrown value was missing (QuickJS could not even allocate the error).
+    Exception { description: String, oom: bool, empty: bool },
+}
+
+fn finalize(raw: Raw, stop: Option<Stop>, near_limit: bool, limits: &Limits) -> Failure {
+    match stop {
+        Some(Stop::Timeout) => {
+            return Failure::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "the script ran longer than timeout_ms={} and was stopped; raise timeout_ms (at most 300000) or do less work",
+                    limits.timeout.as_millis()
+                ),
+            )
+        }
+        Some(Stop::Cancelled) => return Failure::new(ErrorKind::Cancelled, "the run was cancelled; the script was stopped"),
+        None => {}
+    }
+    match raw {
+        Raw::Failure(f) => f,
+        Raw::Exception { oom, empty, .. } if oom || (empty && near_limit) => Failure::new(
+            ErrorKind::MemoryLimit,
+            format!(
+                "the script exceeded memory_mb={} (QuickJS ran out of memory); raise memory_mb (at most 2048) or hold less data",
+                limits.memory_bytes / (1024 * 1024)
+            ),
+        ),
+        Raw::Exception { description, .. } => Failure::script(description),
+    }
+}
+
+fn evaluate<'js>(
+    ctx: &Ctx<'js>,
+    job: &Job,
+    streams: &Streams,
+    stop: &Rc<Cell<Option<Stop>>>,
+    deadline: Instant,
+) -> Result<serde_json::Value, Raw> {
+    let input = ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?;
+    ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
+    console::install(ctx, streams).map_err(|e| exception(ctx, e, "installing console"))?;
+
+    let mut options = EvalOptions::default();
+    options.global = true;
+    options.strict = false;
+    options.backtrace_barrier = true;
+    options.filename = Some(FILE_NAME.to_string());
+    let value: Value = ctx.eval_with_options(job.script.as_str(), options).map_err(|e| exception(ctx, e, ""))?;
+
+    // Run the job queue: promise reactions (and their console output) happen before the result
+    // is read, as in any JavaScript host; a promise result is awaited here.
+    let promise = value.as_promise().cloned();
+    loop {
+        if stop.get().is_some() || Instant::now() >= deadline {
+            stop.set(stop.get().or(Some(Stop::Timeout)));
+            return Err(Raw::Failure(Failure::script("stopped")));
+        }
+        if ctx.execute_pending_job() {
+            continue;
+        }
+        break;
+    }
+    if stop.get().is_some() {
+        return Err(Raw::Failure(Failure::script("stopped")));
+    }
+    let value = match promise {
+        None => value,
+        Some(promise) => match promise.state() {
+            PromiseState::Resolved => promise.result::<Value>().unwrap_or(Ok(value)).map_err(|e| exception(ctx, e, ""))?,
+            PromiseState::Rejected => {
+                let reason = match promise.result::<Value>() {
+                    Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
+                    _ => Value::new_undefined(ctx.clone()),
+                };
+                let d = describe(ctx, &reason);
+                return Err(Raw::Exception { description: format!("the promise was rejected: {}", d.text), oom: d.oom, empty: d.empty });
+            }
+            PromiseState::Pending => {
+                return Err(Raw::Failure(Failure::script(
+                    "the script's promise never settled: nothing was left to run (this sandbox has no timers or I/O)",
+                )))
+            }
+        },
+    };
+    convert::to_json(ctx, value, job.limits.memory_bytes, deadline).map_err(|e| match e {
+        convert::Error::Shape(message) => Raw::Failure(Failure::script(message)),
+        convert::Error::TooLarge(message) => Raw::Failure(Failure::new(ErrorKind::OutputLimit, message)),
+        convert::Error::Deadline => {
+            stop.set(Some(Stop::Timeout));
+            Raw::Failure(Failure::script("stopped"))
+        }
+        convert::Error::Js(e) => exception(ctx, e, "converting result"),
+    })
+}
+
+/// Turns an rquickjs error (usually a pending JavaScript exception) into a raw failure.
+fn exception(ctx: &Ctx<'_>, error: rquickjs::Error, during: &str) -> Raw {
+    match error {
+        rquickjs::Error::Exception => {
+            let thrown = ctx.catch();
+            let mut d = describe(ctx, &thrown);
+            if !during.is_empty() {
+                d.text = format!("{} (while {during})", d.text);
+            }
+            Raw::Exception { description: d.text, oom: d.oom, empty: d.empty }
+        }
+        rquickjs::Error::Allocation => Raw::Exception { description: "out of memory".into(), oom: true, empty: true },
+        other => Raw::Failure(Failure::script(if during.is_empty() {
+            other.to_string()
+        } else {
+            format!("{other} (while {during})")
+        })),
+    }
+}
+
+struct Description {
+    text: String,
+    oom: bool,
+    empty: bool,
+}
+
+/// `TypeError: x is not a function (script.js line 3, column 5)` followed by the stack.
+fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
+    if thrown.type_of().is_void() {
+        return Description { text: "the script threw undefined".into(), oom: false, empty: true };
+    }
+    let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
+        return Description { text: format!("uncaught exception: {}", console::display(ctx, thrown)), oom: false, empty: false };
+    };
+    let get = |key: &str| object.get::<_, Option<rquickjs::Coerced<String>>>(key).ok().flatten().map(|s| s.0);
+    let name = get("name").unwrap_or_else(|| "Error".into());
+    let message = get("message").unwrap_or_default();
+    let stack = get("stack").unwrap_or_default();
+    let oom = message == "out of memory";
+    let mut text = format!("{name}: {message}");
+    if message.contains("stack size exceeded") || message == "stack overflow" {
+        text.push_str(" (the script recursed too deeply; the native stack is limited to 4 MiB)");
+    }
+    if name == "SyntaxError" {
+        if message.contains("await") {
+            text.push_str(" (top-level await is not supported: wrap the code in (async () => { ... })() and the promise's value becomes result)");
+        } else if message.contains("return") {
+            text.push_str(" (the value of the final expression is the result: write `value` instead of `return value`)");
+        } else if message.contains("import") {
+            text.push_str(" (modules are not available in this sandbox)");
+        }
+    }
+    if let Some((line, column)) = location(&stack) {
+        text.push_str(&format!(" at {FILE_NAME} line {line}, column {column}"));
+    }
+    let stack = stack.trim_end();
+    if !stack.is_empty() {
+        text.push('\n');
+        text.push_str(stack);
+    }
+    Description { text, oom, empty: false }
+}
+
+/// The first `script.js:LINE:COL` in a QuickJS stack trace.
+fn location(stack: &str) -> Option<(u32, u32)> {
+    let needle = format!("{FILE_NAME}:");
+    let start = stack.find(&needle)? + needle.len();
+    let mut parts = stack[start..].split(|c: char| !c.is_ascii_digit());
+    let line = parts.next()?.parse().ok()?;
+    let column = parts.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    Some((line, column))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_come_from_the_first_frame() {
+        assert_eq!(location("    at f (script.js:3:5)\n    at <eval> (script.js:7:1)\n"), Some((3, 5)));
+        assert_eq!(location("    at <eval> (other.js:1:1)"), None);
+    }
+}

@@ -1,0 +1,356 @@
+//! `tools/code_js`: JavaScript in an in-process QuickJS sandbox.
+//!
+//! Each call gets a fresh QuickJS runtime and context on its own thread, so one script can never
+//! see another's state and the async engine never waits on JavaScript. The sandbox is the
+//! language itself: there is no `std`/`os` module, no module loader, no `require`, no `fetch`, no
+//! timers — only ECMAScript built-ins and a `console` whose output is captured (head+tail, 1 MiB
+//! per stream).
+//!
+//! Decisions where the seed is silent (documented in the node reference):
+//! - `input` is a global holding the JSON input; the value of the script's final expression is
+//!   `result`. A promise is awaited (its job queue driven) within `timeout_ms`; a rejection fails
+//!   the node. Top-level `await` is not supported (scripts are not modules): wrap the code in
+//!   `(async () => { ... })()`.
+//! - Result conversion follows `JSON.stringify` where JSON can say it (`NaN`/`Infinity` → `null`,
+//!   `toJSON` honoured so a `Date` becomes its ISO string, `undefined` in an array → `null`,
+//!   `undefined` properties omitted, a top-level `undefined` → `null`), and is an error where JSON
+//!   would silently lose data: functions, symbols, cycles, promises, `Map`/`Set` and nesting deeper
+//!   than 128 levels (serde_json's own parse limit) fail with `LOCAL_EXECUTOR_SCRIPT_ERROR` naming the path (`result.a.b is a
+//!   function`). A `BigInt` becomes its decimal string (`12345678901234567890n` →
+//!   `"12345678901234567890"`): JSON numbers lose precision beyond 2^53 and `JSON.stringify` throws.
+//! - Limits: `timeout_ms` via the QuickJS interrupt handler (which also stops the script on
+//!   cancellation), `memory_mb` (1–2048) via the QuickJS allocator limit, and a 4 MiB native stack
+//!   limit (about 6,000 nested JavaScript calls) so deep recursion is a clear error. A built-in
+//!   operation that never reaches the interrupt check (a few array built-ins over huge sparse
+//!   lengths) is bounded too: one second after the deadline the node returns
+//!   `LOCAL_EXECUTOR_TIMED_OUT` and abandons the thread, which runs until that operation ends; while
+//!   four such threads are still running, new runs fail with `LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE`.
+
+mod console;
+mod convert;
+mod engine;
+mod lint;
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cheng_node::{
+    input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext,
+    Values,
+};
+use serde_json::{json, Value};
+
+pub use engine::{Failure, Limits, Outcome, MAX_STACK_BYTES};
+
+/// The node's public id.
+pub const ID: &str = "tools/code_js";
+/// The environment variable that must be set for the node to be registered.
+pub const GATE: &str = "CHENG_ENABLE_CODE_JS";
+
+const DEFAULT_TIMEOUT_MS: i64 = 5000;
+const MAX_TIMEOUT_MS: i64 = 300_000;
+const DEFAULT_MEMORY_MB: i64 = 128;
+/// QuickJS allocates inside cheng's own process: keep the ceiling well below a host's memory.
+const MAX_MEMORY_MB: i64 = 2048;
+/// How long after the deadline the engine waits for a script stuck in a native operation.
+const ABANDON_GRACE: Duration = Duration::from_secs(1);
+
+static INPUTS: &[PortSpec] = &[
+    PortSpec::input("input", PortType::Any, "JSON input exposed to the script as the input variable").default("null"),
+    PortSpec::input(
+        "script",
+        PortType::String,
+        "[Required] JavaScript script. The value of the final expression is returned as result.",
+    )
+    .default("null")
+    .required()
+    .control(Control::CodeEditor),
+    PortSpec::input("timeout_ms", PortType::Integer, "Timeout (milliseconds). Default: 5000 ms. Maximum: 300000 ms.")
+        .default("5000")
+        .min(1)
+        .max(MAX_TIMEOUT_MS)
+        .audience(Audience::Capped)
+        .control(Control::Number),
+    PortSpec::input(
+        "memory_mb",
+        PortType::Integer,
+        "Memory limit (MB). QuickJS enforces this as an internal soft limit. Default: 128 MB.",
+    )
+    .default("128")
+    .min(1)
+    .max(MAX_MEMORY_MB)
+    .audience(Audience::Capped)
+    .control(Control::Number),
+];
+
+static OUTPUTS: &[PortSpec] = &[
+    PortSpec::output("result", PortType::Any, "Result returned by the script"),
+    PortSpec::output(
+        "isolation_level",
+        PortType::String,
+        "Isolation level actually used at run time: bubblewrap, quickjs, python, shell or container",
+    ),
+    PortSpec::output("metrics", PortType::Object, "Runtime execution metrics"),
+    PortSpec::output("stdout", PortType::String, "Standard output stream"),
+    PortSpec::output("stderr", PortType::String, "Standard error stream"),
+    PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings generated before execution"),
+    PortSpec::output("success", PortType::Boolean, "Whether the script ran and produced a result"),
+    PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
+    PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
+    PortSpec::output("error", PortType::String, "Error message when the script failed"),
+];
+
+pub static SPEC: NodeSpec = NodeSpec {
+    id: ID,
+    title: "JavaScript executor",
+    description: "Runs JavaScript in a QuickJS sandbox with no system calls, network or filesystem access. \
+Fails closed when QuickJS is unavailable. Suited to pure computation, JSON/object transformation, string \
+manipulation and math. Not suited to network requests (use Shell) or data processing that depends on many \
+libraries (use Python).",
+    category: "code",
+    inputs: INPUTS,
+    outputs: OUTPUTS,
+    gate: Some(GATE),
+    effects: Effects::ReadOnly,
+};
+
+/// The `tools/code_js` node.
+pub struct CodeJs;
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&CodeJs) }
+
+#[cheng_node::async_trait]
+impl Node for CodeJs {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        let script = input::opt_str(&input, "script")
+            .ok_or_else(|| NodeError::invalid_input("script is required: give the JavaScript to run"))?
+            .to_string();
+        let limits = limits_from(&input)?;
+        let input_json = serde_json::to_string(input.get("input").unwrap_or(&Value::Null))
+            .map_err(|e| NodeError::invalid_input(format!("input could not be serialised as JSON: {e}")))?;
+        let warnings = lint::warnings(&script);
+        let outcome = execute(script, input_json, limits, ctx).await;
+        Ok(outputs(outcome, warnings))
+    }
+}
+
+/// Reads and range-checks the limits (the engine validated them already; direct callers may not have).
+fn limits_from(input: &Values) -> Result<Limits, NodeError> {
+    let timeout_ms = input::i64_or(input, "timeout_ms", DEFAULT_TIMEOUT_MS);
+    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(NodeError::invalid_input(format!(
+            "timeout_ms is {timeout_ms}; it must be between 1 and {MAX_TIMEOUT_MS}"
+        )));
+    }
+    let memory_mb = input::i64_or(input, "memory_mb", DEFAULT_MEMORY_MB);
+    if !(1..=MAX_MEMORY_MB).contains(&memory_mb) {
+        return Err(NodeError::invalid_input(format!(
+            "memory_mb is {memory_mb}; it must be between 1 and {MAX_MEMORY_MB}"
+        )));
+    }
+    Ok(Limits {
+        timeout: Duration::from_millis(timeout_ms as u64),
+        memory_bytes: memory_mb as usize * 1024 * 1024,
+        max_stack_bytes: MAX_STACK_BYTES,
+    })
+}
+
+/// Script threads abandoned inside a native operation that are still running, process-wide.
+static STUCK_THREADS: AtomicUsize = AtomicUsize::new(0);
+/// Beyond this many stuck threads new runs are refused rather than letting them eat every core.
+const MAX_STUCK_THREADS: usize = 4;
+
+const RUNNING: u8 = 0;
+const FINISHED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// Who lets go of a script thread first: the thread finishing, or its caller abandoning it. The
+/// interrupt handler reads `ABANDONED` as "stop"; an abandoned thread is counted until it ends.
+#[derive(Clone)]
+pub(crate) struct Lifecycle(Arc<AtomicU8>);
+
+impl Lifecycle {
+    fn new() -> Self {
+        Lifecycle(Arc::new(AtomicU8::new(RUNNING)))
+    }
+
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == ABANDONED
+    }
+
+    /// The caller stops waiting (deadline, cancellation, or its future was dropped).
+    fn abandon(&self) {
+        if self.0.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            STUCK_THREADS.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The script thread is done.
+    fn finish(&self) {
+        if self.0.compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            STUCK_THREADS.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Abandons the thread if the caller goes away before it finished.
+struct AbandonOnDrop(Lifecycle);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+/// Runs the script on its own thread and waits for it, never longer than the deadline plus a
+/// grace period (a native operation may not reach the interrupt check in time).
+///
+/// A dedicated thread rather than tokio's blocking pool: its stack size is ours to choose (the
+/// QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script abandoned
+/// in a native loop does not hold up the runtime's shutdown, which waits for blocking-pool tasks.
+async fn execute(script: String, input_json: String, limits: Limits, ctx: &RunContext) -> Outcome {
+    let started = Instant::now();
+    let stuck = STUCK_THREADS.load(Ordering::Acquire);
+    if stuck >= MAX_STUCK_THREADS {
+        return Outcome::failed(
+            Failure::new(
+                ErrorKind::SandboxUnavailable,
+                format!(
+                    "{stuck} earlier scripts are stuck inside built-in operations that cannot be interrupted and \
+still hold a thread each; new JavaScript runs are refused until they end or cheng restarts"
+                ),
+            ),
+            limits,
+            started,
+        );
+    }
+    let lifecycle = Lifecycle::new();
+    let _guard = AbandonOnDrop(lifecycle.clone());
+    let job = engine::Job { script, input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone() };
+    let (send, mut receive) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("cheng-code-js".into())
+        .stack_size(engine::THREAD_STACK_BYTES)
+        .spawn(move || {
+            let lifecycle = job.lifecycle.clone();
+            let outcome = engine::run(job);
+            lifecycle.finish();
+            // The receiver is gone only when the caller stopped waiting; nothing to report then.
+            let _ = send.send(outcome);
+        });
+    if let Err(e) = spawned {
+        return Outcome::failed(
+            Failure::new(ErrorKind::SandboxUnavailable, format!("could not start the JavaScript thread: {e}")),
+            limits,
+            started,
+        );
+    }
+    let give_up = tokio::time::sleep(limits.timeout + ABANDON_GRACE);
+    tokio::pin!(give_up);
+    let cancel = ctx.cancel.clone();
+    let mut cancel_deadline: Option<Instant> = None;
+    loop {
+        // After a cancellation, give the script the same grace to notice it.
+        let grace_until = cancel_deadline;
+        let cancel_grace = async move {
+            match grace_until {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            finished = &mut receive => {
+                return finished.unwrap_or_else(|_| Outcome::failed(
+                    Failure::new(ErrorKind::Internal, "the JavaScript thread ended without a result"),
+                    limits,
+                    started,
+                ));
+            }
+            _ = &mut give_up => {
+                return Outcome::failed(Failure::new(ErrorKind::TimedOut, format!(
+                    "the script did not stop within timeout_ms={} (it is stuck inside a built-in operation \
+that cannot be interrupted); its thread was abandoned and stops at its next interrupt check",
+                    limits.timeout.as_millis()
+                )), limits, started);
+            }
+            _ = cancel.cancelled(), if cancel_deadline.is_none() => {
+                cancel_deadline = Some(Instant::now() + ABANDON_GRACE);
+            }
+            _ = cancel_grace => {
+                return Outcome::failed(Failure::new(ErrorKind::Cancelled,
+                    "the run was cancelled; the script's thread was abandoned and stops at its next interrupt check"),
+                    limits, started);
+            }
+        }
+    }
+}
+
+/// The output object: every port present, `null` where it does not apply.
+fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
+    warnings.extend(outcome.warnings.iter().cloned());
+    let mut out = Values::new();
+    let (result, success, error_kind, terminal, error) = match &outcome.result {
+        Ok(value) => (value.clone(), true, Value::Null, Value::Null, Value::Null),
+        Err(failure) => (
+            Value::Null,
+            false,
+            json!(failure.kind.code()),
+            json!(failure.kind.terminal()),
+            json!(failure.message),
+        ),
+    };
+    out.insert("result".into(), result);
+    out.insert("isolation_level".into(), json!("quickjs"));
+    out.insert("metrics".into(), outcome.metrics_json());
+    out.insert("stdout".into(), json!(outcome.stdout.text));
+    out.insert("stderr".into(), json!(outcome.stderr.text));
+    out.insert("warnings".into(), json!(warnings));
+    out.insert("success".into(), json!(success));
+    out.insert("error_kind".into(), error_kind);
+    out.insert("terminal".into(), terminal);
+    out.insert("error".into(), error);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_is_verbatim_from_the_seed() {
+        let names: Vec<_> = SPEC.inputs.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["input", "script", "timeout_ms", "memory_mb"]);
+        let script = SPEC.input("script").unwrap();
+        assert!(script.required);
+        assert_eq!(script.control, Some(Control::CodeEditor));
+        let timeout = SPEC.input("timeout_ms").unwrap();
+        assert_eq!((timeout.default, timeout.max), (Some("5000"), Some(300_000)));
+        assert_eq!(timeout.audience, Audience::Capped);
+        let memory = SPEC.input("memory_mb").unwrap();
+        assert_eq!(memory.default, Some("128"));
+        assert_eq!(memory.audience, Audience::Capped);
+        let outputs: Vec<_> = SPEC.outputs.iter().map(|p| p.name).collect();
+        assert_eq!(
+            outputs,
+            ["result", "isolation_level", "metrics", "stdout", "stderr", "warnings", "success", "error_kind", "terminal", "error"]
+        );
+        assert_eq!(SPEC.gate, Some("CHENG_ENABLE_CODE_JS"));
+        assert_eq!(SPEC.effects, Effects::ReadOnly);
+    }
+
+    #[test]
+    fn out_of_range_limits_name_the_field() {
+        let input = json!({"script": "1", "memory_mb": 0});
+        let err = limits_from(input.as_object().unwrap()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidInput);
+        assert!(err.message.contains("memory_mb"), "{}", err.message);
+        let input = json!({"script": "1", "timeout_ms": 300_001});
+        let err = limits_from(input.as_object().unwrap()).unwrap_err();
+        assert!(err.message.contains("timeout_ms") && err.message.contains("300000"), "{}", err.message);
+    }
+}

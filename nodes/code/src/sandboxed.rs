@@ -1,0 +1,253 @@
+//! What `tools/code_shell` and `tools/code_python` share: reading the sandbox ports, asking for
+//! each requested read path, running the bubblewrap sandbox, and shaping the output object.
+//!
+//! Decisions where the seed is silent:
+//!
+//! - **Boundary**: neither table lists `sandbox_root`, so the boundary is the run's canonical
+//!   workspace (`RunContext::workspace`, the value the engine would inject). `working_subdir`
+//!   resolves inside it through `cheng_node::paths` (no `..` above the root, no symlink out).
+//! - **Capped switches**: `allow_filesystem`, `allow_full_disk_readonly`, `allow_network`,
+//!   `timeout_ms` and `memory_mb` are author-capped; the engine has already merged the request
+//!   with the author's ceiling, so the node reads the effective values.
+//! - **request_read_paths**: absolute, existing, canonicalised; one approval request per path
+//!   (`requested_paths` names it); a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
+//! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
+//!   signal or hits its memory limit still returns every seed output, plus `success:false`,
+//!   `error_kind`, `terminal` and `error` (declared as output ports), because
+//!   `NodeError::to_outputs` would drop stdout, stderr and metrics.
+
+use cheng_exec::limits::{MAX_MEMORY_MB, MIN_MEMORY_MB};
+use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
+use cheng_exec::{ProcessOutput, Termination};
+use cheng_node::{input, paths, ApprovalRequest, ErrorKind, NodeError, PortSpec, PortType, RunContext, Values};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Per-stream capture cap (head+tail).
+pub const STDOUT_CAP: usize = 1 << 20;
+pub const STDERR_CAP: usize = 256 << 10;
+pub const DEFAULT_TIMEOUT_MS: i64 = 5000;
+pub const MAX_TIMEOUT_MS: i64 = 300_000;
+pub const DEFAULT_MEMORY_MB: i64 = 128;
+/// Smallest accepted timeout: bwrap alone needs a few milliseconds.
+pub const MIN_TIMEOUT_MS: i64 = 100;
+/// Re-exported for the spec tables.
+pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
+pub const MEMORY_MAX: i64 = MAX_MEMORY_MB;
+
+/// The four failure ports both nodes add to the seed's outputs.
+pub const FAILURE_OUTPUTS: [PortSpec; 4] = [
+    PortSpec::output("success", PortType::Boolean, "Whether the script ran and exited 0 (added to the seed table: failures keep stdout, stderr and metrics)"),
+    PortSpec::output("error_kind", PortType::String, "The LOCAL_EXECUTOR_* code when success is false (NON_ZERO_EXIT, TIMED_OUT, MEMORY_LIMIT, SCRIPT_ERROR, ...), else null"),
+    PortSpec::output("terminal", PortType::Boolean, "Whether retrying the same request cannot help, when success is false; else null"),
+    PortSpec::output("error", PortType::String, "What went wrong, in one sentence, when success is false; else null"),
+];
+
+/// The sandbox ports, read from a validated, defaulted, author-capped input.
+#[derive(Debug, Clone)]
+pub struct SandboxPorts {
+    pub script: String,
+    pub input: Value,
+    pub cwd: PathBuf,
+    pub allow_filesystem: bool,
+    pub allow_full_disk_readonly: bool,
+    pub allow_network: bool,
+    pub read_paths: Vec<PathBuf>,
+    pub timeout_ms: u64,
+    pub memory_mb: u64,
+}
+
+impl SandboxPorts {
+    /// Reads and checks the ports; `network_port` is false for code_python (no such switch).
+    pub fn read(ctx: &RunContext, values: &Values, network_port: bool) -> Result<Self, NodeError> {
+        let script = input::opt_str(values, "script")
+            .ok_or_else(|| NodeError::invalid_input("script is required: the code to run"))?
+            .to_string();
+        let cwd = paths::resolve_existing(&ctx.workspace, input::non_empty_str(values, "working_subdir"), "working_subdir")?;
+        if !cwd.is_dir() {
+            return Err(NodeError::invalid_input(format!(
+                "working_subdir {:?} is not a directory",
+                paths::display_relative(&ctx.workspace, &cwd)
+            )));
+        }
+        let timeout_ms = input::i64_or(values, "timeout_ms", DEFAULT_TIMEOUT_MS);
+        if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+            return Err(NodeError::invalid_input(format!(
+                "timeout_ms {timeout_ms} is out of range: use {MIN_TIMEOUT_MS}..={MAX_TIMEOUT_MS}"
+            )));
+        }
+        let memory_mb = input::i64_or(values, "memory_mb", DEFAULT_MEMORY_MB);
+        if !(MEMORY_MIN..=MEMORY_MAX).contains(&memory_mb) {
+            return Err(NodeError::invalid_input(format!("memory_mb {memory_mb} is out of range: use {MEMORY_MIN}..={MEMORY_MAX}")));
+        }
+        let mut read_paths = Vec::new();
+        for (i, raw) in input::string_list(values, "request_read_paths")?.into_iter().enumerate() {
+            let path = PathBuf::from(&raw);
+            if !path.is_absolute() || raw.contains('\0') {
+                return Err(NodeError::invalid_input(format!(
+                    "request_read_paths[{i}] {raw:?} must be an absolute host path such as /home/me/project"
+                )));
+            }
+            let canonical = path.canonicalize().map_err(|e| {
+                NodeError::new(ErrorKind::NotFound, format!("request_read_paths[{i}] {raw:?} cannot be opened: {e}"))
+            })?;
+            if !read_paths.contains(&canonical) {
+                read_paths.push(canonical);
+            }
+        }
+        Ok(SandboxPorts {
+            script,
+            input: values.get("input").cloned().unwrap_or(Value::Null),
+            cwd,
+            allow_filesystem: input::bool_or(values, "allow_filesystem", false),
+            allow_full_disk_readonly: input::bool_or(values, "allow_full_disk_readonly", false),
+            allow_network: network_port && input::bool_or(values, "allow_network", false),
+            read_paths,
+            timeout_ms: timeout_ms as u64,
+            memory_mb: memory_mb as u64,
+        })
+    }
+
+    /// Asks the approver for each requested read path, for this execution only.
+    pub async fn approve_read_paths(&self, ctx: &RunContext, what_runs: &str) -> Result<(), NodeError> {
+        for path in &self.read_paths {
+            let shown = path.display().to_string();
+            let mut request = ApprovalRequest::new(ctx, format!("{what_runs} may read {shown} (read-only)"));
+            request.purpose = Some(format!("request_read_paths: mount {shown} read-only in the sandbox for this execution"));
+            request.requested_paths = vec![shown.clone()];
+            ctx.require_approval(&request, &format!("request_read_paths entry {shown}")).await?;
+        }
+        Ok(())
+    }
+
+    /// The sandbox request for `command`, before node-specific additions.
+    pub fn request(&self, ctx: &RunContext, command: Vec<std::ffi::OsString>) -> SandboxRequest {
+        let mut req = SandboxRequest::new(ctx.workspace.clone(), command);
+        req.cwd = self.cwd.clone();
+        req.writable = self.allow_filesystem;
+        req.full_disk_readonly = self.allow_full_disk_readonly;
+        req.network = self.allow_network;
+        req.read_paths = self.read_paths.clone();
+        req.timeout = Duration::from_millis(self.timeout_ms);
+        req.memory_mb = self.memory_mb;
+        req.stdout_cap = STDOUT_CAP;
+        req.stderr_cap = STDERR_CAP;
+        req.env.push(("LANG".into(), "C.UTF-8".into()));
+        req.env.push(("TMPDIR".into(), "/tmp".into()));
+        req
+    }
+}
+
+/// A private per-run directory (mounted at `cheng_exec::sandbox::IO_DIR`) for the input file and
+/// result channel. World-writable inside a root-only parent, so the sandbox uid can write it and
+/// nobody else on the host can reach it.
+pub fn io_dir() -> Result<(tempfile::TempDir, PathBuf), NodeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::Builder::new()
+        .prefix("cheng-sandbox-")
+        .tempdir()
+        .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
+    let io = parent.path().join("io");
+    std::fs::create_dir(&io)
+        .and_then(|_| std::fs::set_permissions(&io, std::fs::Permissions::from_mode(0o777)))
+        .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
+    Ok((parent, io))
+}
+
+/// Prepares and runs the sandbox.
+pub async fn run(ctx: &RunContext, request: SandboxRequest) -> Result<SandboxRun, NodeError> {
+    let sandbox = Sandbox::prepare(request)?;
+    sandbox.run(&ctx.cancel).await
+}
+
+/// The failure class of a finished run, from the process outcome and stderr.
+pub fn classify(out: &ProcessOutput) -> Option<(ErrorKind, String)> {
+    // bwrap reports a signal-killed child as exit status 128 + signal.
+    let signal = out.signal.or_else(|| out.exit_code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
+    let stderr = &out.stderr.text;
+    let memory_words = ["MemoryError", "Cannot allocate memory", "out of memory", "memory exhausted", "std::bad_alloc"];
+    let memory = memory_words.iter().any(|w| stderr.contains(w));
+    match out.termination {
+        Termination::TimedOut => {
+            return Some((ErrorKind::TimedOut, format!("the script ran longer than timeout_ms ({} ms) and the whole sandbox was killed", out.duration_ms())))
+        }
+        Termination::Cancelled => return Some((ErrorKind::Cancelled, "the run was cancelled and the whole sandbox was killed".into())),
+        _ => {}
+    }
+    if out.exit_code == Some(0) {
+        return None;
+    }
+    if memory {
+        return Some((ErrorKind::MemoryLimit, "the script exceeded memory_mb (an allocation failed under the sandbox's address-space limit)".into()));
+    }
+    if let Some(sig) = signal {
+        let name = cheng_exec::signal_name(sig);
+        if matches!(sig, libc_sig::SEGV | libc_sig::ABRT | libc_sig::KILL) {
+            return Some((ErrorKind::MemoryLimit, format!("the script was killed by {name}, most likely on reaching memory_mb")));
+        }
+        return Some((ErrorKind::Signalled, format!("the script was killed by {name}")));
+    }
+    let code = out.exit_code.unwrap_or(-1);
+    Some((ErrorKind::NonZeroExit, format!("the script exited with status {code}")))
+}
+
+/// Signal numbers used by [`classify`] (Linux values, so this crate needs no libc).
+mod libc_sig {
+    pub const ABRT: i32 = 6;
+    pub const KILL: i32 = 9;
+    pub const SEGV: i32 = 11;
+}
+
+/// The `metrics` object.
+pub fn metrics(run: &SandboxRun) -> Value {
+    let out = &run.output;
+    let usage = out.usage.unwrap_or_default();
+    let signal = out.signal.or_else(|| out.exit_code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
+    json!({
+        "duration_ms": out.duration_ms(),
+        "sandbox_setup_ms": run.setup.as_secs_f64() * 1000.0,
+        "exit_code": out.exit_code,
+        "termination": out.termination.as_str(),
+        "signal": signal,
+        "peak_rss_kb": usage.peak_rss_kb,
+        "cpu_user_ms": usage.cpu_user_ms,
+        "cpu_sys_ms": usage.cpu_sys_ms,
+        "stdout_bytes": out.stdout.total_bytes,
+        "stderr_bytes": out.stderr.total_bytes,
+        "stdout_truncated": out.stdout.truncated,
+        "stderr_truncated": out.stderr.truncated,
+        "limits": run.enforcement.to_json(),
+    })
+}
+
+/// The output object: every seed port plus the failure ports.
+pub fn outputs(run: &SandboxRun, result: Value, warnings: Vec<String>, failure: Option<(ErrorKind, String)>) -> Values {
+    let mut out = Map::new();
+    out.insert("result".into(), result);
+    out.insert("isolation_level".into(), json!("bubblewrap"));
+    out.insert("metrics".into(), metrics(run));
+    out.insert("stdout".into(), json!(run.output.stdout.text));
+    out.insert("stderr".into(), json!(run.output.stderr.text));
+    out.insert("warnings".into(), json!(warnings));
+    match failure {
+        None => {
+            out.insert("success".into(), json!(true));
+            out.insert("error_kind".into(), Value::Null);
+            out.insert("terminal".into(), Value::Null);
+            out.insert("error".into(), Value::Null);
+        }
+        Some((kind, message)) => {
+            out.insert("success".into(), json!(false));
+            out.insert("error_kind".into(), json!(kind.code()));
+            out.insert("terminal".into(), json!(kind.terminal()));
+            out.insert("error".into(), json!(message));
+        }
+    }
+    out
+}
+
+/// Warnings describing what the sandbox enforced differently from the ideal.
+pub fn enforcement_warnings(run: &SandboxRun) -> Vec<String> {
+    run.enforcement.warnings.clone()
+}

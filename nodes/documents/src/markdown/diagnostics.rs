@@ -1,0 +1,470 @@
+//! markdownlint-style rules over a parsed [`Document`]: findings with exact positions, and the
+//! mechanical fixes `format_suggestions` turns into edits.
+
+use super::document::Document;
+use super::rules::{self, Severity};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub rule: &'static str,
+    /// markdownlint rule number, or null for cheng-only rules.
+    pub alias: Option<&'static str>,
+    pub severity: Severity,
+    /// 1-indexed.
+    pub line: usize,
+    /// 1-indexed, counted in characters.
+    pub column: usize,
+    pub message: String,
+    /// The link target as written (link_check_local and fragment findings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(rule: &'static str, (line, column): (usize, usize), message: String) -> Self {
+        let spec = rules::rule(rule);
+        Diagnostic {
+            rule,
+            alias: spec.and_then(|r| r.alias),
+            severity: spec.map_or(Severity::Warning, |r| r.severity),
+            line,
+            column,
+            message,
+            target: None,
+        }
+    }
+
+    pub fn with_target(mut self, target: &str) -> Self {
+        self.target = Some(target.to_string());
+        self
+    }
+}
+
+/// What to change on one line (0-based), composed from every rule that wants it changed.
+#[derive(Debug, Clone, Default)]
+pub struct LineFix {
+    /// Byte ranges within the line and their replacements (non-overlapping once sorted).
+    pub replacements: Vec<(Range<usize>, String)>,
+    pub trim_trailing: bool,
+    pub append_newline: bool,
+    pub delete: bool,
+    pub rules: Vec<&'static str>,
+    pub reasons: Vec<String>,
+}
+
+/// A line to insert before line `p` (0-based), e.g. a blank line above a heading.
+#[derive(Debug, Clone, Default)]
+pub struct Insert {
+    pub content: String,
+    pub rules: Vec<&'static str>,
+    pub reasons: Vec<String>,
+}
+
+/// Every mechanical fix, by line.
+#[derive(Debug, Clone, Default)]
+pub struct FixPlan {
+    pub lines: BTreeMap<usize, LineFix>,
+    pub inserts: BTreeMap<usize, Insert>,
+    /// (rule, 1-indexed line) of every finding some fix addresses.
+    pub covered: HashSet<(&'static str, usize)>,
+}
+
+impl FixPlan {
+    /// Whether a fix addresses this finding.
+    pub fn covers(&self, d: &Diagnostic) -> bool {
+        self.covered.contains(&(d.rule, d.line))
+    }
+}
+
+impl FixPlan {
+    fn line(&mut self, i: usize, rule: &'static str, reason: String) -> &mut LineFix {
+        self.covered.insert((rule, i + 1));
+        let fix = self.lines.entry(i).or_default();
+        if !fix.rules.contains(&rule) {
+            fix.rules.push(rule);
+        }
+        fix.reasons.push(reason);
+        fix
+    }
+
+    fn insert(&mut self, p: usize, content: &str, rule: &'static str, reason: String, finding_line: usize) {
+        self.covered.insert((rule, finding_line));
+        let insert = self.inserts.entry(p).or_insert_with(|| Insert { content: content.to_string(), ..Insert::default() });
+        if !insert.rules.contains(&rule) {
+            insert.rules.push(rule);
+        }
+        insert.reasons.push(reason);
+    }
+
+    /// The new lines replacing original line `i` (empty when deleted).
+    pub fn apply_line(fix: &LineFix, line: &str) -> Vec<String> {
+        if fix.delete {
+            return Vec::new();
+        }
+        let mut replacements = fix.replacements.clone();
+        replacements.sort_by_key(|(r, _)| r.start);
+        let mut out = String::with_capacity(line.len() + 8);
+        let mut at = 0;
+        for (range, with) in replacements {
+            if range.start < at || range.end > line.len() {
+                continue; // overlapping or stale; the other fix wins
+            }
+            out.push_str(&line[at..range.start]);
+            out.push_str(&with);
+            at = range.end;
+        }
+        out.push_str(&line[at..]);
+        if fix.trim_trailing {
+            let cr = out.ends_with('\r');
+            let body = out.trim_end_matches('\r').trim_end().len();
+            out.truncate(body);
+            if cr {
+                out.push('\r');
+            }
+        }
+        // A last line that trimming emptied already leaves the file ending in a newline.
+        if fix.append_newline && !out.is_empty() {
+            vec![out, String::new()]
+        } else {
+            vec![out]
+        }
+    }
+}
+
+/// Findings of every diagnostics rule, sorted by position, and the fixes for the fixable ones.
+pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnostic>, FixPlan) {
+    let mut out = Vec::new();
+    let mut plan = FixPlan::default();
+    if let Some(at) = invalid_utf8_at {
+        out.push(Diagnostic::new(
+            rules::INVALID_UTF8,
+            doc.position(at.min(doc.text.len())),
+            "The file is not valid UTF-8 from here on; it was decoded lossily (shown as U+FFFD). Re-save it as UTF-8.".into(),
+        ));
+    }
+    let verbatim = doc.verbatim_lines();
+    whitespace_rules(doc, &verbatim, &mut out, &mut plan);
+    heading_rules(doc, &mut out, &mut plan);
+    link_rules(doc, &mut out, &mut plan);
+    for block in doc.code_blocks.iter().filter(|c| c.fenced && c.info.trim().is_empty()) {
+        out.push(Diagnostic::new(
+            rules::FENCE_LANGUAGE,
+            doc.position(block.range.start),
+            "Fenced code block has no language; name one after the opening fence (for example ```text).".into(),
+        ));
+    }
+    for url in &doc.bare_urls {
+        let line = doc.lines.line_of(url.start);
+        let start = doc.lines.start(line);
+        let value = &doc.text[url.clone()];
+        out.push(Diagnostic::new(
+            rules::BARE_URL,
+            doc.position(url.start),
+            format!("Bare URL {value}; wrap it in <...> or make it a [link](...)."),
+        ));
+        plan.line(line, rules::BARE_URL, format!("wrap the bare URL {value} in <...>"))
+            .replacements
+            .push((url.start - start..url.end - start, format!("<{value}>")));
+    }
+    if !doc.text.is_empty() && !doc.text.ends_with('\n') {
+        let last = doc.lines.count() - 1;
+        let len = doc.line_text(last).chars().count();
+        out.push(Diagnostic::new(
+            rules::TRAILING_NEWLINE,
+            (last + 1, len + 1),
+            "The file does not end with a newline; add one.".into(),
+        ));
+        plan.line(last, rules::TRAILING_NEWLINE, "end the file with a newline".into()).append_newline = true;
+    }
+    out.sort_by(|a, b| (a.line, a.column, a.rule).cmp(&(b.line, b.column, b.rule)));
+    (out, plan)
+}
+
+fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
+    let first = doc.first_content_line();
+    let mut blank_run: Option<(usize, usize)> = None; // (first blank line, count)
+    let flush = |run: &mut Option<(usize, usize)>, plan: &mut FixPlan| {
+        if let Some((start, count)) = run.take() {
+            for extra in start + 1..start + count {
+                plan.line(extra, rules::MULTIPLE_BLANKS, format!("keep one blank line instead of {count}")).delete = true;
+            }
+        }
+    };
+    for i in 0..doc.lines.count() {
+        let raw = doc.line_text(i);
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if verbatim[i] || i < first {
+            flush(&mut blank_run, plan);
+            continue;
+        }
+        let body = line.trim_end();
+        let trailing = line.len() - body.len();
+        if trailing > 0 && !(trailing == 2 && line.ends_with("  ")) {
+            let column = body.chars().count() + 1;
+            let count = line[body.len()..].chars().count();
+            out.push(Diagnostic::new(
+                rules::TRAILING_WHITESPACE,
+                (i + 1, column),
+                format!("Trailing whitespace ({count} character{}); remove it.", if count == 1 { "" } else { "s" }),
+            ));
+            plan.line(i, rules::TRAILING_WHITESPACE, "remove trailing whitespace".into()).trim_trailing = true;
+        }
+        if body.is_empty() {
+            let run = blank_run.get_or_insert((i, 0));
+            run.1 += 1;
+            if run.1 > 1 {
+                out.push(Diagnostic::new(
+                    rules::MULTIPLE_BLANKS,
+                    (i + 1, 1),
+                    format!("Multiple consecutive blank lines ({}); keep one.", run.1),
+                ));
+            }
+        } else {
+            flush(&mut blank_run, plan);
+        }
+    }
+    flush(&mut blank_run, plan);
+}
+
+/// A line that is blank once blockquote markers are ignored.
+fn is_blank(line: &str) -> bool {
+    line.trim_matches(|c: char| c.is_whitespace() || c == '>').is_empty()
+}
+
+fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
+    let first = doc.first_content_line();
+    let mut previous_level: Option<u8> = None;
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let first_h1 = doc.headings.first().filter(|h| h.level == 1).map(|h| h.first_line + 1);
+    let top = if doc.front_matter_title { Some(0) } else { first_h1 };
+    for (index, heading) in doc.headings.iter().enumerate() {
+        let line = heading.first_line + 1;
+        let at = doc.position(heading.range.start);
+        if let Some(prev) = previous_level {
+            if heading.level > prev + 1 {
+                out.push(Diagnostic::new(
+                    rules::HEADING_JUMP,
+                    at,
+                    format!("Heading level jumps from h{prev} to h{}; use h{} here.", heading.level, prev + 1),
+                ));
+            }
+        }
+        previous_level = Some(heading.level);
+        match seen.get(heading.text.as_str()) {
+            Some(first_line) => out.push(Diagnostic::new(
+                rules::DUPLICATE_HEADING,
+                at,
+                format!("Duplicate heading \"{}\" (first at line {first_line}); make the text unique.", heading.text),
+            )),
+            None => {
+                seen.insert(&heading.text, line);
+            }
+        }
+        if heading.level == 1 {
+            if let Some(top_line) = top {
+                if index > 0 || doc.front_matter_title {
+                    let why = if top_line == 0 {
+                        "the front matter already sets a title".to_string()
+                    } else {
+                        format!("the document already has one at line {top_line}")
+                    };
+                    out.push(Diagnostic::new(
+                        rules::MULTIPLE_H1,
+                        at,
+                        format!("Multiple top-level headings: {why}; make this an h2."),
+                    ));
+                }
+            }
+        }
+        // Blank lines around the heading; only headings at the start of a line (optionally in
+        // a blockquote) get a fix, because the blank line must carry the same container prefix.
+        let line_start = doc.lines.start(heading.first_line);
+        let prefix = &doc.text[line_start..heading.range.start.max(line_start)];
+        let fixable = prefix.chars().all(|c| c == ' ' || c == '\t' || c == '>');
+        let blank = prefix.trim_end();
+        if heading.first_line > first && !is_blank(doc.line_text(heading.first_line - 1)) {
+            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at, "Expected a blank line above the heading.".into()));
+            if fixable {
+                plan.insert(heading.first_line, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line above the heading".into(), line);
+            }
+        }
+        let below = heading.last_line + 1;
+        if below < doc.lines.count() && !is_blank(doc.line_text(below)) {
+            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at, "Expected a blank line below the heading.".into()));
+            if fixable {
+                plan.insert(below, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line below the heading".into(), line);
+            }
+        }
+    }
+}
+
+static LINE_FRAGMENT: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^L\d+(C\d+)?(-L\d+(C\d+)?)?$").ok());
+
+/// Whether `fragment` (already percent-decoded) names something in a document with `anchors`.
+pub fn fragment_exists(has_anchor: impl Fn(&str) -> bool, fragment: &str) -> bool {
+    has_anchor(fragment) || fragment == "top" || LINE_FRAGMENT.as_ref().is_some_and(|re| re.is_match(fragment))
+}
+
+/// Percent-decodes a URL component; invalid escapes or UTF-8 leave the input unchanged.
+pub fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(hi * 16 + lo);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
+    use pulldown_cmark::LinkType;
+    let anchors = doc.anchors();
+    let has = |f: &str| anchors.contains(f);
+    // Lowercased anchor → anchor, for "did you mean" on case-only mismatches (first wins).
+    let mut by_lower: HashMap<String, &str> = HashMap::new();
+    for heading in &doc.headings {
+        by_lower.entry(heading.anchor.to_lowercase()).or_insert(&heading.anchor);
+    }
+    for link in &doc.links {
+        let at = doc.position(link.range.start);
+        if link.image {
+            if link.text_empty {
+                out.push(Diagnostic::new(
+                    rules::MISSING_ALT,
+                    at,
+                    "Image has no alternative text; describe it inside ![...].".into(),
+                ));
+            }
+            continue;
+        }
+        if matches!(link.link_type, LinkType::Autolink | LinkType::Email) {
+            continue;
+        }
+        let dest = link.dest.trim();
+        if dest.is_empty() || dest == "#" {
+            out.push(Diagnostic::new(
+                rules::EMPTY_LINK,
+                at,
+                "Link has an empty target; point it somewhere or remove the link.".into(),
+            ).with_target(dest));
+            continue;
+        }
+        if let Some(fragment) = dest.strip_prefix('#') {
+            let decoded = percent_decode(fragment);
+            if fragment_exists(has, &decoded) || fragment_exists(has, fragment) {
+                continue;
+            }
+            let near = by_lower.get(&decoded.to_lowercase()).copied();
+            match near {
+                Some(anchor) => {
+                    out.push(Diagnostic::new(
+                        rules::BROKEN_FRAGMENT,
+                        at,
+                        format!("Link fragment #{fragment} matches no heading; anchors are case-sensitive: use #{anchor}."),
+                    ).with_target(dest));
+                    fragment_fix(doc, link.range.clone(), fragment, anchor, plan);
+                }
+                None => out.push(Diagnostic::new(
+                    rules::BROKEN_FRAGMENT,
+                    at,
+                    format!("Link fragment #{fragment} matches no heading or HTML id in this file."),
+                ).with_target(dest)),
+            }
+        }
+    }
+    for img in &doc.html_images_without_alt {
+        out.push(Diagnostic::new(
+            rules::MISSING_ALT,
+            doc.position(*img),
+            "HTML <img> has no alt attribute; add alt=\"...\".".into(),
+        ));
+    }
+    for broken in &doc.broken_refs {
+        out.push(Diagnostic::new(
+            rules::UNDEFINED_REFERENCE,
+            doc.position(broken.range.start),
+            format!("Reference [{}] has no definition; add `[{}]: target` or fix the label.", broken.label, broken.label),
+        ));
+    }
+}
+
+/// Replaces `#fragment` with `#anchor` when it occurs exactly once inside a one-line link.
+fn fragment_fix(doc: &Document<'_>, range: Range<usize>, fragment: &str, anchor: &str, plan: &mut FixPlan) {
+    let line = doc.lines.line_of(range.start);
+    if doc.lines.line_of(range.end.saturating_sub(1)) != line {
+        return;
+    }
+    let source = &doc.text[range.clone()];
+    let needle = format!("#{fragment}");
+    let mut hits = source.match_indices(&needle);
+    if let (Some((at, _)), None) = (hits.next(), hits.next()) {
+        let start = range.start + at - doc.lines.start(line);
+        plan.line(line, rules::BROKEN_FRAGMENT, format!("link to #{anchor} (anchors are case-sensitive)"))
+            .replacements
+            .push((start..start + needle.len(), format!("#{anchor}")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules_of(text: &str) -> Vec<(&'static str, usize, usize)> {
+        let doc = Document::parse(text);
+        check(&doc, None).0.iter().map(|d| (d.rule, d.line, d.column)).collect()
+    }
+
+    #[test]
+    fn two_trailing_spaces_are_a_line_break_not_a_finding() {
+        assert_eq!(rules_of("a  \nb\n"), []);
+        assert_eq!(rules_of("a \nb\t\n"), [(rules::TRAILING_WHITESPACE, 1, 2), (rules::TRAILING_WHITESPACE, 2, 2)]);
+        assert_eq!(rules_of("```text\na   \n```\n"), []);
+    }
+
+    #[test]
+    fn blank_runs_report_each_extra_line() {
+        assert_eq!(rules_of("a\n\n\n\nb\n"), [(rules::MULTIPLE_BLANKS, 3, 1), (rules::MULTIPLE_BLANKS, 4, 1)]);
+        assert_eq!(rules_of("a\n\n"), [(rules::MULTIPLE_BLANKS, 3, 1)]);
+        assert_eq!(rules_of("```text\n\n\n\n```\n"), []);
+    }
+
+    #[test]
+    fn heading_rules_follow_markdownlint() {
+        let found = rules_of("# A\n## B\n\n#### C\n\n# A\n");
+        assert!(found.contains(&(rules::BLANKS_AROUND_HEADINGS, 1, 1)));
+        assert!(found.contains(&(rules::BLANKS_AROUND_HEADINGS, 2, 1)));
+        assert!(found.contains(&(rules::HEADING_JUMP, 4, 1)));
+        assert!(found.contains(&(rules::DUPLICATE_HEADING, 6, 1)));
+        assert!(found.contains(&(rules::MULTIPLE_H1, 6, 1)));
+        // A document whose first heading is an h2 may use several h1s.
+        assert!(!rules_of("## A\n\n# B\n\n# C\n").iter().any(|f| f.0 == rules::MULTIPLE_H1));
+    }
+
+    #[test]
+    fn percent_decoding_handles_edges() {
+        assert_eq!(percent_decode("caf%C3%A9"), "café");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

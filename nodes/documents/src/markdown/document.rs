@@ -1,0 +1,475 @@
+//! One pass of pulldown-cmark over a Markdown text, kept as plain data every operation reads:
+//! headings, links and images, code blocks, front matter, raw-HTML anchors and the text runs
+//! where bare URLs may hide. Offsets are byte offsets into the text; [`LineIndex`] turns them
+//! into exact 1-indexed lines and columns (columns count Unicode scalar values).
+
+use super::slug::Slugger;
+use pulldown_cmark::{BrokenLink, CodeBlockKind, Event, LinkType, MetadataBlockKind, Options, Parser, Tag, TagEnd};
+use regex::Regex;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+/// The GitHub-flavoured options every operation parses with.
+pub fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_HEADING_ATTRIBUTES
+        | Options::ENABLE_YAML_STYLE_METADATA_BLOCKS
+        | Options::ENABLE_GFM
+}
+
+/// Byte offsets of line starts; lines are split on `\n` exactly as `str::split('\n')` does, so
+/// a text ending in `\n` has a final empty line (markdownlint counts lines the same way).
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut starts = Vec::with_capacity(text.len() / 40 + 1);
+        starts.push(0);
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts, len: text.len() }
+    }
+
+    /// Number of lines (at least 1).
+    pub fn count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// 0-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset).saturating_sub(1)
+    }
+
+    /// Byte range of line `i` (0-based), without its `\n`.
+    pub fn range(&self, i: usize) -> Range<usize> {
+        let start = self.starts[i];
+        let end = self.starts.get(i + 1).map_or(self.len, |next| next - 1);
+        start..end
+    }
+
+    pub fn start(&self, i: usize) -> usize {
+        self.starts[i]
+    }
+
+    /// 1-indexed (line, column) of a byte offset; the column counts characters.
+    pub fn position(&self, text: &str, offset: usize) -> (usize, usize) {
+        let line = self.line_of(offset);
+        let start = self.starts[line];
+        let column = text.get(start..offset).map_or(1, |s| s.chars().count() + 1);
+        (line + 1, column)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heading {
+    pub level: u8,
+    /// Text content with inline markup stripped (image alt text excluded, as in GitHub's HTML);
+    /// line breaks inside the heading read as spaces.
+    pub text: String,
+    /// The same text with line breaks kept, which is what GitHub slugs (they are dropped there).
+    pub slug_text: String,
+    /// Byte range of the whole heading (for Setext headings, both lines).
+    pub range: Range<usize>,
+    /// 0-based first and last line.
+    pub first_line: usize,
+    pub last_line: usize,
+    pub setext: bool,
+    /// An explicit `{#id}` attribute.
+    pub explicit_id: Option<String>,
+    /// The GitHub anchor (or the explicit id).
+    pub anchor: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    pub image: bool,
+    pub link_type: LinkType,
+    /// Destination after reference resolution, as written (not percent-decoded).
+    pub dest: String,
+    pub range: Range<usize>,
+    /// True when the link text (or image alt text) is empty.
+    pub text_empty: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeBlock {
+    pub range: Range<usize>,
+    pub fenced: bool,
+    pub info: String,
+}
+
+/// A `[text][label]` or `[label][]` whose label has no definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokenRef {
+    pub range: Range<usize>,
+    pub label: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Document<'a> {
+    pub text: &'a str,
+    pub lines: LineIndex,
+    pub headings: Vec<Heading>,
+    pub links: Vec<Link>,
+    pub code_blocks: Vec<CodeBlock>,
+    pub broken_refs: Vec<BrokenRef>,
+    pub front_matter: Option<Range<usize>>,
+    pub front_matter_title: bool,
+    /// `id`/`name` attributes found in raw HTML (valid link fragments too).
+    pub html_anchors: HashSet<String>,
+    /// Offsets of raw-HTML `<img>` tags without an `alt` attribute.
+    pub html_images_without_alt: Vec<usize>,
+    /// Byte ranges of bare URLs in ordinary text.
+    pub bare_urls: Vec<Range<usize>>,
+}
+
+static HTML_ANCHOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(?:^|[\s"'])(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"#).ok()
+});
+static HTML_IMG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").ok());
+static HTML_ALT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?i)[\s"'](?:alt\s*=|aria-hidden\s*=\s*["']?true)"#).ok());
+static FRONT_MATTER_TITLE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?m)^\s*title\s*:").ok());
+
+impl<'a> Document<'a> {
+    pub fn parse(text: &'a str) -> Self {
+        let mut broken: Vec<BrokenRef> = Vec::new();
+        let mut doc = Document {
+            text,
+            lines: LineIndex::new(text),
+            headings: Vec::new(),
+            links: Vec::new(),
+            code_blocks: Vec::new(),
+            broken_refs: Vec::new(),
+            front_matter: None,
+            front_matter_title: false,
+            html_anchors: HashSet::new(),
+            html_images_without_alt: Vec::new(),
+            bare_urls: Vec::new(),
+        };
+        {
+            let callback = |link: BrokenLink<'_>| {
+                if matches!(link.link_type, LinkType::Reference | LinkType::Collapsed) {
+                    broken.push(BrokenRef { range: link.span.clone(), label: link.reference.to_string() });
+                }
+                None
+            };
+            let parser = Parser::new_with_broken_link_callback(text, options(), Some(callback));
+            doc.walk(parser.into_offset_iter());
+        }
+        doc.broken_refs = broken;
+        doc.assign_anchors();
+        doc
+    }
+
+    fn walk<I: Iterator<Item = (Event<'a>, Range<usize>)>>(&mut self, events: I) {
+        let text = self.text;
+        // Open heading: (level, start, explicit id, text with line breaks as `\n`).
+        let mut heading: Option<(u8, usize, Option<String>, String)> = None;
+        let mut image_depth = 0usize;
+        let mut link_depth = 0usize;
+        // Index of the open link/image in `self.links` and whether it has text so far.
+        let mut open_links: Vec<(usize, bool)> = Vec::new();
+        let mut in_code = false;
+        let mut in_metadata = false;
+        let mut in_html_anchor = false;
+        // A run of contiguous ordinary text, scanned for bare URLs when it ends.
+        let mut run: Option<Range<usize>> = None;
+
+        for (event, range) in events {
+            let is_plain_text = matches!(event, Event::Text(_))
+                && !in_code
+                && !in_metadata
+                && link_depth == 0
+                && image_depth == 0
+                && !in_html_anchor;
+            if is_plain_text {
+                match &mut run {
+                    Some(r) if r.end == range.start => r.end = range.end,
+                    _ => {
+                        if let Some(r) = run.take() {
+                            scan_bare_urls(text, r, &mut self.bare_urls);
+                        }
+                        run = Some(range.clone());
+                    }
+                }
+            } else if let Some(r) = run.take() {
+                scan_bare_urls(text, r, &mut self.bare_urls);
+            }
+
+            match event {
+                Event::Start(Tag::Heading { level, id, .. }) => {
+                    heading = Some((level as u8, range.start, id.map(|s| s.to_string()), String::new()));
+                }
+                Event::End(TagEnd::Heading(_)) => {
+                    if let Some((level, start, explicit_id, content)) = heading.take() {
+                        let end = range.end.max(start);
+                        let first_line = self.lines.line_of(start);
+                        // The range ends after the heading's line break, if any.
+                        let last_line = self.lines.line_of(end.saturating_sub(1).max(start));
+                        let setext = !is_atx(&text[start..end]);
+                        // GitHub slugs the rendered text untrimmed (an image before the text
+                        // leaves a leading space, hence a leading `-`); the display text is trimmed.
+                        let text = content.trim().replace('\n', " ");
+                        let slug_text = content;
+                        self.headings.push(Heading {
+                            level,
+                            text,
+                            slug_text,
+                            range: start..end,
+                            first_line,
+                            last_line,
+                            setext,
+                            explicit_id,
+                            anchor: String::new(),
+                        });
+                    }
+                }
+                Event::Start(Tag::Link { link_type, dest_url, .. }) => {
+                    link_depth += 1;
+                    open_links.push((self.links.len(), false));
+                    self.links.push(Link {
+                        image: false,
+                        link_type,
+                        dest: dest_url.to_string(),
+                        range: range.clone(),
+                        text_empty: true,
+                    });
+                }
+                Event::Start(Tag::Image { link_type, dest_url, .. }) => {
+                    image_depth += 1;
+                    open_links.push((self.links.len(), false));
+                    self.links.push(Link {
+                        image: true,
+                        link_type,
+                        dest: dest_url.to_string(),
+                        range: range.clone(),
+                        text_empty: true,
+                    });
+                }
+                Event::End(TagEnd::Link) | Event::End(TagEnd::Image) => {
+                    if matches!(event, Event::End(TagEnd::Link)) {
+                        link_depth = link_depth.saturating_sub(1);
+                    } else {
+                        image_depth = image_depth.saturating_sub(1);
+                    }
+                    if let Some((index, has_text)) = open_links.pop() {
+                        self.links[index].text_empty = !has_text;
+                    }
+                }
+                Event::Start(Tag::CodeBlock(kind)) => {
+                    in_code = true;
+                    let (fenced, info) = match kind {
+                        CodeBlockKind::Fenced(info) => (true, info.to_string()),
+                        CodeBlockKind::Indented => (false, String::new()),
+                    };
+                    self.code_blocks.push(CodeBlock { range: range.clone(), fenced, info });
+                }
+                Event::End(TagEnd::CodeBlock) => in_code = false,
+                Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => {
+                    in_metadata = true;
+                    self.front_matter_title = FRONT_MATTER_TITLE.as_ref().is_some_and(|re| re.is_match(&text[range.clone()]));
+                    self.front_matter = Some(range.clone());
+                }
+                Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
+                Event::End(TagEnd::MetadataBlock(_)) => in_metadata = false,
+                Event::Text(t) | Event::Code(t) => {
+                    if let Some(last) = open_links.last_mut() {
+                        if !t.trim().is_empty() {
+                            last.1 = true;
+                        }
+                    }
+                    if let Some(h) = heading.as_mut() {
+                        if image_depth == 0 {
+                            h.3.push_str(&t);
+                        }
+                    }
+                }
+                Event::SoftBreak | Event::HardBreak => {
+                    if let Some(h) = heading.as_mut() {
+                        h.3.push('\n');
+                    }
+                }
+                Event::Html(html) | Event::InlineHtml(html) => {
+                    self.scan_html(&html, range.start);
+                    if let Some(last) = open_links.last_mut() {
+                        last.1 = true;
+                    }
+                    let lower = html.trim_start().to_ascii_lowercase();
+                    if lower.starts_with("<a ") || lower.starts_with("<a>") {
+                        in_html_anchor = !lower.contains("</a>");
+                    } else if lower.starts_with("</a") {
+                        in_html_anchor = false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(r) = run.take() {
+            scan_bare_urls(text, r, &mut self.bare_urls);
+        }
+    }
+
+    fn scan_html(&mut self, html: &str, offset: usize) {
+        if let Some(re) = HTML_ANCHOR.as_ref() {
+            for cap in re.captures_iter(html) {
+                if let Some(m) = cap.get(1).or_else(|| cap.get(2)).or_else(|| cap.get(3)) {
+                    self.html_anchors.insert(m.as_str().to_string());
+                }
+            }
+        }
+        if let (Some(img), Some(alt)) = (HTML_IMG.as_ref(), HTML_ALT.as_ref()) {
+            for m in img.find_iter(html) {
+                if !alt.is_match(m.as_str()) {
+                    self.html_images_without_alt.push(offset + m.start());
+                }
+            }
+        }
+    }
+
+    fn assign_anchors(&mut self) {
+        let mut slugger = Slugger::new();
+        for heading in &self.headings {
+            if let Some(id) = &heading.explicit_id {
+                slugger.reserve(id);
+            }
+        }
+        for heading in &mut self.headings {
+            heading.anchor = match &heading.explicit_id {
+                Some(id) => id.clone(),
+                None => slugger.slug(&heading.slug_text),
+            };
+        }
+    }
+
+    /// Every valid fragment target: heading anchors and raw-HTML ids/names.
+    pub fn anchors(&self) -> HashSet<&str> {
+        let mut set: HashSet<&str> = self.headings.iter().map(|h| h.anchor.as_str()).collect();
+        set.extend(self.html_anchors.iter().map(String::as_str));
+        set
+    }
+
+    /// Per line: inside a code block or the front matter (skipped by whitespace rules).
+    pub fn verbatim_lines(&self) -> Vec<bool> {
+        let mut mask = vec![false; self.lines.count()];
+        let ranges = self.code_blocks.iter().map(|c| c.range.clone()).chain(self.front_matter.clone());
+        for range in ranges {
+            if range.is_empty() {
+                continue;
+            }
+            let first = self.lines.line_of(range.start);
+            let last = self.lines.line_of(range.end - 1);
+            for flag in &mut mask[first..=last] {
+                *flag = true;
+            }
+        }
+        mask
+    }
+
+    /// First line after the front matter (0 without one).
+    pub fn first_content_line(&self) -> usize {
+        match &self.front_matter {
+            Some(r) if !r.is_empty() => self.lines.line_of(r.end - 1) + 1,
+            _ => 0,
+        }
+    }
+
+    pub fn position(&self, offset: usize) -> (usize, usize) {
+        self.lines.position(self.text, offset)
+    }
+
+    pub fn line_text(&self, i: usize) -> &'a str {
+        &self.text[self.lines.range(i)]
+    }
+}
+
+/// ATX headings start with `#` after up to three spaces (or blockquote/list markers).
+fn is_atx(source: &str) -> bool {
+    source.trim_start_matches([' ', '\t', '>']).starts_with('#')
+}
+
+/// Finds `http://`, `https://` and `ftp://` URLs in a run of text, trimming trailing
+/// punctuation the way GitHub's autolink extension does.
+fn scan_bare_urls(text: &str, run: Range<usize>, out: &mut Vec<Range<usize>>) {
+    let slice = &text[run.clone()];
+    let bytes = slice.as_bytes();
+    let mut from = 0;
+    while let Some(found) = slice[from..].find("://") {
+        let sep = from + found;
+        from = sep + 3;
+        let scheme_start = bytes[..sep].iter().rposition(|b| !b.is_ascii_alphabetic()).map_or(0, |p| p + 1);
+        let scheme = &slice[scheme_start..sep];
+        if !["http", "https", "ftp"].iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+            continue;
+        }
+        if scheme_start > 0 && (bytes[scheme_start - 1].is_ascii_alphanumeric() || bytes[scheme_start - 1] == b'<') {
+            continue;
+        }
+        let rest = &slice[sep + 3..];
+        let mut len = rest.find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '`')).unwrap_or(rest.len());
+        loop {
+            let url = &rest[..len];
+            match url.chars().last() {
+                Some(c @ ('?' | '!' | '.' | ',' | ':' | '*' | '_' | '~' | '\'' | ';')) => len -= c.len_utf8(),
+                Some(')') if url.matches(')').count() > url.matches('(').count() => len -= 1,
+                _ => break,
+            }
+        }
+        if len == 0 {
+            continue;
+        }
+        let start = run.start + scheme_start;
+        let end = run.start + sep + 3 + len;
+        out.push(start..end);
+        from = sep + 3 + len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_one_indexed_and_count_characters() {
+        let text = "# Title\n\né [x]()\n";
+        let doc = Document::parse(text);
+        assert_eq!(doc.position(0), (1, 1));
+        let link = &doc.links[0];
+        assert_eq!(doc.position(link.range.start), (3, 3));
+        assert_eq!(doc.lines.count(), 4);
+    }
+
+    #[test]
+    fn headings_in_code_blocks_are_not_headings() {
+        let doc = Document::parse("# A\n\n```\n# not\n```\n\n    # indented\n\nB\n-\n");
+        let texts: Vec<_> = doc.headings.iter().map(|h| (h.text.as_str(), h.level, h.setext)).collect();
+        assert_eq!(texts, [("A", 1, false), ("B", 2, true)]);
+        assert_eq!(doc.headings[1].first_line, 8);
+        assert_eq!(doc.headings[1].last_line, 9);
+    }
+
+    #[test]
+    fn bare_urls_skip_links_code_and_autolinks() {
+        let text = "see https://a.example/x_y. and <https://b.example> [https://c.example](https://d.example) `https://e.example` (https://f.example/p)\n";
+        let doc = Document::parse(text);
+        let urls: Vec<_> = doc.bare_urls.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(urls, ["https://a.example/x_y", "https://f.example/p"]);
+    }
+
+    #[test]
+    fn broken_references_and_html_anchors_are_collected() {
+        let doc = Document::parse("[a][nope] [b][] [ok][d]\n\n<a name=\"here\"></a><div id='there'>\n\n[d]: x.md\n");
+        let labels: Vec<_> = doc.broken_refs.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["nope", "b"]);
+        assert!(doc.html_anchors.contains("here") && doc.html_anchors.contains("there"));
+        assert_eq!(doc.links.len(), 1);
+        assert_eq!(doc.links[0].dest, "x.md");
+    }
+}

@@ -1,0 +1,239 @@
+//! `link_check_local`: every relative link and image must name something inside the workspace;
+//! fragments must match the target file's anchors; nothing is fetched and nothing outside the
+//! workspace is read.
+//!
+//! Targets resolve against the Markdown file's directory; a target starting with `/` resolves
+//! against the workspace root (as GitHub resolves it against the repository root). A link that
+//! climbs out, lexically or through a symlink, is reported as `outside-workspace` and not read.
+//! Findings go to the node's `diagnostics` output (there is no separate link port); links that
+//! resolve are only counted, in the summary.
+
+use super::diagnostics::{fragment_exists, percent_decode, Diagnostic};
+use super::document::Document;
+use super::rules;
+use crate::source::{read_text, MAX_TEXT_BYTES};
+use cheng_node::paths::resolve_existing;
+use cheng_node::ErrorKind;
+use pulldown_cmark::LinkType;
+use std::collections::{HashMap, HashSet};
+use std::path::{Component, Path, PathBuf};
+
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LinkReport {
+    pub diagnostics: Vec<Diagnostic>,
+    /// Local links and images checked (fragment-only links included).
+    pub checked: usize,
+    pub ok: usize,
+    pub broken: usize,
+    pub outside: usize,
+    pub bad_fragments: usize,
+    pub external: usize,
+    pub undefined_references: usize,
+}
+
+/// Checks the links of `doc`, the file at `file` (canonical, inside the canonical `root`).
+pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
+    let mut checker = Checker { root, file, report: LinkReport::default(), targets: HashMap::new(), anchors: HashMap::new() };
+    let own: HashSet<String> = doc.anchors().into_iter().map(str::to_string).collect();
+    checker.anchors.insert(file.to_path_buf(), Some(own));
+    for link in &doc.links {
+        let at = doc.position(link.range.start);
+        let dest = link.dest.trim();
+        let kind = if link.image { "Image" } else { "Link" };
+        if dest.is_empty() {
+            continue; // empty-link-target is a diagnostics finding
+        }
+        if matches!(link.link_type, LinkType::Autolink | LinkType::Email) || is_external(dest) {
+            checker.report.external += 1;
+            checker.report.diagnostics.push(
+                Diagnostic::new(rules::SKIPPED_EXTERNAL, at, format!("{kind} to {dest} is external; not checked (no network)."))
+                    .with_target(dest),
+            );
+            continue;
+        }
+        checker.report.checked += 1;
+        checker.check_local(dest, kind, at);
+    }
+    for broken in &doc.broken_refs {
+        checker.report.undefined_references += 1;
+        checker.report.diagnostics.push(Diagnostic::new(
+            rules::UNDEFINED_REFERENCE,
+            doc.position(broken.range.start),
+            format!("Reference [{}] has no definition, so the link cannot be resolved.", broken.label),
+        ));
+    }
+    let mut report = checker.report;
+    report.diagnostics.sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+    report
+}
+
+/// A scheme (`https:`, `mailto:`, `file:`) or a network-path reference (`//host/x`).
+fn is_external(dest: &str) -> bool {
+    if dest.starts_with("//") {
+        return true;
+    }
+    let scheme_len = dest.find(':').unwrap_or(0);
+    scheme_len > 0
+        && dest[..scheme_len].starts_with(|c: char| c.is_ascii_alphabetic())
+        && dest[..scheme_len].chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        // `C:` drive letters are not schemes worth skipping; treat them as (broken) local paths.
+        && scheme_len > 1
+}
+
+/// Outcome of resolving one relative path (cached per workspace-relative path).
+#[derive(Clone)]
+enum Target {
+    Found(PathBuf),
+    Missing(String),
+    Outside(String),
+}
+
+struct Checker<'r> {
+    root: &'r Path,
+    file: &'r Path,
+    report: LinkReport,
+    targets: HashMap<String, Target>,
+    /// Anchors per Markdown file; `None` when the file cannot be analysed (too big, binary).
+    anchors: HashMap<PathBuf, Option<HashSet<String>>>,
+}
+
+impl Checker<'_> {
+    fn check_local(&mut self, dest: &str, kind: &str, at: (usize, usize)) {
+        let (before_fragment, fragment) = match dest.split_once('#') {
+            Some((p, f)) => (p, Some(f)),
+            None => (dest, None),
+        };
+        let path_part = before_fragment.split_once('?').map_or(before_fragment, |(p, _)| p);
+        let target_file = if path_part.is_empty() {
+            Target::Found(self.file.to_path_buf())
+        } else {
+            self.resolve(&percent_decode(path_part))
+        };
+        let path = match target_file {
+            Target::Found(path) => path,
+            Target::Missing(why) => {
+                self.report.broken += 1;
+                self.report.diagnostics.push(
+                    Diagnostic::new(rules::BROKEN_LOCAL_LINK, at, format!("{kind} target {path_part} does not exist ({why})."))
+                        .with_target(dest),
+                );
+                return;
+            }
+            Target::Outside(why) => {
+                self.report.outside += 1;
+                self.report.diagnostics.push(
+                    Diagnostic::new(rules::OUTSIDE_WORKSPACE, at, format!("{kind} target {path_part} {why}; it was not followed."))
+                        .with_target(dest),
+                );
+                return;
+            }
+        };
+        let Some(fragment) = fragment.filter(|f| !f.is_empty()) else {
+            self.report.ok += 1;
+            return;
+        };
+        let decoded = percent_decode(fragment);
+        let anchors = self.anchors_of(&path);
+        let found = match anchors {
+            // Fragments into non-Markdown files (source lines, PDFs) are not checked.
+            None => true,
+            Some(set) => {
+                let has = |f: &str| set.contains(f);
+                fragment_exists(has, &decoded) || fragment_exists(has, fragment)
+            }
+        };
+        if found {
+            self.report.ok += 1;
+        } else {
+            self.report.bad_fragments += 1;
+            let mut d = Diagnostic::new(
+                rules::BROKEN_FRAGMENT,
+                at,
+                if path == self.file {
+                    format!("{kind} fragment #{fragment} matches no heading or HTML id in this file.")
+                } else {
+                    format!("{kind} fragment #{fragment} matches no heading or HTML id in {path_part}.")
+                },
+            )
+            .with_target(dest);
+            if path != self.file {
+                d.alias = None; // markdownlint's MD051 covers only same-file fragments
+            }
+            self.report.diagnostics.push(d);
+        }
+    }
+
+    /// Workspace-relative path of `target` (relative to the file's directory, or to the root
+    /// when it starts with `/`), without touching the file system.
+    fn resolve(&mut self, target: &str) -> Target {
+        let base: Vec<String> = if target.starts_with('/') {
+            Vec::new()
+        } else {
+            let dir = self.file.parent().unwrap_or(self.root);
+            match dir.strip_prefix(self.root) {
+                Ok(rel) => rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect(),
+                Err(_) => Vec::new(),
+            }
+        };
+        let mut parts = base;
+        for component in Path::new(target.trim_start_matches('/')).components() {
+            match component {
+                Component::Normal(name) => parts.push(name.to_string_lossy().into_owned()),
+                Component::ParentDir => {
+                    if parts.pop().is_none() {
+                        return Target::Outside("climbs above the workspace root".into());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let rel = parts.join("/");
+        if let Some(known) = self.targets.get(&rel) {
+            return known.clone();
+        }
+        let outcome = match resolve_existing(self.root, Some(&rel), "link") {
+            Ok(path) => Target::Found(path),
+            Err(e) if e.kind == ErrorKind::PathOutsideWorkspace => {
+                Target::Outside("resolves outside the workspace through a symlink".into())
+            }
+            Err(e) if e.kind == ErrorKind::NotFound => Target::Missing(format!("looked for {rel} in the workspace")),
+            Err(e) => Target::Missing(e.message),
+        };
+        self.targets.insert(rel, outcome.clone());
+        outcome
+    }
+
+    fn anchors_of(&mut self, path: &Path) -> Option<&HashSet<String>> {
+        if !self.anchors.contains_key(path) {
+            let is_markdown = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "md" | "markdown" | "mdx" | "mkd" | "mdown"));
+            let anchors = if is_markdown && path.is_file() {
+                let rel = path.strip_prefix(self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+                read_text(self.root, &rel, "link", MAX_TEXT_BYTES)
+                    .ok()
+                    .map(|file| Document::parse(&file.text).anchors().into_iter().map(str::to_string).collect())
+            } else {
+                None
+            };
+            self.anchors.insert(path.to_path_buf(), anchors);
+        }
+        self.anchors.get(path).and_then(Option::as_ref)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_and_network_paths_are_external() {
+        for dest in ["https://x.example", "mailto:a@b.example", "//cdn.example/x", "file:///etc/passwd", "tel:+1"] {
+            assert!(is_external(dest), "{dest}");
+        }
+        for dest in ["a.md", "./a.md#x", "../b/c.png", "/docs/x.md", "a:b.md".trim_start_matches("a:")] {
+            assert!(!is_external(dest), "{dest}");
+        }
+    }
+}

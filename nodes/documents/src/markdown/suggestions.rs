@@ -1,0 +1,359 @@
+//! Turning a [`FixPlan`] into edit_file-ready replacements.
+//!
+//! Each suggestion's `old_string` is a run of whole lines (with the newline before and after it
+//! when there is one) that occurs exactly once in the file *as it will be when the suggestion is
+//! applied* — that is, after every earlier suggestion in the list has been applied. Context is
+//! widened line by line until that holds, up to [`MAX_WINDOW`] lines; edits that never become
+//! unique are merged with the next edit or, failing that, left out (and counted).
+//!
+//! Why lines: an `old_string` that starts and ends with `\n` can only match at line boundaries,
+//! so counting its occurrences is counting equal line windows, which a hash map per window size
+//! answers in O(1). The maps describe the mixed state "earlier suggestions applied, later ones
+//! not" and are updated in O(window²) per applied suggestion, so the whole pass stays linear in
+//! the file size. A hash collision can only make a window look repeated (never unique), so the
+//! uniqueness promise is exact. Windows touching the first or last line (no newline on that
+//! side) are checked by searching the text itself.
+
+use super::diagnostics::FixPlan;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+/// Most lines an `old_string` may span.
+pub const MAX_WINDOW: usize = 24;
+/// Most consecutive edits merged into one suggestion when none is unique on its own.
+const MAX_MERGES: usize = 8;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestion {
+    pub path: String,
+    pub old_string: String,
+    pub new_string: String,
+    /// 1-indexed line of the first changed line (for an insertion: the line it goes before).
+    pub line: usize,
+    /// Rule id; several joined with "," when edits on neighbouring lines had to be merged.
+    pub rule: String,
+    pub reason: String,
+}
+
+/// Suggestions for `plan`, at most `limit`; also returns how many edits were left out because
+/// no unique context exists within [`MAX_WINDOW`] lines, and how many were over the limit.
+pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut edits = edits_from_plan(&lines, plan).into_iter().peekable();
+    let mut sweep = Sweep::new(&lines);
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    while let Some(mut edit) = edits.next() {
+        if out.len() >= limit {
+            return (out, skipped, 1 + edits.count());
+        }
+        let mut merges = 0;
+        let window = loop {
+            if let Some(window) = sweep.find_window(&edit) {
+                break Some(window);
+            }
+            match edits.peek() {
+                Some(next) if merges < MAX_MERGES && next.a <= edit.b + MAX_WINDOW => {
+                    let Some(next) = edits.next() else { break None };
+                    edit = edit.merge(next, &lines);
+                    merges += 1;
+                }
+                _ => break None,
+            }
+        };
+        match window {
+            Some((s, e)) => {
+                let (old_string, new_string) = sweep.strings(&edit, s, e);
+                out.push(Suggestion {
+                    path: path.to_string(),
+                    old_string,
+                    new_string,
+                    line: edit.a + 1,
+                    rule: edit.rules.join(","),
+                    reason: edit.reasons.join("; "),
+                });
+                sweep.apply(&edit);
+            }
+            None => skipped += 1 + merges,
+        }
+    }
+    (out, skipped, 0)
+}
+
+/// Replace original lines `a..b` with `new` (an insertion when `a == b`).
+#[derive(Debug, Clone)]
+struct Edit {
+    a: usize,
+    b: usize,
+    new: Vec<String>,
+    rules: Vec<&'static str>,
+    reasons: Vec<String>,
+}
+
+impl Edit {
+    fn merge(mut self, next: Edit, lines: &[&str]) -> Edit {
+        self.new.extend(lines[self.b..next.a].iter().map(|l| l.to_string()));
+        self.new.extend(next.new);
+        self.b = next.b;
+        for rule in next.rules {
+            if !self.rules.contains(&rule) {
+                self.rules.push(rule);
+            }
+        }
+        self.reasons.extend(next.reasons);
+        self
+    }
+}
+
+fn edits_from_plan(lines: &[&str], plan: &FixPlan) -> Vec<Edit> {
+    let mut positions: Vec<usize> = plan.lines.keys().chain(plan.inserts.keys()).copied().collect();
+    positions.sort_unstable();
+    positions.dedup();
+    let mut edits: Vec<Edit> = Vec::with_capacity(positions.len());
+    for p in positions {
+        let mut edit = Edit { a: p, b: p, new: Vec::new(), rules: Vec::new(), reasons: Vec::new() };
+        if let Some(insert) = plan.inserts.get(&p) {
+            edit.new.push(insert.content.clone());
+            edit.rules.extend(&insert.rules);
+            edit.reasons.extend(insert.reasons.iter().cloned());
+        }
+        if let (Some(fix), Some(line)) = (plan.lines.get(&p), lines.get(p)) {
+            edit.b = p + 1;
+            edit.new.extend(FixPlan::apply_line(fix, line));
+            for rule in &fix.rules {
+                if !edit.rules.contains(rule) {
+                    edit.rules.push(rule);
+                }
+            }
+            edit.reasons.extend(fix.reasons.iter().cloned());
+        }
+        if edit.a == edit.b && edit.new.is_empty() {
+            continue;
+        }
+        // A run of deleted lines (extra blank lines) is one edit, not one per line.
+        match edits.last_mut() {
+            Some(prev) if prev.b == edit.a && prev.new.is_empty() && edit.new.is_empty() => {
+                prev.b = edit.b;
+                for rule in edit.rules {
+                    if !prev.rules.contains(&rule) {
+                        prev.rules.push(rule);
+                    }
+                }
+            }
+            _ => edits.push(edit),
+        }
+    }
+    edits
+}
+
+/// Keys are already hashes: pass them through.
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type Counts = HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>;
+
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(23) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// A line of the applied prefix: unchanged (by original index) or new.
+enum Line {
+    Original(usize),
+    New(String),
+}
+
+/// The file "earlier suggestions applied, later ones not", as line hashes, with window counts.
+struct Sweep<'a> {
+    original: &'a [&'a str],
+    hasher: std::collections::hash_map::RandomState,
+    original_hashes: Vec<u64>,
+    /// Lines before original line `ob`, as they are once earlier suggestions are applied.
+    prefix: Vec<(u64, Line)>,
+    prefix_text_len: usize,
+    ob: usize,
+    /// `counts[w]`: occurrences of each window hash of `w` lines; built on first use.
+    counts: Vec<Option<Counts>>,
+    materialized: Option<String>,
+}
+
+impl<'a> Sweep<'a> {
+    fn new(original: &'a [&'a str]) -> Self {
+        let hasher = std::collections::hash_map::RandomState::new();
+        let original_hashes = original.iter().map(|l| hasher.hash_one(l)).collect();
+        Sweep {
+            original,
+            hasher,
+            original_hashes,
+            prefix: Vec::new(),
+            prefix_text_len: 0,
+            ob: 0,
+            counts: vec![None; MAX_WINDOW + 1],
+            materialized: None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.prefix.len() + self.original.len() - self.ob
+    }
+
+    fn hash_at(&self, i: usize) -> u64 {
+        match self.prefix.get(i) {
+            Some((h, _)) => *h,
+            None => self.original_hashes[self.ob + i - self.prefix.len()],
+        }
+    }
+
+    fn window_hash(&self, start: usize, w: usize) -> u64 {
+        (start..start + w).fold(w as u64, |h, i| mix(h, self.hash_at(i)))
+    }
+
+    fn counts(&mut self, w: usize) -> &mut Counts {
+        if self.counts[w].is_none() {
+            let len = self.len();
+            let mut map = Counts::with_capacity_and_hasher(len, Default::default());
+            for s in 0..(len + 1).saturating_sub(w) {
+                *map.entry(self.window_hash(s, w)).or_insert(0) += 1;
+            }
+            self.counts[w] = Some(map);
+        }
+        self.counts[w].get_or_insert_with(Counts::default)
+    }
+
+    fn state_index(&self, original_line: usize) -> usize {
+        self.prefix.len() + original_line - self.ob
+    }
+
+    /// The smallest window of original lines `[s, e)` around the edit whose text is unique now.
+    fn find_window(&mut self, edit: &Edit) -> Option<(usize, usize)> {
+        let n = self.original.len();
+        let extra = usize::from(edit.a == edit.b || edit.new.is_empty());
+        let min_w = (edit.b - edit.a + extra).max(1);
+        for w in min_w..=MAX_WINDOW.min(n) {
+            let s_min = self.ob.max(edit.b.saturating_sub(w));
+            let s_max = edit.a.min(n - w);
+            if s_min > s_max {
+                continue;
+            }
+            let mut edges = Vec::new();
+            for s in (s_min..=s_max).rev() {
+                let start = self.state_index(s);
+                if start == 0 || s + w == n {
+                    edges.push(s);
+                    continue;
+                }
+                let hash = self.window_hash(start, w);
+                if self.counts(w).get(&hash).copied().unwrap_or(0) <= 1 {
+                    return Some((s, s + w));
+                }
+            }
+            for s in edges {
+                let (old, _) = self.strings(edit, s, s + w);
+                if count_overlapping(self.materialize(), &old) <= 1 {
+                    return Some((s, s + w));
+                }
+            }
+        }
+        None
+    }
+
+    fn strings(&self, edit: &Edit, s: usize, e: usize) -> (String, String) {
+        let lead = if self.state_index(s) > 0 { "\n" } else { "" };
+        let trail = if e < self.original.len() { "\n" } else { "" };
+        let old = self.original[s..e].join("\n");
+        let mut new_lines: Vec<&str> = self.original[s..edit.a].to_vec();
+        new_lines.extend(edit.new.iter().map(String::as_str));
+        new_lines.extend(&self.original[edit.b..e]);
+        (format!("{lead}{old}{trail}"), format!("{lead}{}{trail}", new_lines.join("\n")))
+    }
+
+    fn materialize(&mut self) -> &str {
+        if self.materialized.is_none() {
+            let mut text = String::with_capacity(self.prefix_text_len + 1024);
+            let mut first = true;
+            let prefix = self.prefix.iter().map(|(_, line)| match line {
+                Line::New(s) => s.as_str(),
+                Line::Original(i) => self.original[*i],
+            });
+            for line in prefix.chain(self.original[self.ob..].iter().copied()) {
+                if !first {
+                    text.push('\n');
+                }
+                first = false;
+                text.push_str(line);
+            }
+            self.materialized = Some(text);
+        }
+        self.materialized.as_deref().unwrap_or("")
+    }
+
+    /// Moves the state past `edit`, keeping every built window count exact.
+    fn apply(&mut self, edit: &Edit) {
+        let pa = self.state_index(edit.a);
+        let pb = pa + (edit.b - edit.a);
+        let built: Vec<usize> = (1..=MAX_WINDOW).filter(|w| self.counts[*w].is_some()).collect();
+        for &w in &built {
+            let len = self.len();
+            for s in (pa + 1).saturating_sub(w)..pb.max(pa).min((len + 1).saturating_sub(w)) {
+                let hash = self.window_hash(s, w);
+                if let Some(count) = self.counts(w).get_mut(&hash) {
+                    *count = count.saturating_sub(1);
+                }
+            }
+        }
+        for i in self.ob..edit.a {
+            self.prefix.push((self.original_hashes[i], Line::Original(i)));
+            self.prefix_text_len += self.original[i].len() + 1;
+        }
+        for line in &edit.new {
+            self.prefix.push((self.hasher.hash_one(line.as_str()), Line::New(line.clone())));
+            self.prefix_text_len += line.len() + 1;
+        }
+        self.ob = edit.b;
+        self.materialized = None;
+        let end = pa + edit.new.len();
+        for &w in &built {
+            let len = self.len();
+            for s in (pa + 1).saturating_sub(w)..end.min((len + 1).saturating_sub(w)) {
+                let hash = self.window_hash(s, w);
+                *self.counts(w).entry(hash).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// Occurrences of `needle` in `hay`, overlapping ones included (the strictest reading of
+/// "occurs exactly once").
+pub fn count_overlapping(hay: &str, needle: &str) -> usize {
+    if needle.is_empty() {
+        return usize::MAX;
+    }
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = hay[from..].find(needle) {
+        count += 1;
+        if count > 1 {
+            return count;
+        }
+        let next = from + at + 1;
+        from = match hay.get(next..) {
+            Some(_) => next,
+            None => (next..=hay.len()).find(|i| hay.is_char_boundary(*i)).unwrap_or(hay.len()),
+        };
+    }
+    count
+}

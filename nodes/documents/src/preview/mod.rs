@@ -1,0 +1,286 @@
+//! `tools/workspace_preview`: bounded, sanitised previews — Markdown to safe HTML, HTML to a
+//! text summary, or file metadata. Read-only.
+//!
+//! `path` takes precedence over `content`. The preview is head+tail truncated to `max_bytes`
+//! (default and maximum 524288). For `artifact_summary` the preview is the metadata as
+//! pretty-printed JSON (`format: "metadata"`), so a reader and a program see the same thing.
+
+pub mod artifact;
+pub mod html_text;
+pub mod sanitize;
+
+use crate::source::{read_text, resolve_file, MAX_TEXT_BYTES};
+use cheng_node::input::{non_empty_str, opt_str};
+use cheng_node::paths::display_relative;
+use cheng_node::text::{head_tail, human_bytes, omitted_marker};
+use cheng_node::{Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use serde_json::{json, Value};
+
+pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
+/// Default and largest preview size.
+pub const MAX_PREVIEW_BYTES: i64 = 524_288;
+
+pub static SPEC: NodeSpec = NodeSpec {
+    id: "tools/workspace_preview",
+    title: "Workspace Preview",
+    description: "Render bounded, sanitized previews: Markdown to safe HTML, HTML to a text summary, or artifact metadata. Read-only; persisting output goes through file operations.",
+    category: "workspace",
+    inputs: &[
+        PortSpec::input("operation", PortType::String, "Preview operation: markdown, html, or artifact_summary")
+            .default("\"\"")
+            .choices(OPERATIONS),
+        PortSpec::input(
+            "path",
+            PortType::String,
+            "Source file relative to the workspace root. Takes precedence over content.",
+        )
+        .default("null"),
+        PortSpec::input("content", PortType::String, "Inline source text when no workspace file is involved").default("null"),
+        PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
+            .default("null")
+            .min(1)
+            .max(MAX_PREVIEW_BYTES),
+        PortSpec::sandbox_root(),
+    ],
+    outputs: &[
+        PortSpec::output("operation", PortType::String, "Preview operation that was executed"),
+        PortSpec::output("success", PortType::Boolean, "Whether the preview succeeded"),
+        PortSpec::output("summary", PortType::String, "Human-readable summary of the preview result"),
+        PortSpec::output("format", PortType::String, "Output format: html, text, or metadata"),
+        PortSpec::output("preview", PortType::String, "Rendered or derived preview text (bounded)"),
+        PortSpec::output(
+            "preview_truncated",
+            PortType::Boolean,
+            "True when the preview was head+tail truncated due to byte cap",
+        ),
+        PortSpec::output("source_bytes", PortType::Integer, "Size of the source content in bytes"),
+        PortSpec::output("source_path", PortType::String, "Source file path when the preview was from a workspace file"),
+        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
+        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
+        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+    ],
+    gate: None,
+    effects: Effects::ReadOnly,
+};
+
+pub struct WorkspacePreview;
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&WorkspacePreview) }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Markdown,
+    Html,
+    ArtifactSummary,
+}
+
+impl Operation {
+    pub fn parse(input: &Values) -> Result<Self, NodeError> {
+        let choices = OPERATIONS.join(", ");
+        match non_empty_str(input, "operation") {
+            None => Err(NodeError::invalid_input(format!("operation is required: one of {choices}"))),
+            Some("markdown") => Ok(Operation::Markdown),
+            Some("html") => Ok(Operation::Html),
+            Some("artifact_summary") => Ok(Operation::ArtifactSummary),
+            Some(other) => Err(NodeError::invalid_input(format!("operation {other:?} is not one of {choices}"))),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Operation::Markdown => "markdown",
+            Operation::Html => "html",
+            Operation::ArtifactSummary => "artifact_summary",
+        }
+    }
+}
+
+/// Where the source comes from, after `path`-over-`content` precedence.
+enum Source {
+    Path(String),
+    Content(String),
+}
+
+#[cheng_node::async_trait]
+impl Node for WorkspacePreview {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        let operation = Operation::parse(&input)?;
+        let max_bytes = match input.get("max_bytes") {
+            None | Some(Value::Null) => MAX_PREVIEW_BYTES,
+            Some(v) => match v.as_i64() {
+                Some(n) if (1..=MAX_PREVIEW_BYTES).contains(&n) => n,
+                _ => {
+                    return Err(NodeError::invalid_input(format!(
+                        "max_bytes must be an integer from 1 to {MAX_PREVIEW_BYTES} (got {v}); omit it for the maximum"
+                    )))
+                }
+            },
+        } as usize;
+        let source = match (non_empty_str(&input, "path"), opt_str(&input, "content")) {
+            (Some(path), _) => Source::Path(path.to_string()),
+            (None, Some(content)) => Source::Content(content.to_string()),
+            (None, None) => {
+                return Err(NodeError::invalid_input(
+                    "give path (a workspace file) or content (inline text); both are unset",
+                ))
+            }
+        };
+        let ctx = ctx.clone();
+        tokio::task::spawn_blocking(move || preview(&ctx, operation, source, max_bytes))
+            .await
+            .map_err(|e| NodeError::internal(format!("preview stopped unexpectedly: {e}")))?
+    }
+}
+
+fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize) -> Result<Values, NodeError> {
+    let root = &ctx.workspace;
+    let mut out = Values::new();
+    out.insert("operation".into(), json!(operation.name()));
+    out.insert("success".into(), json!(true));
+    for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
+        out.insert(port.into(), Value::Null);
+    }
+    let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
+        (Operation::ArtifactSummary, _) => {
+            let meta = match &source {
+                Source::Path(rel) => {
+                    let (path, _) = resolve_file(root, rel, "path")?;
+                    let display = display_relative(root, &path);
+                    out.insert("source_path".into(), json!(display));
+                    artifact::summarize_file(&path, &display, &ctx.cancel)?
+                }
+                Source::Content(content) => artifact::summarize_bytes(content.as_bytes(), &ctx.cancel)?,
+            };
+            let text = serde_json::to_string_pretty(&meta)
+                .map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
+            let mut head = format!("{}: {}, {} ({})", meta.path.as_deref().unwrap_or("content"), meta.size, meta.mime, meta.kind);
+            if let Some(lines) = meta.lines {
+                head.push_str(&format!(", {lines} lines"));
+            }
+            if let Some(img) = &meta.image {
+                head.push_str(&format!(", {}x{}", img.width, img.height));
+            }
+            out.insert("format".into(), json!("metadata"));
+            (meta.path.clone(), meta.size_bytes, text, head)
+        }
+        (_, Source::Path(rel)) => {
+            let file = read_text(root, rel, "path", MAX_TEXT_BYTES)?;
+            let (format, text) = render(operation, &file.text, max_bytes);
+            out.insert("format".into(), json!(format));
+            (Some(file.display.clone()), file.bytes, text, file.display)
+        }
+        (_, Source::Content(content)) => {
+            if content.len() as u64 > MAX_TEXT_BYTES {
+                return Err(NodeError::invalid_input(format!(
+                    "content is {}, over the {} cap; pass a smaller text",
+                    human_bytes(content.len() as u64),
+                    human_bytes(MAX_TEXT_BYTES)
+                )));
+            }
+            let (format, text) = render(operation, content, max_bytes);
+            out.insert("format".into(), json!(format));
+            (None, content.len() as u64, text, "content".to_string())
+        }
+    };
+    let (preview, truncated) = bound(operation, &text, max_bytes);
+    let mut summary = format!(
+        "{summary_head}: {} preview of {} source",
+        operation.name(),
+        human_bytes(source_bytes)
+    );
+    if operation == Operation::ArtifactSummary {
+        summary = summary_head;
+    }
+    if truncated {
+        summary.push_str(&format!(" (preview head+tail truncated to {})", human_bytes(max_bytes as u64)));
+    }
+    out.insert("summary".into(), json!(summary));
+    out.insert("preview".into(), json!(preview));
+    out.insert("preview_truncated".into(), json!(truncated));
+    out.insert("source_bytes".into(), json!(source_bytes));
+    if let Some(path) = source_path {
+        out.insert("source_path".into(), json!(path));
+    }
+    if ctx.cancel.is_cancelled() {
+        return Err(NodeError::new(ErrorKind::Cancelled, "cancelled"));
+    }
+    Ok(out)
+}
+
+fn render(operation: Operation, text: &str, _max_bytes: usize) -> (&'static str, String) {
+    match operation {
+        Operation::Markdown => ("html", sanitize::markdown_to_safe_html(text)),
+        Operation::Html => ("text", html_text::render(&html_text::summarize(text))),
+        Operation::ArtifactSummary => ("metadata", String::new()),
+    }
+}
+
+/// Head+tail truncation to `max_bytes` (of kept content; the omission marker comes on top, as
+/// with every bounded output). Sanitised HTML is cut only outside tags, so the marker lands in
+/// text and a cut can never splice two attribute fragments into something executable; the
+/// spliced result is sanitised again anyway (closing what the head left open) and re-cut until
+/// it fits.
+pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, bool) {
+    if text.len() <= max_bytes {
+        return (text.to_string(), false);
+    }
+    if operation != Operation::Markdown {
+        return (head_tail(text.as_bytes(), max_bytes).text, true);
+    }
+    let allowed = max_bytes + omitted_marker(text.len() as u64).len();
+    let mut cap = max_bytes;
+    for _ in 0..16 {
+        let (head_end, tail_start) = html_cut_points(text, cap / 2, text.len() - (cap - cap / 2));
+        let omitted = (tail_start - head_end) as u64;
+        let spliced = format!("{}{}{}", &text[..head_end], omitted_marker(omitted), &text[tail_start..]);
+        let safe = sanitize::sanitize(&spliced);
+        if safe.len() <= allowed {
+            return (safe, true);
+        }
+        let over = safe.len() - allowed;
+        cap = cap.saturating_sub(over + 16);
+        if cap == 0 {
+            break;
+        }
+    }
+    // Markup that cannot be cut small enough: fall back to escaped text, which is always safe.
+    (ammonia::clean_text(&head_tail(text.as_bytes(), max_bytes / 6).text), true)
+}
+
+/// The last position at or before `head` and the first at or after `tail` that lie outside any
+/// tag (attribute values may hold raw `<` and `>`, so quotes are tracked) on a char boundary.
+fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
+    #[derive(PartialEq)]
+    enum State {
+        Text,
+        Tag,
+        Double,
+        Single,
+    }
+    let mut state = State::Text;
+    let mut head_end = 0;
+    let mut tail_start = html.len();
+    for (i, b) in html.bytes().enumerate() {
+        if state == State::Text && html.is_char_boundary(i) {
+            if i <= head {
+                head_end = i;
+            } else if i >= tail && i >= head_end {
+                tail_start = i;
+                break;
+            }
+        }
+        state = match (state, b) {
+            (State::Text, b'<') => State::Tag,
+            (State::Tag, b'>') => State::Text,
+            (State::Tag, b'"') => State::Double,
+            (State::Tag, b'\'') => State::Single,
+            (State::Double, b'"') | (State::Single, b'\'') => State::Tag,
+            (s, _) => s,
+        };
+    }
+    (head_end, tail_start.max(head_end))
+}

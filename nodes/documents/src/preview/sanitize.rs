@@ -1,0 +1,75 @@
+//! Markdown → HTML → sanitised HTML.
+//!
+//! pulldown-cmark renders (GFM options, raw HTML passed through), then ammonia keeps only an
+//! allowlist: no script/style (dropped with their content), iframe/object/embed/form/svg/math
+//! (dropped, text kept), no event-handler or style attributes, link and image URLs limited to
+//! `http`, `https` and `mailto` plus relative URLs. `data:` URLs are refused everywhere, images
+//! included: inline images are rarely worth it in a preview and an SVG `data:` image is a
+//! script-capable document in some contexts. Every link gets `rel="noopener noreferrer"`;
+//! heading ids are prefixed `user-content-` (as on GitHub) so they cannot clobber page globals.
+
+use crate::markdown::document::options;
+use ammonia::Builder;
+use std::collections::HashSet;
+
+/// Renders Markdown to HTML, unsanitised (only for [`sanitize`]).
+pub fn render_markdown(markdown: &str) -> String {
+    let parser = pulldown_cmark::Parser::new_ext(markdown, options());
+    let mut html = String::with_capacity(markdown.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut html, parser);
+    html
+}
+
+fn builder() -> Builder<'static> {
+    let mut b = Builder::default();
+    b.url_schemes(HashSet::from(["http", "https", "mailto"]))
+        .rm_tags(["area", "map"])
+        .add_tags(["input"])
+        .add_tag_attributes("input", ["type", "checked", "disabled"])
+        .set_tag_attribute_value("input", "type", "checkbox")
+        .set_tag_attribute_value("input", "disabled", "")
+        .add_tag_attributes("h1", ["id"])
+        .add_tag_attributes("h2", ["id"])
+        .add_tag_attributes("h3", ["id"])
+        .add_tag_attributes("h4", ["id"])
+        .add_tag_attributes("h5", ["id"])
+        .add_tag_attributes("h6", ["id"])
+        .add_tag_attributes("a", ["title"])
+        .add_tag_attributes("img", ["title"])
+        .add_tag_attributes("td", ["style"])
+        .filter_style_properties(HashSet::from(["text-align"]))
+        .id_prefix(Some("user-content-"))
+        .link_rel(Some("noopener noreferrer"))
+        .strip_comments(true);
+    b
+}
+
+/// Sanitises HTML with the preview allowlist.
+pub fn sanitize(html: &str) -> String {
+    builder().clean(html).to_string()
+}
+
+/// Markdown → safe HTML.
+pub fn markdown_to_safe_html(markdown: &str) -> String {
+    sanitize(&render_markdown(markdown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_and_handlers_go_links_get_rel() {
+        let html = markdown_to_safe_html("# T\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) [y](https://e.example) <img src=x onerror=alert(1)>\n");
+        assert!(!html.contains("script"), "{html}");
+        assert!(!html.contains("onerror"), "{html}");
+        assert!(!html.contains("javascript"), "{html}");
+        assert!(html.contains(r#"rel="noopener noreferrer""#), "{html}");
+    }
+
+    #[test]
+    fn task_lists_survive_as_disabled_checkboxes() {
+        let html = markdown_to_safe_html("- [x] done\n");
+        assert!(html.contains("checkbox") && html.contains("disabled"), "{html}");
+    }
+}

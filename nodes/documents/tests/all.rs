@@ -1,0 +1,2 @@
+//! Integration tests for the document nodes, compiled into one binary.
+mod suite;

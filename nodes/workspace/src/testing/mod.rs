@@ -1,0 +1,468 @@
+//! `tools/workspace_tests`: detect a workspace's test setup (read-only) and run an explicit test
+//! command (approval-gated) with structured pass/fail counts.
+//!
+//! - **detect** walks the workspace (see [`detect`]) and never executes anything. Each suggested
+//!   command is a `{command, args, cwd}` object that `run` accepts unchanged.
+//! - **run** needs `command`: it is never inferred from detect. `args` are literal (no shell),
+//!   `cwd` is resolved inside the workspace with the shared resolver, the environment is the
+//!   minimal base environment of cheng-exec, `timeout_ms` defaults to 300 000 (max 600 000), and
+//!   the whole process group is killed on timeout or cancel. stdout and stderr are each captured
+//!   up to 4 MiB for parsing and returned head+tail truncated to 256 KiB.
+//! - Counts come from [`parsers`] (cargo test summed over every `test result:` line, cargo
+//!   nextest, pytest, jest, vitest, go test, node --test, mocha, TAP, and a plain
+//!   `N passed, N failed` line). Output no parser recognises gives `passed`/`failed` null and a
+//!   summary that says so; a count summed over many lines is withheld (null) when the output was
+//!   truncated, since the dropped middle could hold more of them.
+//! - `success` is true when the command exited 0 and no failed test was counted.
+//! - `failure_summary` is best effort ([`failures`]): up to 50 `{name, file, line, message}`.
+
+mod detect;
+mod failures;
+mod parsers;
+
+use detect::DEFAULT_LIMITS;
+
+use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
+use cheng_node::input::{i64_or, non_empty_str, opt_str, string_list};
+use cheng_node::paths::{display_relative, resolve_existing};
+use cheng_node::text::{omitted_marker, Bounded};
+use cheng_node::{
+    async_trait, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
+    RunContext, Values,
+};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DEFAULT_TIMEOUT_MS: i64 = 300_000;
+pub const MAX_TIMEOUT_MS: i64 = 600_000;
+/// Bytes of each stream kept for parsing.
+pub const CAPTURE_CAP: usize = 4 << 20;
+/// Bytes of each stream returned in `stdout` / `stderr`.
+pub const OUTPUT_CAP: usize = 256 << 10;
+/// At most this many arguments.
+pub const MAX_ARGS: usize = 1024;
+
+const OPERATIONS: &[&str] = &["detect", "run"];
+
+static SPEC: NodeSpec = NodeSpec {
+    id: "tools/workspace_tests",
+    title: "Workspace Tests",
+    description: "Detect the project's toolchain and test commands (read-only) and run explicit test commands with structured pass/fail summaries, timeout, and cancellation.",
+    category: "workspace",
+    inputs: &[
+        PortSpec::input(
+            "operation",
+            PortType::String,
+            "detect = read-only project inspection; run = execute an explicit test command (approval-gated)",
+        )
+        .default("\"\"")
+        .choices(OPERATIONS),
+        PortSpec::input("command", PortType::String, "Test program for run operation (e.g. \"cargo\", \"pnpm\").").default("null"),
+        PortSpec::input(
+            "args",
+            PortType::Array(&PortType::String),
+            "For run: literal command arguments, e.g. [\"test\", \"--no-fail-fast\"]",
+        )
+        .default("[]"),
+        PortSpec::input("cwd", PortType::String, "Directory relative to the workspace root (project subdirectory in a monorepo)")
+            .default("null"),
+        PortSpec::input("timeout_ms", PortType::Integer, "For run: wall-clock budget in ms (default 300000, max 600000)")
+            .default("null")
+            .min(1)
+            .max(MAX_TIMEOUT_MS),
+        PortSpec::sandbox_root(),
+    ],
+    outputs: &[
+        PortSpec::output("operation", PortType::String, "Test operation that was executed (detect or run)"),
+        PortSpec::output("success", PortType::Boolean, "Whether the operation succeeded"),
+        PortSpec::output("summary", PortType::String, "Human-readable summary of the test result"),
+        PortSpec::output(
+            "detected_project",
+            PortType::Any,
+            "Detected project types, package manager, suggested commands, confidence, and evidence (detect only)",
+        ),
+        PortSpec::output("command_display", PortType::String, "Display form of the executed test command (run only)"),
+        PortSpec::output("passed", PortType::Integer, "Number of passed tests (run only)"),
+        PortSpec::output("failed", PortType::Integer, "Number of failed tests (run only)"),
+        PortSpec::output("duration_ms", PortType::Integer, "Wall-clock duration of the test run in milliseconds (run only)"),
+        PortSpec::output("failure_summary", PortType::Any, "Failure hints (name/file/line/message), best effort (run only)"),
+        PortSpec::output(
+            "termination",
+            PortType::String,
+            "Termination reason: exited, timed_out, cancelled, signalled, or spawn_failed (run only)",
+        ),
+        PortSpec::output("stdout", PortType::String, "Capped stdout text (head+tail truncated when over the cap)"),
+        PortSpec::output("stdout_truncated", PortType::Boolean, "True when stdout was head+tail truncated due to byte cap"),
+        PortSpec::output("stderr", PortType::String, "Capped stderr text (head+tail truncated when over the cap)"),
+        PortSpec::output("stderr_truncated", PortType::Boolean, "True when stderr was head+tail truncated due to byte cap"),
+        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
+        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
+        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+    ],
+    gate: None,
+    effects: Effects::Approval(ApprovalRule::Operations(&["run"])),
+};
+
+/// The `tools/workspace_tests` node.
+pub struct WorkspaceTests;
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&WorkspaceTests) }
+
+/// A validated `run` request.
+struct RunRequest {
+    command: String,
+    args: Vec<String>,
+    cwd: PathBuf,
+    timeout: Duration,
+}
+
+#[async_trait]
+impl Node for WorkspaceTests {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+        let request = run_request(ctx, input)?;
+        let mut approval = ApprovalRequest::new(ctx, command_display(&request.command, &request.args));
+        approval.cwd = request.cwd.display().to_string();
+        Ok(approval)
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        match operation(&input)? {
+            "detect" => detect_operation(ctx, &input).await,
+            _ => run_operation(ctx, &input).await,
+        }
+    }
+}
+
+fn operation(input: &Values) -> Result<&'static str, NodeError> {
+    let choices = OPERATIONS.join(", ");
+    match non_empty_str(input, "operation") {
+        None => Err(NodeError::invalid_input(format!("operation is required; choose one of: {choices}"))),
+        Some(op) => OPERATIONS
+            .iter()
+            .copied()
+            .find(|o| *o == op)
+            .ok_or_else(|| NodeError::invalid_input(format!("operation {op:?} is not available; choose one of: {choices}"))),
+    }
+}
+
+fn run_request(ctx: &RunContext, input: &Values) -> Result<RunRequest, NodeError> {
+    let command = non_empty_str(input, "command").ok_or_else(|| {
+        NodeError::invalid_input(
+            "command is required for run and is never inferred; pick one of detect's suggested commands, e.g. command \"cargo\" with args [\"test\"]",
+        )
+    })?;
+    if command.contains('\0') || command.len() > 4096 {
+        return Err(NodeError::invalid_input("command must be a program name or path without NUL bytes, at most 4096 bytes"));
+    }
+    let args = string_list(input, "args")?;
+    if args.len() > MAX_ARGS {
+        return Err(NodeError::invalid_input(format!("args has {} entries; at most {MAX_ARGS} are accepted", args.len())));
+    }
+    if let Some(i) = args.iter().position(|a| a.contains('\0')) {
+        return Err(NodeError::invalid_input(format!("args[{i}] contains a NUL byte")));
+    }
+    let timeout_ms = i64_or(input, "timeout_ms", DEFAULT_TIMEOUT_MS);
+    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(NodeError::invalid_input(format!(
+            "timeout_ms {timeout_ms} is out of range; use 1..={MAX_TIMEOUT_MS} (default {DEFAULT_TIMEOUT_MS})"
+        )));
+    }
+    let cwd = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
+    Ok(RunRequest { command: command.to_string(), args, cwd, timeout: Duration::from_millis(timeout_ms as u64) })
+}
+
+/// Every output port, null, with `operation` set.
+fn blank_outputs(operation: &str) -> Values {
+    let mut out = Values::new();
+    for port in SPEC.outputs {
+        out.insert(port.name.into(), Value::Null);
+    }
+    out.insert("operation".into(), json!(operation));
+    out
+}
+
+async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
+    let start = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
+    if !start.is_dir() {
+        return Err(NodeError::invalid_input(format!("cwd {:?} is not a directory", opt_str(input, "cwd").unwrap_or(""))));
+    }
+    let workspace = ctx.workspace.clone();
+    let walk_start = start.clone();
+    let detection = tokio::task::spawn_blocking(move || detect::detect(&workspace, &walk_start, DEFAULT_LIMITS))
+        .await
+        .map_err(|e| NodeError::internal(format!("project detection stopped unexpectedly: {e}")))?;
+    let start_rel = display_relative(&ctx.workspace, &start);
+    let mut types: Vec<&str> = detection.projects.iter().filter_map(|p| p["type"].as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let mut summary = if detection.projects.is_empty() {
+        format!("No test setup found under {start_rel} ({} entries scanned)", detection.entries)
+    } else {
+        let listed: Vec<String> = detection.projects.iter().map(describe_project).collect();
+        format!("{} projects under {start_rel}: {}", detection.projects.len(), listed.join("; "))
+    };
+    if detection.truncated {
+        summary.push_str(&format!(
+            " (walk stopped after {} entries; narrow cwd to see deeper projects)",
+            DEFAULT_LIMITS.max_entries
+        ));
+    }
+    let mut out = blank_outputs("detect");
+    out.insert("success".into(), json!(true));
+    out.insert("summary".into(), json!(summary));
+    out.insert(
+        "detected_project".into(),
+        json!({
+            "cwd": start_rel,
+            "project_types": types,
+            "projects": detection.projects,
+            "entries_scanned": detection.entries,
+            "truncated": detection.truncated,
+            "limits": {"max_entries": DEFAULT_LIMITS.max_entries, "max_depth": DEFAULT_LIMITS.max_depth},
+        }),
+    );
+    Ok(out)
+}
+
+/// `node (pnpm, vitest) at web`.
+fn describe_project(p: &Value) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    if p["workspace"] == true {
+        parts.push("workspace");
+    }
+    for key in ["package_manager", "test_runner"] {
+        if let Some(v) = p[key].as_str() {
+            if !parts.contains(&v) && Some(v) != p["type"].as_str() {
+                parts.push(v);
+            }
+        }
+    }
+    let kind = p["type"].as_str().unwrap_or("?");
+    let cwd = p["cwd"].as_str().unwrap_or(".");
+    if parts.is_empty() {
+        format!("{kind} at {cwd}")
+    } else {
+        format!("{kind} ({}) at {cwd}", parts.join(", "))
+    }
+}
+
+async fn run_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
+    let request = run_request(ctx, input)?;
+    let display = command_display(&request.command, &request.args);
+    let env = cheng_exec::env::build(&Map::new())?;
+    let spec = ProcessSpec::new(request.command.as_str(), request.args.iter().map(String::as_str), request.cwd.clone())
+        .env(env)
+        .timeout(request.timeout)
+        .caps(CAPTURE_CAP, CAPTURE_CAP);
+    let proc = cheng_exec::run(spec, &ctx.cancel).await;
+    Ok(run_outputs(&ctx.workspace, &request.cwd, &display, &proc))
+}
+
+/// Builds the run outputs from what the process did.
+fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput) -> Values {
+    let mut out = blank_outputs("run");
+    out.insert("command_display".into(), json!(display));
+    out.insert("duration_ms".into(), json!(proc.duration_ms()));
+    out.insert("termination".into(), json!(proc.termination.as_str()));
+    let (stdout, stdout_cut) = recap(&proc.stdout, OUTPUT_CAP);
+    let (stderr, stderr_cut) = recap(&proc.stderr, OUTPUT_CAP);
+    out.insert("stdout".into(), json!(stdout));
+    out.insert("stdout_truncated".into(), json!(stdout_cut));
+    out.insert("stderr".into(), json!(stderr));
+    out.insert("stderr_truncated".into(), json!(stderr_cut));
+
+    let ran = !matches!(proc.termination, Termination::SpawnFailed);
+    let truncated = proc.stdout.truncated || proc.stderr.truncated;
+    let counts = if ran { parsers::parse(&proc.stdout.text, &proc.stderr.text) } else { None };
+    let counts = counts.map(|c| if truncated && c.summed { parsers::Counts { passed: None, failed: None, ..c } } else { c });
+    let text = parsers::strip_ansi(&format!("{}\n{}", proc.stdout.text, proc.stderr.text));
+    let failures: Vec<Value> = failures::extract(&text)
+        .into_iter()
+        .map(|mut f| {
+            f.file = f.file.map(|file| relative_file(workspace, cwd, &file));
+            f.to_json()
+        })
+        .collect();
+
+    let failed = counts.as_ref().and_then(|c| c.failed);
+    out.insert("passed".into(), json!(counts.as_ref().and_then(|c| c.passed)));
+    out.insert("failed".into(), json!(failed));
+    out.insert("failure_summary".into(), json!(failures));
+
+    let exited_zero = proc.success();
+    let success = exited_zero && failed.unwrap_or(0) == 0;
+    out.insert("success".into(), json!(success));
+
+    let outcome = proc.summary(display);
+    let counted = match &counts {
+        Some(c) => {
+            let n = |v: Option<u64>| v.map_or("an unknown number of".to_string(), |v| v.to_string());
+            let mut s = format!("{}: {} passed, {} failed", c.runner, n(c.passed), n(c.failed));
+            if c.skipped > 0 {
+                s.push_str(&format!(", {} skipped", c.skipped));
+            }
+            if truncated && c.summed {
+                s.push_str(" (output exceeded the capture cap, so the summed counts are withheld)");
+            } else if c.passed.is_none() {
+                s.push_str(" (this output format does not report passing tests; go test needs -v or -json)");
+            }
+            s
+        }
+        None if ran => "No test summary recognised in the output (tried cargo test, cargo nextest, pytest, jest, vitest, go test, node --test, mocha, TAP and 'N passed, N failed'); passed and failed are unknown".to_string(),
+        None => "The test command did not start".to_string(),
+    };
+    out.insert("summary".into(), json!(format!("{counted} — {outcome}")));
+
+    if !success {
+        let kind = proc.error_kind();
+        let message = match (kind, failed) {
+            (Some(ErrorKind::SpawnFailed), _) => outcome.clone(),
+            (Some(_), Some(n)) if n > 0 => format!("{n} tests failed; {outcome}"),
+            (Some(_), _) => outcome.clone(),
+            (None, Some(n)) => format!("{n} tests failed although the command exited 0"),
+            (None, None) => outcome.clone(),
+        };
+        out.insert("error_kind".into(), json!(kind.map(|k| k.code())));
+        out.insert("terminal".into(), json!(kind.is_some_and(|k| k.terminal())));
+        out.insert("error".into(), json!(message));
+    }
+    out
+}
+
+/// A runner's file path relative to the workspace root where it lies inside it.
+fn relative_file(workspace: &Path, cwd: &Path, file: &str) -> String {
+    let path = Path::new(file);
+    let absolute = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
+    match absolute.strip_prefix(workspace) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => file.to_string(),
+    }
+}
+
+/// Re-caps captured text to `cap` bytes (head+tail), keeping the original byte count in the marker.
+fn recap(bounded: &Bounded, cap: usize) -> (String, bool) {
+    let text = &bounded.text;
+    if text.len() <= cap {
+        return (text.clone(), bounded.truncated);
+    }
+    let mut head_end = cap / 2;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - cap / 2;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    let kept = (head_end + text.len() - tail_start) as u64;
+    let omitted = bounded.total_bytes.saturating_sub(kept);
+    (format!("{}{}{}", &text[..head_end], omitted_marker(omitted), &text[tail_start..]), true)
+}
+
+/// `cargo test --no-fail-fast 'a b'`: arguments quoted only where a shell would need it.
+pub fn command_display(command: &str, args: &[String]) -> String {
+    std::iter::once(command).chain(args.iter().map(String::as_str)).map(quote).collect::<Vec<_>>().join(" ")
+}
+
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '=' | ':' | ',' | '+' | '@' | '%'));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn proc(stdout: &str, stderr: &str, code: i32) -> ProcessOutput {
+        ProcessOutput {
+            exit_code: Some(code),
+            termination: Termination::Exited,
+            signal: None,
+            duration: Duration::from_millis(1200),
+            stdout: cheng_node::text::head_tail(stdout.as_bytes(), CAPTURE_CAP),
+            stderr: cheng_node::text::head_tail(stderr.as_bytes(), CAPTURE_CAP),
+            spawn_error: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn run_outputs_carry_counts_failures_and_every_port() {
+        let ws = Path::new("/ws");
+        let out = run_outputs(ws, ws, "cargo test", &proc(parsers::samples::CARGO_STDOUT, parsers::samples::CARGO_STDERR, 101));
+        for port in SPEC.outputs {
+            assert!(out.contains_key(port.name), "{}", port.name);
+        }
+        assert_eq!(out["passed"], 1);
+        assert_eq!(out["failed"], 1);
+        assert_eq!(out["success"], false);
+        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT");
+        assert_eq!(out["failure_summary"][0]["file"], "tests/check.rs");
+        assert!(out["summary"].as_str().unwrap_or_default().starts_with("cargo test: 1 passed, 1 failed"));
+    }
+
+    #[test]
+    fn unrecognised_output_gives_null_counts_and_says_so() {
+        let ws = Path::new("/ws");
+        let out = run_outputs(ws, ws, "make check", &proc("compiling...\ndone\n", "", 0));
+        assert_eq!(out["passed"], Value::Null);
+        assert_eq!(out["failed"], Value::Null);
+        assert_eq!(out["success"], true);
+        assert!(out["summary"].as_str().unwrap_or_default().contains("No test summary recognised"));
+    }
+
+    #[test]
+    fn summed_counts_are_withheld_when_the_middle_was_dropped() {
+        let ws = Path::new("/ws");
+        let mut p = proc(parsers::samples::CARGO_STDOUT, "", 0);
+        p.stdout.truncated = true;
+        let out = run_outputs(ws, ws, "cargo test", &p);
+        assert_eq!(out["passed"], Value::Null);
+        assert!(out["summary"].as_str().unwrap_or_default().contains("withheld"));
+    }
+
+    #[test]
+    fn recap_keeps_head_tail_and_the_true_byte_count() {
+        let text = "a".repeat(1000) + &"b".repeat(1000);
+        let bounded = cheng_node::text::head_tail(text.as_bytes(), 1 << 20);
+        let (out, cut) = recap(&bounded, 100);
+        assert!(cut);
+        assert!(out.starts_with(&"a".repeat(50)));
+        assert!(out.ends_with(&"b".repeat(50)));
+        assert!(out.contains("omitted 1900 bytes"), "{out}");
+    }
+
+    #[test]
+    fn display_quotes_only_where_needed() {
+        let args = vec!["test".to_string(), "a b".to_string(), "it's".to_string()];
+        assert_eq!(command_display("cargo", &args), "cargo test 'a b' 'it'\\''s'");
+    }
+
+    #[test]
+    fn operation_must_be_a_listed_choice() {
+        let err = operation(&Values::new()).unwrap_err();
+        assert!(err.message.contains("detect, run"), "{}", err.message);
+        let mut input = Values::new();
+        input.insert("operation".into(), json!("install"));
+        assert!(operation(&input).is_err());
+    }
+
+    #[test]
+    fn spec_is_gated_for_run_only() {
+        let run = json!({"operation": "run"});
+        let detect = json!({"operation": "detect"});
+        assert!(SPEC.effects.requires_approval(run.as_object().unwrap_or(&Values::new())));
+        assert!(!SPEC.effects.requires_approval(detect.as_object().unwrap_or(&Values::new())));
+        assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.max), Some(600_000));
+    }
+}

@@ -1,0 +1,2 @@
+//! Integration tests for the workspace nodes; one test binary for the whole crate.
+mod suite;
