@@ -68,7 +68,12 @@ fn main() {
         std::fs::write(root.join(format!("img/{p}.png")), b"png").expect("img");
     }
 
-    let sizes = [1usize, 2, 5, 10];
+    // CHENG_BENCH_SIZES=10 runs one size only (for profiling).
+    let sizes: Vec<usize> = std::env::var("CHENG_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+        .filter(|v: &Vec<usize>| !v.is_empty())
+        .unwrap_or_else(|| vec![1, 2, 5, 10]);
     let ops = [
         ("outline", Some(Operation::Outline)),
         ("diagnostics", Some(Operation::Diagnostics)),
@@ -109,7 +114,17 @@ fn main() {
             );
         }
         if mb == 10 {
+            let parse_doc = best_of(3, || Document::parse(&text).headings.len());
             let doc = Document::parse(&text);
+            let check_only = best_of(3, || check(&doc, None).0.len());
+            let (_, plan) = check(&doc, None);
+            let sweep_capped = best_of(3, || suggestions::build(&text, "big.md", &plan, 2000).0.len());
+            println!(
+                "10 MB breakdown: Document::parse {:.1} ms, rules {:.1} ms, suggestion sweep (first 2000) {:.1} ms",
+                ms(parse_doc),
+                ms(check_only),
+                ms(sweep_capped)
+            );
             let (found, plan) = check(&doc, None);
             let (edits, skipped, _) = suggestions::build(&text, "big.md", &plan, usize::MAX);
             println!(

@@ -152,14 +152,18 @@ pub fn run(job: Job) -> Outcome {
         })));
     }
 
+    let t_rt = started.elapsed();
     let result = match Context::full(&runtime) {
-        Ok(context) => context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)),
+        Ok(context) => { let t_ctx = started.elapsed(); let r = context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)); PROF.with(|p| p.set((t_rt, t_ctx, started.elapsed()))); r },
         Err(e) => Err(Raw::Failure(Failure::new(
             ErrorKind::MemoryLimit,
             format!("the QuickJS context could not be created within memory_mb: {e}"),
         ))),
     };
+    let t_eval = started.elapsed();
     let usage = runtime.memory_usage();
+    let t_mem = started.elapsed();
+    if std::env::var_os("CHENG_JS_PROFILE").is_some() { let (a,b,c) = PROF.with(|p| p.get()); eprintln!("rt {:?} ctx {:?} eval {:?} mem {:?} (eval end {:?})", a, b, c, t_mem, t_eval); }
     let used = u64::try_from(usage.malloc_size).ok();
     let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
     let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
@@ -221,7 +225,9 @@ fn evaluate<'js>(
 ) -> Result<serde_json::Value, Raw> {
     let input = ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?;
     ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
+    let t0 = Instant::now();
     console::install(ctx, streams).map_err(|e| exception(ctx, e, "installing console"))?;
+    if std::env::var_os("CHENG_JS_PROFILE").is_some() { eprintln!("console {:?}", t0.elapsed()); }
 
     let mut options = EvalOptions::default();
     options.global = true;
@@ -359,3 +365,5 @@ mod tests {
         assert_eq!(location("    at <eval> (other.js:1:1)"), None);
     }
 }
+
+thread_local! { static PROF: std::cell::Cell<(Duration, Duration, Duration)> = std::cell::Cell::new(Default::default()); }

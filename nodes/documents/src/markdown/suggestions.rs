@@ -39,18 +39,26 @@ pub struct Suggestion {
 /// Suggestions for `plan`, at most `limit`; also returns how many edits were left out because
 /// no unique context exists within [`MAX_WINDOW`] lines, and how many were over the limit.
 pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
+    let t0 = std::time::Instant::now();
     let lines: Vec<&str> = text.split('\n').collect();
     let mut edits = edits_from_plan(&lines, plan).into_iter().peekable();
+    let t1 = t0.elapsed();
     let mut sweep = Sweep::new(&lines);
+    eprintln!("TRACE split+edits {:?} sweep-new {:?}", t1, t0.elapsed() - t1);
+    let mut find_t = std::time::Duration::ZERO; let mut apply_t = std::time::Duration::ZERO;
     let mut out = Vec::new();
     let mut skipped = 0;
     while let Some(mut edit) = edits.next() {
         if out.len() >= limit {
+            eprintln!("TRACE find {:?} apply {:?} built {:?}", find_t, apply_t, (1..=MAX_WINDOW).filter(|w| sweep.counts[*w].is_some()).collect::<Vec<_>>());
             return (out, skipped, 1 + edits.count());
         }
         let mut merges = 0;
         let window = loop {
-            if let Some(window) = sweep.find_window(&edit) {
+            let tf = std::time::Instant::now();
+            let found = sweep.find_window(&edit);
+            find_t += tf.elapsed();
+            if let Some(window) = found {
                 break Some(window);
             }
             match edits.peek() {
@@ -73,7 +81,9 @@ pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Sugge
                     rule: edit.rules.join(","),
                     reason: edit.reasons.join("; "),
                 });
+                let ta = std::time::Instant::now();
                 sweep.apply(&edit);
+                apply_t += ta.elapsed();
             }
             None => skipped += 1 + merges,
         }
