@@ -176,8 +176,8 @@ pub fn lint(script: &str, network: bool, filesystem: bool) -> Vec<String> {
         warnings.push(format!("script uses {tool}: the sandbox has no privileges to gain, it will fail"));
     }
     if !filesystem {
-        let writes_file = script.split(['>']).skip(1).any(|rest| {
-            let target = rest.trim_start_matches(['>', '|', '&']).trim_start();
+        let writes_file = script.split(['>']).skip(1).filter(|rest| !rest.is_empty()).any(|rest| {
+            let target = rest.trim_start_matches('|').trim_start();
             !(target.starts_with("/dev/") || target.starts_with("/tmp") || target.starts_with('&') || target.starts_with("$TMPDIR"))
         });
         let tool = has(&["touch", "mkdir", "rm", "rmdir", "mv", "cp", "tee", "ln", "chmod", "truncate", "dd"]);

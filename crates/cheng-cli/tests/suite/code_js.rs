@@ -61,7 +61,10 @@ fn a_graph_naming_it_fails_validation_naming_the_variable() {
 
 #[test]
 fn runs_with_its_variable_set() {
-    let (code, out, stderr) = run_js(&json!({"script": "console.log('summing'); input.values.reduce((a, b) => a + b, 0)", "input": {"values": [1, 2, 3]}}), &[]);
+    let (code, out, stderr) = run_js(
+        &json!({"script": "console.log('summing'); input.values.reduce((a, b) => a + b, 0)", "input": {"values": [1, 2, 3]}}),
+        &[],
+    );
     assert_eq!(code, 0, "{stderr} {out:#}");
     assert_eq!(out["result"], 6);
     assert_eq!(out["success"], true);
@@ -75,7 +78,8 @@ fn script_failures_exit_1_with_the_error_code() {
     let (code, out, _) = run_js(&json!({"script": "while (true) {}", "timeout_ms": 300}), &[]);
     assert_eq!(code, 1, "{out:#}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
-    let (code, out, _) = run_js(&json!({"script": "const a = []; for (;;) a.push('x'.repeat(4096));", "memory_mb": 16}), &[]);
+    let (code, out, _) =
+        run_js(&json!({"script": "const a = []; for (;;) a.push('x'.repeat(4096));", "memory_mb": 16}), &[]);
     assert_eq!(code, 1, "{out:#}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT");
     let (code, out, _) = run_js(&json!({"script": "require('child_process').execSync('id')"}), &[]);
@@ -90,7 +94,8 @@ fn limits_above_the_authors_cap_are_refused() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("timeout_ms"), "{stderr}");
     let config = json!({"timeout_ms": 60000, "memory_mb": 512}).to_string();
-    let (code, out, stderr) = run_js(&json!({"script": "1", "timeout_ms": 60000, "memory_mb": 512}), &["--config", &config]);
+    let (code, out, stderr) =
+        run_js(&json!({"script": "1", "timeout_ms": 60000, "memory_mb": 512}), &["--config", &config]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["metrics"]["timeout_ms"], 60000);
     assert_eq!(out["metrics"]["memory_limit_bytes"], 512 * 1024 * 1024);
@@ -105,7 +110,8 @@ fn results_flow_along_graph_edges() {
         {"id": "sort", "type": JS, "inputs": {"script": "input.items.slice().sort()"}}],
         "edges": [{"from": "make.result", "to": "sort.input"}]});
     std::fs::write(&graph, doc.to_string()).expect("write graph");
-    let out = cheng_gated(&["graph", "run", graph.to_str().expect("utf-8"), "--workspace", ws.to_str().expect("utf-8")]);
+    let out =
+        cheng_gated(&["graph", "run", graph.to_str().expect("utf-8"), "--workspace", ws.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(result["nodes"]["sort"]["outputs"]["result"], json!([1, 2, 3]), "{result:#}");

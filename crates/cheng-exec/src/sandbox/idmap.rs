@@ -1,7 +1,7 @@
 //! Idmapped mounts, so that code running as the unprivileged sandbox uid can write a workspace
 //! (or read a requested path) owned by another user, without that user's uid.
 //!
-//! Used only when cheng runs as root. The sandboxed code runs as uid 65534 so that RLIMIT_NPROC
+//! Used only when cheng runs as root. The sandboxed code runs as an unprivileged per-run uid so that RLIMIT_NPROC
 //! binds it (it never binds root), but the workspace usually belongs to root or a login user. An
 //! idmapped mount presents files owned by that owner as owned by the sandbox uid, and files the
 //! sandbox creates land on disk owned by the original owner.
@@ -11,13 +11,12 @@
 //! bwrap (and the sandbox it builds from that view) sees it. The namespace disappears with bwrap.
 
 use crate::{ProcessOutput, ProcessSpec};
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// One path to replace with an idmapped clone: files owned by `owner` appear owned by the sandbox ids.
@@ -36,18 +35,10 @@ impl IdmapTarget {
     }
 }
 
-/// A user namespace whose id map sends `owner` to the sandbox ids; one per (owner, sandbox) pair,
-/// kept for the life of the process.
+/// A user namespace whose id map sends `owner` to the sandbox ids. One per run (sandbox uids
+/// differ per run); the descriptor is dropped when the run ends.
 fn userns_for(owner: (u32, u32), sandbox: (u32, u32)) -> io::Result<Arc<OwnedFd>> {
-    static CACHE: OnceLock<Mutex<HashMap<((u32, u32), (u32, u32)), Arc<OwnedFd>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut map = cache.lock().map_err(|_| io::Error::other("idmap cache poisoned"))?;
-    if let Some(fd) = map.get(&(owner, sandbox)) {
-        return Ok(fd.clone());
-    }
-    let fd = Arc::new(new_userns(owner, sandbox)?);
-    map.insert((owner, sandbox), fd.clone());
-    Ok(fd)
+    new_userns(owner, sandbox).map(Arc::new)
 }
 
 /// Forks a child that enters a new user namespace, writes its id maps from here, and keeps a

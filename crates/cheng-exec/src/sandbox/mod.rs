@@ -10,14 +10,14 @@
 //! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
 //! or writable with its protected metadata re-mounted read-only or masked.
 //!
-//! Who runs the code: when cheng runs as root, the sandboxed program runs as uid/gid 65534
-//! (`nobody`), because RLIMIT_NPROC never binds root and that rlimit is what stops a fork bomb
-//! (there is no usable cgroup pids controller on the machines this targets). bwrap itself stays
+//! Who runs the code: when cheng runs as root, the sandboxed program runs as a fresh
+//! unprivileged uid/gid per run, because RLIMIT_NPROC never binds root and that rlimit is what
+//! stops a fork bomb (there is no usable cgroup pids controller on the machines this targets). bwrap itself stays
 //! root (so it can mount directories only root may enter, such as an interpreter under /root),
 //! skips the user namespace, and the drop happens inside: cheng's init step ([`init`]) or, when
 //! no launcher binary is available, `setpriv`. A writable workspace (or an approved read path)
 //! owned by someone else is shown through an idmapped mount ([`idmap`]) that maps its owner to
-//! 65534, so writes work and land on disk owned by the original owner. When cheng is not root,
+//! the sandbox uid, so writes work and land on disk owned by the original owner. When cheng is not root,
 //! bwrap creates a user namespace (`--unshare-user`) and the code runs as cheng's own uid.
 
 pub mod idmap;
@@ -38,9 +38,22 @@ use tokio_util::sync::CancellationToken;
 pub const IO_DIR: &str = "/run/cheng-io";
 /// Where the launcher binary is mounted inside.
 const INIT_PATH: &str = "/run/cheng-init";
-/// The unprivileged ids sandboxed code runs as when cheng is root.
-pub const SANDBOX_UID: u32 = 65534;
-pub const SANDBOX_GID: u32 = 65534;
+/// The first of the unprivileged ids sandboxed code runs as when cheng is root. Each run gets
+/// its own uid (RLIMIT_NPROC counts per uid, so a fork bomb in one sandbox cannot starve another
+/// running at the same time); the ids have no /etc/passwd entry.
+pub const SANDBOX_UID_BASE: u32 = 1_900_000_000;
+/// How many distinct sandbox uids one cheng process cycles through.
+const SANDBOX_UID_SLOTS: u32 = 4096;
+
+/// A uid (= gid) for one run: distinct per process and per concurrent run, never root.
+fn sandbox_ids() -> (u32, u32) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let slot = NEXT.fetch_add(1, Ordering::Relaxed) % SANDBOX_UID_SLOTS;
+    let process = (std::process::id() % 20_000) * SANDBOX_UID_SLOTS;
+    let id = SANDBOX_UID_BASE + (process + slot) % 200_000_000;
+    (id, id)
+}
 /// The PATH inside the sandbox.
 pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
@@ -105,7 +118,7 @@ impl SandboxRequest {
 pub struct Enforcement {
     pub limits: SandboxLimits,
     pub timeout: Duration,
-    /// Who the code runs as: `uid 65534 (dropped by cheng's init step)`.
+    /// Who the code runs as: `uid 1900000003 (cheng runs as root; ...)`.
     pub identity: String,
     pub network: &'static str,
     pub filesystem: &'static str,
@@ -138,6 +151,7 @@ pub struct Sandbox {
     rlimits: Vec<crate::Rlimit>,
     protections: Vec<mounts::Protection>,
     idmaps: Vec<idmap::IdmapTarget>,
+    ids: (u32, u32),
     enforcement: Enforcement,
     setup_started: Instant,
 }
@@ -201,6 +215,7 @@ impl Sandbox {
         let mut warnings = Vec::new();
         let launcher = if request.use_launcher { init::launcher() } else { None };
         let limits = SandboxLimits::with_memory_mb(request.memory_mb);
+        let (sandbox_uid, sandbox_gid) = sandbox_ids();
         let landlock_abi = crate::landlock::kernel_abi();
 
         let mut b = Bwrap::new();
@@ -284,7 +299,7 @@ impl Sandbox {
         let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (&launcher, root) {
             (Some(_), _) => {
                 let plan = init::InitPlan {
-                    drop_to: root.then_some((SANDBOX_UID, SANDBOX_GID)),
+                    drop_to: root.then_some((sandbox_uid, sandbox_gid)),
                     nproc: (!root).then_some(limits.nproc),
                     writable: writable_roots.clone(),
                     command: request.command.clone(),
@@ -302,12 +317,12 @@ impl Sandbox {
                     }
                 };
                 let identity = if root {
-                    format!("uid {SANDBOX_UID} (cheng runs as root; dropped by cheng's sandbox init step)")
+                    format!("uid {sandbox_uid} (cheng runs as root; unprivileged per-run uid set by cheng's sandbox init step)")
                 } else {
                     format!("uid {} (cheng's own, in a user namespace)", own_ids().0)
                 };
                 let nproc = if root {
-                    format!("RLIMIT_NPROC {} on uid {SANDBOX_UID}", limits.nproc)
+                    format!("RLIMIT_NPROC {} on uid {sandbox_uid}", limits.nproc)
                 } else {
                     format!("RLIMIT_NPROC {} set inside the user namespace", limits.nproc)
                 };
@@ -326,8 +341,8 @@ impl Sandbox {
                 );
                 let mut argv: Vec<OsString> = vec![
                     setpriv.into(),
-                    format!("--reuid={SANDBOX_UID}").into(),
-                    format!("--regid={SANDBOX_GID}").into(),
+                    format!("--reuid={sandbox_uid}").into(),
+                    format!("--regid={sandbox_gid}").into(),
                     "--clear-groups".into(),
                     "--inh-caps=-all".into(),
                     "--bounding-set=-all".into(),
@@ -336,8 +351,8 @@ impl Sandbox {
                 ];
                 argv.extend(request.command.iter().cloned());
                 (
-                    format!("uid {SANDBOX_UID} (cheng runs as root; dropped by setpriv)"),
-                    format!("RLIMIT_NPROC {} on uid {SANDBOX_UID}", limits.nproc),
+                    format!("uid {sandbox_uid} (cheng runs as root; unprivileged per-run uid set by setpriv)"),
+                    format!("RLIMIT_NPROC {} on uid {sandbox_uid}", limits.nproc),
                     "not applied (no sandbox init step in this binary)".into(),
                     argv,
                 )
@@ -381,7 +396,7 @@ impl Sandbox {
             for path in targets {
                 let target = idmap::IdmapTarget::for_path(path)
                     .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
-                if target.owner_uid != SANDBOX_UID {
+                if target.owner_uid != sandbox_uid {
                     idmaps.push(target);
                 }
             }
@@ -409,6 +424,7 @@ impl Sandbox {
             request,
             protections,
             idmaps,
+            ids: (sandbox_uid, sandbox_gid),
             enforcement,
             setup_started,
         })
@@ -435,7 +451,7 @@ impl Sandbox {
             let setup = self.setup_started.elapsed();
             Ok((crate::run(spec, cancel).await, setup))
         } else {
-            match idmap::prepare(&self.idmaps, (SANDBOX_UID, SANDBOX_GID)) {
+            match idmap::prepare(&self.idmaps, self.ids) {
                 Ok(prepared) => {
                     let setup = self.setup_started.elapsed();
                     idmap::run_with_idmaps(spec, cancel, prepared).await.map(|out| (out, setup))

@@ -1,48 +1,16 @@
 //! The sandbox's `console`: log/info/debug/dir write to stdout, warn/error to stderr, each
-//! stream kept head+tail within [`STREAM_CAP`] bytes however much the script prints.
+//! stream kept head+tail within [`STREAM_CAP`] bytes however much the script prints. Printing a
+//! string copies it out of the JavaScript heap once (so at most `memory_mb`) before it is cut.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use cheng_node::text::{Bounded, HeadTail};
-use rquickjs::{Ctx, Function, Value};
+use cheng_node::text::{head_tail, Bounded, HeadTail};
+use rquickjs::function::Rest;
+use rquickjs::{Coerced, Ctx, Function, Object, Type, Value};
 
 /// Bytes kept per stream (head and tail halves), as for the process executors.
 pub const STREAM_CAP: usize = 1 << 20;
-
-/// Formats arguments like a browser console (strings as they are, other values as JSON, errors
-/// with their stack) and clips a single huge message before it leaves the JavaScript heap.
-const PRELUDE: &str = r#"(function (write, cap) {
-  "use strict";
-  const show = (v) => {
-    switch (typeof v) {
-      case "string": return v;
-      case "undefined": return "undefined";
-      case "function": return "[Function " + (v.name || "(anonymous)") + "]";
-      case "symbol": return v.toString();
-      case "bigint": return v.toString() + "n";
-      case "object":
-        if (v === null) return "null";
-        if (v instanceof Error) return v.stack ? v.name + ": " + v.message + "\n" + v.stack : String(v);
-        try { const s = JSON.stringify(v, (k, x) => typeof x === "bigint" ? x.toString() + "n" : x); return s === undefined ? String(v) : s; }
-        catch (e) { try { return String(v); } catch (e2) { return "[object]"; } }
-      default: return String(v);
-    }
-  };
-  const half = Math.floor(cap / 2);
-  const emit = (stream) => function (...args) {
-    let text = args.map(show).join(" ");
-    if (text.length > cap) {
-      text = text.slice(0, half) + "\n...[omitted " + (text.length - 2 * half) + " characters]...\n" + text.slice(text.length - half);
-    }
-    write(stream, text + "\n");
-  };
-  const console = {
-    log: emit(1), info: emit(1), debug: emit(1), dir: emit(1),
-    warn: emit(2), error: emit(2),
-  };
-  Object.defineProperty(globalThis, "console", { value: console, writable: true, enumerable: false, configurable: true });
-})"#;
 
 /// The two captured streams, shared by the `console` functions of one run.
 #[derive(Clone)]
@@ -69,17 +37,100 @@ impl Streams {
     }
 }
 
-/// Defines `console` on the global object.
+/// Defines `console` on the global object (native functions: nothing to parse per run).
 pub fn install<'js>(ctx: &Ctx<'js>, streams: &Streams) -> rquickjs::Result<()> {
-    let sink = streams.clone();
-    let write = Function::new(ctx.clone(), move |stream: i32, text: rquickjs::String<'js>| {
-        match text.to_string() {
-            Ok(text) => sink.push(stream, &text),
-            Err(_) => sink.push(stream, "[text that is not valid Unicode]\n"),
+    let console = Object::new(ctx.clone())?;
+    for (name, stream) in [("log", 1), ("info", 1), ("debug", 1), ("dir", 1), ("warn", 2), ("error", 2)] {
+        let sink = streams.clone();
+        let function = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
+            let mut line = String::new();
+            for (i, value) in args.0.iter().enumerate() {
+                if i > 0 {
+                    line.push(' ');
+                }
+                line.push_str(&show(&ctx, value));
+            }
+            line.push('\n');
+            sink.push(stream, &line);
+        })?
+        .with_name(name)?;
+        console.set(name, function)?;
+    }
+    ctx.globals().set("console", console)
+}
+
+/// One console argument as text: strings as they are, errors with their stack, other objects as
+/// JSON (falling back to `String(value)`), like a browser console. A single huge string is cut to
+/// its head and tail before it reaches the stream.
+fn show<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
+    let text = match value.type_of() {
+        Type::Uninitialized | Type::Undefined => "undefined".to_string(),
+        Type::Null => "null".to_string(),
+        Type::String => value
+            .as_string()
+            .and_then(|s| s.to_string().ok())
+            .unwrap_or_else(|| "[text that is not valid Unicode]".into()),
+        Type::BigInt => format!("{}n", coerce(value)),
+        Type::Symbol => match value
+            .as_symbol()
+            .and_then(|s| s.description().ok())
+            .and_then(|d| d.as_string().and_then(|s| s.to_string().ok()))
+        {
+            Some(description) => format!("Symbol({description})"),
+            None => "Symbol()".to_string(),
+        },
+        Type::Function | Type::Constructor => {
+            let name = value
+                .as_object()
+                .and_then(|o| o.get::<_, Option<String>>("name").ok().flatten())
+                .filter(|n| !n.is_empty());
+            format!("[Function {}]", name.as_deref().unwrap_or("(anonymous)"))
         }
-    })?;
-    let setup: Function = ctx.eval(PRELUDE)?;
-    setup.call::<_, ()>((write, STREAM_CAP as i64))
+        _ if value.is_error() => {
+            let object = value.as_object();
+            let get =
+                |key: &str| object.and_then(|o| o.get::<_, Option<Coerced<String>>>(key).ok().flatten()).map(|s| s.0);
+            let head =
+                format!("{}: {}", get("name").unwrap_or_else(|| "Error".into()), get("message").unwrap_or_default());
+            match get("stack").filter(|s| !s.is_empty()) {
+                Some(stack) => format!("{head}\n{}", stack.trim_end()),
+                None => head,
+            }
+        }
+        Type::Object | Type::Array | Type::Proxy | Type::Promise | Type::Exception => {
+            match ctx.json_stringify(value.clone()) {
+                Ok(Some(json)) => json.to_string().unwrap_or_else(|_| coerce(value)),
+                Ok(None) => coerce(value),
+                Err(_) => {
+                    // A cycle or a BigInt inside: say what it is instead.
+                    let _ = ctx.catch();
+                    coerce(value)
+                }
+            }
+        }
+        _ => coerce(value),
+    };
+    clip(text)
+}
+
+/// `String(value)`, or a description when even that throws.
+fn coerce<'js>(value: &Value<'js>) -> String {
+    match value.get::<Coerced<String>>() {
+        Ok(text) => text.0,
+        Err(_) => {
+            let _ = value.ctx().catch();
+            format!("[{}]", value.type_name())
+        }
+    }
+}
+
+/// Keeps the head and tail of a message longer than the stream cap.
+fn clip(text: String) -> String {
+    if text.len() <= STREAM_CAP {
+        return text;
+    }
+    let bounded = head_tail(text.as_bytes(), STREAM_CAP);
+    bounded.text
 }
 
 /// A thrown value that is not an `Error`, for messages: JSON when possible, else `String(value)`.

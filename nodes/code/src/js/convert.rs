@@ -39,7 +39,12 @@ impl From<rquickjs::Error> for Error {
 ///
 /// The walk is iterative (an explicit stack of containers): its native stack use does not grow
 /// with the nesting of the value, whatever the build profile.
-pub fn to_json<'js>(ctx: &Ctx<'js>, value: Value<'js>, budget: usize, deadline: Instant) -> Result<serde_json::Value, Error> {
+pub fn to_json<'js>(
+    ctx: &Ctx<'js>,
+    value: Value<'js>,
+    budget: usize,
+    deadline: Instant,
+) -> Result<serde_json::Value, Error> {
     let globals = ctx.globals();
     let mut walker = Walker {
         ctx: ctx.clone(),
@@ -209,7 +214,9 @@ impl<'js> Walker<'js> {
                 return Err(self.shape(&format!("is a function{name}; return data, not code")));
             }
             Type::Promise => {
-                return Err(self.shape("is a promise; only the final value itself is awaited, so await this one inside the script"))
+                return Err(self.shape(
+                    "is a promise; only the final value itself is awaited, so await this one inside the script",
+                ))
             }
             Type::Array | Type::Object | Type::Exception | Type::Proxy => return self.container(value, false),
             other => return Err(self.shape(&format!("is a {} value, which JSON cannot represent", other.as_str()))),
@@ -242,7 +249,9 @@ impl<'js> Walker<'js> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(self.shape(&format!("is nested deeper than {MAX_DEPTH} levels")));
         }
-        for (class, hint) in [(&self.map, "a Map: return Object.fromEntries(map) or [...map]"), (&self.set, "a Set: return [...set]")] {
+        for (class, hint) in
+            [(&self.map, "a Map: return Object.fromEntries(map) or [...map]"), (&self.set, "a Set: return [...set]")]
+        {
             let is_instance = class.as_ref().is_some_and(|c| object.is_instance_of(c));
             // `instanceof` can throw (a proxy trap); QuickJS then reports "true" with an exception pending.
             if self.ctx.has_exception() {

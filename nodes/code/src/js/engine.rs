@@ -152,21 +152,19 @@ pub fn run(job: Job) -> Outcome {
         })));
     }
 
-    let t_rt = started.elapsed();
     let result = match Context::full(&runtime) {
-        Ok(context) => { let t_ctx = started.elapsed(); let r = context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)); PROF.with(|p| p.set((t_rt, t_ctx, started.elapsed()))); r },
+        Ok(context) => context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)),
         Err(e) => Err(Raw::Failure(Failure::new(
             ErrorKind::MemoryLimit,
             format!("the QuickJS context could not be created within memory_mb: {e}"),
         ))),
     };
-    let t_eval = started.elapsed();
     let usage = runtime.memory_usage();
-    let t_mem = started.elapsed();
-    if std::env::var_os("CHENG_JS_PROFILE").is_some() { let (a,b,c) = PROF.with(|p| p.get()); eprintln!("rt {:?} ctx {:?} eval {:?} mem {:?} (eval end {:?})", a, b, c, t_mem, t_eval); }
     let used = u64::try_from(usage.malloc_size).ok();
     let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
     let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
+    // Freeing the runtime releases the console functions' handles on the streams.
+    drop(runtime);
     let (stdout, stderr) = streams.finish();
     let mut warnings = Vec::new();
     for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
@@ -178,7 +176,15 @@ pub fn run(job: Job) -> Outcome {
             ));
         }
     }
-    Outcome { result, stdout, stderr, limits: job.limits, duration: started.elapsed(), memory_used_bytes: used, warnings }
+    Outcome {
+        result,
+        stdout,
+        stderr,
+        limits: job.limits,
+        duration: started.elapsed(),
+        memory_used_bytes: used,
+        warnings,
+    }
 }
 
 /// A failure as seen inside the context, before the stop reason and memory state are known.
@@ -186,7 +192,11 @@ enum Raw {
     Failure(Failure),
     /// A JavaScript exception, already described; `oom` when QuickJS reported "out of memory",
     /// `empty` when the thrown value was missing (QuickJS could not even allocate the error).
-    Exception { description: String, oom: bool, empty: bool },
+    Exception {
+        description: String,
+        oom: bool,
+        empty: bool,
+    },
 }
 
 fn finalize(raw: Raw, stop: Option<Stop>, near_limit: bool, limits: &Limits) -> Failure {
@@ -225,9 +235,7 @@ fn evaluate<'js>(
 ) -> Result<serde_json::Value, Raw> {
     let input = ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?;
     ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
-    let t0 = Instant::now();
     console::install(ctx, streams).map_err(|e| exception(ctx, e, "installing console"))?;
-    if std::env::var_os("CHENG_JS_PROFILE").is_some() { eprintln!("console {:?}", t0.elapsed()); }
 
     let mut options = EvalOptions::default();
     options.global = true;
@@ -252,25 +260,30 @@ fn evaluate<'js>(
     if stop.get().is_some() {
         return Err(Raw::Failure(Failure::script("stopped")));
     }
-    let value = match promise {
-        None => value,
-        Some(promise) => match promise.state() {
-            PromiseState::Resolved => promise.result::<Value>().unwrap_or(Ok(value)).map_err(|e| exception(ctx, e, ""))?,
-            PromiseState::Rejected => {
-                let reason = match promise.result::<Value>() {
-                    Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
-                    _ => Value::new_undefined(ctx.clone()),
-                };
-                let d = describe(ctx, &reason);
-                return Err(Raw::Exception { description: format!("the promise was rejected: {}", d.text), oom: d.oom, empty: d.empty });
-            }
-            PromiseState::Pending => {
-                return Err(Raw::Failure(Failure::script(
+    let value =
+        match promise {
+            None => value,
+            Some(promise) => match promise.state() {
+                PromiseState::Resolved => {
+                    promise.result::<Value>().unwrap_or(Ok(value)).map_err(|e| exception(ctx, e, ""))?
+                }
+                PromiseState::Rejected => {
+                    let reason = match promise.result::<Value>() {
+                        Some(Err(rquickjs::Error::Exception)) => ctx.catch(),
+                        _ => Value::new_undefined(ctx.clone()),
+                    };
+                    let d = describe(ctx, &reason);
+                    return Err(Raw::Exception {
+                        description: format!("the promise was rejected: {}", d.text),
+                        oom: d.oom,
+                        empty: d.empty,
+                    });
+                }
+                PromiseState::Pending => return Err(Raw::Failure(Failure::script(
                     "the script's promise never settled: nothing was left to run (this sandbox has no timers or I/O)",
-                )))
-            }
-        },
-    };
+                ))),
+            },
+        };
     convert::to_json(ctx, value, job.limits.memory_bytes, deadline).map_err(|e| match e {
         convert::Error::Shape(message) => Raw::Failure(Failure::script(message)),
         convert::Error::TooLarge(message) => Raw::Failure(Failure::new(ErrorKind::OutputLimit, message)),
@@ -314,7 +327,11 @@ fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
         return Description { text: "the script threw undefined".into(), oom: false, empty: true };
     }
     let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
-        return Description { text: format!("uncaught exception: {}", console::display(ctx, thrown)), oom: false, empty: false };
+        return Description {
+            text: format!("uncaught exception: {}", console::display(ctx, thrown)),
+            oom: false,
+            empty: false,
+        };
     };
     let get = |key: &str| object.get::<_, Option<rquickjs::Coerced<String>>>(key).ok().flatten().map(|s| s.0);
     let name = get("name").unwrap_or_else(|| "Error".into());
@@ -329,7 +346,9 @@ fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
         if message.contains("await") {
             text.push_str(" (top-level await is not supported: wrap the code in (async () => { ... })() and the promise's value becomes result)");
         } else if message.contains("return") {
-            text.push_str(" (the value of the final expression is the result: write `value` instead of `return value`)");
+            text.push_str(
+                " (the value of the final expression is the result: write `value` instead of `return value`)",
+            );
         } else if message.contains("import") {
             text.push_str(" (modules are not available in this sandbox)");
         }
@@ -365,5 +384,3 @@ mod tests {
         assert_eq!(location("    at <eval> (other.js:1:1)"), None);
     }
 }
-
-thread_local! { static PROF: std::cell::Cell<(Duration, Duration, Duration)> = std::cell::Cell::new(Default::default()); }

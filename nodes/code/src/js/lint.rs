@@ -9,7 +9,10 @@ const CHECKS: &[(&str, &str)] = &[
     ("import(", "import() is not available: there is no module loader in this sandbox"),
     ("import ", "import statements are not available: the script is not a module and there is no module loader"),
     ("fetch(", "fetch() does not exist: this sandbox has no network; use tools/code_shell with allow_network"),
-    ("XMLHttpRequest", "XMLHttpRequest does not exist: this sandbox has no network; use tools/code_shell with allow_network"),
+    (
+        "XMLHttpRequest",
+        "XMLHttpRequest does not exist: this sandbox has no network; use tools/code_shell with allow_network",
+    ),
     ("WebSocket", "WebSocket does not exist: this sandbox has no network; use tools/code_shell with allow_network"),
     ("setTimeout", "setTimeout does not exist: this sandbox has no timers"),
     ("setInterval", "setInterval does not exist: this sandbox has no timers"),
@@ -23,11 +26,7 @@ pub fn warnings(script: &str) -> Vec<String> {
     if script.trim().is_empty() {
         return vec!["script is empty: nothing runs and result is null".to_string()];
     }
-    CHECKS
-        .iter()
-        .filter(|(token, _)| uses(script, token))
-        .map(|(_, message)| message.to_string())
-        .collect()
+    CHECKS.iter().filter(|(token, _)| uses(script, token)).map(|(_, message)| message.to_string()).collect()
 }
 
 /// Whether `token` occurs as a word of its own (not as the tail of a longer name or a property).

@@ -1,7 +1,8 @@
 //! `tools/code_js`: JavaScript in an in-process QuickJS sandbox.
 //!
-//! Each call gets a fresh QuickJS runtime and context on its own thread, so one script can never
-//! see another's state and the async engine never waits on JavaScript. The sandbox is the
+//! Each call gets a fresh QuickJS runtime and context, so one script can never see another's
+//! state, on a script thread of cheng's own (reused across calls), so the async engine never waits
+//! on JavaScript. The sandbox is the
 //! language itself: there is no `std`/`os` module, no module loader, no `require`, no `fetch`, no
 //! timers — only ECMAScript built-ins and a `console` whose output is captured (head+tail, 1 MiB
 //! per stream).
@@ -30,14 +31,14 @@ mod console;
 mod convert;
 mod engine;
 mod lint;
+mod pool;
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::{
-    input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext,
-    Values,
+    input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
 };
 use serde_json::{json, Value};
 
@@ -207,12 +208,13 @@ impl Drop for AbandonOnDrop {
     }
 }
 
-/// Runs the script on its own thread and waits for it, never longer than the deadline plus a
+/// Runs the script on a script thread and waits for it, never longer than the deadline plus a
 /// grace period (a native operation may not reach the interrupt check in time).
 ///
-/// A dedicated thread rather than tokio's blocking pool: its stack size is ours to choose (the
-/// QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script abandoned
-/// in a native loop does not hold up the runtime's shutdown, which waits for blocking-pool tasks.
+/// Script threads are cheng's own rather than tokio's blocking pool: their stack size is ours to
+/// choose (the QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script
+/// abandoned in a native loop does not hold up the runtime's shutdown, which waits for
+/// blocking-pool tasks.
 async fn execute(script: String, input_json: String, limits: Limits, ctx: &RunContext) -> Outcome {
     let started = Instant::now();
     let stuck = STUCK_THREADS.load(Ordering::Acquire);
@@ -233,16 +235,14 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
     let _guard = AbandonOnDrop(lifecycle.clone());
     let job = engine::Job { script, input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone() };
     let (send, mut receive) = tokio::sync::oneshot::channel();
-    let spawned = std::thread::Builder::new()
-        .name("cheng-code-js".into())
-        .stack_size(engine::THREAD_STACK_BYTES)
-        .spawn(move || {
-            let lifecycle = job.lifecycle.clone();
-            let outcome = engine::run(job);
-            lifecycle.finish();
-            // The receiver is gone only when the caller stopped waiting; nothing to report then.
-            let _ = send.send(outcome);
-        });
+    let task = Box::new(move || {
+        let lifecycle = job.lifecycle.clone();
+        let outcome = engine::run(job);
+        lifecycle.finish();
+        // The receiver is gone only when the caller stopped waiting; nothing to report then.
+        let _ = send.send(outcome);
+    });
+    let spawned = pool::run(task, engine::THREAD_STACK_BYTES);
     if let Err(e) = spawned {
         return Outcome::failed(
             Failure::new(ErrorKind::SandboxUnavailable, format!("could not start the JavaScript thread: {e}")),
@@ -274,7 +274,7 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
             _ = &mut give_up => {
                 return Outcome::failed(Failure::new(ErrorKind::TimedOut, format!(
                     "the script did not stop within timeout_ms={} (it is stuck inside a built-in operation \
-that cannot be interrupted); its thread was abandoned and stops at its next interrupt check",
+        that cannot be interrupted); its thread was abandoned and stops at its next interrupt check",
                     limits.timeout.as_millis()
                 )), limits, started);
             }
@@ -296,13 +296,9 @@ fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
     let mut out = Values::new();
     let (result, success, error_kind, terminal, error) = match &outcome.result {
         Ok(value) => (value.clone(), true, Value::Null, Value::Null, Value::Null),
-        Err(failure) => (
-            Value::Null,
-            false,
-            json!(failure.kind.code()),
-            json!(failure.kind.terminal()),
-            json!(failure.message),
-        ),
+        Err(failure) => {
+            (Value::Null, false, json!(failure.kind.code()), json!(failure.kind.terminal()), json!(failure.message))
+        }
     };
     out.insert("result".into(), result);
     out.insert("isolation_level".into(), json!("quickjs"));
@@ -337,7 +333,18 @@ mod tests {
         let outputs: Vec<_> = SPEC.outputs.iter().map(|p| p.name).collect();
         assert_eq!(
             outputs,
-            ["result", "isolation_level", "metrics", "stdout", "stderr", "warnings", "success", "error_kind", "terminal", "error"]
+            [
+                "result",
+                "isolation_level",
+                "metrics",
+                "stdout",
+                "stderr",
+                "warnings",
+                "success",
+                "error_kind",
+                "terminal",
+                "error"
+            ]
         );
         assert_eq!(SPEC.gate, Some("CHENG_ENABLE_CODE_JS"));
         assert_eq!(SPEC.effects, Effects::ReadOnly);

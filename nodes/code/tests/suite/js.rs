@@ -42,14 +42,28 @@ async fn failure_of(input: Value) -> (String, String) {
 #[tokio::test]
 async fn final_expression_is_the_result_and_input_is_a_global() {
     assert_eq!(result_of("input.values.reduce((a, b) => a + b, 0)", json!({"values": [1, 2, 3]})).await, json!(6));
-    assert_eq!(result_of("({sum: 1 + 1, name: input.name.toUpperCase()})", json!({"name": "x"})).await, json!({"sum": 2, "name": "X"}));
+    assert_eq!(
+        result_of("({sum: 1 + 1, name: input.name.toUpperCase()})", json!({"name": "x"})).await,
+        json!({"sum": 2, "name": "X"})
+    );
     assert_eq!(result_of("input", json!(null)).await, Value::Null);
 }
 
 #[tokio::test]
 async fn every_output_port_is_present() {
     let out = run(json!({"script": "1"})).await;
-    for port in ["result", "isolation_level", "metrics", "stdout", "stderr", "warnings", "success", "error_kind", "terminal", "error"] {
+    for port in [
+        "result",
+        "isolation_level",
+        "metrics",
+        "stdout",
+        "stderr",
+        "warnings",
+        "success",
+        "error_kind",
+        "terminal",
+        "error",
+    ] {
         assert!(out.contains_key(port), "missing {port}: {out:#?}");
     }
     assert_eq!(out["isolation_level"], "quickjs");
@@ -73,7 +87,10 @@ async fn undefined_and_statements_give_null() {
 
 #[tokio::test]
 async fn values_convert_like_json_stringify_where_json_can_say_it() {
-    assert_eq!(result_of("[undefined, 1, NaN, Infinity, -0, 0.5]", json!(null)).await, json!([null, 1, null, null, 0, 0.5]));
+    assert_eq!(
+        result_of("[undefined, 1, NaN, Infinity, -0, 0.5]", json!(null)).await,
+        json!([null, 1, null, null, 0, 0.5])
+    );
     assert_eq!(result_of("({a: undefined, b: 2})", json!(null)).await, json!({"b": 2}));
     assert_eq!(result_of("new Date(0)", json!(null)).await, json!("1970-01-01T00:00:00.000Z"));
     assert_eq!(result_of("({toJSON() { return 'custom'; }})", json!(null)).await, json!("custom"));
@@ -125,12 +142,18 @@ async fn huge_console_output_is_bounded_head_and_tail() {
     assert!(out["metrics"]["stdout_bytes"].as_u64().is_some_and(|b| b > 20_000_000), "{:#?}", out["metrics"]);
     let stderr = out["stderr"].as_str().unwrap_or_default();
     assert!(stderr.len() < (1 << 20) + 200, "stderr kept {} bytes", stderr.len());
-    assert!(out["warnings"].as_array().is_some_and(|w| w.iter().any(|w| w.as_str().unwrap_or_default().starts_with("stdout was"))));
+    assert!(out["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w.as_str().unwrap_or_default().starts_with("stdout was"))));
 }
 
 #[tokio::test]
 async fn infinite_loops_time_out_even_inside_try() {
-    for script in ["while (true) {}", "try { while (true) {} } catch (e) {} 'escaped'", "for (;;) { try { while (true) {} } finally { continue; } }"] {
+    for script in [
+        "while (true) {}",
+        "try { while (true) {} } catch (e) {} 'escaped'",
+        "for (;;) { try { while (true) {} } finally { continue; } }",
+    ] {
         let out = run(json!({"script": script, "timeout_ms": 200})).await;
         assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{script}: {out:#?}");
         assert_eq!(out["terminal"], false);
@@ -142,7 +165,8 @@ async fn infinite_loops_time_out_even_inside_try() {
 
 #[tokio::test]
 async fn an_endless_promise_chain_times_out() {
-    let out = run(json!({"script": "function f() { return Promise.resolve().then(f); } f(); 1", "timeout_ms": 200})).await;
+    let out =
+        run(json!({"script": "function f() { return Promise.resolve().then(f); } f(); 1", "timeout_ms": 200})).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:#?}");
 }
 
@@ -185,12 +209,17 @@ async fn memory_bombs_end_with_memory_limit() {
 /// the same 32 MB allocation fails under 8 MB and succeeds under 64 MB.
 #[tokio::test]
 async fn memory_mb_is_enforced_by_quickjs() {
-    let script = "const parts = []; for (let i = 0; i < 32; i++) parts.push('x'.repeat(1024 * 1024 - 64) + i); parts.length";
+    let script =
+        "const parts = []; for (let i = 0; i < 32; i++) parts.push('x'.repeat(1024 * 1024 - 64) + i); parts.length";
     let small = run(json!({"script": script, "memory_mb": 8})).await;
     assert_eq!(small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{small:#?}");
     let large = run(json!({"script": script, "memory_mb": 64})).await;
     assert_eq!(large["result"], 32, "{large:#?}");
-    assert!(large["metrics"]["memory_used_bytes"].as_u64().is_some_and(|b| b > 32 * 1024 * 1024), "{:#?}", large["metrics"]);
+    assert!(
+        large["metrics"]["memory_used_bytes"].as_u64().is_some_and(|b| b > 32 * 1024 * 1024),
+        "{:#?}",
+        large["metrics"]
+    );
 }
 
 #[tokio::test]
@@ -202,7 +231,10 @@ async fn deep_recursion_is_a_clear_error_not_a_crash() {
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR", "{error}");
     let (kind, _) = failure_of(json!({"script": "JSON.parse('['.repeat(200000) + ']'.repeat(200000))"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
-    assert_eq!(result_of("function g(n) { return n === 0 ? 0 : 1 + g(n - 1); } g(1000)", json!(null)).await, json!(1000));
+    assert_eq!(
+        result_of("function g(n) { return n === 0 ? 0 : 1 + g(n - 1); } g(1000)", json!(null)).await,
+        json!(1000)
+    );
 }
 
 #[tokio::test]
@@ -234,12 +266,27 @@ async fn the_outside_world_is_not_reachable() {
 async fn globals_hold_only_the_language_input_and_console() {
     let names = result_of("Object.getOwnPropertyNames(globalThis)", json!(null)).await;
     let names: Vec<&str> = names.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    for forbidden in ["std", "os", "print", "scriptArgs", "require", "fetch", "process", "setTimeout", "__loadScript", "bjson", "Worker"] {
+    for forbidden in [
+        "std",
+        "os",
+        "print",
+        "scriptArgs",
+        "require",
+        "fetch",
+        "process",
+        "setTimeout",
+        "__loadScript",
+        "bjson",
+        "Worker",
+    ] {
         assert!(!names.contains(&forbidden), "global {forbidden} exists: {names:?}");
     }
     assert!(names.contains(&"input") && names.contains(&"console"), "{names:?}");
     // The Function constructor works, and stays inside the same sandbox.
-    assert_eq!(result_of("new Function('return typeof this.std + typeof this.os')()", json!(null)).await, json!("undefinedundefined"));
+    assert_eq!(
+        result_of("new Function('return typeof this.std + typeof this.os')()", json!(null)).await,
+        json!("undefinedundefined")
+    );
 }
 
 #[tokio::test]
@@ -307,14 +354,4 @@ fn the_node_is_absent_unless_its_gate_is_set() {
     assert!(matches!(without.lookup(ID), cheng_node::Lookup::Gated("CHENG_ENABLE_CODE_JS")));
     let with = Registry::from_inventory_with(|var| var == "CHENG_ENABLE_CODE_JS");
     assert!(with.get(ID).is_some());
-}
-
-
-
-#[tokio::test]
-async fn zz_probe() {
-    let Ok(s) = std::env::var("PROBE_JS") else { return };
-    let t = std::time::Instant::now();
-    let out = run(json!({"script": s, "timeout_ms": 200})).await;
-    eprintln!("PROBE {s}\n=> {:?} {} {} {}\n", t.elapsed(), out["result"], out["error_kind"], out["error"]);
 }

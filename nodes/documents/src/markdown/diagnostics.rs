@@ -245,12 +245,12 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
     let top = if doc.front_matter_title { Some(0) } else { first_h1 };
     for (index, heading) in doc.headings.iter().enumerate() {
         let line = heading.first_line + 1;
-        let at = doc.position(heading.range.start);
+        let at = || doc.position(heading.range.start);
         if let Some(prev) = previous_level {
             if heading.level > prev + 1 {
                 out.push(Diagnostic::new(
                     rules::HEADING_JUMP,
-                    at,
+                    at(),
                     format!("Heading level jumps from h{prev} to h{}; use h{} here.", heading.level, prev + 1),
                 ));
             }
@@ -259,7 +259,7 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
         match seen.get(heading.text.as_str()) {
             Some(first_line) => out.push(Diagnostic::new(
                 rules::DUPLICATE_HEADING,
-                at,
+                at(),
                 format!("Duplicate heading \"{}\" (first at line {first_line}); make the text unique.", heading.text),
             )),
             None => {
@@ -276,7 +276,7 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
                     };
                     out.push(Diagnostic::new(
                         rules::MULTIPLE_H1,
-                        at,
+                        at(),
                         format!("Multiple top-level headings: {why}; make this an h2."),
                     ));
                 }
@@ -289,14 +289,14 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
         let fixable = prefix.chars().all(|c| c == ' ' || c == '\t' || c == '>');
         let blank = prefix.trim_end();
         if heading.first_line > first && !is_blank(doc.line_text(heading.first_line - 1)) {
-            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at, "Expected a blank line above the heading.".into()));
+            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line above the heading.".into()));
             if fixable {
                 plan.insert(heading.first_line, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line above the heading".into(), line);
             }
         }
         let below = heading.last_line + 1;
         if below < doc.lines.count() && !is_blank(doc.line_text(below)) {
-            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at, "Expected a blank line below the heading.".into()));
+            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line below the heading.".into()));
             if fixable {
                 plan.insert(below, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line below the heading".into(), line);
             }
@@ -347,12 +347,13 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
         by_lower.entry(heading.anchor.to_lowercase()).or_insert(&heading.anchor);
     }
     for link in &doc.links {
-        let at = doc.position(link.range.start);
+        // Positions cost a line lookup and a character count; only findings need one.
+        let at = || doc.position(link.range.start);
         if link.image {
             if link.text_empty {
                 out.push(Diagnostic::new(
                     rules::MISSING_ALT,
-                    at,
+                    at(),
                     "Image has no alternative text; describe it inside ![...].".into(),
                 ));
             }
@@ -365,7 +366,7 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
         if dest.is_empty() || dest == "#" {
             out.push(Diagnostic::new(
                 rules::EMPTY_LINK,
-                at,
+                at(),
                 "Link has an empty target; point it somewhere or remove the link.".into(),
             ).with_target(dest));
             continue;
@@ -380,14 +381,14 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
                 Some(anchor) => {
                     out.push(Diagnostic::new(
                         rules::BROKEN_FRAGMENT,
-                        at,
+                        at(),
                         format!("Link fragment #{fragment} matches no heading; anchors are case-sensitive: use #{anchor}."),
                     ).with_target(dest));
                     fragment_fix(doc, link.range.clone(), fragment, anchor, plan);
                 }
                 None => out.push(Diagnostic::new(
                     rules::BROKEN_FRAGMENT,
-                    at,
+                    at(),
                     format!("Link fragment #{fragment} matches no heading or HTML id in this file."),
                 ).with_target(dest)),
             }

@@ -37,7 +37,8 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
     let own: HashSet<String> = doc.anchors().into_iter().map(str::to_string).collect();
     checker.anchors.insert(file.to_path_buf(), Some(own));
     for link in &doc.links {
-        let at = doc.position(link.range.start);
+        // Positions cost a line lookup and a character count; only findings need one.
+        let at = || doc.position(link.range.start);
         let dest = link.dest.trim();
         let kind = if link.image { "Image" } else { "Link" };
         if dest.is_empty() {
@@ -46,13 +47,13 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
         if matches!(link.link_type, LinkType::Autolink | LinkType::Email) || is_external(dest) {
             checker.report.external += 1;
             checker.report.diagnostics.push(
-                Diagnostic::new(rules::SKIPPED_EXTERNAL, at, format!("{kind} to {dest} is external; not checked (no network)."))
+                Diagnostic::new(rules::SKIPPED_EXTERNAL, at(), format!("{kind} to {dest} is external; not checked (no network)."))
                     .with_target(dest),
             );
             continue;
         }
         checker.report.checked += 1;
-        checker.check_local(dest, kind, at);
+        checker.check_local(dest, kind, &at);
     }
     for broken in &doc.broken_refs {
         checker.report.undefined_references += 1;
@@ -98,7 +99,7 @@ struct Checker<'r> {
 }
 
 impl Checker<'_> {
-    fn check_local(&mut self, dest: &str, kind: &str, at: (usize, usize)) {
+    fn check_local(&mut self, dest: &str, kind: &str, at: &dyn Fn() -> (usize, usize)) {
         let (before_fragment, fragment) = match dest.split_once('#') {
             Some((p, f)) => (p, Some(f)),
             None => (dest, None),
@@ -114,7 +115,7 @@ impl Checker<'_> {
             Target::Missing(why) => {
                 self.report.broken += 1;
                 self.report.diagnostics.push(
-                    Diagnostic::new(rules::BROKEN_LOCAL_LINK, at, format!("{kind} target {path_part} does not exist ({why})."))
+                    Diagnostic::new(rules::BROKEN_LOCAL_LINK, at(), format!("{kind} target {path_part} does not exist ({why})."))
                         .with_target(dest),
                 );
                 return;
@@ -122,7 +123,7 @@ impl Checker<'_> {
             Target::Outside(why) => {
                 self.report.outside += 1;
                 self.report.diagnostics.push(
-                    Diagnostic::new(rules::OUTSIDE_WORKSPACE, at, format!("{kind} target {path_part} {why}; it was not followed."))
+                    Diagnostic::new(rules::OUTSIDE_WORKSPACE, at(), format!("{kind} target {path_part} {why}; it was not followed."))
                         .with_target(dest),
                 );
                 return;
@@ -148,7 +149,7 @@ impl Checker<'_> {
             self.report.bad_fragments += 1;
             let mut d = Diagnostic::new(
                 rules::BROKEN_FRAGMENT,
-                at,
+                at(),
                 if path == self.file {
                     format!("{kind} fragment #{fragment} matches no heading or HTML id in this file.")
                 } else {

@@ -39,26 +39,18 @@ pub struct Suggestion {
 /// Suggestions for `plan`, at most `limit`; also returns how many edits were left out because
 /// no unique context exists within [`MAX_WINDOW`] lines, and how many were over the limit.
 pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
-    let t0 = std::time::Instant::now();
     let lines: Vec<&str> = text.split('\n').collect();
     let mut edits = edits_from_plan(&lines, plan).into_iter().peekable();
-    let t1 = t0.elapsed();
     let mut sweep = Sweep::new(&lines);
-    eprintln!("TRACE split+edits {:?} sweep-new {:?}", t1, t0.elapsed() - t1);
-    let mut find_t = std::time::Duration::ZERO; let mut apply_t = std::time::Duration::ZERO;
     let mut out = Vec::new();
     let mut skipped = 0;
     while let Some(mut edit) = edits.next() {
         if out.len() >= limit {
-            eprintln!("TRACE find {:?} apply {:?} built {:?}", find_t, apply_t, (1..=MAX_WINDOW).filter(|w| sweep.counts[*w].is_some()).collect::<Vec<_>>());
             return (out, skipped, 1 + edits.count());
         }
         let mut merges = 0;
         let window = loop {
-            let tf = std::time::Instant::now();
-            let found = sweep.find_window(&edit);
-            find_t += tf.elapsed();
-            if let Some(window) = found {
+            if let Some(window) = sweep.find_window(&edit) {
                 break Some(window);
             }
             match edits.peek() {
@@ -81,9 +73,7 @@ pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Sugge
                     rule: edit.rules.join(","),
                     reason: edit.reasons.join("; "),
                 });
-                let ta = std::time::Instant::now();
                 sweep.apply(&edit);
-                apply_t += ta.elapsed();
             }
             None => skipped += 1 + merges,
         }
@@ -248,8 +238,65 @@ impl<'a> Sweep<'a> {
         self.prefix.len() + original_line - self.ob
     }
 
-    /// The smallest window of original lines `[s, e)` around the edit whose text is unique now.
+    /// A window of original lines `[s, e)` around the edit whose text is unique now.
     fn find_window(&mut self, edit: &Edit) -> Option<(usize, usize)> {
+        if let Some(window) = self.anchored_window(edit) {
+            return Some(window);
+        }
+        self.smallest_window(edit)
+    }
+
+    /// The window from the edit to the nearest line that is itself unique in the current state
+    /// (any other occurrence of the window would contain another copy of that line). One
+    /// lookup per line, no per-size maps: the common case costs O(distance).
+    fn anchored_window(&mut self, edit: &Edit) -> Option<(usize, usize)> {
+        let n = self.original.len();
+        let needs_extra = edit.a == edit.b || edit.new.is_empty();
+        for dist in 0..=MAX_WINDOW {
+            let mut anchors: Vec<usize> = Vec::new();
+            if dist == 0 {
+                anchors.extend(edit.a..edit.b);
+            } else {
+                if edit.a >= dist && edit.a - dist >= self.ob {
+                    anchors.push(edit.a - dist);
+                }
+                if edit.b + dist - 1 < n && (edit.b > edit.a || dist > 0) {
+                    anchors.push(edit.b + dist - 1);
+                }
+            }
+            for anchor in anchors {
+                let hash = self.window_hash(self.state_index(anchor), 1);
+                if self.counts(1).get(&hash).copied().unwrap_or(0) > 1 {
+                    continue;
+                }
+                let mut s = edit.a.min(anchor);
+                let mut e = edit.b.max(anchor + 1);
+                if needs_extra && s == edit.a && e == edit.b {
+                    if e < n {
+                        e += 1;
+                    } else if s > self.ob {
+                        s -= 1;
+                    } else {
+                        continue;
+                    }
+                }
+                if e - s > MAX_WINDOW {
+                    return None;
+                }
+                if self.state_index(s) == 0 || e == n {
+                    let (old, _) = self.strings(edit, s, e);
+                    if count_overlapping(self.materialize(), &old) > 1 {
+                        continue;
+                    }
+                }
+                return Some((s, e));
+            }
+        }
+        None
+    }
+
+    /// The smallest window around the edit whose text is unique now, by window-hash counts.
+    fn smallest_window(&mut self, edit: &Edit) -> Option<(usize, usize)> {
         let n = self.original.len();
         let extra = usize::from(edit.a == edit.b || edit.new.is_empty());
         let min_w = (edit.b - edit.a + extra).max(1);
