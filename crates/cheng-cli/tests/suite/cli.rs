@@ -52,7 +52,7 @@ fn gated_nodes_are_absent_until_their_variable_is_set() {
     assert!(!node_ids(&[]).contains(&"tools/code_js".to_string()));
     assert!(node_ids(&[("CHENG_ENABLE_CODE_JS", "1")]).contains(&"tools/code_js".to_string()));
     let (_d, ws) = temp_workspace();
-    let (code, _, stderr) = run_node("tools/code_js", &ws, &json!({"code": "1"}), &[]);
+    let (code, _, stderr) = run_node("tools/code_js", &ws, &json!({"script": "1"}), &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("tools/code_js is disabled; set CHENG_ENABLE_CODE_JS=1 to enable it"), "{stderr}");
     let out = run_cheng(&["describe", "tools/code_python"]);

@@ -24,12 +24,12 @@ fn failure(code: i32, out: &Value, stderr: &str) -> String {
 #[test]
 fn markdown_preview_is_sanitised() {
     let (_d, ws) = temp_workspace();
-    let content = "# Hi\n\n<script>alert(1)</script>[x](javascript:alert(1)) <img src=x onerror=alert(1)> [ok](https://e.example)\n";
+    let content = "# Hi\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) <img src=x onerror=alert(1)> [ok](https://e.example)\n";
     let (code, out, stderr) = preview(&ws, json!({"operation": "markdown", "content": content}));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["format"], "html");
     let html = out["preview"].as_str().expect("preview");
-    for bad in ["<script", "javascript:", "onerror"] {
+    for bad in ["<script", "alert(1)</script>", "javascript:", "onerror"] {
         assert!(!html.contains(bad), "{bad} in {html}");
     }
     assert!(html.contains("rel=\"noopener noreferrer\""), "{html}");

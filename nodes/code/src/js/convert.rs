@@ -178,7 +178,7 @@ impl<'js> Walker<'js> {
 
     fn start(&mut self, value: Value<'js>) -> Result<Start<'js>, Error> {
         self.steps += 1;
-        if self.steps % 4096 == 0 && Instant::now() >= self.deadline {
+        if self.steps & 4095 == 0 && Instant::now() >= self.deadline {
             return Err(Error::Deadline);
         }
         self.charge(16)?;

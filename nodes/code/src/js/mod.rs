@@ -2,10 +2,9 @@
 //!
 //! Each call gets a fresh QuickJS runtime and context, so one script can never see another's
 //! state, on a script thread of cheng's own (reused across calls), so the async engine never waits
-//! on JavaScript. The sandbox is the
-//! language itself: there is no `std`/`os` module, no module loader, no `require`, no `fetch`, no
-//! timers — only ECMAScript built-ins and a `console` whose output is captured (head+tail, 1 MiB
-//! per stream).
+//! on JavaScript. The sandbox is the language itself: there is no `std`/`os` module, no module
+//! loader, no `require`, no `fetch`, no timers — only ECMAScript built-ins and a `console` whose
+//! output is captured (head+tail, 1 MiB per stream).
 //!
 //! Decisions where the seed is silent (documented in the node reference):
 //! - `input` is a global holding the JSON input; the value of the script's final expression is
@@ -16,8 +15,8 @@
 //!   `toJSON` honoured so a `Date` becomes its ISO string, `undefined` in an array → `null`,
 //!   `undefined` properties omitted, a top-level `undefined` → `null`), and is an error where JSON
 //!   would silently lose data: functions, symbols, cycles, promises, `Map`/`Set` and nesting deeper
-//!   than 128 levels (serde_json's own parse limit) fail with `LOCAL_EXECUTOR_SCRIPT_ERROR` naming the path (`result.a.b is a
-//!   function`). A `BigInt` becomes its decimal string (`12345678901234567890n` →
+//!   than 128 levels (serde_json's own parse limit) fail with `LOCAL_EXECUTOR_SCRIPT_ERROR` naming
+//!   the path (`result.a.b is a function`). A `BigInt` becomes its decimal string (`12345678901234567890n` →
 //!   `"12345678901234567890"`): JSON numbers lose precision beyond 2^53 and `JSON.stringify` throws.
 //! - Limits: `timeout_ms` via the QuickJS interrupt handler (which also stops the script on
 //!   cancellation), `memory_mb` (1–2048) via the QuickJS allocator limit, and a 4 MiB native stack
@@ -131,6 +130,11 @@ impl Node for CodeJs {
         let script = input::opt_str(&input, "script")
             .ok_or_else(|| NodeError::invalid_input("script is required: give the JavaScript to run"))?
             .to_string();
+        if let Some(at) = script.find('\0') {
+            return Err(NodeError::invalid_input(format!(
+                "script contains a NUL character at byte {at}; JavaScript source cannot contain one, remove it"
+            )));
+        }
         let limits = limits_from(&input)?;
         let input_json = serde_json::to_string(input.get("input").unwrap_or(&Value::Null))
             .map_err(|e| NodeError::invalid_input(format!("input could not be serialised as JSON: {e}")))?;

@@ -96,6 +96,9 @@ async fn values_convert_like_json_stringify_where_json_can_say_it() {
     assert_eq!(result_of("({toJSON() { return 'custom'; }})", json!(null)).await, json!("custom"));
     assert_eq!(result_of("12345678901234567890n", json!(null)).await, json!("12345678901234567890"));
     assert_eq!(result_of("({'a key': [true, null, 'é😀']})", json!(null)).await, json!({"a key": [true, null, "é😀"]}));
+    let (kind, error) = failure_of(json!({"script": "({text: '\\ud800'})"})).await;
+    assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
+    assert!(error.contains("result.text contains text that is not valid Unicode"), "{error}");
     assert_eq!(result_of("new TypeError('bad')", json!(null)).await, json!({"name": "TypeError", "message": "bad"}));
 }
 
@@ -345,6 +348,12 @@ async fn missing_script_is_invalid_input() {
     let err = node.run(&context(), Values::new()).await.expect_err("no script");
     assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
     assert!(err.message.contains("script"));
+    let err = node
+        .run(&context(), json!({"script": "1\u{0}+1"}).as_object().cloned().unwrap_or_default())
+        .await
+        .expect_err("NUL");
+    assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(err.message.contains("NUL character at byte 1"), "{}", err.message);
 }
 
 #[test]

@@ -196,10 +196,10 @@ fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnos
             }
         }
     };
-    for i in 0..doc.lines.count() {
+    for (i, &in_verbatim) in verbatim.iter().enumerate() {
         let raw = doc.line_text(i);
         let line = raw.strip_suffix('\r').unwrap_or(raw);
-        if verbatim[i] || i < first {
+        if in_verbatim || i < first {
             flush(&mut blank_run, plan);
             continue;
         }

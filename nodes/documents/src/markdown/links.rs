@@ -33,7 +33,14 @@ pub struct LinkReport {
 
 /// Checks the links of `doc`, the file at `file` (canonical, inside the canonical `root`).
 pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
-    let mut checker = Checker { root, file, report: LinkReport::default(), targets: HashMap::new(), anchors: HashMap::new() };
+    let mut checker = Checker {
+        root,
+        file,
+        report: LinkReport::default(),
+        by_text: HashMap::new(),
+        targets: HashMap::new(),
+        anchors: HashMap::new(),
+    };
     let own: HashSet<String> = doc.anchors().into_iter().map(str::to_string).collect();
     checker.anchors.insert(file.to_path_buf(), Some(own));
     for link in &doc.links {
@@ -64,7 +71,7 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
         ));
     }
     let mut report = checker.report;
-    report.diagnostics.sort_by(|a, b| (a.line, a.column).cmp(&(b.line, b.column)));
+    report.diagnostics.sort_by_key(|d| (d.line, d.column));
     report
 }
 
@@ -93,6 +100,9 @@ struct Checker<'r> {
     root: &'r Path,
     file: &'r Path,
     report: LinkReport,
+    /// Outcomes by the target exactly as written (most documents repeat a few targets).
+    by_text: HashMap<String, Target>,
+    /// Outcomes by normalised workspace-relative path.
     targets: HashMap<String, Target>,
     /// Anchors per Markdown file; `None` when the file cannot be analysed (too big, binary).
     anchors: HashMap<PathBuf, Option<HashSet<String>>>,
@@ -107,8 +117,12 @@ impl Checker<'_> {
         let path_part = before_fragment.split_once('?').map_or(before_fragment, |(p, _)| p);
         let target_file = if path_part.is_empty() {
             Target::Found(self.file.to_path_buf())
+        } else if let Some(known) = self.by_text.get(path_part) {
+            known.clone()
         } else {
-            self.resolve(&percent_decode(path_part))
+            let resolved = self.resolve(&percent_decode(path_part));
+            self.by_text.insert(path_part.to_string(), resolved.clone());
+            resolved
         };
         let path = match target_file {
             Target::Found(path) => path,
@@ -181,9 +195,9 @@ impl Checker<'_> {
             match component {
                 Component::Normal(name) => parts.push(name.to_string_lossy().into_owned()),
                 Component::ParentDir => {
-                    if parts.pop().is_none() {
+                    let Some(_) = parts.pop() else {
                         return Target::Outside("climbs above the workspace root".into());
-                    }
+                    };
                 }
                 _ => {}
             }

@@ -17,7 +17,7 @@
 use super::diagnostics::FixPlan;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Most lines an `old_string` may span.
 pub const MAX_WINDOW: usize = 24;
@@ -167,6 +167,26 @@ impl Hasher for IdentityHasher {
 
 type Counts = HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>;
 
+/// A fast line hash, eight bytes at a time. Collisions are harmless (see the module docs), so
+/// speed matters more than strength; equal lines always hash equal.
+fn line_hash(line: &str) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let bytes = line.as_bytes();
+    let mut h = 0x243F_6A88_85A3_08D3 ^ (bytes.len() as u64).wrapping_mul(K);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K).rotate_left(29);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    h ^= h >> 32;
+    h = h.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    h ^ (h >> 29)
+}
+
 fn mix(h: u64, x: u64) -> u64 {
     (h.rotate_left(23) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
@@ -180,7 +200,6 @@ enum Line {
 /// The file "earlier suggestions applied, later ones not", as line hashes, with window counts.
 struct Sweep<'a> {
     original: &'a [&'a str],
-    hasher: std::collections::hash_map::RandomState,
     original_hashes: Vec<u64>,
     /// Lines before original line `ob`, as they are once earlier suggestions are applied.
     prefix: Vec<(u64, Line)>,
@@ -193,11 +212,9 @@ struct Sweep<'a> {
 
 impl<'a> Sweep<'a> {
     fn new(original: &'a [&'a str]) -> Self {
-        let hasher = std::collections::hash_map::RandomState::new();
-        let original_hashes = original.iter().map(|l| hasher.hash_one(l)).collect();
+        let original_hashes = original.iter().map(|l| line_hash(l)).collect();
         Sweep {
             original,
-            hasher,
             original_hashes,
             prefix: Vec::new(),
             prefix_text_len: 0,
@@ -377,7 +394,7 @@ impl<'a> Sweep<'a> {
             self.prefix_text_len += self.original[i].len() + 1;
         }
         for line in &edit.new {
-            self.prefix.push((self.hasher.hash_one(line.as_str()), Line::New(line.clone())));
+            self.prefix.push((line_hash(line), Line::New(line.clone())));
             self.prefix_text_len += line.len() + 1;
         }
         self.ob = edit.b;

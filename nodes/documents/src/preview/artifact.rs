@@ -295,7 +295,7 @@ fn csv_shape(reader: impl Read, delimiter: u8, cancel: &CancellationToken, notes
     let mut rows: u64 = 0;
     let mut record = csv::ByteRecord::new();
     loop {
-        if rows % 65_536 == 0 && cancel.is_cancelled() {
+        if rows & 0xFFFF == 0 && cancel.is_cancelled() {
             return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while counting CSV rows"));
         }
         match csv.read_byte_record(&mut record) {

@@ -169,7 +169,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         }
         (_, Source::Path(rel)) => {
             let file = read_text(root, rel, "path", MAX_TEXT_BYTES)?;
-            let (format, text) = render(operation, &file.text, max_bytes);
+            let (format, text) = render(operation, &file.text);
             out.insert("format".into(), json!(format));
             (Some(file.display.clone()), file.bytes, text, file.display)
         }
@@ -181,7 +181,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                     human_bytes(MAX_TEXT_BYTES)
                 )));
             }
-            let (format, text) = render(operation, content, max_bytes);
+            let (format, text) = render(operation, content);
             out.insert("format".into(), json!(format));
             (None, content.len() as u64, text, "content".to_string())
         }
@@ -211,7 +211,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     Ok(out)
 }
 
-fn render(operation: Operation, text: &str, _max_bytes: usize) -> (&'static str, String) {
+fn render(operation: Operation, text: &str) -> (&'static str, String) {
     match operation {
         Operation::Markdown => ("html", sanitize::markdown_to_safe_html(text)),
         Operation::Html => ("text", html_text::render(&html_text::summarize(text))),
