@@ -342,10 +342,15 @@ fn assemble_input(
         input.insert(edge.port.name.to_string(), value);
     }
     // Injected last so nothing else can set it.
-    for port in prepared.spec.inputs.iter().filter(|p| p.audience == Audience::Engine && p.name == "sandbox_root") {
+    inject_engine_ports(prepared.spec, &mut input, workspace);
+    Ok(input)
+}
+
+/// Sets `sandbox_root` (when the spec declares it) to the canonical workspace root.
+pub(crate) fn inject_engine_ports(spec: &NodeSpec, input: &mut Values, workspace: &Value) {
+    for port in spec.inputs.iter().filter(|p| p.audience == Audience::Engine && p.name == "sandbox_root") {
         input.insert(port.name.to_string(), workspace.clone());
     }
-    Ok(input)
 }
 
 /// One node: approval when the spec gates this input, then `run`; always an output object.

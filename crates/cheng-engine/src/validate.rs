@@ -68,6 +68,17 @@ impl ValidatedGraph {
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.inner.nodes.iter().map(|n| n.id.as_str())
     }
+
+    /// Node `id` and the input `run` would hand it when no edge feeds it: defaults ← config ←
+    /// inputs, `sandbox_root` set to `workspace` (the canonical root). For dry runs: a caller
+    /// can ask `spec().effects.requires_approval` and build the approval card without running
+    /// anything. `None` for an id the graph does not have.
+    pub fn planned_input(&self, id: &str, workspace: &std::path::Path) -> Option<(Arc<dyn Node>, Values)> {
+        let prepared = self.inner.nodes.iter().find(|n| n.id == id)?;
+        let mut input = prepared.base.clone();
+        crate::run::inject_engine_ports(prepared.spec, &mut input, &Value::String(workspace.display().to_string()));
+        Some((Arc::clone(&prepared.node), input))
+    }
 }
 
 /// Validates `graph` against `registry`; every problem is reported.
