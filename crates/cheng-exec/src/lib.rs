@@ -77,6 +77,10 @@ pub struct ProcessSpec {
     pub stderr_cap: usize,
     /// Resource limits applied in the child before exec (setrlimit).
     pub rlimits: Vec<Rlimit>,
+    /// An open cgroup v2 `cgroup.procs` file: the child writes "0" to it before exec, joining
+    /// that group before it runs anything. If the write fails the spawn fails (nothing runs
+    /// outside the group it was meant to be in). `None`: the child stays in cheng's group.
+    pub cgroup_procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// One setrlimit applied to the child (soft = hard = value).
@@ -160,6 +164,7 @@ impl ProcessSpec {
             stdout_cap: DEFAULT_STREAM_CAP,
             stderr_cap: DEFAULT_STREAM_CAP,
             rlimits: Vec::new(),
+            cgroup_procs: None,
         }
     }
 

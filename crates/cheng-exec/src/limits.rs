@@ -5,8 +5,9 @@
 //!   large virtual areas need more than they touch, so the floor is [`MIN_MEMORY_MB`].
 //! - Processes: RLIMIT_NPROC binds only a process whose real uid is not root, which is why the
 //!   sandbox drops to an unprivileged uid when cheng runs as root (see `sandbox`).
-//! - cgroup v2: used only when this process's own cgroup v2 directory is writable and offers the
-//!   `memory` controller (a delegated subtree). cgroup v1 hierarchies are never touched.
+//! - cgroup v2: used only when this process's own cgroup v2 directory is writable, offers the
+//!   `memory` controller and is not the root of the hierarchy (a delegated subtree); the
+//!   per-run groups are made by `sandbox::cgroup`. cgroup v1 hierarchies are never touched.
 
 use crate::{Rlimit, RlimitResource};
 use serde_json::{json, Value};
@@ -68,6 +69,14 @@ pub enum CgroupV2 {
 }
 
 impl CgroupV2 {
+    /// [`CgroupV2::detect`], once per process. Cached because placing a run may move cheng into
+    /// a leaf of the delegated group (see `sandbox::cgroup`), after which a fresh detection
+    /// would name that leaf instead of the delegated group.
+    pub fn detect_once() -> CgroupV2 {
+        static DETECTED: std::sync::OnceLock<CgroupV2> = std::sync::OnceLock::new();
+        DETECTED.get_or_init(Self::detect).clone()
+    }
+
     /// Looks at /proc/self/mountinfo and /proc/self/cgroup; writes nothing.
     pub fn detect() -> CgroupV2 {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -98,6 +107,13 @@ impl CgroupV2 {
                 "the cgroup v2 group {} has no memory controller (controllers: {:?})",
                 dir.display(),
                 controllers.trim()
+            ));
+        }
+        if own.trim_matches('/').is_empty() {
+            return CgroupV2::Unavailable(format!(
+                "this process is in the root group of the cgroup v2 hierarchy ({}), which is not a delegated subtree; \
+                 cheng creates groups only inside a delegated one (e.g. a systemd unit with Delegate=yes)",
+                dir.display()
             ));
         }
         if !is_writable(&dir) || !is_writable(&dir.join("cgroup.subtree_control")) {
@@ -170,6 +186,23 @@ mod tests {
         assert_eq!(v, CgroupV2::Delegated(PathBuf::from("/sys/fs/cgroup/unified/user.slice/me")));
         let v = CgroupV2::detect_from(MOUNTINFO, "0::/user.slice/me\n", |_| Some("memory".into()), |_| false);
         assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("not delegated")), "{v:?}");
+    }
+
+    #[test]
+    fn the_root_group_is_never_used() {
+        let v = CgroupV2::detect_from(MOUNTINFO, "0::/\n", |_| Some("memory pids".into()), |_| true);
+        assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("root group")), "{v:?}");
+    }
+
+    #[test]
+    fn this_machine_is_detected_without_writing() {
+        // Whatever this host offers, detection names a reason when it cannot be used, and the
+        // cached verdict is the same as a fresh one.
+        let v = CgroupV2::detect();
+        if let CgroupV2::Unavailable(why) = &v {
+            assert!(!why.is_empty());
+        }
+        assert_eq!(CgroupV2::detect_once(), v);
     }
 
     #[test]

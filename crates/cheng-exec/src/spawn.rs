@@ -5,8 +5,9 @@
 //!   runs only when the caller builds `sh -c` itself.
 //! - The environment is cleared and set to exactly `spec.env`; stdin is /dev/null unless bytes
 //!   are given; the child leads its own process group.
-//! - rlimits are applied between fork and exec (only `setrlimit` runs there, which is
-//!   async-signal-safe). Without rlimits the spawn takes the cheaper `posix_spawn` path.
+//! - rlimits are applied, and the cgroup v2 group is joined, between fork and exec (only
+//!   `setrlimit` and one `write` run there, both async-signal-safe). Without either the spawn
+//!   takes the cheaper `posix_spawn` path.
 //! - The child is reaped here with `wait4` (woken by a pidfd), which yields its resource usage;
 //!   nothing else in the process may reap it, and the process group is killed before the reap.
 //! - Dropping the future returned by [`run`] kills the whole group and reaps it in the
@@ -18,7 +19,7 @@ use crate::{ProcessOutput, ProcessSpec, ResourceUsage, Rlimit, RlimitResource, T
 use cheng_node::text::HeadTail;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -182,12 +183,20 @@ fn start(spec: &ProcessSpec) -> Result<Child, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if !spec.rlimits.is_empty() {
+    if !spec.rlimits.is_empty() || spec.cgroup_procs.is_some() {
         let limits: Vec<(libc::__rlimit_resource_t, libc::rlimit)> = spec.rlimits.iter().map(raw_rlimit).collect();
-        // SAFETY: the closure runs between fork and exec and only calls setrlimit, which is
-        // async-signal-safe; `limits` was allocated before the fork and is only read.
+        // The descriptor stays open: `spec` (which owns it) outlives the spawn.
+        let cgroup_fd = spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+        // SAFETY: the closure runs between fork and exec and only calls write and setrlimit,
+        // which are async-signal-safe; `limits` was allocated before the fork and is only read.
         unsafe {
             cmd.pre_exec(move || {
+                if let Some(fd) = cgroup_fd {
+                    // "0" moves the writing process into the group of that cgroup.procs.
+                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
                 for (resource, limit) in &limits {
                     if libc::setrlimit(*resource, limit) != 0 {
                         return Err(io::Error::last_os_error());

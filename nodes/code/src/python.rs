@@ -14,9 +14,11 @@
 //! - **Errors**: a syntax error or an exception is `LOCAL_EXECUTOR_SCRIPT_ERROR` with the line
 //!   number; a `result` that `json.dumps` refuses (including NaN/Infinity) names its type;
 //!   `MemoryError` is `LOCAL_EXECUTOR_MEMORY_LIMIT`.
-//! - **Network** is always off (no switch). **memory_mb**: RLIMIT_AS; the cgroup v2 status is
-//!   reported in warnings (a delegated cgroup v2 subtree is detected, but this version does not
-//!   yet place the sandbox in it; no cgroup v1 hierarchy is ever touched).
+//! - **Network** is always off (no switch). **memory_mb**: cgroup v2 `memory.max` on a per-run
+//!   group when this process sits in a writable, delegated cgroup v2 subtree (detected once per
+//!   process), with `memory.swap.max` 0 and `pids.max`; otherwise RLIMIT_AS. The warnings and
+//!   `metrics.limits.memory` say which one was enforced; an OOM kill counted in the group's
+//!   `memory.events` is `LOCAL_EXECUTOR_MEMORY_LIMIT`. No cgroup v1 hierarchy is ever touched.
 
 use crate::sandboxed::{self, SandboxPorts, FAILURE_OUTPUTS};
 use cheng_exec::limits::CgroupV2;
@@ -261,16 +263,16 @@ impl Node for CodePython {
         request.io_dir = Some(io.clone());
         request.extra_ro = python.prefixes.clone();
         request.network = false;
+        request.memory_cgroup = Some(CgroupV2::detect_once());
 
         let run = sandboxed::run(ctx, request).await?;
         warnings.extend(sandboxed::enforcement_warnings(&run));
-        warnings.push(format!(
-            "memory_mb enforced as RLIMIT_AS; {} (no cgroup v1 hierarchy is ever touched)",
-            CgroupV2::detect().describe()
-        ));
 
         let channel = std::fs::read_to_string(io.join("result.json")).ok();
-        let (result, failure) = interpret(channel.as_deref(), &run.output);
+        let (result, failure) = match sandboxed::oom_failure(&run) {
+            Some(oom) => (Value::Null, Some(oom)),
+            None => interpret(channel.as_deref(), &run.output),
+        };
         Ok(sandboxed::outputs(&run, result, warnings, failure))
     }
 }

@@ -192,6 +192,18 @@ pub fn classify(out: &ProcessOutput) -> Option<(ErrorKind, String)> {
     Some((ErrorKind::NonZeroExit, format!("the script exited with status {code}")))
 }
 
+/// MEMORY_LIMIT when the run's cgroup v2 group counted an OOM kill (memory.events oom_kill).
+pub fn oom_failure(run: &SandboxRun) -> Option<(ErrorKind, String)> {
+    let kills = run.cgroup.as_ref().and_then(|r| r.oom_kills).filter(|&k| k > 0)?;
+    Some((
+        ErrorKind::MemoryLimit,
+        format!(
+            "the script exceeded memory_mb: the kernel killed {kills} process(es) at the sandbox's {}",
+            run.enforcement.memory
+        ),
+    ))
+}
+
 /// Signal numbers used by [`classify`] (Linux values, so this crate needs no libc).
 mod libc_sig {
     pub const ABRT: i32 = 6;
@@ -218,6 +230,9 @@ pub fn metrics(run: &SandboxRun) -> Value {
         "stdout_truncated": out.stdout.truncated,
         "stderr_truncated": out.stderr.truncated,
         "limits": run.enforcement.to_json(),
+        // From the run's cgroup v2 group (null when memory_mb was RLIMIT_AS).
+        "memory_peak_bytes": run.cgroup.as_ref().and_then(|r| r.peak_bytes),
+        "oom_kills": run.cgroup.as_ref().and_then(|r| r.oom_kills),
     })
 }
 

@@ -47,3 +47,40 @@ fn a_missing_python_fails_closed() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"));
 }
+
+/// cheng as uid 65534: the interpreter is one that uid can reach (it works), or the node fails
+/// closed naming python3; an interpreter it cannot reach is SANDBOX_UNAVAILABLE, never a crash.
+#[test]
+fn unprivileged_code_python_works_or_fails_closed() {
+    use super::code_shell::{nobody_dir, run_unprivileged, unprivileged_sandbox_works};
+    if !unprivileged_sandbox_works() {
+        return;
+    }
+    let (_d, ws) = nobody_dir("/tmp");
+    let enable = ("CHENG_ENABLE_CODE_PYTHON", "1");
+    let script = json!({"script": "import os\nresult = [os.getuid(), sum(input)]", "input": [1, 2, 3]});
+    let (code, out, stdout, stderr) = run_unprivileged("tools/code_python", &ws, &script, None, &[enable]);
+    if out["success"] == true {
+        assert_eq!(code, 0);
+        assert_eq!(out["result"], json!([65534, 6]), "{out}");
+        assert_eq!(out["metrics"]["limits"]["identity"], "uid 65534 (cheng's own, in a user namespace)");
+    } else {
+        // The only acceptable failure: no python3 that uid 65534 can use.
+        assert!(stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE") && stdout.contains("python3"), "{stdout} {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+
+    // An interpreter inside a directory only root may enter (as python under /root/.pyenv).
+    use std::os::unix::fs::PermissionsExt;
+    let private = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let hidden = private.path().join("python3");
+    std::os::unix::fs::symlink("/usr/bin/python3", &hidden).unwrap();
+    let pinned = ("CHENG_PYTHON", hidden.to_str().unwrap());
+    let (code, out, stdout, stderr) = run_unprivileged("tools/code_python", &ws, &script, None, &[enable, pinned]);
+    assert_ne!(code, 0, "{stdout}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let text = if out.is_object() { out.to_string() } else { stdout };
+    assert!(text.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"), "{text} {stderr}");
+    assert!(text.contains("python3") && text.contains("nothing ran"), "{text}");
+}

@@ -41,3 +41,235 @@ fn a_missing_bwrap_fails_closed() {
     assert!(stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"), "{stdout}");
     assert!(!stdout.contains("should-not-run"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// cheng not running as root: bwrap creates a user namespace, RLIMIT_NPROC is set inside it.
+// These run the real binary as uid 65534 through setpriv, under an outer RLIMIT_NPROC and a
+// wall-clock limit, on a workspace owned by 65534.
+// ---------------------------------------------------------------------------------------------
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The unprivileged uid/gid the tests run cheng as.
+pub const NOBODY: u32 = 65534;
+/// Processes uid 65534 may have in total while a test runs (the sandbox's own bound is lower).
+const OUTER_NPROC: u32 = 1024;
+/// Longest any unprivileged run may take before the test kills it.
+const WALL_CLOCK: Duration = Duration::from_secs(60);
+
+fn util(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+/// Whether cheng can run as uid 65534 with a working sandbox here; prints why when not.
+pub fn unprivileged_sandbox_works() -> bool {
+    let skip = |why: String| {
+        eprintln!("skipped: {why}");
+        false
+    };
+    if unsafe { libc::geteuid() } != 0 {
+        return skip("the tests must start as root to switch to uid 65534".into());
+    }
+    let (Some(setpriv), Some(_)) = (util("setpriv"), util("prlimit")) else {
+        return skip("setpriv/prlimit (util-linux) are not installed".into());
+    };
+    let Some(bwrap) = util("bwrap") else { return skip("bubblewrap is not installed".into()) };
+    let probe = Command::new(&setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bwrap)
+        .args(["--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"])
+        .stdin(Stdio::null())
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            return skip(format!(
+                "unprivileged user namespaces do not work here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+        Err(e) => return skip(format!("setpriv cannot run: {e}")),
+    }
+    let reachable = Command::new(&setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x", env!("CARGO_BIN_EXE_cheng")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !reachable {
+        return skip(format!("uid 65534 cannot execute {} (a parent directory is not traversable)", env!("CARGO_BIN_EXE_cheng")));
+    }
+    true
+}
+
+/// A directory under `parent` owned by uid 65534, world-traversable.
+pub fn nobody_dir(parent: &str) -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("cheng-nobody-").tempdir_in(parent).expect("tempdir");
+    let path = dir.path().canonicalize().expect("canonical");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown to 65534");
+    (dir, path)
+}
+
+/// `cheng run <node>` as uid 65534 with `envs`, under RLIMIT_NPROC [`OUTER_NPROC`] for that
+/// uid and a [`WALL_CLOCK`] limit. Returns (exit code, stdout JSON, stdout text, stderr).
+pub fn run_unprivileged(
+    node: &str,
+    ws: &Path,
+    input: &serde_json::Value,
+    config: Option<&serde_json::Value>,
+    envs: &[(&str, &str)],
+) -> (i32, serde_json::Value, String, String) {
+    let mut cmd = Command::new(util("prlimit").expect("prlimit"));
+    cmd.arg(format!("--nproc={OUTER_NPROC}:{OUTER_NPROC}"))
+        .arg("--")
+        .arg(util("setpriv").expect("setpriv"))
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_cheng"))
+        .args(["run", node, "--workspace"])
+        .arg(ws)
+        .arg("--input")
+        .arg(input.to_string());
+    if let Some(config) = config {
+        cmd.arg("--config").arg(config.to_string());
+    }
+    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON")
+        .env_remove("CHENG_ENABLE_CODE_JS")
+        .env_remove("CHENG_PYTHON")
+        .envs(envs.iter().copied())
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("prlimit runs");
+    // Read both pipes off-thread so a chatty child cannot block on a full pipe.
+    let mut out_pipe = child.stdout.take().expect("stdout");
+    let mut err_pipe = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err_pipe.read_to_string(&mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > WALL_CLOCK {
+            // cheng dies; bwrap follows (--die-with-parent) and takes its pid namespace along.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("cheng as uid 65534 ran longer than {WALL_CLOCK:?} and was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let value = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
+    (status.code().unwrap_or(-1), value, stdout, stderr)
+}
+
+#[test]
+fn unprivileged_code_shell_runs_in_a_user_namespace() {
+    if !unprivileged_sandbox_works() {
+        return;
+    }
+    let (_d, ws) = nobody_dir("/tmp");
+    let (code, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": "id -u; echo '{\"n\": 1}' >/dev/null; printf '%s' \"$INPUT\"", "input": {"n": 1}}), None, &[]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["result"], "65534\n{\"n\":1}", "{out}");
+    let limits = &out["metrics"]["limits"];
+    assert_eq!(limits["identity"], "uid 65534 (cheng's own, in a user namespace)", "{out}");
+    assert_eq!(limits["nproc_enforcement"], "RLIMIT_NPROC 256 set inside the user namespace", "{out}");
+    assert!(limits["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+}
+
+#[test]
+fn unprivileged_writes_land_in_the_workspace_only() {
+    if !unprivileged_sandbox_works() {
+        return;
+    }
+    use std::os::unix::fs::MetadataExt;
+    let (_d, ws) = nobody_dir("/tmp");
+    // Outside, but writable by uid 65534 on the host: only the sandbox stands in the way.
+    let (_o, outside) = nobody_dir("/var/tmp");
+    let escape = outside.join("escape.txt");
+    std::fs::create_dir(ws.join(".git")).unwrap();
+    std::os::unix::fs::chown(ws.join(".git"), Some(NOBODY), Some(NOBODY)).unwrap();
+    let script = format!(
+        "echo inside > inside.txt; echo pwned > '{}'; echo hook > .git/config; echo x > .bashrc; echo done",
+        escape.display()
+    );
+    for allow in [false, true] {
+        let (_, out, _, stderr) =
+            run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), Some(&json!({"allow_filesystem": allow})), &[]);
+        assert!(out.is_object(), "no output: {stderr}");
+        assert!(!escape.exists(), "allow_filesystem={allow}: a write outside the workspace reached the host: {out}");
+        assert!(!ws.join(".git/config").exists() && !ws.join(".bashrc").exists(), "protected metadata written: {out}");
+        assert_eq!(ws.join("inside.txt").exists(), allow, "allow_filesystem={allow}: {out}");
+        assert!(out["stdout"].as_str().unwrap_or("").contains("done"), "the attempt did not run: {out}");
+    }
+    let meta = std::fs::metadata(ws.join("inside.txt")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY));
+    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "inside\n");
+}
+
+#[test]
+fn unprivileged_fork_bombs_are_bounded() {
+    if !unprivileged_sandbox_works() {
+        return;
+    }
+    let (_d, ws) = nobody_dir("/tmp");
+    // 1000 sleeping children must not all start (RLIMIT_NPROC 256 inside the namespace).
+    let script = "i=0; while [ $i -lt 1000 ]; do sleep 5 & i=$((i+1)); done; echo started $i";
+    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 4000}), None, &[]);
+    assert_eq!(out["success"], false, "{out} {stderr}");
+    assert!(!out["stdout"].as_str().unwrap_or("").contains("started 1000"), "1000 processes started: {out}");
+    assert!(out["stderr"].as_str().unwrap_or("").contains("fork"), "{out}");
+    // A bomb that would double 12 times (8190 processes), cut short by the limit and the timeout.
+    let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12";
+    let started = Instant::now();
+    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 1500}), None, &[]);
+    assert!(started.elapsed() < Duration::from_secs(30), "the run took {:?}", started.elapsed());
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out} {stderr}");
+    std::thread::sleep(Duration::from_millis(700));
+    let left = Command::new("pgrep").args(["-f", "bomb_6651"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[test]
+fn unprivileged_runs_have_no_network() {
+    if !unprivileged_sandbox_works() {
+        return;
+    }
+    let (_d, ws) = nobody_dir("/tmp");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hit = Arc::new(AtomicBool::new(false));
+    let flag = hit.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            flag.store(true, Ordering::SeqCst);
+            let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+            let _ = stream.read(&mut [0u8; 1024]);
+            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
+        }
+    });
+    let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo; getent hosts example.com || echo no-dns");
+    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), None, &[]);
+    assert!(out.is_object(), "no output: {stderr}");
+    assert!(!hit.load(Ordering::SeqCst), "the sandbox reached the host listener: {out}");
+    let stdout = out["stdout"].as_str().unwrap_or("");
+    assert!(!stdout.contains("reached") && stdout.contains("no-dns"), "{out}");
+    assert_eq!(out["metrics"]["limits"]["network"], "none (private network namespace)");
+}

@@ -7,5 +7,6 @@ mod code_shell;
 mod git;
 mod markdown;
 mod preview;
+mod runtime;
 mod shell;
 mod tests_node;

@@ -20,12 +20,13 @@
 //! the sandbox uid, so writes work and land on disk owned by the original owner. When cheng is not root,
 //! bwrap creates a user namespace (`--unshare-user`) and the code runs as cheng's own uid.
 
+pub mod cgroup;
 pub mod idmap;
 pub mod init;
 pub mod mounts;
 
 use crate::bwrap::{self, Bwrap};
-use crate::limits::SandboxLimits;
+use crate::limits::{CgroupV2, SandboxLimits};
 use crate::{ProcessOutput, ProcessSpec};
 use cheng_node::{ErrorKind, NodeError};
 use serde_json::{json, Value};
@@ -88,6 +89,11 @@ pub struct SandboxRequest {
     pub bwrap: Option<PathBuf>,
     /// Use the running binary as init step when it offers one (see [`init`]).
     pub use_launcher: bool,
+    /// Where a cgroup v2 memory limit may be placed (from [`CgroupV2::detect`]); `None` means
+    /// memory_mb is RLIMIT_AS without looking at cgroups. With `Delegated(dir)` each run gets
+    /// its own group under `dir` ([`cgroup::RunGroup`]) and RLIMIT_AS is not set; any failure
+    /// there falls back to RLIMIT_AS and says so in the warnings.
+    pub memory_cgroup: Option<CgroupV2>,
 }
 
 impl SandboxRequest {
@@ -109,6 +115,7 @@ impl SandboxRequest {
             stderr_cap: crate::DEFAULT_STREAM_CAP,
             bwrap: None,
             use_launcher: true,
+            memory_cgroup: None,
         }
     }
 }
@@ -163,6 +170,8 @@ pub struct SandboxRun {
     /// Time cheng spent preparing the sandbox before bwrap started.
     pub setup: Duration,
     pub enforcement: Enforcement,
+    /// The counters of the run's cgroup v2 group, when memory_mb was enforced through one.
+    pub cgroup: Option<cgroup::GroupReport>,
 }
 
 /// The namespace flags every sandbox uses; probed once per process.
@@ -406,6 +415,12 @@ impl Sandbox {
             (true, true) => "workspace writable through an idmapped mount (owner shown as the sandbox uid); protected metadata read-only",
             (true, false) => "workspace writable; protected metadata read-only",
         };
+        if let Some(CgroupV2::Unavailable(why)) = &request.memory_cgroup {
+            warnings.push(format!(
+                "memory_mb enforced as {}: no cgroup v2 memory limit here ({why}); cgroup v1 hierarchies are never touched",
+                rlimit_as_phrase(request.memory_mb)
+            ));
+        }
         let enforcement = Enforcement {
             limits,
             timeout: request.timeout,
@@ -413,7 +428,7 @@ impl Sandbox {
             network: if request.network { "host network shared" } else { "none (private network namespace)" },
             filesystem,
             landlock,
-            memory: format!("RLIMIT_AS {} MiB (address space, not resident memory)", request.memory_mb),
+            memory: rlimit_as_phrase(request.memory_mb),
             nproc,
             warnings,
         };
@@ -441,31 +456,99 @@ impl Sandbox {
     }
 
     /// Runs the sandbox to completion, timeout or cancellation.
-    pub async fn run(self, cancel: &CancellationToken) -> Result<SandboxRun, NodeError> {
-        let spec = ProcessSpec::new(&self.bwrap, self.args.iter().cloned(), "/")
+    pub async fn run(mut self, cancel: &CancellationToken) -> Result<SandboxRun, NodeError> {
+        let base = ProcessSpec::new(&self.bwrap, self.args.iter().cloned(), "/")
             .env(self.request.env.clone())
             .timeout(self.request.timeout)
             .caps(self.request.stdout_cap, self.request.stderr_cap);
-        let spec = ProcessSpec { rlimits: self.rlimits.clone(), ..spec };
-        let result = if self.idmaps.is_empty() {
-            let setup = self.setup_started.elapsed();
-            Ok((crate::run(spec, cancel).await, setup))
+        let base = ProcessSpec { rlimits: self.rlimits.clone(), ..base };
+        let idmaps = if self.idmaps.is_empty() {
+            Vec::new()
         } else {
             match idmap::prepare(&self.idmaps, self.ids) {
-                Ok(prepared) => {
-                    let setup = self.setup_started.elapsed();
-                    idmap::run_with_idmaps(spec, cancel, prepared).await.map(|out| (out, setup))
+                Ok(prepared) => prepared,
+                Err(e) => {
+                    mounts::remove_placeholders(&self.protections);
+                    return Err(unavailable(format!("cannot create the user namespace for an idmapped mount: {e}; nothing ran")));
                 }
-                Err(e) => Err(format!("cannot create the user namespace for an idmapped mount: {e}")),
             }
         };
+        let mut group = self.join_memory_cgroup();
+        let mut result = self.attempt(&base, group.as_ref(), cancel, &idmaps).await;
+        if let (Some(g), Ok((out, _))) = (&group, &result) {
+            if out.termination == crate::Termination::SpawnFailed {
+                // The child could not join the group (the spawn fails closed before exec):
+                // nothing ran, so run again under RLIMIT_AS and say so.
+                let why = out.spawn_error.clone().unwrap_or_default();
+                self.enforcement.warnings.push(format!(
+                    "cgroup v2: the sandbox could not join {} ({why}); memory_mb enforced as {} instead",
+                    g.dir().display(),
+                    rlimit_as_phrase(self.request.memory_mb)
+                ));
+                self.enforcement.memory = rlimit_as_phrase(self.request.memory_mb);
+                group = None;
+                result = self.attempt(&base, None, cancel, &idmaps).await;
+            }
+        }
         mounts::remove_placeholders(&self.protections);
+        let report = group.map(cgroup::RunGroup::finish);
+        if let Some(e) = report.as_ref().and_then(|r| r.cleanup_error.clone()) {
+            self.enforcement.warnings.push(format!("cgroup v2: {e}"));
+        }
         let (output, setup) = result.map_err(|e| unavailable(format!("{e}; nothing ran")))?;
         if let Some(message) = setup_failure(&output) {
             return Err(unavailable(message));
         }
-        Ok(SandboxRun { output, setup, enforcement: self.enforcement })
+        Ok(SandboxRun { output, setup, enforcement: self.enforcement, cgroup: report })
     }
+
+    /// Creates the run's cgroup v2 group when the request allows one; on failure records the
+    /// RLIMIT_AS fallback in the enforcement.
+    fn join_memory_cgroup(&mut self) -> Option<cgroup::RunGroup> {
+        let Some(CgroupV2::Delegated(parent)) = &self.request.memory_cgroup else { return None };
+        let limits = cgroup::GroupLimits { memory_bytes: self.enforcement.limits.memory_bytes, pids: self.enforcement.limits.nproc };
+        let rlimit = rlimit_as_phrase(self.request.memory_mb);
+        match cgroup::RunGroup::create(parent, limits, &mut self.enforcement.warnings) {
+            Ok(group) => {
+                self.enforcement.memory = group.describe();
+                self.enforcement.warnings.push(format!("memory_mb enforced as {} (RLIMIT_AS not set)", group.describe()));
+                Some(group)
+            }
+            Err(why) => {
+                self.enforcement.warnings.push(format!(
+                    "cgroup v2 memory limit not applied ({why}); memory_mb enforced as {rlimit} instead"
+                ));
+                None
+            }
+        }
+    }
+
+    /// One start of bwrap, in `group` when given (then without RLIMIT_AS), through the idmapped
+    /// mounts when there are any. Returns the output and the setup time.
+    async fn attempt(
+        &self,
+        base: &ProcessSpec,
+        group: Option<&cgroup::RunGroup>,
+        cancel: &CancellationToken,
+        idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
+    ) -> Result<(ProcessOutput, Duration), String> {
+        let mut spec = base.clone();
+        if let Some(g) = group {
+            spec.rlimits.retain(|l| l.resource != crate::RlimitResource::AddressSpace);
+            spec.cgroup_procs = Some(g.procs());
+        }
+        let setup = self.setup_started.elapsed();
+        if idmaps.is_empty() {
+            Ok((crate::run(spec, cancel).await, setup))
+        } else {
+            idmap::run_with_idmaps(spec, cancel, idmaps.to_vec()).await.map(|out| (out, setup))
+        }
+    }
+}
+
+/// How memory_mb reads when it is enforced as RLIMIT_AS.
+fn rlimit_as_phrase(memory_mb: u64) -> String {
+    format!("RLIMIT_AS {memory_mb} MiB (address space, not resident memory)")
 }
 
 /// Creates, mode 0755, the parents of bind destinations that no read-only bind provides.

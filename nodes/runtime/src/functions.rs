@@ -1,0 +1,84 @@
+//! `list_tools`: one LLM function per usable entry.
+//!
+//! A function's `parameters` are exactly the node's agent-facing input schema
+//! ([`cheng_node::schema::input_schema`]): author and engine ports never appear, so the agent is
+//! never invited to set what the engine would refuse. The description says when a person
+//! approves each call, so the agent knows to explain itself (`purpose`) and to expect a wait.
+
+use crate::outcome::{Outcome, Status};
+use crate::toolkit::{Tool, Toolkit};
+use cheng_node::{schema, ApprovalRule, Effects, ErrorKind};
+use serde_json::{json, Value};
+
+/// The function an agent sees for `tool`:
+/// `{"type": "function", "function": {"name", "description", "parameters"}}`.
+pub fn function(tool: &Tool) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": description(tool),
+            "parameters": schema::input_schema(tool.spec),
+        }
+    })
+}
+
+fn description(tool: &Tool) -> String {
+    let note = match tool.spec.effects {
+        Effects::ReadOnly => None,
+        Effects::Sandboxed => Some("Runs sandboxed; a person approves any path it asks to read outside the sandbox.".to_string()),
+        Effects::Approval(ApprovalRule::Always) => Some("A person approves each call before it runs.".to_string()),
+        Effects::Approval(ApprovalRule::Operations(ops)) => {
+            Some(format!("A person approves each call with operation {} before it runs.", ops.join(" or ")))
+        }
+    };
+    let base = tool.description.trim_end();
+    match note {
+        Some(note) if base.ends_with(['.', '!', '?']) => format!("{base} {note}"),
+        Some(note) => format!("{base}. {note}"),
+        None => base.to_string(),
+    }
+}
+
+/// The `list_tools` outcome: functions for the usable entries, every entry's problems.
+pub(crate) fn list_tools(toolkit: &Toolkit) -> Outcome {
+    let errors = toolkit.errors();
+    let mut outcome = if errors.is_empty() {
+        Outcome::new(Status::Ok)
+    } else {
+        // The author must fix the curation; the agent retrying cannot help.
+        Outcome::refused(Status::Error, ErrorKind::InvalidInput, true, errors)
+    };
+    outcome.functions = Some(toolkit.tools().map(function).collect());
+    outcome.warnings = toolkit.warnings();
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::{NodeSpec, PortSpec, PortType, Values};
+
+    static GATED: NodeSpec = NodeSpec {
+        id: "test/gated",
+        title: "Gated",
+        description: "Does things",
+        category: "test",
+        inputs: &[PortSpec::input("operation", PortType::String, "op").default("\"\"")],
+        outputs: &[],
+        gate: None,
+        effects: Effects::Approval(ApprovalRule::Operations(&["run", "write"])),
+    };
+
+    #[test]
+    fn approval_is_stated_in_the_description() {
+        let tool = Tool { name: "g".into(), spec: &GATED, description: GATED.description.into(), config: Values::new() };
+        let f = function(&tool);
+        assert_eq!(
+            f["function"]["description"],
+            "Does things. A person approves each call with operation run or write before it runs."
+        );
+        assert_eq!(f["function"]["parameters"], schema::input_schema(&GATED));
+        assert_eq!(f["type"], "function");
+    }
+}

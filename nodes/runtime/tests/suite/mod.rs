@@ -1,0 +1,4 @@
+mod support;
+
+mod execute;
+mod list;
