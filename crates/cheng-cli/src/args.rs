@@ -84,8 +84,9 @@ pub struct RunArgs {
     pub config: Option<String>,
     #[command(flatten)]
     pub approval: ApprovalArgs,
-    /// Write run events as JSON lines to FILE ("-" for stderr).
-    #[arg(long, value_name = "FILE")]
+    /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is
+    /// a FILE to write them to.
+    #[arg(long, value_name = "jsonl|FILE")]
     pub events: Option<PathBuf>,
 }
 
@@ -98,8 +99,9 @@ pub struct GraphRunArgs {
     pub workspace: PathBuf,
     #[command(flatten)]
     pub approval: ApprovalArgs,
-    /// Write run events as JSON lines to FILE ("-" for stderr).
-    #[arg(long, value_name = "FILE")]
+    /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is
+    /// a FILE to write them to.
+    #[arg(long, value_name = "jsonl|FILE")]
     pub events: Option<PathBuf>,
     /// How many nodes may run at once (default: the number of CPUs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]

@@ -151,10 +151,10 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Run options for a checked workspace, with the event sink the flags ask for.
 /// The `--events` sink, kept to report write errors after the run.
 type EventFile = JsonlSink<Box<dyn std::io::Write + Send>>;
 
+/// Run options for a checked workspace, with the event sink the flags ask for.
 fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
     let problem = match std::fs::metadata(workspace) {
         Ok(meta) if meta.is_dir() => None,
@@ -173,7 +173,9 @@ fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Optio
         }
     };
     let Some(path) = events else { return Some((options.events(Arc::new(NullSink)), None)) };
-    let writer: Box<dyn std::io::Write + Send> = if path == Path::new("-") {
+    // `--events jsonl` names the format (the only one): the lines go to stderr, next to the
+    // `cheng:` messages, which never start with `{`.
+    let writer: Box<dyn std::io::Write + Send> = if path == Path::new("-") || path == Path::new("jsonl") {
         Box::new(std::io::stderr())
     } else {
         match std::fs::File::create(path) {

@@ -7,6 +7,7 @@
 use crate::events::{now, Event, EventSink};
 use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, CancellationToken};
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(crate) struct RunApprover {
     pub inner: Arc<dyn Approver>,
@@ -25,6 +26,7 @@ impl Approver for RunApprover {
                 request: request.clone(),
             });
         }
+        let asked = Instant::now();
         let decision = if self.cancel.is_cancelled() {
             Decision::Denied
         } else {
@@ -39,6 +41,7 @@ impl Approver for RunApprover {
                 node: request.node_id.clone(),
                 node_type: request.node_type.clone(),
                 decision,
+                duration_ms: u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX),
             });
         }
         decision

@@ -220,8 +220,17 @@ mod tests {
     #[test]
     fn error_table_lists_every_code() {
         let md = errors_markdown();
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| `LOCAL_EXECUTOR_")).collect();
+        assert_eq!(rows.len(), ErrorKind::ALL.len(), "{md}");
         for kind in ErrorKind::ALL {
-            assert!(md.contains(kind.code()));
+            // Code, terminal flag and meaning, on one row.
+            let terminal = if kind.terminal() { "yes" } else { "no" };
+            let row = format!("| `{}` | {terminal} | {} |", kind.code(), kind.meaning());
+            assert!(rows.contains(&row.as_str()), "missing row {row}");
+            assert!(kind.meaning().ends_with('.') && kind.meaning().len() > 30, "{kind:?} needs a real meaning");
         }
+        // The two ends of the spectrum, spelled out.
+        assert!(md.contains("| `LOCAL_EXECUTOR_APPROVAL_DENIED` | yes |"));
+        assert!(md.contains("| `LOCAL_EXECUTOR_NON_ZERO_EXIT` | no |"));
     }
 }

@@ -31,6 +31,27 @@ pub enum ValidationErrorKind {
 }
 
 impl ValidationErrorKind {
+    /// Every kind, in the order above (tests prove each one can be produced and is explained).
+    pub const ALL: &'static [ValidationErrorKind] = &[
+        ValidationErrorKind::Malformed,
+        ValidationErrorKind::UnsupportedVersion,
+        ValidationErrorKind::UnknownKey,
+        ValidationErrorKind::UnknownType,
+        ValidationErrorKind::GatedType,
+        ValidationErrorKind::DuplicateNode,
+        ValidationErrorKind::UnknownPort,
+        ValidationErrorKind::WrongType,
+        ValidationErrorKind::OutOfRange,
+        ValidationErrorKind::MissingRequired,
+        ValidationErrorKind::AuthorOnly,
+        ValidationErrorKind::EngineOnly,
+        ValidationErrorKind::AboveCap,
+        ValidationErrorKind::DanglingEdge,
+        ValidationErrorKind::EdgeTypeMismatch,
+        ValidationErrorKind::EdgeConflict,
+        ValidationErrorKind::Cycle,
+    ];
+
     pub fn as_str(&self) -> &'static str {
         match self {
             ValidationErrorKind::Malformed => "malformed",
@@ -129,6 +150,35 @@ mod tests {
         assert_eq!(suggestions("tools/workspace_shel", ids.into_iter()), ["tools/workspace_shell"]);
         assert_eq!(suggestions("workspace_shell", ids.into_iter()), ["tools/workspace_shell"]);
         assert!(suggestions("completely_else", ids.into_iter()).is_empty());
+    }
+
+    #[test]
+    fn all_lists_every_kind_once() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ValidationErrorKind::ALL {
+            // An exhaustive match: a new kind fails to compile here until it is added to ALL.
+            let listed = match kind {
+                ValidationErrorKind::Malformed
+                | ValidationErrorKind::UnsupportedVersion
+                | ValidationErrorKind::UnknownKey
+                | ValidationErrorKind::UnknownType
+                | ValidationErrorKind::GatedType
+                | ValidationErrorKind::DuplicateNode
+                | ValidationErrorKind::UnknownPort
+                | ValidationErrorKind::WrongType
+                | ValidationErrorKind::OutOfRange
+                | ValidationErrorKind::MissingRequired
+                | ValidationErrorKind::AuthorOnly
+                | ValidationErrorKind::EngineOnly
+                | ValidationErrorKind::AboveCap
+                | ValidationErrorKind::DanglingEdge
+                | ValidationErrorKind::EdgeTypeMismatch
+                | ValidationErrorKind::EdgeConflict
+                | ValidationErrorKind::Cycle => kind.as_str(),
+            };
+            assert!(seen.insert(listed), "{listed} listed twice");
+        }
+        assert_eq!(seen.len(), 17);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Run events: what a canvas needs to animate a run, one JSON object per line.
 //!
 //! Every event carries `event` (its name) and `ts` (RFC 3339, UTC, milliseconds); node events
-//! carry the node id and type; finish events carry `duration_ms`.
+//! carry the node id and type; `approval_decided` carries how long the decision took, and the
+//! finish events how long the node or graph ran, both as `duration_ms`.
 
 use cheng_node::{ApprovalRequest, Decision};
 use serde::Serialize;
@@ -32,6 +33,8 @@ pub enum Event {
         #[serde(rename = "type")]
         node_type: String,
         decision: Decision,
+        /// How long the approver took to decide (a person reading the card, or ~0 for a flag).
+        duration_ms: u64,
     },
     NodeFinished {
         ts: String,

@@ -1,8 +1,10 @@
 //! bubblewrap: locating the binary, probing that it can build namespaces here, and an argument
 //! builder over plain argv (no wrapper crate; bwrap's own flags, in the order they are pushed).
 //!
-//! The probe runs once per process and bwrap path, with the namespace flags the sandbox will use,
-//! on `true`. Its stderr is classified into a hint naming the fix (a sysctl, a package, a
+//! The probe runs at most once per process and bwrap path, with the namespace flags the sandbox
+//! will use, on `true`. The sandbox runs it only when a run fails without bwrap naming the reason
+//! (a successful start already proves bwrap works, and a second bwrap start per run would cost
+//! as much as the run). Its stderr is classified into a hint naming the fix (a sysctl, a package, a
 //! container option), because "bwrap: setting up uid map: Permission denied" alone does not tell
 //! a person what to do.
 
@@ -53,20 +55,34 @@ fn unavailable(message: String) -> NodeError {
     NodeError::new(ErrorKind::SandboxUnavailable, message)
 }
 
+/// Probe verdicts by bwrap path and flag set.
+type ProbeCache = HashMap<(PathBuf, Vec<String>), Result<(), NodeError>>;
+
 /// Checks once per process (per bwrap path and flag set) that bwrap can create the namespaces
 /// `flags` ask for. Later calls return the cached verdict.
 pub fn probe(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
-    static CACHE: OnceLock<Mutex<HashMap<(PathBuf, Vec<String>), Result<(), NodeError>>>> = OnceLock::new();
-    let key = (bwrap.to_path_buf(), flags.iter().map(|f| f.to_string()).collect::<Vec<_>>());
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(verdict) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+    if let Some(verdict) = probed(bwrap, flags) {
         return verdict;
     }
     let verdict = probe_uncached(bwrap, flags);
-    if let Ok(mut c) = cache.lock() {
-        c.insert(key, verdict.clone());
+    if let Ok(mut cache) = probe_cache().lock() {
+        cache.insert(probe_key(bwrap, flags), verdict.clone());
     }
     verdict
+}
+
+/// The verdict of an earlier [`probe`] in this process, if there was one.
+pub fn probed(bwrap: &Path, flags: &[&str]) -> Option<Result<(), NodeError>> {
+    probe_cache().lock().ok().and_then(|cache| cache.get(&probe_key(bwrap, flags)).cloned())
+}
+
+fn probe_key(bwrap: &Path, flags: &[&str]) -> (PathBuf, Vec<String>) {
+    (bwrap.to_path_buf(), flags.iter().map(|f| f.to_string()).collect())
+}
+
+fn probe_cache() -> &'static Mutex<ProbeCache> {
+    static CACHE: OnceLock<Mutex<ProbeCache>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
 }
 
 fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
@@ -107,6 +123,9 @@ pub fn hint(stderr: &str) -> &'static str {
     } else if s.contains("can't mount proc") || s.contains("mount proc") {
         "A fresh /proc could not be mounted (a container with a masked /proc or without CAP_SYS_ADMIN); \
          run the container with --privileged or with /proc unmasked (e.g. docker --security-opt systempaths=unconfined)."
+    } else if s.contains("can't chdir") || s.contains("can't find source path") {
+        "A directory the sandbox mounts or starts in could not be reached by bwrap (missing, or its permissions \
+         keep it out); check the workspace, working_subdir and request_read_paths exist and can be entered."
     } else if s.contains("operation not permitted") || s.contains("permission denied") {
         "The kernel or a security module refused the namespaces (seccomp/AppArmor/SELinux policy, or a \
          container without CAP_SYS_ADMIN); allow user namespaces: `sysctl kernel.unprivileged_userns_clone=1`, \
@@ -240,6 +259,7 @@ mod tests {
         assert!(hint("bwrap: setting up uid map: Permission denied").contains("id map"));
         assert!(hint("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted").contains("network namespace"));
         assert!(hint("bwrap: Can't mount proc on /newroot/proc: Operation not permitted").contains("/proc"));
+        assert!(hint("bwrap: Can't chdir to /work/x: Permission denied").contains("working_subdir"));
     }
 
     #[test]

@@ -41,7 +41,39 @@ impl Stream {
 /// holds the pipe open), whatever the pipe already holds is read without waiting, then the
 /// drain ends.
 pub async fn drain(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> HeadTail {
-    let mut out = HeadTail::new(cap);
+    drain_to(stream, Sink::new(cap, false), stop).await.text
+}
+
+/// Like [`drain`], and also keeps the first `cap` bytes exactly as read, for output that is not
+/// text (NUL-framed records, non-UTF-8 paths). Holds up to twice `cap` in memory.
+pub async fn drain_with_bytes(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> (HeadTail, Vec<u8>) {
+    let sink = drain_to(stream, Sink::new(cap, true), stop).await;
+    (sink.text, sink.bytes)
+}
+
+/// Where drained bytes go: the head+tail text buffer, and optionally a raw prefix.
+struct Sink {
+    text: HeadTail,
+    keep_bytes: bool,
+    bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl Sink {
+    fn new(cap: usize, keep_bytes: bool) -> Self {
+        Sink { text: HeadTail::new(cap), keep_bytes, bytes: Vec::new(), cap }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        self.text.push(chunk);
+        if self.keep_bytes && self.bytes.len() < self.cap {
+            let take = (self.cap - self.bytes.len()).min(chunk.len());
+            self.bytes.extend_from_slice(&chunk[..take]);
+        }
+    }
+}
+
+async fn drain_to(stream: Option<Stream>, mut out: Sink, stop: &CancellationToken) -> Sink {
     let Some(stream) = stream else { return out };
     let mut buf = vec![0u8; INITIAL_READ_BUFFER];
     loop {
@@ -72,7 +104,7 @@ enum Flow {
 }
 
 /// Reads without blocking until the pipe is empty or at EOF.
-fn read_available(rx: &pipe::Receiver, buf: &mut Vec<u8>, out: &mut HeadTail) -> Flow {
+fn read_available(rx: &pipe::Receiver, buf: &mut Vec<u8>, out: &mut Sink) -> Flow {
     loop {
         match rx.try_read(buf) {
             Ok(0) => return Flow::Done,
@@ -92,7 +124,7 @@ fn read_available(rx: &pipe::Receiver, buf: &mut Vec<u8>, out: &mut HeadTail) ->
 
 /// Reads what the pipe holds right now, up to [`FINAL_DRAIN_LIMIT`], bypassing the reactor's
 /// readiness state (which may not have caught up with the last write).
-fn read_remaining(rx: &pipe::Receiver, buf: &mut [u8], out: &mut HeadTail) {
+fn read_remaining(rx: &pipe::Receiver, buf: &mut [u8], out: &mut Sink) {
     let mut read = 0u64;
     while read < FINAL_DRAIN_LIMIT {
         // SAFETY: reading into a valid, exclusively borrowed buffer from a descriptor `rx` owns;
@@ -175,6 +207,22 @@ mod tests {
         let out = drain(Some(Stream::new(rx).unwrap()), 1024, &stop).await.finish();
         assert_eq!(out.text, "already there");
         drop(tx);
+    }
+
+    #[tokio::test]
+    async fn raw_bytes_keep_the_exact_prefix() {
+        let (rx, mut tx) = pipe_pair();
+        let writer = std::thread::spawn(move || {
+            tx.write_all(b"a\xff\x00b").unwrap();
+            tx.write_all(&[b'z'; 100]).unwrap();
+        });
+        let stop = CancellationToken::new();
+        let (text, bytes) = drain_with_bytes(Some(Stream::new(rx).unwrap()), 8, &stop).await;
+        writer.join().unwrap();
+        assert_eq!(bytes, b"a\xff\x00bzzzz", "the first cap bytes, unaltered");
+        let text = text.finish();
+        assert!(text.truncated);
+        assert_eq!(text.total_bytes, 104);
     }
 
     #[tokio::test]

@@ -71,7 +71,7 @@ mod tests {
         let (a, o) = (allowed.path().to_path_buf(), other.path().to_path_buf());
         // Landlock binds the calling thread, so confine a throwaway thread only.
         let result = std::thread::spawn(move || {
-            let outcome = confine_writes(&[a.clone()]).unwrap();
+            let outcome = confine_writes(std::slice::from_ref(&a)).unwrap();
             let inside = std::fs::write(a.join("ok.txt"), "x");
             let outside = std::fs::write(o.join("no.txt"), "x");
             let read = std::fs::read_dir("/usr").is_ok();

@@ -13,6 +13,9 @@
 //!     .timeout(Duration::from_secs(60))
 //!     .caps(1 << 20, 1 << 20);
 //! let out: ProcessOutput = run(spec, &cancel_token).await;
+//! // Output that is not text (NUL-framed records, non-UTF-8 paths): the same, plus the first
+//! // `stdout_cap` bytes of stdout unaltered.
+//! let raw: RawOutput = run_with_stdout_bytes(spec, &cancel_token).await;
 //! ```
 //!
 //! A runnable example:
@@ -45,7 +48,7 @@ pub mod landlock;
 pub mod limits;
 pub mod sandbox;
 
-pub use spawn::run;
+pub use spawn::{run, run_with_stdout_bytes};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -135,6 +138,21 @@ pub struct ProcessOutput {
     pub spawn_error: Option<String>,
     /// Resource usage of the child (and its reaped descendants), where the OS reports it.
     pub usage: Option<ResourceUsage>,
+}
+
+/// What [`run_with_stdout_bytes`] returns: the usual output plus stdout's exact bytes.
+#[derive(Debug, Clone)]
+pub struct RawOutput {
+    pub output: ProcessOutput,
+    /// The first `stdout_cap` bytes of stdout, unaltered (`output.stdout.truncated` says whether
+    /// more followed). Empty when the process did not start.
+    pub stdout_bytes: Vec<u8>,
+}
+
+impl From<ProcessOutput> for RawOutput {
+    fn from(output: ProcessOutput) -> Self {
+        RawOutput { output, stdout_bytes: Vec::new() }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -15,7 +15,7 @@
 
 use crate::capture::{self, Stream};
 use crate::kill::signal_group;
-use crate::{ProcessOutput, ProcessSpec, ResourceUsage, Rlimit, RlimitResource, Termination};
+use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination};
 use cheng_node::text::HeadTail;
 use std::ffi::OsStr;
 use std::io;
@@ -38,13 +38,25 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 ///
 /// Must be called inside a tokio runtime with I/O and time enabled.
 pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput {
+    run_capturing(spec, cancel, false).await.output
+}
+
+/// Like [`run`], and also returns the first `spec.stdout_cap` bytes of stdout exactly as the
+/// child wrote them ([`RawOutput::stdout_bytes`]), for output that is not text: NUL-framed
+/// records, paths that are not UTF-8. `output.stdout` is the same bounded text [`run`] gives.
+/// Costs up to twice `stdout_cap` of memory.
+pub async fn run_with_stdout_bytes(spec: ProcessSpec, cancel: &CancellationToken) -> RawOutput {
+    run_capturing(spec, cancel, true).await
+}
+
+async fn run_capturing(spec: ProcessSpec, cancel: &CancellationToken, keep_bytes: bool) -> RawOutput {
     let started = Instant::now();
     if cancel.is_cancelled() {
-        return not_started(&spec, Termination::Cancelled, None, started);
+        return not_started(&spec, Termination::Cancelled, None, started).into();
     }
     let mut child = match start(&spec) {
         Ok(child) => child,
-        Err(message) => return not_started(&spec, Termination::SpawnFailed, Some(message), started),
+        Err(message) => return not_started(&spec, Termination::SpawnFailed, Some(message), started).into(),
     };
 
     let stop = CancellationToken::new();
@@ -53,7 +65,13 @@ pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput
     let stdin = child.stdin.take();
     let streams = async {
         let (out, err, ()) = tokio::join!(
-            capture::drain(stdout, spec.stdout_cap, &stop),
+            async {
+                if keep_bytes {
+                    capture::drain_with_bytes(stdout, spec.stdout_cap, &stop).await
+                } else {
+                    (capture::drain(stdout, spec.stdout_cap, &stop).await, Vec::new())
+                }
+            },
             capture::drain(stderr, spec.stderr_cap, &stop),
             capture::feed(stdin, spec.stdin.clone(), &stop),
         );
@@ -63,7 +81,7 @@ pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput
 
     let supervise = supervise(&mut child, &spec, cancel);
     tokio::pin!(supervise);
-    let mut drained: Option<(HeadTail, HeadTail)> = None;
+    let mut drained: Option<((HeadTail, Vec<u8>), HeadTail)> = None;
     let (termination, status, usage) = loop {
         tokio::select! {
             outcome = &mut supervise => break outcome,
@@ -84,8 +102,9 @@ pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput
         }
     };
 
+    let ((out, stdout_bytes), err) = (out, err);
     let (exit_code, signal, termination) = interpret(status, termination);
-    ProcessOutput {
+    let output = ProcessOutput {
         exit_code,
         termination,
         signal,
@@ -94,7 +113,8 @@ pub async fn run(spec: ProcessSpec, cancel: &CancellationToken) -> ProcessOutput
         stderr: err.finish(),
         spawn_error: None,
         usage,
-    }
+    };
+    RawOutput { output, stdout_bytes }
 }
 
 /// Waits for the child, enforcing timeout and cancellation, kills what is left of its group and

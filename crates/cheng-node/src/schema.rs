@@ -124,5 +124,15 @@ mod tests {
         assert_eq!(input["properties"]["timeout_ms"]["maximum"], 600000);
         assert!(input["properties"]["timeout_ms"].get("default").is_none());
         assert_eq!(input["additionalProperties"], false);
+        for schema in [&input, &config, &output_schema(&SPEC)] {
+            assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+            assert_eq!(schema["type"], "object");
+        }
+        assert!(!props(&output_schema(&SPEC)).is_empty());
+        let all = node_schemas(&SPEC);
+        assert_eq!(all["id"], "test/schema");
+        for part in ["input", "config", "output"] {
+            assert!(all[part].is_object(), "{part}");
+        }
     }
 }

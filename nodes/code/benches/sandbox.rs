@@ -81,7 +81,7 @@ fn measure(rt: &tokio::runtime::Runtime, node: &dyn Node, ws: &Path, input: Valu
     bare.run();
     let mut s = Samples::default();
     for round in 0..ROUNDS {
-        let mut node_once = |s: &mut Samples| {
+        let node_once = |s: &mut Samples| {
             let (took, out) = run_node();
             s.node.push(ms(took));
             s.setup.push(out["metrics"]["sandbox_setup_ms"].as_f64().unwrap_or(f64::NAN));

@@ -118,16 +118,51 @@ static SPEC: NodeSpec = NodeSpec {
 cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&CodePython) }
 
 /// The runner executed inside the sandbox (see the module docs).
-const RUNNER: &str = r#"import json, sys, traceback
+const RUNNER: &str = r#"import sys
+
+def _cheng_codec():
+    # json.loads/json.dumps through the C scanner and encoder they use themselves, without
+    # importing the json package (its decoder and encoder import `re`: several milliseconds of
+    # a short run). A self-check guards against this interpreter's private _json differing;
+    # then the json package is used as is.
+    try:
+        import _json
+        class Context:
+            strict = True
+            object_hook = None
+            object_pairs_hook = None
+            parse_float = float
+            parse_int = int
+            parse_constant = float
+            memo = None
+        scan = _json.make_scanner(Context())
+        def default(o):
+            raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+        encode = _json.make_encoder({}, default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, False)
+        def loads(text):
+            value, end = scan(text, 0)
+            if end != len(text):
+                raise ValueError("extra data")
+            return value
+        def dumps(value):
+            return "".join(encode(value, 0))
+        sample = '{"a": [1, 2.5, "\u00e9\\n", null, true, false, {}]}'
+        if dumps(loads(sample)) != '{"a": [1, 2.5, "\\u00e9\\n", null, true, false, {}]}':
+            raise ValueError("unexpected _json behaviour")
+        return loads, dumps
+    except Exception:
+        import json
+        return json.loads, lambda value: json.dumps(value, allow_nan=False)
 
 def _cheng_main():
     io = "/run/cheng-io"
     channel = open(io + "/result.json", "w", encoding="utf-8")
+    loads, dumps = _cheng_codec()
     def report(obj):
-        channel.write(json.dumps(obj))
+        channel.write(dumps(obj))
         channel.close()
     with open(io + "/input.json", encoding="utf-8") as f:
-        data = json.load(f)
+        data = loads(f.read())
     with open(io + "/script.py", encoding="utf-8") as f:
         source = f.read()
     try:
@@ -148,6 +183,8 @@ def _cheng_main():
             report({"error": "exit", "type": "SystemExit", "message": "the script called exit(%r)" % (e.code,), "code": e.code if isinstance(e.code, int) else 1})
             return e.code if isinstance(e.code, int) else 1
     except BaseException as e:
+        # Imported only here: traceback costs milliseconds at start-up.
+        import traceback
         line = None
         for frame in traceback.extract_tb(e.__traceback__):
             if frame.filename == "<script>":
@@ -157,7 +194,7 @@ def _cheng_main():
         return 1
     result = namespace.get("result")
     try:
-        text = json.dumps(result, allow_nan=False)
+        text = dumps(result)
     except (TypeError, ValueError) as e:
         report({"error": "result", "type": type(result).__name__, "message": str(e)})
         return 1
@@ -260,7 +297,9 @@ impl Node for CodePython {
 
         let command: Vec<OsString> = vec![python.executable.clone().into(), "-I".into(), format!("{IO_DIR}/runner.py").into()];
         let mut request = ports.request(ctx, command);
+        sandboxed::io_output(&io, "result.json")?;
         request.io_dir = Some(io.clone());
+        request.io_outputs = vec!["result.json".into()];
         request.extra_ro = python.prefixes.clone();
         request.network = false;
         request.memory_cgroup = Some(CgroupV2::detect_once());
@@ -333,6 +372,32 @@ mod tests {
             stderr: cheng_node::text::head_tail(stderr.as_bytes(), 1024),
             spawn_error: None,
             usage: None,
+        }
+    }
+
+    /// The runner's codec with and without the C fast path, in the host's python3.
+    #[test]
+    fn the_runner_codec_matches_json_with_and_without_the_fast_path() {
+        let Ok(python) = find_interpreter() else {
+            eprintln!("skipped: no python3 here");
+            return;
+        };
+        let codec = RUNNER.split("def _cheng_main").next().unwrap_or_default();
+        for (block, json_expected) in [("", "False"), ("sys.modules['_json'] = None\n", "True")] {
+            let check = format!(
+                "import sys\n{block}{codec}\nloads, dumps = _cheng_codec()\n\
+                 v = loads('{{\"a\": [1, 2.5, \"\\u00e9\", null, true]}}')\n\
+                 try:\n    dumps(float('nan'))\n    nan = 'accepted'\nexcept ValueError:\n    nan = 'refused'\n\
+                 print(dumps(v), nan, 'json' in sys.modules)"
+            );
+            let out = std::process::Command::new(&python.executable).args(["-I", "-c", &check]).output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                stdout.trim(),
+                format!("{{\"a\": [1, 2.5, \"\\u00e9\", null, true]}} refused {json_expected}"),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 

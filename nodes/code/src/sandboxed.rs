@@ -139,20 +139,31 @@ impl SandboxPorts {
     }
 }
 
-/// A private per-run directory (mounted at `cheng_exec::sandbox::IO_DIR`) for the input file and
-/// result channel. World-writable inside a root-only parent, so the sandbox uid can write it and
-/// nobody else on the host can reach it.
+/// A private per-run directory (mounted read-only at `cheng_exec::sandbox::IO_DIR`) for the
+/// input file, the runner and the result channel, on a tmpfs where there is one
+/// (`cheng_exec::sandbox::io_parent`). Readable by the sandbox uid inside a root-only parent,
+/// so nobody else on the host can reach it.
 pub fn io_dir() -> Result<(tempfile::TempDir, PathBuf), NodeError> {
     use std::os::unix::fs::PermissionsExt;
     let parent = tempfile::Builder::new()
         .prefix("cheng-sandbox-")
-        .tempdir()
+        .tempdir_in(cheng_exec::sandbox::io_parent())
         .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
     let io = parent.path().join("io");
     std::fs::create_dir(&io)
-        .and_then(|_| std::fs::set_permissions(&io, std::fs::Permissions::from_mode(0o777)))
+        .and_then(|_| std::fs::set_permissions(&io, std::fs::Permissions::from_mode(0o755)))
         .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
     Ok((parent, io))
+}
+
+/// Creates an empty file in the I/O directory that the sandbox may write (see
+/// `SandboxRequest::io_outputs`).
+pub fn io_output(io: &std::path::Path, name: &str) -> Result<(), NodeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = io.join(name);
+    std::fs::write(&path, "")
+        .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)))
+        .map_err(|e| NodeError::internal(format!("cannot create {name} for the sandbox: {e}")))
 }
 
 /// Prepares and runs the sandbox.

@@ -83,6 +83,32 @@ fn nodes_json_carries_what_a_canvas_draws() {
     assert_eq!(port("sandbox_root")["audience"], "engine");
     assert_eq!(port("args")["type"], "array<string>");
     assert!(shell["outputs"].as_array().unwrap().iter().any(|p| p["name"] == "termination"));
+    assert_eq!(timeout["min"], 1);
+    assert_eq!(timeout["default"], Value::Null);
+    assert_eq!(timeout["required"], false);
+    assert_eq!(timeout["control"], Value::Null);
+    assert_eq!(port("args")["default"], json!([]));
+    assert_eq!(port("command")["default"], "");
+    assert!(port("purpose")["description"].as_str().unwrap().contains("approval card"));
+    assert_eq!(shell["gate"], Value::Null);
+    assert_eq!(shell["category"], "workspace");
+    // Every node, every port: the keys a canvas reads are always there (null when unset).
+    for node in nodes.as_array().unwrap() {
+        for key in ["id", "title", "category", "description", "inputs", "outputs", "gate", "effects"] {
+            assert!(node.get(key).is_some(), "{}: {key} missing", node["id"]);
+        }
+        assert!(node["effects"]["kind"].is_string() && node["effects"]["description"].is_string());
+        for port in node["inputs"].as_array().unwrap() {
+            for key in ["name", "type", "required", "default", "min", "max", "choices", "control", "audience", "description"] {
+                assert!(port.get(key).is_some(), "{}.{}: {key} missing", node["id"], port["name"]);
+            }
+        }
+        for port in node["outputs"].as_array().unwrap() {
+            for key in ["name", "type", "description"] {
+                assert!(port.get(key).is_some(), "{}.{}: {key} missing", node["id"], port["name"]);
+            }
+        }
+    }
 }
 
 #[test]
@@ -139,6 +165,28 @@ fn usage_errors_exit_2_naming_the_problem() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
     }
+}
+
+#[test]
+fn input_and_config_can_come_from_files() {
+    let (_d, ws) = temp_workspace();
+    let input = ws.join("input.json");
+    let config = ws.join("config.json");
+    std::fs::write(&input, r#"{"shell_string": "echo from a file | tr a-z A-Z"}"#).unwrap();
+    std::fs::write(&config, r#"{"allow_shell_string": true}"#).unwrap();
+    let out = run_cheng(&[
+        "run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &format!("@{}", input.display()),
+        "--config", &format!("@{}", config.display()), "--approve",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(value["stdout"], "FROM A FILE\n");
+    // A file holding something other than an object names the flag and the file.
+    std::fs::write(&input, "[1, 2]").unwrap();
+    let out = run_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &format!("@{}", input.display())]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("--input @{}", input.display())) && stderr.contains("expected a JSON object"), "{stderr}");
 }
 
 #[test]
@@ -208,11 +256,41 @@ fn quickstart_graph_succeeds() {
     for name in ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
+    for line in &lines {
+        let ts = line["ts"].as_str().unwrap_or_else(|| panic!("no ts: {line}"));
+        assert!(ts.ends_with('Z') && ts.len() >= 20, "{ts}");
+        if ["approval_decided", "node_finished", "graph_finished"].contains(&line["event"].as_str().unwrap()) {
+            assert!(line["duration_ms"].is_u64(), "no duration: {line}");
+        }
+    }
     // The edge carried list.summary into readme's purpose, shown on the approval card.
     let card = lines.iter().find(|l| l["event"] == "approval_requested" && l["node"] == "readme").unwrap();
     assert!(card["request"]["purpose"].as_str().unwrap().contains("ls -l"), "{card}");
     let out = run_cheng(&["graph", "check", graph.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn events_jsonl_streams_json_lines_to_stderr() {
+    let graph = fixtures().join("graphs/quickstart.json");
+    let ws = fixtures().join("workspaces/hello");
+    let (_d, cwd) = temp_workspace();
+    let out = cheng()
+        .current_dir(&cwd)
+        .args(["graph", "run", graph.to_str().unwrap(), "--workspace", ws.to_str().unwrap(), "--approve", "--events", "jsonl"])
+        .output()
+        .expect("cheng runs");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!cwd.join("jsonl").exists(), "`--events jsonl` names the format, not a file");
+    // Event lines are the ones starting with `{`; the rest are `cheng:` messages.
+    let events: Vec<Value> = stderr.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect(l)).collect();
+    assert!(stderr.lines().all(|l| l.starts_with('{') || l.starts_with("cheng: ")), "{stderr}");
+    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    for name in ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert_eq!(names.last(), Some(&"graph_finished"));
 }
 
 fn write_graph(dir: &Path, graph: &Value) -> String {
@@ -306,6 +384,21 @@ fn ctrl_c_cancels_run_kills_children_and_exits_130() {
     assert_eq!(code, 130, "{out}");
     assert_eq!(out["termination"], "cancelled", "{out}");
     assert_eq!(out["success"], false);
+}
+
+#[test]
+fn ctrl_c_kills_grandchildren_too() {
+    let (_d, ws) = temp_workspace();
+    let secs = format!("1002.{}", std::process::id());
+    // The sleep is sh's child, cheng's grandchild: only a process-group kill reaches it.
+    let script = format!("sleep {secs} & wait");
+    let input = json!({"command": "sh", "args": ["-c", script]}).to_string();
+    let (code, out) = interrupt(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"], &secs);
+    assert_eq!(code, 130, "{out}");
+    assert_eq!(out["termination"], "cancelled", "{out}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED");
+    assert_eq!(out["terminal"], true);
+    wait_for("the shell to die", || processes_with_cmdline(&["sh", "-c", &script]).is_empty());
 }
 
 #[test]

@@ -185,9 +185,16 @@ fn unprivileged_code_shell_runs_in_a_user_namespace() {
         return;
     }
     let (_d, ws) = nobody_dir("/tmp");
-    let (code, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": "id -u; echo '{\"n\": 1}' >/dev/null; printf '%s' \"$INPUT\"", "input": {"n": 1}}), None, &[]);
+    let script = "id -u; printf '%s\\n' \"$INPUT\"; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
+    let (code, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "input": {"n": 1}}), None, &[]);
     assert_eq!(code, 0, "{out} {stderr}");
-    assert_eq!(out["result"], "65534\n{\"n\":1}", "{out}");
+    let stdout = out["stdout"].as_str().unwrap_or("");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[..2], ["65534", "{\"n\":1}"], "{out}");
+    assert_eq!(lines.len(), 7, "{stdout}");
+    for line in &lines[2..] {
+        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+    }
     let limits = &out["metrics"]["limits"];
     assert_eq!(limits["identity"], "uid 65534 (cheng's own, in a user namespace)", "{out}");
     assert_eq!(limits["nproc_enforcement"], "RLIMIT_NPROC 256 set inside the user namespace", "{out}");
@@ -272,4 +279,70 @@ fn unprivileged_runs_have_no_network() {
     let stdout = out["stdout"].as_str().unwrap_or("");
     assert!(!stdout.contains("reached") && stdout.contains("no-dns"), "{out}");
     assert_eq!(out["metrics"]["limits"]["network"], "none (private network namespace)");
+}
+
+/// The rlimits are set by cheng's init step inside the sandbox (bwrap itself is started without
+/// them): the script sees every one, at the smallest memory_mb too.
+#[test]
+fn the_init_step_applies_every_rlimit() {
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    let script = "grep -E '^Max (address space|processes|file size|open files|core file size)' /proc/self/limits";
+    for memory_mb in [16u64, 200] {
+        // The author's config raises the ceiling (128 by default) for the larger value.
+        let config = json!({"memory_mb": memory_mb}).to_string();
+        let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script, "memory_mb": memory_mb}), &["--config", &config]);
+        assert_eq!(code, 0, "memory_mb={memory_mb}: {out} {stderr}");
+        let text = out["stdout"].as_str().unwrap_or("");
+        let row = |name: &str| -> Vec<String> {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing: {text}"));
+            line[name.len()..].split_whitespace().take(2).map(str::to_string).collect()
+        };
+        let bytes = (memory_mb << 20).to_string();
+        assert_eq!(row("Max address space"), [bytes.clone(), bytes], "{text}");
+        assert_eq!(row("Max processes"), ["256", "256"], "{text}");
+        assert_eq!(row("Max open files"), ["1024", "1024"], "{text}");
+        assert_eq!(row("Max file size"), ["1073741824", "1073741824"], "{text}");
+        assert_eq!(row("Max core file size"), ["0", "0"], "{text}");
+    }
+}
+
+#[test]
+fn a_memory_hog_under_the_init_step_fails_with_memory_limit() {
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    let input = json!({"script": "head -c 400000000 /dev/zero | tail -c 300000000 > /dev/null", "memory_mb": 64});
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &[]);
+    assert_eq!(code, 1, "{out} {stderr}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{out}");
+    assert_eq!(out["metrics"]["limits"]["memory"], "RLIMIT_AS 64 MiB (address space, not resident memory)");
+}
+
+/// A private (0700) workspace is usable with allow_filesystem, files land owned by its owner,
+/// and no capability of bwrap's survives into the script.
+#[test]
+fn a_private_workspace_is_writable_and_no_capability_survives() {
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let (_d, ws) = temp_workspace();
+    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = "echo x > made.txt; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script}), &["--config", r#"{"allow_filesystem": true}"#]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    let stdout = out["stdout"].as_str().unwrap_or("");
+    assert_eq!(stdout.lines().count(), 5, "{stdout}");
+    for line in stdout.lines() {
+        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+    }
+    let (file, dir) = (std::fs::metadata(ws.join("made.txt")).unwrap(), std::fs::metadata(&ws).unwrap());
+    assert_eq!((file.uid(), file.gid()), (dir.uid(), dir.gid()));
 }

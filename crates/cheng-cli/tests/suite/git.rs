@@ -111,6 +111,12 @@ fn error_codes_for_missing_repository_git_and_limits() {
     let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "log", "max_count": 101}), &[]);
     assert_ne!(code, 0);
     assert!(format!("{out}{stderr}").contains("100"), "{out} {stderr}");
+    // The spec's maximum is enforced before the node runs: a validation error (exit 2) naming
+    // the port and citing the maximum; 100 itself is accepted.
+    assert_eq!(code, 2, "{out} {stderr}");
+    assert!(stderr.contains("max_count") && stderr.contains("maximum 100"), "{stderr}");
+    let (code, _, stderr) = run_node(NODE, &ws, &json!({"operation": "log", "max_count": 100}), &[]);
+    assert_eq!(code, 0, "{stderr}");
 
     // git missing from PATH: SPAWN_FAILED naming git.
     let empty = tempfile::tempdir().expect("tempdir");
@@ -125,4 +131,34 @@ fn error_codes_for_missing_repository_git_and_limits() {
     let code = output.status.code().unwrap_or(-1);
     assert_eq!(failure(code, &stdout, &stderr), "LOCAL_EXECUTOR_SPAWN_FAILED");
     assert!(format!("{stdout}{stderr}").contains("git"), "{stdout} {stderr}");
+}
+
+/// git is looked up on cheng's own PATH, absolute entries only: a `git` placed in the workspace
+/// (or on a relative PATH entry) is never run, and without a git on PATH the error names git.
+#[test]
+fn git_is_found_on_absolute_path_entries_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_d, ws) = temp_workspace();
+    repo_with_commit(&ws);
+    let outside = tempfile::tempdir().expect("tempdir");
+    let marker = outside.path().join("fake-git-ran");
+    std::fs::create_dir_all(ws.join("bin")).expect("mkdir");
+    let fake = ws.join("bin/git");
+    std::fs::write(&fake, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).expect("write");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let path = format!("bin:./bin:{}", empty.path().display());
+    let input = json!({"operation": "status"}).to_string();
+    let output = cheng()
+        .args(["run", NODE, "--workspace", ws.to_str().unwrap_or("."), "--input", &input])
+        .current_dir(&ws)
+        .env("PATH", &path)
+        .output()
+        .expect("cheng runs");
+    let stdout: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    assert_eq!(failure(code, &stdout, &stderr), "LOCAL_EXECUTOR_SPAWN_FAILED", "{stdout} {stderr}");
+    assert!(stdout["error"].as_str().unwrap_or_default().contains("git could not be started"), "{stdout}");
+    assert!(!marker.exists(), "a git from a relative PATH entry ran");
 }

@@ -43,7 +43,7 @@ fn outline_of_a_fixture() {
 
 #[test]
 fn diagnostics_match_the_checked_in_expectations() {
-    for name in ["headings", "whitespace", "links", "clean"] {
+    for name in ["headings", "whitespace", "links", "clean", "edge"] {
         let (code, out, stderr) = markdown(&md_fixtures(), json!({"operation": "diagnostics", "path": format!("{name}.md")}));
         assert_eq!(code, 0, "{name}: {stderr}");
         let expected: Value = serde_json::from_str(

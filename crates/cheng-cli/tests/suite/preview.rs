@@ -74,4 +74,30 @@ fn input_errors() {
     let (code, out, stderr) = preview(&ws, json!({"operation": "markdown", "content": "x", "max_bytes": 524_289}));
     assert_ne!(code, 0, "{out}");
     assert!(stderr.contains("max_bytes") || out.to_string().contains("max_bytes"), "{stderr} {out}");
+    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(stderr.contains("524288") || out.to_string().contains("524288"), "the limit is named: {stderr} {out}");
+    // The maximum itself is accepted.
+    let (code, out, stderr) = preview(&ws, json!({"operation": "markdown", "content": "x", "max_bytes": 524_288}));
+    assert_eq!(code, 0, "{stderr} {out}");
+    // Neither path nor content (null counts as unset).
+    let (code, out, stderr) = preview(&ws, json!({"operation": "html", "path": null, "content": null}));
+    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(stderr.contains("content") || out.to_string().contains("content"), "{stderr} {out}");
+    // Outside the workspace even when content is also given: path wins, and is refused.
+    let (code, out, stderr) = preview(&ws, json!({"operation": "markdown", "path": "../../etc/passwd", "content": "# fine"}));
+    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE");
+}
+
+#[test]
+fn path_wins_over_content() {
+    let (_d, ws) = temp_workspace();
+    std::fs::write(ws.join("a.md"), "# From file\n").expect("write");
+    let (code, out, stderr) = preview(&ws, json!({"operation": "markdown", "path": "a.md", "content": "# From content\n"}));
+    assert_eq!(code, 0, "{stderr}");
+    let html = out["preview"].as_str().expect("preview");
+    assert!(html.contains(r#"<h1 id="user-content-from-file">From file</h1>"#), "{html}");
+    assert!(!html.contains("From content"), "{html}");
+    assert_eq!(out["source_path"], "a.md");
+    assert_eq!(out["source_bytes"], 12);
+    assert_eq!(out["preview_truncated"], false);
 }

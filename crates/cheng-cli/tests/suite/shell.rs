@@ -218,6 +218,45 @@ fn cwd_escapes_are_refused() {
 #[test]
 fn env_denylist_is_enforced() {
     let (_d, ws) = temp_workspace();
+    // Every variable the policy lists (prefix rules by several members and spellings), each
+    // with a value that would do harm if it reached the child.
+    let hook = ws.join("hook.sh");
+    std::fs::write(&hook, "touch pwned\n").expect("write hook");
+    let hook = hook.to_str().expect("utf-8 path");
+    for (name, value) in [
+        ("PATH", "."),
+        ("path", "."),
+        ("LD_PRELOAD", "/tmp/evil.so"),
+        ("LD_LIBRARY_PATH", "."),
+        ("LD_AUDIT", "/tmp/evil.so"),
+        ("ld_preload", "/tmp/evil.so"),
+        ("DYLD_INSERT_LIBRARIES", "/tmp/evil.dylib"),
+        ("DYLD_LIBRARY_PATH", "."),
+        ("BASH_ENV", hook),
+        ("ENV", hook),
+        ("BASH_FUNC_echo%%", "() { touch pwned; }"),
+        ("BASH_FUNC_true()", "() { touch pwned; }"),
+        ("IFS", "/"),
+        ("PS4", "$(touch pwned)"),
+        ("SHELLOPTS", "xtrace"),
+        ("NODE_OPTIONS", "--require ./pwn.js"),
+        ("PYTHONSTARTUP", hook),
+        ("PYTHONPATH", "."),
+        ("PERL5OPT", "-Mpwn"),
+        ("RUBYOPT", "-rpwn"),
+        ("GIT_DIR", "/etc"),
+        ("GIT_SSH_COMMAND", "touch pwned"),
+        ("GIT_CONFIG_GLOBAL", hook),
+        ("GIT_EXEC_PATH", "."),
+    ] {
+        let input = json!({"command": "bash", "args": ["-c", "echo ran"], "env": { name: value }});
+        let (code, out, stderr) = shell(&ws, input, json!({}));
+        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{name}");
+        let text = message(&out, &stderr);
+        assert!(text.contains(name) && text.contains("may not be set"), "{name}: {text}");
+        assert!(!text.contains("ran\n") && out.get("stdout").is_none_or(Value::is_null), "{name}: the command ran: {out}");
+    }
+    assert!(!ws.join("pwned").exists());
     for name in ["LD_PRELOAD", "PATH", "BASH_ENV", "GIT_DIR", "NODE_OPTIONS"] {
         let input = json!({"command": "true", "env": { name: "x" }});
         let (code, out, stderr) = shell(&ws, input, json!({}));
@@ -227,4 +266,45 @@ fn env_denylist_is_enforced() {
     let (code, out, _) = shell(&ws, json!({"command": "sh", "args": ["-c", "echo $MODE"], "env": {"MODE": "fast"}}), json!({}));
     assert_eq!(code, 0);
     assert_eq!(out["stdout"], "fast\n");
+}
+
+#[test]
+fn host_secrets_never_reach_the_command() {
+    let (_d, ws) = temp_workspace();
+    // Credential-like names on cheng's own environment, including LC_* ones (LC_* is otherwise
+    // passed through) and every marker in lower and mixed case.
+    let secrets = [
+        ("CHENG_TEST_API_KEY", "k-1"),
+        ("GITHUB_TOKEN", "t-2"),
+        ("AWS_SECRET_ACCESS_KEY", "s-3"),
+        ("DB_PASSWORD", "p-4"),
+        ("LC_API_KEY", "k-5"),
+        ("LC_SECRET", "s-6"),
+        ("LC_gh_token", "t-7"),
+        ("LC_Db_Password", "p-8"),
+    ];
+    let input = json!({"command": "env"}).to_string();
+    let ws_arg = ws.to_str().expect("utf-8 workspace");
+    let mut cmd = cheng();
+    cmd.args(["run", NODE, "--workspace", ws_arg, "--input", &input, "--approve"]);
+    for (name, value) in secrets {
+        cmd.env(name, value);
+    }
+    // A harmless host variable that is not on the allowlist does not pass either.
+    cmd.env("CHENG_TEST_PLAIN", "plain-9").env("LC_TIME", "C");
+    let out = cmd.output().expect("cheng runs");
+    let value: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let env = value["stdout"].as_str().expect("stdout");
+    for (name, secret) in secrets {
+        assert!(!env.contains(secret), "{name} reached the command:\n{env}");
+    }
+    assert!(!env.contains("plain-9"), "a host variable outside the allowlist reached the command:\n{env}");
+    assert!(env.lines().any(|l| l == "LC_TIME=C"), "the allowlisted LC_TIME is missing:\n{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
+    // The caller's own env input is the one way to pass a credential, and it is explicit.
+    let input = json!({"command": "env", "env": {"MY_API_KEY": "given"}});
+    let (code, out, _) = shell(&ws, input, json!({}));
+    assert_eq!(code, 0);
+    assert!(out["stdout"].as_str().unwrap_or("").lines().any(|l| l == "MY_API_KEY=given"));
 }

@@ -66,3 +66,48 @@ fn approved_node_test_run_reports_counts() {
     assert_eq!(out["failure_summary"][0]["name"], "fails on purpose");
     assert_eq!(out["command_display"], "node --test");
 }
+
+/// Whether `program` is on PATH (an absolute entry), as cheng-exec would find it.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).filter(|d| d.is_absolute()).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// Every command detect suggests on the monorepo fixture is accepted by run exactly as given;
+/// those whose runner is installed here report the fixture's one pass and one failure.
+#[test]
+fn every_monorepo_suggestion_runs_unchanged_through_the_cli() {
+    let (_d, ws) = fixture_workspace();
+    let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "detect", "cwd": "monorepo"}), &["--deny"]);
+    assert_eq!(code, 0, "{stderr}");
+    let projects = out["detected_project"]["projects"].as_array().cloned().unwrap_or_default();
+    let suggestions: Vec<Value> = projects.iter().flat_map(|p| p["commands"].as_array().cloned().unwrap_or_default()).collect();
+    let shown: Vec<String> = suggestions.iter().map(|c| format!("{} {}", c["command"], c["args"])).collect();
+    // cargo workspace, python, npm workspace root, npm package, go module, make.
+    assert!(suggestions.len() >= 6, "{shown:#?}");
+    let mut ran = Vec::new();
+    for suggestion in &suggestions {
+        let mut input = suggestion.as_object().cloned().expect("a {command, args, cwd} object");
+        assert_eq!(input.len(), 3, "exactly command, args and cwd: {suggestion}");
+        input.insert("operation".into(), json!("run"));
+        let (code, out, stderr) = run_node(NODE, &ws, &Value::Object(input), &["--approve"]);
+        assert_ne!(code, 2, "run rejected detect's suggestion {suggestion}: {stderr}");
+        let program = suggestion["command"].as_str().unwrap_or_default();
+        if !on_path(program) {
+            assert_eq!(out["termination"], "spawn_failed", "{suggestion}: {out}");
+            eprintln!("SKIPPED running {suggestion}: {program} is not installed here; CI installs it");
+            continue;
+        }
+        assert_eq!(code, 1, "{suggestion}: the fixture's failing test fails the run: {out} {stderr}");
+        assert_eq!(out["passed"], 1, "{suggestion}: {out}");
+        assert_eq!(out["failed"], 1, "{suggestion}: {out}");
+        assert_eq!(out["success"], false);
+        ran.push(program.to_string());
+    }
+    for runner in ["cargo", "python3", "npm"] {
+        if on_path(runner) {
+            assert!(ran.iter().any(|r| r == runner), "{runner} is installed but no suggestion used it: {shown:#?}");
+        }
+    }
+}

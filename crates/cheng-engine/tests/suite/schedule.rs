@@ -124,3 +124,42 @@ fn single_node_runs_through_the_same_path() {
         .unwrap_err();
     assert_eq!(errs[0].port.as_deref(), Some("sandbox_root"));
 }
+
+#[test]
+fn a_jsonl_log_holds_all_five_event_kinds_each_with_timestamp_and_the_durations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let file_sink: Arc<dyn cheng_engine::EventSink> = Arc::new(JsonlSink::create(&path).unwrap());
+    let (_ws, options) = workspace();
+    let engine = Engine::new(registry().with(Gated::default()));
+    run(
+        &engine,
+        json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated", "inputs": {"purpose": "log it"}},
+                                       {"id": "e", "type": "test/echo"}],
+               "edges": [{"from": "g.summary", "to": "e.text"}]}),
+        options.events(file_sink).approver(Recording::new(cheng_node::Decision::Approved)),
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["node_started", "approval_requested", "approval_decided", "node_finished", "node_started", "node_finished", "graph_finished"],
+        "{text}"
+    );
+    let mut previous = None;
+    for line in &lines {
+        let ts = humantime::parse_rfc3339(line["ts"].as_str().unwrap()).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(previous.is_none_or(|p| p <= ts), "timestamps go backwards: {text}");
+        previous = Some(ts);
+        if line["event"] != "graph_finished" {
+            assert!(line["node"].is_string() && line["type"].is_string(), "{line}");
+        }
+        let timed = ["approval_decided", "node_finished", "graph_finished"].contains(&line["event"].as_str().unwrap());
+        assert_eq!(line["duration_ms"].is_u64(), timed, "{line}");
+    }
+    let requested = &lines[1];
+    assert_eq!(requested["request"]["purpose"], "log it");
+    assert_eq!(requested["request"]["node_id"], "g");
+    assert_eq!(lines[2]["decision"], "approved");
+}

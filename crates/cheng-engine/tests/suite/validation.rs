@@ -230,3 +230,96 @@ fn every_error_is_reported_at_once() {
         assert!(kinds.contains(&kind), "{kind:?} missing from {errs:#?}");
     }
 }
+
+/// A graph (JSON text) that produces `kind`, and the node and port the error must name.
+/// `Some("*")`: some node of the graph (a cycle is named from whichever node closes it).
+/// The match is exhaustive: a new kind does not compile until it has a case here.
+fn case_for(kind: K) -> (&'static str, Option<&'static str>, Option<&'static str>) {
+    match kind {
+        K::Malformed => (r#"{"version": 1, "nodes": {"a": {}}}"#, None, None),
+        K::UnsupportedVersion => (r#"{"version": 3, "nodes": []}"#, None, None),
+        K::UnknownKey => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputz": {}}]}"#, Some("a"), None),
+        K::UnknownType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/nope"}]}"#, Some("a"), None),
+        K::GatedType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/gate_var"}]}"#, Some("a"), None),
+        K::DuplicateNode => {
+            (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "a", "type": "test/echo"}]}"#, Some("a"), None)
+        }
+        K::UnknownPort => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"txet": ""}}]}"#, Some("a"), Some("txet")),
+        K::WrongType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"text": 1}}]}"#, Some("a"), Some("text")),
+        K::OutOfRange => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"count": 101}}]}"#, Some("a"), Some("count")),
+        K::MissingRequired => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/needs"}]}"#, Some("a"), Some("name")),
+        K::AuthorOnly => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"allow_shell_string": true}}]}"#,
+            Some("a"),
+            Some("allow_shell_string"),
+        ),
+        K::EngineOnly => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "config": {"sandbox_root": "/"}}]}"#,
+            Some("a"),
+            Some("sandbox_root"),
+        ),
+        K::AboveCap => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"allow_network": true}}]}"#,
+            Some("a"),
+            Some("allow_network"),
+        ),
+        K::DanglingEdge => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "b", "type": "test/echo"}],
+                "edges": [{"from": "a.text", "to": "b.nothing"}]}"#,
+            Some("b"),
+            Some("nothing"),
+        ),
+        K::EdgeTypeMismatch => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "b", "type": "test/echo"}],
+                "edges": [{"from": "a.number", "to": "b.tags"}]}"#,
+            Some("b"),
+            Some("tags"),
+        ),
+        K::EdgeConflict => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "b", "type": "test/echo", "inputs": {"text": "x"}}],
+                "edges": [{"from": "a.text", "to": "b.text"}]}"#,
+            Some("b"),
+            Some("text"),
+        ),
+        K::Cycle => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "b", "type": "test/echo"}],
+                "edges": [{"from": "a.text", "to": "b.text"}, {"from": "b.text", "to": "a.text"}]}"#,
+            Some("*"),
+            None,
+        ),
+    }
+}
+
+#[test]
+fn every_validation_error_kind_is_produced_and_names_its_node_and_port() {
+    // Linked test nodes with every gate unset (test/gate_var is then gated), plus the others.
+    let engine = Engine::new(Registry::from_inventory_with(|_| false).with(Echo).with(Needs).with(Fail));
+    for &kind in K::ALL {
+        let (text, node, port) = case_for(kind);
+        let errors = match Graph::from_json(text) {
+            Err(errors) => errors,
+            Ok(graph) => match engine.validate(&graph) {
+                Ok(_) => panic!("{kind:?}: the graph validated: {text}"),
+                Err(errors) => errors,
+            },
+        };
+        let e = only(&errors, kind);
+        let node = if node == Some("*") {
+            assert!(e.node.as_deref().is_some_and(|n| ["a", "b"].contains(&n)), "{kind:?}: {e}");
+            e.node.as_deref()
+        } else {
+            node
+        };
+        assert_eq!(e.node.as_deref(), node, "{kind:?}: {e}");
+        assert_eq!(e.port.as_deref(), port, "{kind:?}: {e}");
+        let shown = e.to_string();
+        if let Some(node) = node {
+            assert!(shown.contains(&format!("node `{node}`")), "{kind:?}: {shown}");
+        }
+        if let Some(port) = port {
+            assert!(shown.contains(&format!("port `{port}`")), "{kind:?}: {shown}");
+        }
+        // Every message says what to do or what was expected, not just that something is wrong.
+        assert!(e.message.len() > 20, "{kind:?}: {shown}");
+    }
+}

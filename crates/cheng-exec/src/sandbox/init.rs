@@ -1,16 +1,22 @@
 //! The sandbox's init step: cheng's own binary, run by bwrap as the first program inside the
 //! sandbox, applies what bwrap cannot (uid drop, RLIMIT_NPROC after the user namespace exists,
-//! Landlock) and then executes the real command. It never returns to the caller.
+//! Landlock) and the other rlimits, then executes the real command. It never returns to the
+//! caller. Setting the rlimits here rather than on bwrap lets cheng start bwrap through
+//! posix_spawn (no fork of the whole cheng process); everything the sandbox runs still starts
+//! under them. RLIMIT_AS comes last, just before `execvp` on an argv built beforehand, so that
+//! the init step itself never allocates under a small address-space limit.
 //!
 //! A binary opts in by calling [`run_if_requested`] first thing in `main`; that also tells the
 //! sandbox that this binary can serve as its launcher. Binaries that do not (test harnesses,
 //! embedders) get the same sandbox without Landlock, with the uid drop done by `setpriv`, and a
 //! warning saying so.
 //!
-//! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--nproc N] [--write PATH]... -- CMD ARGS...`
+//! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--rlimit NAME=N]... [--write PATH]... -- CMD ARGS...`
+//! with NAME one of `as`, `nproc`, `fsize`, `nofile`, `core`, `cpu`.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
+use crate::{Rlimit, RlimitResource};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -49,7 +55,7 @@ pub fn launcher() -> Option<PathBuf> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InitPlan {
     pub drop_to: Option<(u32, u32)>,
-    pub nproc: Option<u64>,
+    pub rlimits: Vec<Rlimit>,
     pub writable: Vec<PathBuf>,
     pub command: Vec<OsString>,
 }
@@ -62,9 +68,9 @@ impl InitPlan {
             out.push("--drop-to".into());
             out.push(format!("{uid}:{gid}").into());
         }
-        if let Some(n) = self.nproc {
-            out.push("--nproc".into());
-            out.push(n.to_string().into());
+        for limit in &self.rlimits {
+            out.push("--rlimit".into());
+            out.push(format!("{}={}", rlimit_name(limit.resource), limit.value).into());
         }
         for path in &self.writable {
             out.push("--write".into());
@@ -98,8 +104,11 @@ pub fn parse(args: &[OsString]) -> Result<InitPlan, String> {
                 plan.drop_to = Some((u.parse().map_err(|_| "bad uid")?, g.parse().map_err(|_| "bad gid")?));
                 i += 2;
             }
-            Some("--nproc") => {
-                plan.nproc = Some(value(i, "--nproc")?.parse().map_err(|_| "bad --nproc")?);
+            Some("--rlimit") => {
+                let v = value(i, "--rlimit")?;
+                let (name, n) = v.split_once('=').ok_or("--rlimit takes NAME=VALUE")?;
+                let resource = rlimit_resource(name).ok_or_else(|| format!("unknown rlimit {name:?}"))?;
+                plan.rlimits.push(Rlimit { resource, value: n.parse().map_err(|_| format!("bad --rlimit value {n:?}"))? });
                 i += 2;
             }
             Some("--write") => {
@@ -114,17 +123,68 @@ pub fn parse(args: &[OsString]) -> Result<InitPlan, String> {
 
 enum Never {}
 
+fn rlimit_name(resource: RlimitResource) -> &'static str {
+    match resource {
+        RlimitResource::AddressSpace => "as",
+        RlimitResource::Nproc => "nproc",
+        RlimitResource::FileSize => "fsize",
+        RlimitResource::OpenFiles => "nofile",
+        RlimitResource::Core => "core",
+        RlimitResource::CpuSeconds => "cpu",
+    }
+}
+
+fn rlimit_resource(name: &str) -> Option<RlimitResource> {
+    [
+        RlimitResource::AddressSpace,
+        RlimitResource::Nproc,
+        RlimitResource::FileSize,
+        RlimitResource::OpenFiles,
+        RlimitResource::Core,
+        RlimitResource::CpuSeconds,
+    ]
+    .into_iter()
+    .find(|r| rlimit_name(*r) == name)
+}
+
+fn set_rlimit(limit: &Rlimit) -> Result<(), String> {
+    let resource = match limit.resource {
+        RlimitResource::AddressSpace => libc::RLIMIT_AS,
+        RlimitResource::Nproc => libc::RLIMIT_NPROC,
+        RlimitResource::FileSize => libc::RLIMIT_FSIZE,
+        RlimitResource::OpenFiles => libc::RLIMIT_NOFILE,
+        RlimitResource::Core => libc::RLIMIT_CORE,
+        RlimitResource::CpuSeconds => libc::RLIMIT_CPU,
+    };
+    let value = libc::rlimit { rlim_cur: limit.value as libc::rlim_t, rlim_max: limit.value as libc::rlim_t };
+    // SAFETY: setrlimit reads a valid struct.
+    if unsafe { libc::setrlimit(resource, &value) } != 0 {
+        return Err(format!("cannot set RLIMIT_{} to {}: {}", rlimit_name(limit.resource).to_uppercase(), limit.value, std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
-    if let Some(n) = plan.nproc {
-        let limit = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
-        // SAFETY: setrlimit reads a valid struct.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NPROC, &limit) } != 0 {
-            return Err(format!("cannot set RLIMIT_NPROC: {}", std::io::Error::last_os_error()));
-        }
+    // Everything exec needs is allocated now, before any limit applies.
+    let argv: Vec<CString> = plan
+        .command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()).map_err(|_| format!("argument {a:?} contains a NUL byte")))
+        .collect::<Result<_, _>>()?;
+    let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_ptrs.push(std::ptr::null());
+    let failure_prefix = format!("cheng sandbox init: cannot execute {:?}: ", plan.command[0]);
+    let (address_space, others): (Vec<&Rlimit>, Vec<&Rlimit>) =
+        plan.rlimits.iter().partition(|l| l.resource == RlimitResource::AddressSpace);
+
+    // RLIMIT_NPROC before the drop: it binds the new uid from its first fork.
+    for limit in others {
+        set_rlimit(limit)?;
     }
     if let Some((uid, gid)) = plan.drop_to {
         drop_privileges(uid, gid)?;
     }
+    clear_capabilities()?;
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!("cannot set no_new_privs: {}", std::io::Error::last_os_error()));
@@ -132,8 +192,49 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
     crate::landlock::confine_writes(&plan.writable)?;
-    let err = std::process::Command::new(&plan.command[0]).args(&plan.command[1..]).exec();
-    Err(format!("cannot execute {:?}: {err}", plan.command[0]))
+    for limit in address_space {
+        set_rlimit(limit)?;
+    }
+    // From here on: no allocation. execvp searches PATH of the sandbox's environment.
+    // SAFETY: argv_ptrs is a NULL-terminated array of pointers into `argv`, alive here.
+    unsafe { libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr()) };
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: writes from valid buffers; strerror returns a static NUL-terminated string
+    // (this process has one thread); _exit never returns.
+    unsafe {
+        libc::write(2, failure_prefix.as_ptr().cast(), failure_prefix.len());
+        let text = std::ffi::CStr::from_ptr(libc::strerror(errno));
+        libc::write(2, text.as_ptr().cast(), text.to_bytes().len());
+        libc::write(2, b"\n".as_ptr().cast(), 1);
+        libc::_exit(126);
+    }
+}
+
+/// Empties the effective, permitted and inheritable capability sets (bwrap hands the ones it
+/// was asked to keep to the inheritable set too; the uid drop clears only the other two).
+fn clear_capabilities() -> Result<(), String> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let header = Header { version: VERSION_3, pid: 0 };
+    let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capset reads the header and two data structs (version 3 layout).
+    if unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) } != 0 {
+        return Err(format!("cannot clear the capability sets: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: prctl with constant arguments; ambient capabilities are cleared as well.
+    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    Ok(())
 }
 
 /// Empties the capability bounding set, then switches groups, gid and uid (which clears the
@@ -173,7 +274,10 @@ mod tests {
     fn plans_round_trip_through_argv() {
         let plan = InitPlan {
             drop_to: Some((65534, 65534)),
-            nproc: Some(64),
+            rlimits: vec![
+                Rlimit { resource: RlimitResource::Nproc, value: 64 },
+                Rlimit { resource: RlimitResource::AddressSpace, value: 128 << 20 },
+            ],
             writable: vec!["/tmp".into(), "/work space".into()],
             command: vec!["sh".into(), "-c".into(), "echo --write".into()],
         };
@@ -184,7 +288,9 @@ mod tests {
 
     #[test]
     fn malformed_argv_is_refused() {
-        assert!(parse(&["--nproc".into()]).is_err());
+        assert!(parse(&["--rlimit".into()]).is_err());
+        assert!(parse(&["--rlimit".into(), "stack=1".into(), "--".into(), "sh".into()]).is_err());
+        assert!(parse(&["--rlimit".into(), "as=lots".into(), "--".into(), "sh".into()]).is_err());
         assert!(parse(&["--".into()]).is_err());
         assert!(parse(&["--bogus".into(), "--".into(), "sh".into()]).is_err());
         assert!(parse(&["sh".into()]).is_err());

@@ -19,6 +19,10 @@
 //! owned by someone else is shown through an idmapped mount ([`idmap`]) that maps its owner to
 //! the sandbox uid, so writes work and land on disk owned by the original owner. When cheng is not root,
 //! bwrap creates a user namespace (`--unshare-user`) and the code runs as cheng's own uid.
+//!
+//! memory_mb is RLIMIT_AS, or, when the request names a delegated cgroup v2 subtree, the
+//! `memory.max` of a per-run group ([`cgroup`]). The per-run I/O directory belongs on a tmpfs
+//! ([`io_parent`]) and is bound read-only except the named output files.
 
 pub mod cgroup;
 pub mod idmap;
@@ -55,6 +59,48 @@ fn sandbox_ids() -> (u32, u32) {
     let id = SANDBOX_UID_BASE + (process + slot) % 200_000_000;
     (id, id)
 }
+/// Where per-run I/O directories go: /dev/shm when it is a tmpfs, else the temp directory.
+///
+/// Why: creating and removing a directory on a disk file system can cost milliseconds (ext4
+/// mounted with `discard` trims on every removal), more than the rest of cheng's share of a
+/// short run; on tmpfs it is microseconds. The sandbox cannot fill it: the directory is
+/// bound read-only and only the named output files are writable (each bounded by RLIMIT_FSIZE).
+pub fn io_parent() -> PathBuf {
+    static PARENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let shm = Path::new("/dev/shm");
+            if is_tmpfs(shm) && writable_dir(shm) {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            }
+        })
+        .clone()
+}
+
+/// Whether others may list and enter `dir` (r-x for "other").
+fn world_listable(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o005 == 0o005)
+}
+
+fn is_tmpfs(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: statfs fills a plain struct from a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; both pointers are valid for the call.
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type == libc::TMPFS_MAGIC }
+}
+
+fn writable_dir(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: access only reads the NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
 /// The PATH inside the sandbox.
 pub const SANDBOX_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
@@ -75,8 +121,11 @@ pub struct SandboxRequest {
     pub read_paths: Vec<PathBuf>,
     /// Further read-only directories the program needs (an interpreter's prefix).
     pub extra_ro: Vec<PathBuf>,
-    /// A host directory bound writable at [`IO_DIR`].
+    /// A host directory bound read-only at [`IO_DIR`] (see [`io_parent`] for where to make it).
     pub io_dir: Option<PathBuf>,
+    /// Names of files in `io_dir` the sandbox may write (each must exist; bound writable, one
+    /// by one, so that the sandbox cannot create anything else there).
+    pub io_outputs: Vec<String>,
     /// The command inside the sandbox (argv[0] an absolute path or a name on [`SANDBOX_PATH`]).
     pub command: Vec<OsString>,
     /// The complete environment inside.
@@ -107,6 +156,7 @@ impl SandboxRequest {
             read_paths: Vec::new(),
             extra_ro: Vec::new(),
             io_dir: None,
+            io_outputs: Vec::new(),
             command,
             env: vec![("PATH".into(), SANDBOX_PATH.into()), ("HOME".into(), "/tmp".into())],
             timeout: Duration::from_secs(5),
@@ -155,7 +205,13 @@ pub struct Sandbox {
     bwrap: PathBuf,
     args: Vec<OsString>,
     request: SandboxRequest,
+    /// rlimits set on bwrap between fork and exec; empty when the init step sets them inside
+    /// (then bwrap starts through the cheaper posix_spawn).
     rlimits: Vec<crate::Rlimit>,
+    /// The run's cgroup v2 group, and the command line and rlimits (with RLIMIT_AS) to use if
+    /// the sandbox cannot join it.
+    group: Option<cgroup::RunGroup>,
+    fallback: Option<(Vec<OsString>, Vec<crate::Rlimit>)>,
     protections: Vec<mounts::Protection>,
     idmaps: Vec<idmap::IdmapTarget>,
     ids: (u32, u32),
@@ -219,7 +275,11 @@ impl Sandbox {
         }
         let bwrap = bwrap::locate(request.bwrap.as_deref())?;
         let root = is_root();
-        bwrap::probe(&bwrap, &namespace_flags(root))?;
+        // A probe that already failed in this process fails every later run up front; otherwise
+        // the run itself is the probe (see `run`).
+        if let Some(Err(e)) = bwrap::probed(&bwrap, &namespace_flags(root)) {
+            return Err(e);
+        }
 
         let mut warnings = Vec::new();
         let launcher = if request.use_launcher { init::launcher() } else { None };
@@ -285,7 +345,10 @@ impl Sandbox {
             Vec::new()
         };
         if let Some(io) = &request.io_dir {
-            b.bind(io, Path::new(IO_DIR));
+            b.ro_bind(io, Path::new(IO_DIR));
+            for name in &request.io_outputs {
+                b.bind(&io.join(name), &Path::new(IO_DIR).join(name));
+            }
         }
         if let Some(exe) = &launcher {
             b.ro_bind(exe, Path::new(INIT_PATH));
@@ -295,26 +358,67 @@ impl Sandbox {
         if root {
             // Only for the uid drop inside, which clears them again (and the bounding set).
             b.cap_add("CAP_SETUID").cap_add("CAP_SETGID").cap_add("CAP_SETPCAP");
+            // bwrap's own --chdir into an idmapped workspace whose owner now appears as the
+            // sandbox uid (a private 0700 workspace denies root without it).
+            b.cap_add("CAP_DAC_READ_SEARCH");
         }
+
+        // memory_mb: the run's own cgroup v2 group when one can be made, else RLIMIT_AS.
+        let group = match &request.memory_cgroup {
+            Some(CgroupV2::Delegated(parent)) => {
+                let group_limits = cgroup::GroupLimits { memory_bytes: limits.memory_bytes, pids: limits.nproc };
+                match cgroup::RunGroup::create(parent, group_limits, &mut warnings) {
+                    Ok(group) => {
+                        warnings.push(format!("memory_mb enforced as {} (RLIMIT_AS not set)", group.describe()));
+                        Some(group)
+                    }
+                    Err(why) => {
+                        warnings.push(format!(
+                            "cgroup v2 memory limit not applied ({why}); memory_mb enforced as {} instead",
+                            rlimit_as_phrase(request.memory_mb)
+                        ));
+                        None
+                    }
+                }
+            }
+            Some(CgroupV2::Unavailable(why)) => {
+                warnings.push(format!(
+                    "memory_mb enforced as {}: no cgroup v2 memory limit here ({why}); cgroup v1 hierarchies are never touched",
+                    rlimit_as_phrase(request.memory_mb)
+                ));
+                None
+            }
+            None => None,
+        };
+        let memory = group.as_ref().map(cgroup::RunGroup::describe).unwrap_or_else(|| rlimit_as_phrase(request.memory_mb));
+        // Every rlimit, RLIMIT_NPROC included; without RLIMIT_AS when `with_as` is false.
+        let all_rlimits = |with_as: bool| -> Vec<crate::Rlimit> {
+            limits.rlimits(true).into_iter().filter(|l| with_as || l.resource != crate::RlimitResource::AddressSpace).collect()
+        };
 
         // The chain inside: [init step | setpriv | prlimit] then the command.
         let mut writable_roots: Vec<PathBuf> = vec!["/tmp".into(), "/dev".into()];
         if request.io_dir.is_some() {
-            writable_roots.push(IO_DIR.into());
+            writable_roots.extend(request.io_outputs.iter().map(|name| Path::new(IO_DIR).join(name)));
         }
         if request.writable {
             writable_roots.push(request.boundary.clone());
         }
+        // With the init step, the rlimits are set inside (see `init`), not on bwrap.
+        let init_argv = |with_as: bool| -> Vec<OsString> {
+            let plan = init::InitPlan {
+                drop_to: root.then_some((sandbox_uid, sandbox_gid)),
+                rlimits: all_rlimits(with_as),
+                writable: writable_roots.clone(),
+                command: request.command.clone(),
+            };
+            let mut argv: Vec<OsString> = vec![INIT_PATH.into()];
+            argv.extend(plan.to_args());
+            argv
+        };
         let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (&launcher, root) {
             (Some(_), _) => {
-                let plan = init::InitPlan {
-                    drop_to: root.then_some((sandbox_uid, sandbox_gid)),
-                    nproc: (!root).then_some(limits.nproc),
-                    writable: writable_roots.clone(),
-                    command: request.command.clone(),
-                };
-                let mut argv: Vec<OsString> = vec![INIT_PATH.into()];
-                argv.extend(plan.to_args());
+                let argv = init_argv(group.is_none());
                 let landlock = match landlock_abi {
                     Some(abi) => format!(
                         "enforced (ABI {abi}): writes only under {}",
@@ -393,12 +497,24 @@ impl Sandbox {
                 )
             }
         };
+        // The same command line with RLIMIT_AS, for a run that cannot join its cgroup group.
+        let fallback = group.as_ref().map(|_| {
+            let mut fb = b.clone();
+            let (args, rlimits) = match &launcher {
+                Some(_) => (init_argv(true), Vec::new()),
+                None => (inner.clone(), limits.rlimits(root)),
+            };
+            fb.command(args);
+            (fb.into_args(), rlimits)
+        });
         b.command(inner);
 
         let mut idmaps = Vec::new();
         if root {
             let mut targets = Vec::new();
-            if request.writable {
+            // Writable: always (writes must land owned by the owner). Read-only: when the
+            // sandbox uid could not otherwise list it (a private workspace such as a 0700 home).
+            if request.writable || !world_listable(&request.boundary) {
                 targets.push(&request.boundary);
             }
             targets.extend(&request.read_paths);
@@ -411,16 +527,11 @@ impl Sandbox {
             }
         }
         let filesystem = match (request.writable, idmaps.iter().any(|t| t.path == request.boundary)) {
-            (false, _) => "workspace read-only",
+            (false, true) => "workspace read-only through an idmapped mount (owner shown as the sandbox uid)",
+            (false, false) => "workspace read-only",
             (true, true) => "workspace writable through an idmapped mount (owner shown as the sandbox uid); protected metadata read-only",
             (true, false) => "workspace writable; protected metadata read-only",
         };
-        if let Some(CgroupV2::Unavailable(why)) = &request.memory_cgroup {
-            warnings.push(format!(
-                "memory_mb enforced as {}: no cgroup v2 memory limit here ({why}); cgroup v1 hierarchies are never touched",
-                rlimit_as_phrase(request.memory_mb)
-            ));
-        }
         let enforcement = Enforcement {
             limits,
             timeout: request.timeout,
@@ -428,14 +539,20 @@ impl Sandbox {
             network: if request.network { "host network shared" } else { "none (private network namespace)" },
             filesystem,
             landlock,
-            memory: rlimit_as_phrase(request.memory_mb),
+            memory,
             nproc,
             warnings,
         };
         Ok(Sandbox {
             bwrap,
             args: b.into_args(),
-            rlimits: limits.rlimits(root),
+            rlimits: match (&launcher, &group) {
+                (Some(_), _) => Vec::new(),
+                (None, Some(_)) => limits.rlimits(root).into_iter().filter(|l| l.resource != crate::RlimitResource::AddressSpace).collect(),
+                (None, None) => limits.rlimits(root),
+            },
+            group,
+            fallback,
             request,
             protections,
             idmaps,
@@ -446,7 +563,7 @@ impl Sandbox {
     }
 
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
-    /// minus the rlimits and the idmapped mounts).
+    /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
     }
@@ -457,11 +574,6 @@ impl Sandbox {
 
     /// Runs the sandbox to completion, timeout or cancellation.
     pub async fn run(mut self, cancel: &CancellationToken) -> Result<SandboxRun, NodeError> {
-        let base = ProcessSpec::new(&self.bwrap, self.args.iter().cloned(), "/")
-            .env(self.request.env.clone())
-            .timeout(self.request.timeout)
-            .caps(self.request.stdout_cap, self.request.stderr_cap);
-        let base = ProcessSpec { rlimits: self.rlimits.clone(), ..base };
         let idmaps = if self.idmaps.is_empty() {
             Vec::new()
         } else {
@@ -473,25 +585,30 @@ impl Sandbox {
                 }
             }
         };
-        let mut group = self.join_memory_cgroup();
-        let mut result = self.attempt(&base, group.as_ref(), cancel, &idmaps).await;
-        if let (Some(g), Ok((out, _))) = (&group, &result) {
-            if out.termination == crate::Termination::SpawnFailed {
-                // The child could not join the group (the spawn fails closed before exec):
-                // nothing ran, so run again under RLIMIT_AS and say so.
-                let why = out.spawn_error.clone().unwrap_or_default();
-                self.enforcement.warnings.push(format!(
-                    "cgroup v2: the sandbox could not join {} ({why}); memory_mb enforced as {} instead",
-                    g.dir().display(),
-                    rlimit_as_phrase(self.request.memory_mb)
-                ));
-                self.enforcement.memory = rlimit_as_phrase(self.request.memory_mb);
-                group = None;
-                result = self.attempt(&base, None, cancel, &idmaps).await;
+        let group = self.group.take();
+        let procs = group.as_ref().map(cgroup::RunGroup::procs);
+        let mut result = self.attempt(self.args.clone(), self.rlimits.clone(), procs, cancel, &idmaps).await;
+        let mut report = None;
+        if let Some(group) = group {
+            let join_failed = matches!(&result, Ok((out, _)) if out.termination == crate::Termination::SpawnFailed);
+            match (join_failed, self.fallback.take()) {
+                (true, Some((args, rlimits))) => {
+                    // The spawn fails closed before exec when the child cannot join its group:
+                    // nothing ran, so run again under RLIMIT_AS and say so.
+                    let why = result.as_ref().ok().and_then(|(out, _)| out.spawn_error.clone()).unwrap_or_default();
+                    let rlimit = rlimit_as_phrase(self.request.memory_mb);
+                    self.enforcement.warnings.push(format!(
+                        "cgroup v2: the sandbox could not join {} ({why}); memory_mb enforced as {rlimit} instead",
+                        group.dir().display()
+                    ));
+                    self.enforcement.memory = rlimit;
+                    drop(group);
+                    result = self.attempt(args, rlimits, None, cancel, &idmaps).await;
+                }
+                _ => report = Some(group.finish()),
             }
         }
         mounts::remove_placeholders(&self.protections);
-        let report = group.map(cgroup::RunGroup::finish);
         if let Some(e) = report.as_ref().and_then(|r| r.cleanup_error.clone()) {
             self.enforcement.warnings.push(format!("cgroup v2: {e}"));
         }
@@ -499,44 +616,30 @@ impl Sandbox {
         if let Some(message) = setup_failure(&output) {
             return Err(unavailable(message));
         }
+        if output.termination == crate::Termination::Exited && output.exit_code != Some(0) {
+            // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
+            // namespaces here at all (a stand-in binary, a policy that kills it). The probe
+            // (once per process) tells which.
+            bwrap::probe(&self.bwrap, &namespace_flags(is_root()))?;
+        }
         Ok(SandboxRun { output, setup, enforcement: self.enforcement, cgroup: report })
     }
 
-    /// Creates the run's cgroup v2 group when the request allows one; on failure records the
-    /// RLIMIT_AS fallback in the enforcement.
-    fn join_memory_cgroup(&mut self) -> Option<cgroup::RunGroup> {
-        let Some(CgroupV2::Delegated(parent)) = &self.request.memory_cgroup else { return None };
-        let limits = cgroup::GroupLimits { memory_bytes: self.enforcement.limits.memory_bytes, pids: self.enforcement.limits.nproc };
-        let rlimit = rlimit_as_phrase(self.request.memory_mb);
-        match cgroup::RunGroup::create(parent, limits, &mut self.enforcement.warnings) {
-            Ok(group) => {
-                self.enforcement.memory = group.describe();
-                self.enforcement.warnings.push(format!("memory_mb enforced as {} (RLIMIT_AS not set)", group.describe()));
-                Some(group)
-            }
-            Err(why) => {
-                self.enforcement.warnings.push(format!(
-                    "cgroup v2 memory limit not applied ({why}); memory_mb enforced as {rlimit} instead"
-                ));
-                None
-            }
-        }
-    }
-
-    /// One start of bwrap, in `group` when given (then without RLIMIT_AS), through the idmapped
-    /// mounts when there are any. Returns the output and the setup time.
+    /// One start of bwrap with `args` and `rlimits`, joining the cgroup group of `procs` when
+    /// given, through the idmapped mounts when there are any. Returns the output and the setup time.
     async fn attempt(
         &self,
-        base: &ProcessSpec,
-        group: Option<&cgroup::RunGroup>,
+        args: Vec<OsString>,
+        rlimits: Vec<crate::Rlimit>,
+        procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
         cancel: &CancellationToken,
         idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
     ) -> Result<(ProcessOutput, Duration), String> {
-        let mut spec = base.clone();
-        if let Some(g) = group {
-            spec.rlimits.retain(|l| l.resource != crate::RlimitResource::AddressSpace);
-            spec.cgroup_procs = Some(g.procs());
-        }
+        let spec = ProcessSpec::new(&self.bwrap, args, "/")
+            .env(self.request.env.clone())
+            .timeout(self.request.timeout)
+            .caps(self.request.stdout_cap, self.request.stderr_cap);
+        let spec = ProcessSpec { rlimits, cgroup_procs: procs, ..spec };
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {
             Ok((crate::run(spec, cancel).await, setup))
@@ -589,7 +692,10 @@ fn setup_failure(out: &ProcessOutput) -> Option<String> {
     match out.exit_code {
         Some(1) if stderr.starts_with("bwrap: ") => {
             let line = stderr.lines().next().unwrap_or(stderr);
-            Some(format!("bubblewrap could not set up the sandbox: {line}. {}", bwrap::hint(line)))
+            Some(format!(
+                "bubblewrap could not set up the sandbox: {line}. {} Nothing ran; cheng never falls back to running on the host.",
+                bwrap::hint(line)
+            ))
         }
         Some(126) if stderr.starts_with("cheng sandbox init: ") => {
             let line = stderr.lines().next().unwrap_or(stderr);

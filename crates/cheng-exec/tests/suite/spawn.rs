@@ -163,3 +163,19 @@ fn many_runs_in_parallel_do_not_mix_up_children() {
         assert_eq!(out.stdout.text, format!("{i}\n"));
     }
 }
+
+#[test]
+fn stdout_bytes_are_kept_exactly_when_asked() {
+    let spec = sh(r"printf 'a\377\000b'; printf 'x%.0s' $(seq 1 100)").caps(16, 1024);
+    let raw = runtime().block_on(cheng_exec::run_with_stdout_bytes(spec, &cheng_node::CancellationToken::new()));
+    assert_eq!(raw.output.exit_code, Some(0));
+    assert_eq!(raw.stdout_bytes, b"a\xff\x00bxxxxxxxxxxxx", "the first stdout_cap bytes, unaltered");
+    assert!(raw.output.stdout.truncated);
+    assert_eq!(raw.output.stdout.total_bytes, 104);
+    assert!(raw.output.stdout.text.starts_with("a\u{FFFD}\0b"), "the text form is unchanged");
+
+    let missing = ProcessSpec::new("no-such-program-for-cheng", Vec::<String>::new(), std::env::temp_dir());
+    let raw = runtime().block_on(cheng_exec::run_with_stdout_bytes(missing, &cheng_node::CancellationToken::new()));
+    assert_eq!(raw.output.termination, Termination::SpawnFailed);
+    assert!(raw.stdout_bytes.is_empty());
+}

@@ -200,3 +200,33 @@ async fn on_this_machine_the_node_reports_which_memory_limit_it_used() {
         }
     }
 }
+
+#[tokio::test]
+async fn values_cross_the_channel_exactly_as_json_would_carry_them() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let input = json!({"text": "é\n\"q\"\u{1F600}", "big": 12345678901234567890u64, "f": 2.5, "n": null, "t": true, "nested": [[{}], []]});
+    let script = "result = {'echo': input, 'tuple': (1, 2), 'keys': {1: 'int key'}, 'neg': -0.5, 'types': [type(input['big']).__name__, type(input['f']).__name__]}";
+    let out = run(&CodePython, &ws, json!({"script": script, "input": input.clone()})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    assert_eq!(out["result"]["echo"], input);
+    assert_eq!(out["result"]["tuple"], json!([1, 2]));
+    assert_eq!(out["result"]["keys"], json!({"1": "int key"}));
+    assert_eq!(out["result"]["neg"], json!(-0.5));
+    assert_eq!(out["result"]["types"], json!(["int", "float"]));
+    // What json.dumps(allow_nan=False) refuses is refused, naming the type.
+    for (script, kind) in [("result = float('nan')", "float"), ("result = [1, object()]", "list"), ("a = []\na.append(a)\nresult = a", "list")] {
+        let out = run(&CodePython, &ws, json!({"script": script})).await;
+        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR", "{script}: {out:?}");
+        assert!(out["error"].as_str().unwrap().contains(&format!("type {kind}")), "{script}: {}", out["error"]);
+    }
+}
+
+#[tokio::test]
+async fn only_the_result_channel_is_writable_in_the_io_directory() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let script = "import os\nblocked = []\nfor p in ['/run/cheng-io/runner.py', '/run/cheng-io/input.json', '/run/cheng-io/new.txt']:\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        blocked.append(os.path.basename(p))\nresult = blocked";
+    let out = run(&CodePython, &ws, json!({"script": script})).await;
+    assert_eq!(out["result"], json!(["runner.py", "input.json", "new.txt"]), "{out:?}");
+}

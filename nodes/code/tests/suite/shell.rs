@@ -254,11 +254,24 @@ async fn a_missing_or_broken_bwrap_fails_closed() {
     std::fs::write(&fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    req.bwrap = Some(fake);
-    let err = Sandbox::prepare(req).unwrap_err();
+    req.bwrap = Some(fake.clone());
+    let cancel = cheng_node::CancellationToken::new();
+    let err = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
     assert!(err.message.contains("No permissions to create new namespace"), "{err}");
     assert!(err.message.contains("kernel.apparmor_restrict_unprivileged_userns=0"), "{err}");
+    assert!(err.message.contains("never falls back"), "{err}");
+    // A stand-in that fails without a word (as /bin/false would): the probe classifies it, and
+    // once it has failed in this process later runs fail before starting anything.
+    let silent = ws.join("silent-bwrap");
+    std::fs::write(&silent, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    req.bwrap = Some(silent);
+    let err = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+    assert!(err.message.contains("bubblewrap cannot create the sandbox here"), "{err}");
+    let err = Sandbox::prepare(req).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
 }
 
 #[tokio::test]
@@ -269,4 +282,29 @@ async fn large_inputs_go_through_the_input_file() {
     let out = run(&CodeShell, &ws, json!({"script": "test -z \"$INPUT\" && wc -c < \"$INPUT_FILE\"", "input": big})).await;
     assert_eq!(out["result"], 300_002, "{out:?}");
     assert!(out["warnings"].to_string().contains("INPUT_FILE"));
+}
+
+#[tokio::test]
+async fn the_io_directory_is_read_only_inside() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let script = "echo forged > \"$INPUT_FILE\"; echo x > /run/cheng-io/new.txt; mkdir /run/cheng-io/d; cat \"$INPUT_FILE\"";
+    let out = run(&CodeShell, &ws, json!({"script": script, "input": {"k": "v"}, "allow_filesystem": true})).await;
+    assert_eq!(out["result"], json!({"k": "v"}), "{out:?}");
+    let stderr = out["stderr"].as_str().unwrap();
+    assert_eq!(stderr.matches("Read-only file system").count() + stderr.matches("Permission denied").count(), 3, "{stderr}");
+}
+
+#[tokio::test]
+async fn a_private_workspace_is_readable_read_only() {
+    if !sandbox_available() { return; }
+    use std::os::unix::fs::PermissionsExt;
+    let (_d, ws) = workspace();
+    std::fs::write(ws.join("notes.txt"), "private notes").unwrap();
+    std::fs::set_permissions(ws.join("notes.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = run(&CodeShell, &ws, json!({"script": "cat notes.txt; echo changed > notes.txt; touch new.txt"})).await;
+    assert_eq!(out["stdout"], "private notes", "{out:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "private notes");
+    assert!(!ws.join("new.txt").exists());
 }

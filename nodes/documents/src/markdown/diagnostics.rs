@@ -166,9 +166,13 @@ pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnos
         out.push(Diagnostic::new(
             rules::BARE_URL,
             doc.position(url.start),
-            format!("Bare URL {value}; wrap it in <...> or make it a [link](...)."),
+            if value.contains("://") {
+                format!("Bare URL {value}; wrap it in <...> or make it a [link](...).")
+            } else {
+                format!("Bare e-mail address {value}; wrap it in <...> or make it a [link](mailto:...).")
+            },
         ));
-        plan.line(line, rules::BARE_URL, format!("wrap the bare URL {value} in <...>"))
+        plan.line(line, rules::BARE_URL, format!("wrap the bare {} {value} in <...>", if value.contains("://") { "URL" } else { "e-mail address" }))
             .replacements
             .push((url.start - start..url.end - start, format!("<{value}>")));
     }
@@ -177,7 +181,8 @@ pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnos
         let len = doc.line_text(last).chars().count();
         out.push(Diagnostic::new(
             rules::TRAILING_NEWLINE,
-            (last + 1, len + 1),
+            // markdownlint points at the last character of the file.
+            (last + 1, len.max(1)),
             "The file does not end with a newline; add one.".into(),
         ));
         plan.line(last, rules::TRAILING_NEWLINE, "end the file with a newline".into()).append_newline = true;
@@ -282,24 +287,21 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
                 }
             }
         }
-        // Blank lines around the heading; only headings at the start of a line (optionally in
-        // a blockquote) get a fix, because the blank line must carry the same container prefix.
+        // Blank lines around the heading. The inserted line carries the blockquote markers in
+        // front of the heading (`>`), nothing else: a heading in a list item (`- # H`, `> 1. # H`)
+        // gets a plain (or `>`) blank line, which is valid inside and between list items.
         let line_start = doc.lines.start(heading.first_line);
         let prefix = &doc.text[line_start..heading.range.start.max(line_start)];
-        let fixable = prefix.chars().all(|c| c == ' ' || c == '\t' || c == '>');
-        let blank = prefix.trim_end();
+        let quote_end = prefix.find(|c: char| !(c == ' ' || c == '\t' || c == '>')).unwrap_or(prefix.len());
+        let blank = prefix[..quote_end].trim_end();
         if heading.first_line > first && !is_blank(doc.line_text(heading.first_line - 1)) {
             out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line above the heading.".into()));
-            if fixable {
-                plan.insert(heading.first_line, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line above the heading".into(), line);
-            }
+            plan.insert(heading.first_line, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line above the heading".into(), line);
         }
         let below = heading.last_line + 1;
         if below < doc.lines.count() && !is_blank(doc.line_text(below)) {
             out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line below the heading.".into()));
-            if fixable {
-                plan.insert(below, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line below the heading".into(), line);
-            }
+            plan.insert(below, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line below the heading".into(), line);
         }
     }
 }

@@ -128,10 +128,17 @@ pub struct Document<'a> {
     pub html_images_without_alt: Vec<usize>,
     /// Byte ranges of bare URLs in ordinary text.
     pub bare_urls: Vec<Range<usize>>,
+    /// `href` of raw-HTML `<a>` and `src` of raw-HTML `<img>`: (offset of the tag, is image,
+    /// value with `&amp;` decoded). link_check_local checks them like Markdown links.
+    pub html_links: Vec<(usize, bool, String)>,
 }
 
 static HTML_ANCHOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"(?i)(?:^|[\s"'])(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"#).ok()
+});
+static HTML_LINK_TAG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)<(a|img)\s[^>]*>").ok());
+static HTML_URL_ATTR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\s(href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"#).ok()
 });
 static HTML_IMG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").ok());
 static HTML_ALT: LazyLock<Option<Regex>> =
@@ -153,6 +160,7 @@ impl<'a> Document<'a> {
             html_anchors: HashSet::new(),
             html_images_without_alt: Vec::new(),
             bare_urls: Vec::new(),
+            html_links: Vec::new(),
         };
         {
             let callback = |link: BrokenLink<'_>| {
@@ -325,6 +333,20 @@ impl<'a> Document<'a> {
                 }
             }
         }
+        if let (Some(tag), Some(attr)) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref()) {
+            for t in tag.captures_iter(html) {
+                let (Some(whole), Some(name)) = (t.get(0), t.get(1)) else { continue };
+                let image = name.as_str().eq_ignore_ascii_case("img");
+                let wanted = if image { "src" } else { "href" };
+                let value = attr
+                    .captures_iter(whole.as_str())
+                    .find(|c| c.get(1).is_some_and(|a| a.as_str().eq_ignore_ascii_case(wanted)))
+                    .and_then(|c| c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4)));
+                if let Some(value) = value {
+                    self.html_links.push((offset + whole.start(), image, value.as_str().replace("&amp;", "&")));
+                }
+            }
+        }
         if let (Some(img), Some(alt)) = (HTML_IMG.as_ref(), HTML_ALT.as_ref()) {
             for m in img.find_iter(html) {
                 if !alt.is_match(m.as_str()) {
@@ -357,15 +379,32 @@ impl<'a> Document<'a> {
     }
 
     /// Per line: inside a code block or the front matter (skipped by whitespace rules).
+    ///
+    /// The fence lines of a fenced block are not verbatim (markdownlint checks them for trailing
+    /// whitespace too); only the lines between them are. An unclosed fence runs to the end.
     pub fn verbatim_lines(&self) -> Vec<bool> {
         let mut mask = vec![false; self.lines.count()];
-        let ranges = self.code_blocks.iter().map(|c| c.range.clone()).chain(self.front_matter.clone());
-        for range in ranges {
+        let blocks = self.code_blocks.iter().map(|c| (c.range.clone(), c.fenced));
+        for (range, fenced) in blocks.chain(self.front_matter.clone().map(|r| (r, false))) {
             if range.is_empty() {
                 continue;
             }
-            let first = self.lines.line_of(range.start);
-            let last = self.lines.line_of(range.end - 1);
+            let mut first = self.lines.line_of(range.start);
+            let mut last = self.lines.line_of(range.end - 1);
+            if fenced {
+                let opening = self.line_text(first).trim_start_matches(|c: char| c == '>' || c.is_whitespace());
+                let fence_char = opening.chars().find(|c| *c == '`' || *c == '~');
+                first += 1;
+                let closing = self.line_text(last).trim_start_matches(|c: char| c == '>' || c.is_whitespace()).trim_end();
+                let closes = last >= first
+                    && fence_char.is_some_and(|f| closing.len() >= 3 && closing.chars().all(|c| c == f));
+                if closes {
+                    last -= 1;
+                }
+                if last < first {
+                    continue;
+                }
+            }
             for flag in &mut mask[first..=last] {
                 *flag = true;
             }
@@ -395,9 +434,10 @@ fn is_atx(source: &str) -> bool {
     source.trim_start_matches([' ', '\t', '>']).starts_with('#')
 }
 
-/// Finds `http://`, `https://` and `ftp://` URLs in a run of text, trimming trailing
-/// punctuation the way GitHub's autolink extension does.
+/// Finds `http://`, `https://` and `ftp://` URLs and bare e-mail addresses in a run of text,
+/// trimming trailing punctuation the way GitHub's autolink extension does.
 fn scan_bare_urls(text: &str, run: Range<usize>, out: &mut Vec<Range<usize>>) {
+    let first = out.len();
     let slice = &text[run.clone()];
     let bytes = slice.as_bytes();
     let mut from = 0;
@@ -430,6 +470,54 @@ fn scan_bare_urls(text: &str, run: Range<usize>, out: &mut Vec<Range<usize>>) {
         out.push(start..end);
         from = sep + 3 + len;
     }
+    scan_bare_emails(text, run, first, out);
+}
+
+/// Characters of an e-mail address's local part in GFM's autolink-literal extension.
+fn email_local(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-' | b'_')
+}
+
+/// Bare e-mail addresses (GFM autolink literals, which markdownlint's MD034 reports too):
+/// `local@domain.tld` where the domain has at least one `.` and does not end in `-` or `_`.
+/// Addresses inside a URL already found in this run (`https://user@host`) are skipped.
+fn scan_bare_emails(text: &str, run: Range<usize>, urls_from: usize, out: &mut Vec<Range<usize>>) {
+    let slice = &text[run.clone()];
+    let bytes = slice.as_bytes();
+    let urls: Vec<Range<usize>> = out[urls_from..].to_vec();
+    let mut from = 0;
+    while let Some(found) = slice[from..].find('@') {
+        let at = from + found;
+        from = at + 1;
+        let start = bytes[..at].iter().rposition(|&b| !email_local(b)).map_or(0, |p| p + 1);
+        if start == at || (start > 0 && matches!(bytes[start - 1], b'<' | b'/' | b':')) {
+            continue;
+        }
+        // Domain: labels of [A-Za-z0-9_-] separated by single dots.
+        let mut end = at + 1;
+        let mut last_dot = None;
+        while end < bytes.len() {
+            let b = bytes[end];
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+                end += 1;
+            } else if b == b'.' && end + 1 < bytes.len() && (bytes[end + 1].is_ascii_alphanumeric() || matches!(bytes[end + 1], b'-' | b'_')) && bytes[end - 1] != b'.' && end > at + 1 {
+                last_dot = Some(end);
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        if last_dot.is_none() || matches!(bytes[end - 1], b'-' | b'_') || end < bytes.len() && bytes[end] == b'>' {
+            continue;
+        }
+        let range = run.start + start..run.start + end;
+        if urls.iter().any(|u| u.start < range.end && range.start < u.end) {
+            continue;
+        }
+        out.push(range);
+        from = end;
+    }
+    out[urls_from..].sort_by_key(|r| r.start);
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! against the workspace root (as GitHub resolves it against the repository root). A link that
 //! climbs out, lexically or through a symlink, is reported as `outside-workspace` and not read.
 //! Findings go to the node's `diagnostics` output (there is no separate link port); links that
-//! resolve are only counted, in the summary.
+//! resolve are only counted, in the summary. Checking fragments in other files reads each
+//! linked Markdown file once, within [`LIMITS`] (200 files, 64 MiB per run).
 
 use super::diagnostics::{fragment_exists, percent_decode, Diagnostic};
 use super::document::Document;
@@ -29,10 +30,31 @@ pub struct LinkReport {
     pub bad_fragments: usize,
     pub external: usize,
     pub undefined_references: usize,
+    /// Fragments into other Markdown files left unchecked because [`Limits`] were reached.
+    pub unchecked_fragments: usize,
 }
+
+/// How much of the workspace one run may read to check fragments in other files. Every linked
+/// Markdown file is read and parsed once; past these bounds further fragments into not yet read
+/// files are counted as unchecked (in the summary) instead of read.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most other Markdown files read.
+    pub files: usize,
+    /// Most bytes read across them (each file is also capped at `MAX_TEXT_BYTES`).
+    pub bytes: u64,
+}
+
+/// Default [`Limits`]: 200 files, 64 MiB.
+pub const LIMITS: Limits = Limits { files: 200, bytes: 64 * 1024 * 1024 };
 
 /// Checks the links of `doc`, the file at `file` (canonical, inside the canonical `root`).
 pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
+    check_with_limits(root, file, doc, LIMITS)
+}
+
+/// [`check`] with explicit read limits.
+pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: Limits) -> LinkReport {
     let mut checker = Checker {
         root,
         file,
@@ -40,9 +62,12 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
         by_text: HashMap::new(),
         targets: HashMap::new(),
         anchors: HashMap::new(),
+        limits,
+        files_read: 0,
+        bytes_read: 0,
     };
     let own: HashSet<String> = doc.anchors().into_iter().map(str::to_string).collect();
-    checker.anchors.insert(file.to_path_buf(), Some(own));
+    checker.anchors.insert(file.to_path_buf(), Anchors::Known(own));
     for link in &doc.links {
         // Positions cost a line lookup and a character count; only findings need one.
         let at = || doc.position(link.range.start);
@@ -52,6 +77,25 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
             continue; // empty-link-target is a diagnostics finding
         }
         if matches!(link.link_type, LinkType::Autolink | LinkType::Email) || is_external(dest) {
+            checker.report.external += 1;
+            checker.report.diagnostics.push(
+                Diagnostic::new(rules::SKIPPED_EXTERNAL, at(), format!("{kind} to {dest} is external; not checked (no network)."))
+                    .with_target(dest),
+            );
+            continue;
+        }
+        checker.report.checked += 1;
+        checker.check_local(dest, kind, &at);
+    }
+    // Raw-HTML `<a href>` and `<img src>`: the same checks (empty values are not links).
+    for (offset, image, dest) in &doc.html_links {
+        let at = || doc.position(*offset);
+        let dest = dest.trim();
+        let kind = if *image { "HTML image" } else { "HTML link" };
+        if dest.is_empty() || dest == "#" {
+            continue;
+        }
+        if is_external(dest) {
             checker.report.external += 1;
             checker.report.diagnostics.push(
                 Diagnostic::new(rules::SKIPPED_EXTERNAL, at(), format!("{kind} to {dest} is external; not checked (no network)."))
@@ -104,8 +148,20 @@ struct Checker<'r> {
     by_text: HashMap<String, Target>,
     /// Outcomes by normalised workspace-relative path.
     targets: HashMap<String, Target>,
-    /// Anchors per Markdown file; `None` when the file cannot be analysed (too big, binary).
-    anchors: HashMap<PathBuf, Option<HashSet<String>>>,
+    /// Anchors per target file.
+    anchors: HashMap<PathBuf, Anchors>,
+    limits: Limits,
+    files_read: usize,
+    bytes_read: u64,
+}
+
+/// What a target file offers for fragment checks.
+enum Anchors {
+    Known(HashSet<String>),
+    /// Not Markdown, or not analysable (too big, binary): fragments are not checked.
+    Unchecked,
+    /// Not read because the run's [`Limits`] were reached.
+    OverLimit,
 }
 
 impl Checker<'_> {
@@ -148,11 +204,14 @@ impl Checker<'_> {
             return;
         };
         let decoded = percent_decode(fragment);
-        let anchors = self.anchors_of(&path);
-        let found = match anchors {
+        let found = match self.anchors_of(&path) {
             // Fragments into non-Markdown files (source lines, PDFs) are not checked.
-            None => true,
-            Some(set) => {
+            Anchors::Unchecked => true,
+            Anchors::OverLimit => {
+                self.report.unchecked_fragments += 1;
+                return;
+            }
+            Anchors::Known(set) => {
                 let has = |f: &str| set.contains(f);
                 fragment_exists(has, &decoded) || fragment_exists(has, fragment)
             }
@@ -218,23 +277,33 @@ impl Checker<'_> {
         outcome
     }
 
-    fn anchors_of(&mut self, path: &Path) -> Option<&HashSet<String>> {
+    fn anchors_of(&mut self, path: &Path) -> &Anchors {
         if !self.anchors.contains_key(path) {
             let is_markdown = path
                 .extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "md" | "markdown" | "mdx" | "mkd" | "mdown"));
-            let anchors = if is_markdown && path.is_file() {
-                let rel = path.strip_prefix(self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-                read_text(self.root, &rel, "link", MAX_TEXT_BYTES)
-                    .ok()
-                    .map(|file| Document::parse(&file.text).anchors().into_iter().map(str::to_string).collect())
-            } else {
-                None
+            let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+            let anchors = match size {
+                Some(size) if is_markdown => {
+                    let remaining = self.limits.bytes.saturating_sub(self.bytes_read);
+                    if self.files_read >= self.limits.files || size > remaining {
+                        Anchors::OverLimit
+                    } else {
+                        self.files_read += 1;
+                        self.bytes_read += size;
+                        let rel = path.strip_prefix(self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+                        match read_text(self.root, &rel, "link", MAX_TEXT_BYTES.min(remaining)) {
+                            Ok(file) => Anchors::Known(Document::parse(&file.text).anchors().into_iter().map(str::to_string).collect()),
+                            Err(_) => Anchors::Unchecked,
+                        }
+                    }
+                }
+                _ => Anchors::Unchecked,
             };
             self.anchors.insert(path.to_path_buf(), anchors);
         }
-        self.anchors.get(path).and_then(Option::as_ref)
+        self.anchors.get(path).unwrap_or(&Anchors::Unchecked)
     }
 }
 

@@ -10,6 +10,7 @@ pub mod links;
 pub mod outline;
 pub mod rules;
 pub mod slug;
+mod slug_table;
 pub mod suggestions;
 
 pub use diagnostics::Diagnostic;
@@ -216,6 +217,17 @@ pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
                     String::new()
                 }
             );
+            let s = if report.unchecked_fragments > 0 {
+                format!(
+                    "{s}; {} fragment{} in other files not checked (over the limit of {} linked Markdown files or {} read per run)",
+                    report.unchecked_fragments,
+                    plural(report.unchecked_fragments),
+                    links::LIMITS.files,
+                    cheng_node::text::human_bytes(links::LIMITS.bytes)
+                )
+            } else {
+                s
+            };
             out.insert("diagnostics".into(), json!(&report.diagnostics[..report.diagnostics.len().min(MAX_DIAGNOSTICS)]));
             s
         }

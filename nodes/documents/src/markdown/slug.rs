@@ -5,14 +5,25 @@
 //! turned into `-`. Repeated slugs get `-1`, `-2`, … in document order, skipping any suffix that
 //! is already taken (so `echo`, `echo`, `echo 1` give `echo`, `echo-1`, `echo-1-1`).
 
-use regex::Regex;
+use super::slug_table::KEPT;
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
-/// Characters github-slugger keeps (it strips the complement: other numbers, symbols,
-/// punctuation except `_`-like connectors and `-`, controls, formats, separators except space).
-static STRIP: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"[^\p{L}\p{M}\p{Nd}\p{Nl}\p{Pc}\p{Alphabetic} \-]").ok());
+/// Whether github-slugger keeps this character (it strips the complement: other numbers,
+/// symbols, punctuation except `_`-like connectors and `-`, controls, formats, separators
+/// except space, and code points unassigned in its Unicode version).
+pub fn kept(c: char) -> bool {
+    let cp = c as u32;
+    KEPT.binary_search_by(|&(a, b)| {
+        if b < cp {
+            std::cmp::Ordering::Less
+        } else if a > cp {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    })
+    .is_ok()
+}
 
 /// The slug of one heading text, without duplicate handling.
 pub fn slug(text: &str) -> String {
@@ -28,13 +39,8 @@ pub fn slug(text: &str) -> String {
             })
             .collect();
     }
-    let lower = text.to_lowercase();
-    let kept = match STRIP.as_ref() {
-        Some(re) => re.replace_all(&lower, ""),
-        // The pattern is a constant; if it ever failed to compile, keep alphanumerics only.
-        None => lower.chars().filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_')).collect::<String>().into(),
-    };
-    kept.replace(' ', "-")
+    // Lowercase the whole text first (final sigma depends on context), then filter.
+    text.to_lowercase().chars().filter(|&c| kept(c)).map(|c| if c == ' ' { '-' } else { c }).collect()
 }
 
 /// Assigns unique slugs in document order, like github-slugger's `BananaSlug`.
@@ -72,10 +78,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ascii_and_unicode_paths_agree_on_ascii() {
-        let text = "Hello, World! (v2.0) _x_ - y";
-        let lower = text.to_lowercase();
-        let re = STRIP.as_ref().unwrap();
-        assert_eq!(slug(text), re.replace_all(&lower, "").replace(' ', "-"));
+    fn ascii_fast_path_agrees_with_the_table() {
+        for b in 0u8..128 {
+            let c = b as char;
+            let via_table: String =
+                c.to_lowercase().filter(|&c| kept(c)).map(|c| if c == ' ' { '-' } else { c }).collect();
+            assert_eq!(slug(&c.to_string()), via_table, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn table_is_sorted_and_disjoint() {
+        assert!(KEPT.windows(2).all(|w| w[0].1 < w[1].0 && w[0].0 <= w[0].1));
     }
 }

@@ -186,6 +186,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn heading_and_link_lists_are_bounded() {
+        let mut page = String::from("<title>");
+        page.push_str(&"t".repeat(1000));
+        page.push_str("</title>");
+        for i in 0..MAX_HEADINGS + 50 {
+            page.push_str(&format!("<h2>H{i}</h2>"));
+        }
+        for i in 0..MAX_LINKS + 70 {
+            page.push_str(&format!("<a href=\"/{i}\">L{i}</a>"));
+        }
+        let s = summarize(&page);
+        assert_eq!((s.headings.len(), s.total_headings), (MAX_HEADINGS, MAX_HEADINGS + 50));
+        assert_eq!((s.links.len(), s.total_links), (MAX_LINKS, MAX_LINKS + 70));
+        assert_eq!(s.title.as_deref().map(|t| t.chars().count()), Some(MAX_TITLE_CHARS));
+        let text = render(&s);
+        assert!(text.contains("… 50 more\n") && text.contains("… 70 more\n"), "the rest is counted");
+    }
+
+    #[test]
     fn drops_scripts_and_collects_structure() {
         let s = summarize(
             "<html><head><title> My  Page </title><style>p{}</style><script>var x=1;</script></head>\

@@ -5,16 +5,31 @@
 //! (dropped, text kept), no event-handler or style attributes, link and image URLs limited to
 //! `http`, `https` and `mailto` plus relative URLs. `data:` URLs are refused everywhere, images
 //! included: inline images are rarely worth it in a preview and an SVG `data:` image is a
-//! script-capable document in some contexts. Every link gets `rel="noopener noreferrer"`;
-//! heading ids are prefixed `user-content-` (as on GitHub) so they cannot clobber page globals.
+//! script-capable document in some contexts. Every link gets `rel="noopener noreferrer"`.
+//! Headings carry their GitHub anchor as `id`, prefixed `user-content-` (as on GitHub) so they
+//! cannot clobber page globals or document properties; no other element may carry an id, and
+//! no element a `name`.
 
-use crate::markdown::document::options;
+use crate::markdown::document::{options, Document};
+use pulldown_cmark::{CowStr, Event, Tag};
 use ammonia::Builder;
 use std::collections::HashSet;
 
-/// Renders Markdown to HTML, unsanitised (only for [`sanitize`]).
+/// Renders Markdown to HTML, unsanitised (only for [`sanitize`]). Headings get the same GitHub
+/// anchors the outline reports (an explicit `{#id}` wins); ammonia then prefixes every id with
+/// `user-content-`, as GitHub does, so no id can name a global or shadow a document property.
 pub fn render_markdown(markdown: &str) -> String {
-    let parser = pulldown_cmark::Parser::new_ext(markdown, options());
+    let doc = Document::parse(markdown);
+    let mut anchors = doc.headings.iter().map(|h| h.anchor.as_str());
+    let parser = pulldown_cmark::Parser::new_ext(markdown, options()).map(|event| match event {
+        Event::Start(Tag::Heading { level, id, classes, attrs }) => {
+            // Same text, same options: the headings come in the same order as in `doc`.
+            let anchor = anchors.next().filter(|a| !a.is_empty());
+            let id = id.or_else(|| anchor.map(|a| CowStr::from(a.to_string())));
+            Event::Start(Tag::Heading { level, id, classes, attrs })
+        }
+        other => other,
+    });
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, parser);
     html
@@ -65,6 +80,16 @@ mod tests {
         assert!(!html.contains("onerror"), "{html}");
         assert!(!html.contains("javascript"), "{html}");
         assert!(html.contains(r#"rel="noopener noreferrer""#), "{html}");
+    }
+
+    #[test]
+    fn headings_carry_prefixed_github_ids() {
+        let html = markdown_to_safe_html("# Hello, World!\n\n## Hello, World!\n\n## Custom {#mine}\n\n## ???\n\n<h2 id=\"location\">raw</h2>\n");
+        assert!(html.contains(r#"<h1 id="user-content-hello-world">"#), "{html}");
+        assert!(html.contains(r#"<h2 id="user-content-hello-world-1">"#), "{html}");
+        assert!(html.contains(r#"<h2 id="user-content-mine">"#), "{html}");
+        assert!(html.contains("<h2>???</h2>"), "an empty anchor gives no id: {html}");
+        assert!(html.contains(r#"<h2 id="user-content-location">raw</h2>"#), "{html}");
     }
 
     #[test]

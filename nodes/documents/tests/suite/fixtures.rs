@@ -68,3 +68,10 @@ fn site_fixture_link_check() {
     check_fixture(&root, "index.md", "index.expected.json", &[Operation::LinkCheckLocal]);
     check_fixture(&root, "docs/guide.md", "docs/guide.expected.json", &[Operation::LinkCheckLocal]);
 }
+
+#[test]
+fn edge_fixture() {
+    // Bare e-mail addresses, headings in list items and blockquotes, fence lines with trailing
+    // spaces, whitespace-only alt text: the cases compared with markdownlint in markdownlint.rs.
+    check_fixture(&fixtures(), "edge.md", "edge.expected.json", ALL);
+}

@@ -1,5 +1,6 @@
 mod fixtures;
 mod links;
+mod markdownlint;
 mod node;
 mod preview;
 mod slugger;

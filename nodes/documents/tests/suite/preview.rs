@@ -26,7 +26,7 @@ fn path_takes_precedence_over_content() {
     assert_eq!(out["format"], "html");
     let out = preview(&root, json!({"operation": "markdown", "content": "# From content"}));
     assert_eq!(out["source_path"], Value::Null);
-    assert!(out["preview"].as_str().is_some_and(|p| p.contains("<h1>From content</h1>")), "{out}");
+    assert!(out["preview"].as_str().is_some_and(|p| p.contains(r#"<h1 id="user-content-from-content">From content</h1>"#)), "{out}");
 }
 
 #[test]

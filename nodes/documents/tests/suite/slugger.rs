@@ -107,3 +107,47 @@ fn duplicates_explicit_ids_and_code_blocks() {
     // generated, so no generated anchor can ever equal one: the third "Intro" skips intro-2.
     assert_eq!(anchors, ["intro", "intro-1", "intro-3", "intro-2", "intro-4", "b", "b-1"]);
 }
+
+/// fixtures/markdown/github-slugger.oracle.json, written by the github-slugger package itself
+/// (nodes/documents/scripts/github-slugger-oracle.mjs): generated tricky headings (punctuation,
+/// emoji, CJK, accents, invisible characters, duplicates) through one slugger, and one string per
+/// edge of every range of kept code points.
+fn slugger_oracle() -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/markdown/github-slugger.oracle.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("oracle file")).expect("oracle is JSON")
+}
+
+#[test]
+fn generated_headings_match_github_slugger() {
+    let oracle = slugger_oracle();
+    let cases = oracle["sequence"].as_array().expect("sequence");
+    assert!(cases.len() >= 300, "a few hundred generated headings");
+    let mut slugger = Slugger::new();
+    let mut wrong = Vec::new();
+    for case in cases {
+        let (input, expected) = (case[0].as_str().expect("input"), case[1].as_str().expect("slug"));
+        let got = slugger.slug(input);
+        if got != expected {
+            wrong.push(format!("{input:?}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {} differ:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+}
+
+#[test]
+fn every_range_edge_matches_github_slugger() {
+    let oracle = slugger_oracle();
+    let points = oracle["single_code_points"].as_array().expect("code points");
+    assert!(points.len() > 2000);
+    let mut wrong = Vec::new();
+    for point in points {
+        let cp = point[0].as_u64().expect("code point") as u32;
+        let expected = point[1].as_str().expect("slug");
+        let Some(c) = char::from_u32(cp) else { continue };
+        let got = cheng_nodes_documents::markdown::slug::slug(&c.to_string());
+        if got != expected {
+            wrong.push(format!("U+{cp:04X}: expected {expected:?}, got {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {} differ:\n{}", wrong.len(), points.len(), wrong.iter().take(40).cloned().collect::<Vec<_>>().join("\n"));
+}

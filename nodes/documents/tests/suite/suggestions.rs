@@ -40,7 +40,7 @@ fn fix(text: &str) -> (String, BTreeMap<&'static str, usize>, BTreeMap<&'static 
 
 #[test]
 fn fixtures_are_fixed_by_their_suggestions() {
-    for name in ["headings.md", "whitespace.md", "links.md", "clean.md"] {
+    for name in ["headings.md", "whitespace.md", "links.md", "clean.md", "edge.md"] {
         let text = std::fs::read_to_string(fixtures().join(name)).expect("fixture");
         let (_, before, after) = fix(&text);
         assert!(after.is_empty(), "{name}: fixable findings left after applying: {after:?} (before: {before:?})");
@@ -89,7 +89,7 @@ fn generated_documents_round_trip() {
     // A deterministic generator of messy documents: every fixable rule, repeated content, edges.
     let pieces = [
         "# Title", "## Section", "text  ", "text ", "text\t", "", "", "   ", "see https://a.example/x",
-        "```text", "code   ", "```", "plain", "> # Quoted", "> body", "Setext", "---", "- item ", "[l](#Section)",
+        "```text", "code   ", "```", "plain", "> # Quoted", "> body", "Setext", "---", "- item ", "[l](#Section)", "- # Listed", "> - # Deep", "1. ## Numbered", "mail a@b.example.",
     ];
     let mut state: u64 = 0x2545_F491_4F6C_DD1D;
     for round in 0..300 {
@@ -113,8 +113,24 @@ fn generated_documents_round_trip() {
         let fixed = apply_edits(&text, &edits);
         if skipped == 0 {
             let (after, _) = check(&Document::parse(&fixed), None);
-            let left: Vec<_> = after.iter().filter(|d| fixable(d.rule) && d.rule != rules::BLANKS_AROUND_HEADINGS).collect();
+            let left: Vec<_> = after.iter().filter(|d| fixable(d.rule)).collect();
             assert!(left.is_empty(), "round {round}: {left:?}\nbefore:\n{text:?}\nafter:\n{fixed:?}");
         }
     }
+}
+
+#[test]
+fn headings_in_list_items_and_blockquotes_get_blank_lines() {
+    let (fixed, before, after) = fix("# T\n\nintro\n- # Listed\n- next\n> - ## Deep\n> more\n");
+    assert_eq!(before.get(rules::BLANKS_AROUND_HEADINGS), Some(&4), "{before:?}");
+    assert!(after.is_empty(), "{after:?}");
+    assert_eq!(fixed, "# T\n\nintro\n\n- # Listed\n\n- next\n>\n> - ## Deep\n>\n> more\n");
+}
+
+#[test]
+fn bare_email_addresses_are_wrapped() {
+    let (fixed, before, after) = fix("# T\n\nWrite to someone@example.com. Not <a@b.example> or https://u@h.example/x.\n");
+    assert_eq!(before.get(rules::BARE_URL), Some(&2), "{before:?}");
+    assert!(after.is_empty(), "{after:?}");
+    assert_eq!(fixed, "# T\n\nWrite to <someone@example.com>. Not <a@b.example> or <https://u@h.example/x>.\n");
 }

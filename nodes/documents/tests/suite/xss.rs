@@ -82,6 +82,35 @@ const PAYLOADS: &[&str] = &[
     "```html\n<script>alert(1)</script>\n```",
     "## Title {#x onclick=alert(1)}",
     "<a href=\"//evil.example\" target=\"_blank\">protocol-relative</a>",
+    // OWASP filter-evasion classics not covered above.
+    "<a href=\"&#x6A;avascript:alert(1)\">x</a>",
+    "<IMG SRC=JaVaScRiPt:alert(1)>",
+    "<IMG SRC=`javascript:alert(1)`>",
+    "<IMG SRC=\"jav&#x0A;ascript:alert(1);\">",
+    "<IMG SRC=\"jav&#x0D;ascript:alert(1);\">",
+    "<IMG SRC=\" &#14;  javascript:alert(1);\">",
+    "<a href=\"javascript&colon;alert(1)\">x</a>",
+    "<a href=\"javas&#99;ript:alert(1)\">x</a>",
+    "<a href=\"\u{1}javascript:alert(1)\">x</a>",
+    "<img srcset=\"javascript:alert(1) 1x\">",
+    "<img src=x:alert(alt) onerror=eval(src) alt=0>",
+    "<button formaction=\"javascript:alert(1)\">x</button>",
+    "<input type=\"image\" formaction=\"javascript:alert(1)\" src=x>",
+    "<object data=\"javascript:alert(1)\"></object>",
+    "<isindex action=\"javascript:alert(1)\" type=image>",
+    "<div style=\"width: expression(alert(1))\">x</div>",
+    "<span style=\"background-image: url(javascript:alert(1))\">x</span>",
+    "<svg><use href=\"data:image/svg+xml,&lt;svg id='x' xmlns='http://www.w3.org/2000/svg'&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;/svg&gt;#x\"></use></svg>",
+    "<math><maction actiontype=\"statusline\" xlink:href=\"javascript:alert(1)\">x</maction></math>",
+    "<a href=\"https://ok.example\" id=\"location\" name=\"cookie\">clobber</a>",
+    "<img name=\"getElementById\" src=\"x.png\" alt=\"x\">",
+    "<form id=\"test\"><input name=\"attributes\"></form>",
+    "# Heading {#__proto__}",
+    "[x](&#x6A;avascript:alert(1))",
+    "![x](&#106;avascript:alert(1))",
+    "[x]( javascript:alert(1) )",
+    "<https://ok.example/\"onmouseover=\"alert(1)>",
+    "<a href=\"https://ok.example\" target=\"_blank\">tabnabbing</a>",
 ];
 
 /// Elements whose presence is a failure whatever their attributes.
@@ -100,6 +129,12 @@ fn assert_safe(payload: &str, html: &str) {
         assert!(!FORBIDDEN.contains(&name), "payload {payload:?} left <{name}> in {html}");
         for (attr, value) in el.attrs() {
             let attr = attr.to_ascii_lowercase();
+            // DOM clobbering: ids only with GitHub's prefix, never `name`.
+            assert_ne!(attr, "name", "payload {payload:?} left name= in {html}");
+            if attr == "id" {
+                assert!(value.starts_with("user-content-"), "payload {payload:?} left id={value:?} in {html}");
+            }
+            assert!(!["srcdoc", "formaction", "action"].contains(&attr.as_str()), "payload {payload:?} left {attr}= in {html}");
             assert!(!attr.starts_with("on"), "payload {payload:?} left {attr}= in {html}");
             assert_ne!(attr, "style", "payload {payload:?} left style= in {html}");
             if URL_ATTRIBUTES.contains(&attr.as_str()) {
@@ -164,4 +199,46 @@ fn truncation_cannot_splice_a_payload_together() {
         assert!(preview.len() <= cap + 40, "cap {cap}: {} bytes", preview.len());
         assert_safe(&format!("cut at {cap}"), &preview);
     }
+}
+
+#[test]
+fn table_alignment_styles_cannot_carry_css() {
+    // GFM alignment is the one style ammonia keeps (td `text-align`); nothing else may ride along.
+    let payloads = [
+        "| a |\n|:-:|\n| <td style=\"text-align:center;background:url(javascript:alert(1))\">x</td> |",
+        "<table><tr><td style=\"text-align: left; width: expression(alert(1))\">x</td></tr></table>",
+        "<table><tr><td style=\"background-image:url(javascript:alert(1))\">x</td></tr></table>",
+        "| a | b |\n|:--|--:|\n| 1 | 2 |",
+    ];
+    for payload in payloads {
+        let html = markdown_to_safe_html(payload);
+        let doc = Html::parse_fragment(&html);
+        for node in doc.tree.nodes() {
+            let Node::Element(el) = node.value() else { continue };
+            if let Some(style) = el.attr("style") {
+                assert!(matches!(el.name(), "td" | "th"), "{payload:?}: style on <{}> in {html}", el.name());
+                let lower = style.to_ascii_lowercase();
+                for bad in ["url(", "expression(", "javascript", "background", "width", ";"] {
+                    assert!(!lower.contains(bad), "{payload:?}: {bad} in style {style:?}");
+                }
+                // ammonia may leave an empty `style=""` once every property is filtered out.
+                assert!(lower.trim().is_empty() || lower.trim_start().starts_with("text-align"), "{payload:?}: style {style:?}");
+            }
+        }
+        assert_safe_except_style(payload, &html);
+    }
+}
+
+/// [`assert_safe`] without the blanket ban on `style` (checked precisely by the caller).
+fn assert_safe_except_style(payload: &str, html: &str) {
+    let stripped = Html::parse_fragment(html);
+    let mut copy = html.to_string();
+    for node in stripped.tree.nodes() {
+        if let Node::Element(el) = node.value() {
+            if let Some(style) = el.attr("style") {
+                copy = copy.replace(&format!(" style=\"{style}\""), "");
+            }
+        }
+    }
+    assert_safe(payload, &copy);
 }

@@ -104,34 +104,31 @@ impl Git {
         Ok(Git { cwd, toplevel, object_format, env, cancel: cancel.clone() })
     }
 
-    /// Runs `git <hardening> <args>` and returns its output; only a spawn failure is an error.
+    /// Runs `git <hardening> <args>` and returns its output; only a spawn failure, a timeout or
+    /// a cancellation is an error.
     pub async fn run(&self, args: &[&str], stdout_cap: usize) -> Result<ProcessOutput, NodeError> {
+        let out = cheng_exec::run(self.spec(args, stdout_cap), &self.cancel).await;
+        check(out, args)
+    }
+
+    /// Like [`Git::run`], plus the first `stdout_cap` bytes of stdout exactly as git wrote them
+    /// (for `-z` output, whose paths may not be UTF-8).
+    pub async fn run_bytes(&self, args: &[&str], stdout_cap: usize) -> Result<(ProcessOutput, Vec<u8>), NodeError> {
+        let raw = cheng_exec::run_with_stdout_bytes(self.spec(args, stdout_cap), &self.cancel).await;
+        Ok((check(raw.output, args)?, raw.stdout_bytes))
+    }
+
+    fn spec(&self, args: &[&str], stdout_cap: usize) -> ProcessSpec {
         let mut argv: Vec<OsString> = vec!["--no-pager".into()];
         for item in FIXED_OVERRIDES {
             argv.push("-c".into());
             argv.push((*item).into());
         }
         argv.extend(args.iter().map(OsString::from));
-        let spec = ProcessSpec::new("git", argv, self.cwd.clone())
+        ProcessSpec::new("git", argv, self.cwd.clone())
             .env(self.env.clone())
             .timeout(GIT_TIMEOUT)
-            .caps(stdout_cap.max(1), STDERR_CAP);
-        let out = cheng_exec::run(spec, &self.cancel).await;
-        match out.termination {
-            Termination::SpawnFailed => Err(NodeError::new(
-                ErrorKind::SpawnFailed,
-                format!(
-                    "git could not be started: {}; install git and make sure it is on PATH",
-                    out.spawn_error.as_deref().unwrap_or("unknown error")
-                ),
-            )),
-            Termination::TimedOut => Err(NodeError::new(
-                ErrorKind::TimedOut,
-                format!("git {} did not finish within {} s and was killed", args.first().unwrap_or(&""), GIT_TIMEOUT.as_secs()),
-            )),
-            Termination::Cancelled => Err(NodeError::new(ErrorKind::Cancelled, "the git operation was cancelled")),
-            _ => Ok(out),
-        }
+            .caps(stdout_cap.max(1), STDERR_CAP)
     }
 
     /// The empty tree's id in this repository's object format (diff base of an unborn HEAD).
@@ -215,6 +212,25 @@ fn push_config_env(env: &mut Vec<(OsString, OsString)>, overrides: &[(String, St
     for (i, (key, value)) in overrides.iter().enumerate() {
         env.push((format!("GIT_CONFIG_KEY_{i}").into(), key.into()));
         env.push((format!("GIT_CONFIG_VALUE_{i}").into(), value.into()));
+    }
+}
+
+/// Turns the ways git can fail to run at all into errors; a git that ran is returned as is.
+fn check(out: ProcessOutput, args: &[&str]) -> Result<ProcessOutput, NodeError> {
+    match out.termination {
+        Termination::SpawnFailed => Err(NodeError::new(
+            ErrorKind::SpawnFailed,
+            format!(
+                "git could not be started: {}; install git and make sure it is on PATH",
+                out.spawn_error.as_deref().unwrap_or("unknown error")
+            ),
+        )),
+        Termination::TimedOut => Err(NodeError::new(
+            ErrorKind::TimedOut,
+            format!("git {} did not finish within {} s and was killed", args.first().unwrap_or(&""), GIT_TIMEOUT.as_secs()),
+        )),
+        Termination::Cancelled => Err(NodeError::new(ErrorKind::Cancelled, "the git operation was cancelled")),
+        _ => Ok(out),
     }
 }
 

@@ -10,10 +10,11 @@
 //!   refused), and repository discovery stops at the workspace root (`GIT_CEILING_DIRECTORIES`):
 //!   a workspace that is a subdirectory of a larger repository is "not a repository". The git
 //!   directory of a linked worktree may live outside; only its objects and refs are read.
-//! - **status**: `--porcelain=v2 --branch --untracked-files=normal --find-renames
+//! - **status**: `--porcelain=v2 -z --branch --untracked-files=normal --find-renames
 //!   --ignore-submodules=dirty` (submodule work trees are not entered: entering one would run git
-//!   under a configuration that was never neutralised). Paths are relative to the repository
-//!   root. Paths that are not UTF-8 keep their bytes in `path_bytes_base64` (see [`quote`]).
+//!   under a configuration that was never neutralised), read as raw bytes. Paths are relative to
+//!   the repository root. Paths that are not UTF-8 keep their bytes in `path_bytes_base64` (see
+//!   [`quote`]).
 //!   The current branch's tracking (upstream, ahead, behind) is reported in `branches`.
 //! - **diff**: the working tree against HEAD — staged and unstaged changes to tracked files
 //!   together, untracked files excluded (`git diff HEAD`); against the empty tree before the first
@@ -225,6 +226,14 @@ fn kept_records(bounded: &Bounded, separator: char) -> &str {
     head.rfind(separator).map_or("", |i| &head[..=i])
 }
 
+/// The complete NUL-terminated records of a raw stdout prefix (all of it when nothing was cut).
+fn kept_raw_records(bytes: &[u8], truncated: bool) -> &[u8] {
+    if !truncated {
+        return bytes;
+    }
+    bytes.iter().rposition(|b| *b == 0).map_or(&[], |i| &bytes[..=i])
+}
+
 fn pathspec_args<'a>(args: &mut Vec<&'a str>, request: &'a Request) {
     args.push("--");
     args.extend(request.pathspecs.iter().map(String::as_str));
@@ -242,18 +251,19 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
     let mut args = vec![
         "status",
         "--porcelain=v2",
+        "-z",
         "--branch",
         "--untracked-files=normal",
         "--find-renames",
         "--ignore-submodules=dirty",
     ];
     pathspec_args(&mut args, request);
-    let proc = git.run(&args, request.max_bytes).await?;
+    let (proc, bytes) = git.run_bytes(&args, request.max_bytes).await?;
     if !proc.success() {
         git_failed(out, "git status", &proc);
         return Ok(());
     }
-    let parsed = status::parse(kept_records(&proc.stdout, '\n').as_bytes(), false);
+    let parsed = status::parse(kept_raw_records(&bytes, proc.stdout.truncated), true);
     let count = |key: &str| parsed.files.iter().filter(|f| f[key] == true).count();
     let (staged, untracked, conflicted) = (count("staged"), count("untracked"), count("conflicted"));
     let unstaged = parsed
@@ -529,5 +539,8 @@ mod tests {
         let bounded = cheng_node::text::head_tail(b"one\ntwo\nthree\nfour\nfive\nsix\n", 12);
         assert!(bounded.truncated);
         assert_eq!(kept_records(&bounded, '\n'), "one\n");
+        assert_eq!(kept_raw_records(b"one\0tw\xffo\0thr", true), b"one\0tw\xffo\0");
+        assert_eq!(kept_raw_records(b"one\0thr", false), b"one\0thr");
+        assert_eq!(kept_raw_records(b"partial", true), b"");
     }
 }

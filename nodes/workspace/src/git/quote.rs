@@ -1,9 +1,9 @@
 //! Paths as git prints them, and as we report them.
 //!
-//! The process layer hands us stdout as (lossy) UTF-8 text, so raw path bytes cannot survive a
-//! `-z` listing. With `core.quotePath=true` git prints every path that holds a control character,
-//! a quote, a backslash or a byte >= 0x80 as a C-style quoted string (`"caf\303\251"`), which is
-//! plain ASCII: undoing that quoting gives back the exact bytes.
+//! `status` reads raw `-z` bytes; the numstat of `diff`/`show` is read as text, where raw
+//! non-UTF-8 bytes would not survive. With `core.quotePath=true` git prints every path that holds
+//! a control character, a quote, a backslash or a byte >= 0x80 as a C-style quoted string
+//! (`"caf\303\251"`), which is plain ASCII: undoing that quoting gives back the exact bytes.
 //!
 //! A reported path is `path` (UTF-8 text, exact whenever the bytes are valid UTF-8) plus, only when
 //! they are not, `path_bytes_base64` (the exact bytes, standard base64) so nothing is lost.

@@ -1,9 +1,10 @@
 //! `git status --porcelain=v2 --branch` into structured entries.
 //!
 //! Both record framings are parsed: `-z` (NUL-terminated records, raw path bytes) and the quoted
-//! line form (one record per line, paths C-quoted by `core.quotePath`). The node runs the quoted
-//! form because the process layer delivers stdout as UTF-8 text, where raw non-UTF-8 bytes would
-//! be lost; the quoted form is ASCII and carries the same fields losslessly.
+//! line form (one record per line, paths C-quoted by `core.quotePath`). The node runs `-z` and
+//! reads git's stdout as raw bytes (`cheng_exec::run_with_stdout_bytes`): the format git
+//! documents for machines, with no quoting to undo and no dependence on `core.quotePath`. The
+//! quoted form stays supported for output captured as text.
 //!
 //! Each file entry: `path`, `orig_path` (renames and copies, else null), `index_status` and
 //! `worktree_status` (git's one-letter codes: `M` modified, `A` added, `D` deleted, `R` renamed,
@@ -50,8 +51,11 @@ pub fn parse(output: &[u8], z: bool) -> Status {
             Some(b'1') => ordinary(record, 9, z, None),
             Some(b'2') => {
                 if z {
-                    let orig = records.next().map(<[u8]>::to_vec);
-                    ordinary(record, 10, z, orig.map(Ok))
+                    // The origin is the next record; a rename cut off before it is not guessed.
+                    match records.next() {
+                        Some(orig) => ordinary(record, 10, z, Some(Ok(orig.to_vec()))),
+                        None => None,
+                    }
                 } else {
                     ordinary(record, 10, z, Some(Err(())))
                 }
@@ -210,6 +214,23 @@ mod tests {
         assert_eq!(status.files[1]["path"], "new\nname");
         assert_eq!(status.files[1]["orig_path"], "old");
         assert_eq!(status.files[2]["path_bytes_base64"], "/w==");
+    }
+
+    #[test]
+    fn nul_framing_takes_records_that_look_like_headers_as_paths() {
+        // A rename origin named like a header, and a path with a tab and a quote: -z needs no
+        // quoting, so they come through exactly.
+        let out = b"2 R. N... 100644 100644 100644 c c R100 a\tb \"q\"\x00# branch.head evil\x00? \"x\"\x00";
+        let status = parse(out, true);
+        assert_eq!(status.unparsed, 0);
+        assert_eq!(status.branch.head, None, "an origin path is not a header");
+        assert_eq!(status.files[0]["path"], "a\tb \"q\"");
+        assert_eq!(status.files[0]["orig_path"], "# branch.head evil");
+        assert_eq!(status.files[1]["path"], "\"x\"");
+        // A rename whose origin record was cut off is counted, not guessed.
+        let cut = parse(b"2 R. N... 100644 100644 100644 c c R100 new\x00", true);
+        assert!(cut.files.is_empty());
+        assert_eq!(cut.unparsed, 1);
     }
 
     #[test]

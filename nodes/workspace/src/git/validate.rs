@@ -150,10 +150,37 @@ mod tests {
             "x.lock",
             "a//b",
             "$(id)",
+            "origin/main@{1}",
+            "HEAD^{/fix}",
+            "main\tdev",
+            "HEAD\n",
+            "git@example.com:org/repo.git",
+            "ssh://host/repo",
+            "//example.com/repo",
         ] {
             let err = revision(bad).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{bad}");
             assert!(err.message.contains("revision"), "{}", err.message);
+            assert!(err.message.contains(&format!("{bad:?}")), "the offending value is named: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn each_rejection_says_why() {
+        for (bad, why) in [
+            ("-p", "starts with '-'"),
+            ("main..dev", "range"),
+            ("a...b", "range"),
+            ("HEAD@{1}", "'@{...}'"),
+            ("HEAD:a.txt", "contains ':'"),
+            ("https://example.com/r.git", "contains ':'"),
+            ("HEAD^{tree}", "'^{...}'"),
+            ("main dev", "whitespace"),
+            ("refs/remotes/origin/main", "remote-tracking"),
+            ("HEAD~x", "suffix"),
+        ] {
+            let err = revision(bad).unwrap_err();
+            assert!(err.message.contains(why), "{bad}: {}", err.message);
         }
     }
 
@@ -162,6 +189,11 @@ mod tests {
         for bad in ["/etc/passwd", "../x", "a/../../b", "--output=/tmp/x", "-c", ":(top)x", ":!a", "", "a\0b"] {
             let err = pathspecs(&[String::from("ok.txt"), bad.to_string()]).unwrap_err();
             assert!(err.message.starts_with("pathspecs[1]"), "{bad}: {}", err.message);
+            assert!(err.message.contains(&format!("{bad:?}")), "the offending value is named: {}", err.message);
+        }
+        for (bad, why) in [("/abs", "absolute"), ("a/../b", "'..' segment"), ("-x", "starts with '-'"), (":!x", "pathspec magic")] {
+            let err = pathspecs(&[bad.to_string()]).unwrap_err();
+            assert!(err.message.contains(why), "{bad}: {}", err.message);
         }
         assert!(pathspecs(&["src".into(), "*.rs".into(), "a b/c".into(), "x..y".into()]).is_ok());
     }

@@ -597,6 +597,72 @@ mod tests {
     }
 
     #[test]
+    fn package_managers_runners_and_python_configs_each_with_their_evidence() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        write(
+            &root,
+            &[
+                ("y/package.json", r#"{"devDependencies": {"jest": "30"}}"#),
+                ("y/yarn.lock", ""),
+                ("b/package.json", r#"{"scripts": {"test": "bun test"}}"#),
+                ("b/bun.lock", ""),
+                ("n/package.json", r#"{"scripts": {"test": "node --test"}}"#),
+                ("n/package-lock.json", "{}"),
+                ("v/package.json", r#"{"devDependencies": {"vitest": "4"}}"#),
+                ("v/pnpm-lock.yaml", ""),
+                ("pm/package.json", r#"{"packageManager": "yarn@4.1.0", "scripts": {"test": "jest"}}"#),
+                ("poetry/pyproject.toml", "[tool.poetry]\nname = \"p\"\n"),
+                ("poetry/poetry.lock", ""),
+                ("cfg/setup.cfg", "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n"),
+                ("ini/pytest.ini", "[pytest]\n"),
+                ("tox/tox.ini", "[tox]\nenvlist = py3\n\n[pytest]\n"),
+                ("gr/settings.gradle", "include 'app'\n"),
+                ("gr/app/build.gradle", "plugins {}\n"),
+                ("gr/gradlew", "#!/bin/sh\n"),
+            ],
+        );
+        let d = detect(&root, &root, DEFAULT_LIMITS);
+        let cmd = |p: &Value| (p["commands"][0]["command"].clone(), p["commands"][0]["args"].clone());
+        let keys = |p: &Value| -> Vec<String> {
+            p["evidence"].as_array().unwrap().iter().map(|e| format!("{}: {}", e["file"].as_str().unwrap(), e["key"].as_str().unwrap())).collect()
+        };
+
+        let y = find(&d, "y", "node");
+        assert_eq!((y["package_manager"].as_str(), y["test_runner"].as_str()), (Some("yarn"), Some("jest")));
+        assert_eq!(cmd(y), (json!("yarn"), json!(["jest"])));
+        assert_eq!(y["confidence"], "medium", "inferred from a dependency");
+        assert!(keys(y).contains(&"y/yarn.lock: lockfile".to_string()), "{:?}", keys(y));
+        let b = find(&d, "b", "node");
+        assert_eq!(b["package_manager"], "bun");
+        assert_eq!(cmd(b), (json!("bun"), json!(["run", "test"])));
+        let n = find(&d, "n", "node");
+        assert_eq!((n["package_manager"].as_str(), n["test_runner"].as_str()), (Some("npm"), Some("node --test")));
+        assert!(keys(n).contains(&"n/package.json: scripts.test: node --test".to_string()));
+        let v = find(&d, "v", "node");
+        assert_eq!(cmd(v), (json!("pnpm"), json!(["exec", "vitest", "run"])));
+        let pm = find(&d, "pm", "node");
+        assert_eq!(pm["package_manager"], "yarn", "the packageManager field wins");
+        assert_eq!(cmd(pm), (json!("yarn"), json!(["test"])));
+
+        let poetry = find(&d, "poetry", "python");
+        assert_eq!(poetry["package_manager"], "poetry");
+        assert_eq!(cmd(poetry), (json!("poetry"), json!(["run", "pytest"])));
+        let cfg = find(&d, "cfg", "python");
+        assert_eq!(cfg["confidence"], "high");
+        assert!(keys(cfg).contains(&"cfg/setup.cfg: [tool:pytest]".to_string()), "{:?}", keys(cfg));
+        assert_eq!(cfg["evidence"][0]["line"], 4);
+        assert!(keys(find(&d, "ini", "python")).contains(&"ini/pytest.ini: pytest configuration".to_string()));
+        let tox = find(&d, "tox", "python");
+        assert_eq!(tox["commands"][1], json!({"command": "tox", "args": [], "cwd": "tox"}));
+
+        let gradle = find(&d, "gr", "gradle");
+        assert_eq!(gradle["workspace"], true);
+        assert_eq!(gradle["members"], json!(["gr/app"]));
+        assert_eq!(cmd(gradle), (json!("./gradlew"), json!(["test"])));
+    }
+
+    #[test]
     fn ignored_dependency_and_symlinked_trees_are_not_walked() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();

@@ -226,7 +226,7 @@ fn node_tap(text: &str) -> Vec<Failure> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parsers::samples;
+    use super::super::parsers::{samples, strip_ansi};
     use super::*;
 
     fn one(text: &str) -> Failure {
@@ -266,6 +266,18 @@ mod tests {
         let f = one(samples::VITEST);
         assert_eq!(f.name, "src/calc.test.ts > calc > fails on purpose");
         assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.ts"), Some(9)));
+        assert!(f.message.unwrap_or_default().contains("expected 4 to be 5"));
+    }
+
+    #[test]
+    fn real_jest_30_and_vitest_4_blocks() {
+        let f = one(&strip_ansi(samples::JEST30_STDERR));
+        assert_eq!(f.name, "calc › fails on purpose");
+        assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.js"), Some(9)));
+        assert!(f.message.unwrap_or_default().contains("toBe"));
+        let f = one(&strip_ansi(&format!("{}\n{}", samples::VITEST4_STDOUT, samples::VITEST4_STDERR)));
+        assert_eq!(f.name, "src/calc.test.js > calc > fails on purpose");
+        assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.js"), Some(10)));
         assert!(f.message.unwrap_or_default().contains("expected 4 to be 5"));
     }
 

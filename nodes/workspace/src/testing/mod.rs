@@ -432,6 +432,33 @@ mod tests {
     }
 
     #[test]
+    fn success_needs_exit_zero_and_no_failed_test() {
+        let ws = Path::new("/ws");
+        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 1 failed\n", "", 0));
+        assert_eq!(out["failed"], 1);
+        assert_eq!(out["success"], false, "a counted failure fails the run even with exit 0");
+        assert!(out["error"].as_str().unwrap_or_default().contains("although the command exited 0"), "{out:?}");
+        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 0 failed\n", "", 1));
+        assert_eq!(out["success"], false, "a non-zero exit fails the run with no failed test");
+        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 0 failed\n", "", 0));
+        assert_eq!(out["success"], true);
+    }
+
+    #[test]
+    fn timeout_defaults_to_300000_and_is_capped_at_600000() {
+        let dir = std::env::temp_dir().canonicalize().unwrap_or_else(|_| PathBuf::from("/tmp"));
+        let ctx = RunContext::for_workspace(SPEC.id, dir, cheng_node::Decision::Approved);
+        let input = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let request = run_request(&ctx, &input(json!({"command": "true"}))).expect("request");
+        assert_eq!(request.timeout, Duration::from_millis(300_000));
+        let request = run_request(&ctx, &input(json!({"command": "true", "timeout_ms": 600_000}))).expect("request");
+        assert_eq!(request.timeout, Duration::from_millis(600_000));
+        let err = run_request(&ctx, &input(json!({"command": "true", "timeout_ms": 600_001}))).err().expect("over the max");
+        assert!(err.message.contains("600000"), "{}", err.message);
+        assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.max), Some(600_000));
+    }
+
+    #[test]
     fn recap_keeps_head_tail_and_the_true_byte_count() {
         let text = "a".repeat(1000) + &"b".repeat(1000);
         let bounded = cheng_node::text::head_tail(text.as_bytes(), 1 << 20);

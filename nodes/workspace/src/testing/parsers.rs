@@ -258,6 +258,13 @@ mod tests {
     }
 
     #[test]
+    fn real_jest_30_and_vitest_4_output() {
+        assert_eq!(counts("", samples::JEST30_STDERR), ("jest", Some(1), Some(1)));
+        assert_eq!(counts(samples::VITEST4_STDOUT, samples::VITEST4_STDERR), ("vitest", Some(1), Some(1)));
+        assert_eq!(counts(samples::VITEST4_STDOUT, ""), ("vitest", Some(1), Some(1)), "the summary is on stdout");
+    }
+
+    #[test]
     fn go_plain_verbose_and_json() {
         let c = parse(samples::GO_PLAIN, "").expect("go");
         assert_eq!((c.runner, c.passed, c.failed), ("go test", None, Some(1)), "no per-test passes without -v");
@@ -293,10 +300,14 @@ mod tests {
     }
 }
 
-/// Outputs captured from real runs (cargo 1.95, pytest 9, node 20) and from the runners'
-/// documented formats (jest, vitest, go, nextest).
+/// Outputs captured from real runs (cargo 1.95, pytest 9, node 20, jest 30.5, vitest 4.1, the
+/// latter two with their colour codes as emitted) and from the runners' documented formats (the
+/// older jest/vitest layouts, go, nextest).
 #[cfg(test)]
 pub(crate) mod samples {
+    pub const JEST30_STDERR: &str = include_str!("samples/jest30.stderr");
+    pub const VITEST4_STDOUT: &str = include_str!("samples/vitest4.stdout");
+    pub const VITEST4_STDERR: &str = include_str!("samples/vitest4.stderr");
     pub const CARGO_STDOUT: &str = include_str!("samples/cargo.stdout");
     pub const CARGO_STDERR: &str = include_str!("samples/cargo.stderr");
     pub const NEXTEST_STDERR: &str = include_str!("samples/nextest.stderr");

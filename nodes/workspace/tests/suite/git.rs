@@ -266,7 +266,130 @@ async fn status_does_not_write_the_index() {
     let before = std::fs::read(&index).expect("index");
     let meta_before = std::fs::metadata(&index).and_then(|m| m.modified()).expect("mtime");
     run(&WorkspaceGit, &ws, json!({"operation": "status"})).await.expect("status");
+    assert_eq!(std::fs::read(&index).expect("index"), before, "status rewrote the index");
     run(&WorkspaceGit, &ws, json!({"operation": "diff"})).await.expect("diff");
     assert_eq!(std::fs::read(&index).expect("index"), before);
     assert_eq!(std::fs::metadata(&index).and_then(|m| m.modified()).expect("mtime"), meta_before);
+}
+
+#[tokio::test]
+async fn status_paths_that_quoting_would_mangle_survive_the_nul_framing() {
+    let (_dir, ws) = temp_workspace();
+    init_repo(&ws, &[("plain.txt", "p\n")]);
+    std::fs::write(ws.join(std::ffi::OsStr::from_bytes(b"old\xfename.txt")), "same content\n").expect("write");
+    git(&ws, &["add", "-A"]);
+    git(&ws, &["commit", "-qm", "raw name"]);
+    // A staged rename away from a non-UTF-8 name, and untracked names with a tab, quotes, a
+    // backslash and a leading "# " (which a line parser could take for a header).
+    std::fs::rename(ws.join(std::ffi::OsStr::from_bytes(b"old\xfename.txt")), ws.join("new name.txt")).expect("rename");
+    git(&ws, &["add", "-A"]);
+    let odd = ["tab\there.txt", "\"quoted\".txt", "back\\slash.txt", "# branch.head evil"];
+    for name in odd {
+        std::fs::write(ws.join(name), "u\n").expect("write");
+    }
+    let out = run(&WorkspaceGit, &ws, json!({"operation": "status"})).await.expect("status");
+    assert_eq!(out["current_branch"], "main", "a file named like a header is not a header: {out:?}");
+    let files = out["files"].as_array().expect("files").clone();
+    for name in odd {
+        let entry = files.iter().find(|f| f["path"] == name).unwrap_or_else(|| panic!("{name:?} missing: {files:?}"));
+        assert_eq!(entry["untracked"], true);
+    }
+    let renamed = files.iter().find(|f| f["path"] == "new name.txt").expect("rename entry");
+    assert_eq!(renamed["index_status"], "R", "{renamed:?}");
+    let orig = base64::engine::general_purpose::STANDARD
+        .decode(renamed["orig_path_bytes_base64"].as_str().unwrap_or_default())
+        .expect("base64");
+    assert_eq!(orig, b"old\xfename.txt");
+    assert_eq!(files.len(), odd.len() + 1, "{files:?}");
+}
+
+#[tokio::test]
+async fn pathspecs_narrow_status_diff_and_log() {
+    let (_dir, ws) = temp_workspace();
+    init_repo(&ws, &[("a.txt", "a\n"), ("sub/b.txt", "b\n")]);
+    std::fs::write(ws.join("sub/b.txt"), "b2\n").expect("write");
+    git(&ws, &["commit", "-qam", "touch b"]);
+    std::fs::write(ws.join("a.txt"), "a2\n").expect("write");
+    std::fs::write(ws.join("sub/b.txt"), "b3\n").expect("write");
+
+    let status = run(&WorkspaceGit, &ws, json!({"operation": "status", "pathspecs": ["sub"]})).await.expect("status");
+    assert_eq!(status["files"].as_array().map(Vec::len), Some(1), "{status:?}");
+    assert_eq!(status["files"][0]["path"], "sub/b.txt");
+
+    let diff = run(&WorkspaceGit, &ws, json!({"operation": "diff", "pathspecs": ["a.txt"]})).await.expect("diff");
+    assert_eq!(diff["files"], json!([{"path": "a.txt", "added": 1, "deleted": 1, "binary": false}]));
+    let patch = diff["stdout"].as_str().unwrap_or_default();
+    assert!(patch.contains("+a2") && !patch.contains("b3"), "{patch}");
+
+    let log = run(&WorkspaceGit, &ws, json!({"operation": "log", "pathspecs": ["a.txt"]})).await.expect("log");
+    let subjects: Vec<&str> = log["commits"].as_array().expect("commits").iter().filter_map(|c| c["subject"].as_str()).collect();
+    assert_eq!(subjects, ["initial commit"], "the commit touching only sub/b.txt is left out");
+}
+
+#[tokio::test]
+async fn defaults_max_count_20_max_bytes_262144_and_show_head() {
+    let (_dir, ws) = temp_workspace();
+    init_repo(&ws, &[("a.txt", "0\n")]);
+    for i in 1..25 {
+        std::fs::write(ws.join("a.txt"), format!("{i}\n")).expect("write");
+        git(&ws, &["commit", "-qam", &format!("change {i}")]);
+    }
+    let log = run(&WorkspaceGit, &ws, json!({"operation": "log"})).await.expect("log");
+    assert_eq!(log["commits"].as_array().map(Vec::len), Some(20));
+    let over = run(&WorkspaceGit, &ws, json!({"operation": "log", "max_count": 101})).await.expect_err("101");
+    assert_eq!(over.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(over.message.contains("max is 100"), "{}", over.message);
+
+    let show = run(&WorkspaceGit, &ws, json!({"operation": "show"})).await.expect("show");
+    assert_eq!(show["commits"][0]["subject"], "change 24", "revision defaults to HEAD");
+
+    // A patch over 256 KiB is cut at the default cap.
+    let body: String = (0..40_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(ws.join("a.txt"), body).expect("write");
+    let diff = run(&WorkspaceGit, &ws, json!({"operation": "diff"})).await.expect("diff");
+    assert_eq!(diff["stdout_truncated"], true);
+    let len = diff["stdout"].as_str().map_or(0, str::len);
+    assert!((262_144..262_144 + 100).contains(&len), "default max_bytes 262144: {len}");
+    assert_eq!(diff["files"][0]["added"], 40_000);
+}
+
+#[tokio::test]
+async fn show_needs_a_commit_not_a_tree_or_blob() {
+    let (_dir, ws) = temp_workspace();
+    init_repo(&ws, &[("a.txt", "a\n")]);
+    let blob = git(&ws, &["rev-parse", "HEAD:a.txt"]);
+    let tree = git(&ws, &["rev-parse", "HEAD^{tree}"]);
+    git(&ws, &["tag", "blob-tag", blob.trim()]);
+    for revision in [blob.trim(), tree.trim(), "blob-tag"] {
+        let out = run(&WorkspaceGit, &ws, json!({"operation": "show", "revision": revision})).await;
+        let err = out.err().unwrap_or_else(|| panic!("{revision} accepted"));
+        assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_NOT_FOUND", "{revision}");
+        assert!(err.message.contains("does not resolve to a commit"), "{}", err.message);
+    }
+}
+
+#[tokio::test]
+async fn status_and_branch_report_upstream_ahead_and_behind() {
+    let (_dir, ws) = temp_workspace();
+    init_repo(&ws, &[("a.txt", "a\n")]);
+    std::fs::write(ws.join("a.txt"), "b\n").expect("write");
+    git(&ws, &["commit", "-qam", "second"]);
+    // A local stand-in for a fetched remote: origin/main one commit behind main.
+    let parent = git(&ws, &["rev-parse", "HEAD~1"]);
+    git(&ws, &["update-ref", "refs/remotes/origin/main", parent.trim()]);
+    git(&ws, &["config", "remote.origin.url", "https://example.invalid/never-contacted.git"]);
+    git(&ws, &["config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"]);
+    git(&ws, &["config", "branch.main.remote", "origin"]);
+    git(&ws, &["config", "branch.main.merge", "refs/heads/main"]);
+
+    let status = run(&WorkspaceGit, &ws, json!({"operation": "status"})).await.expect("status");
+    let current = &status["branches"][0];
+    assert_eq!(current["upstream"], "origin/main", "{status:?}");
+    assert_eq!((current["ahead"].as_u64(), current["behind"].as_u64()), (Some(1), Some(0)));
+    assert!(status["summary"].as_str().unwrap_or_default().contains("tracking origin/main (ahead 1, behind 0)"));
+
+    let branch = run(&WorkspaceGit, &ws, json!({"operation": "branch"})).await.expect("branch");
+    assert_eq!(branch["branches"][0]["upstream"], "origin/main");
+    assert_eq!(branch["branches"][0]["ahead"], 1);
+    assert_eq!(branch["branches"][0]["current"], true);
 }

@@ -226,3 +226,28 @@ async fn approval_card_shows_command_and_resolved_cwd() {
     let detect = json!({"operation": "detect"});
     assert!(!WorkspaceTests.spec().effects.requires_approval(detect.as_object().unwrap_or(&cheng_node::Values::new())));
 }
+
+#[tokio::test]
+async fn detect_reads_manifests_and_never_runs_what_they_name() {
+    let (_dir, ws) = temp_workspace();
+    let outside = tempfile::tempdir().expect("tempdir");
+    let marker = outside.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let files = [
+        ("Makefile", format!("test:\n\t{touch}\n")),
+        ("package.json", format!(r#"{{"scripts": {{"test": "{touch}", "pretest": "{touch}", "prepare": "{touch}"}}}}"#)),
+        ("conftest.py", format!("import os\nos.system({touch:?})\n")),
+        ("setup.py", format!("import os\nos.system({touch:?})\n")),
+        ("gradlew", format!("#!/bin/sh\n{touch}\n")),
+        ("settings.gradle", String::new()),
+    ];
+    for (name, text) in &files {
+        std::fs::write(ws.join(name), text).expect("write");
+    }
+    let out = run(&WorkspaceTests, &ws, json!({"operation": "detect"})).await.expect("detect");
+    let list = projects(&out);
+    for kind in ["make", "node", "python", "gradle"] {
+        project(&list, ".", kind);
+    }
+    assert!(!marker.exists(), "detect executed something a manifest named");
+}
