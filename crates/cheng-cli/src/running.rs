@@ -118,8 +118,9 @@ fn load(file: &Path) -> Option<Graph> {
 fn print_errors(what: &str, errors: &[ValidationError]) {
     let noun = if errors.len() == 1 { "error" } else { "errors" };
     complain(format!("{what} ({} {noun}):", errors.len()));
+    // Each line leads with its stable code, like a node's own errors (`CODE: message`).
     for e in errors {
-        eprintln!("  - {e}");
+        eprintln!("  - {}: {e}", e.kind.error_kind().code());
     }
 }
 

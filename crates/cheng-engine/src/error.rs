@@ -1,5 +1,6 @@
 //! Validation errors: what is wrong, on which node and port, and what to do about it.
 
+use cheng_node::ErrorKind;
 use std::fmt;
 
 /// The class of a validation problem (stable for tests and clients; the message carries details).
@@ -51,6 +52,31 @@ impl ValidationErrorKind {
         ValidationErrorKind::EdgeConflict,
         ValidationErrorKind::Cycle,
     ];
+
+    /// The `LOCAL_EXECUTOR_*` class a client sees for this problem. Asking for what only the
+    /// node's author or the operator can allow (an author or engine port, more than the
+    /// author's cap, a disabled node) is `PolicyDenied`; everything else is `InvalidInput`.
+    pub fn error_kind(&self) -> ErrorKind {
+        match self {
+            ValidationErrorKind::AuthorOnly
+            | ValidationErrorKind::EngineOnly
+            | ValidationErrorKind::AboveCap
+            | ValidationErrorKind::GatedType => ErrorKind::PolicyDenied,
+            ValidationErrorKind::Malformed
+            | ValidationErrorKind::UnsupportedVersion
+            | ValidationErrorKind::UnknownKey
+            | ValidationErrorKind::UnknownType
+            | ValidationErrorKind::DuplicateNode
+            | ValidationErrorKind::UnknownPort
+            | ValidationErrorKind::WrongType
+            | ValidationErrorKind::OutOfRange
+            | ValidationErrorKind::MissingRequired
+            | ValidationErrorKind::DanglingEdge
+            | ValidationErrorKind::EdgeTypeMismatch
+            | ValidationErrorKind::EdgeConflict
+            | ValidationErrorKind::Cycle => ErrorKind::InvalidInput,
+        }
+    }
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -179,6 +205,19 @@ mod tests {
             assert!(seen.insert(listed), "{listed} listed twice");
         }
         assert_eq!(seen.len(), 17);
+    }
+
+    #[test]
+    fn policy_problems_map_to_policy_denied_and_the_rest_to_invalid_input() {
+        use ValidationErrorKind as K;
+        for kind in ValidationErrorKind::ALL {
+            let expected = if matches!(kind, K::AuthorOnly | K::EngineOnly | K::AboveCap | K::GatedType) {
+                ErrorKind::PolicyDenied
+            } else {
+                ErrorKind::InvalidInput
+            };
+            assert_eq!(kind.error_kind(), expected, "{kind:?}");
+        }
     }
 
     #[test]

@@ -213,6 +213,9 @@ fn every_validation_error_is_reported_at_once() {
         assert!(stderr.contains(port), "{port} missing from {stderr}");
     }
     assert!(stderr.contains("(4 errors)"), "{stderr}");
+    // Every line carries its stable code: a wrong value is invalid input, an engine port is policy.
+    assert!(stderr.contains("- LOCAL_EXECUTOR_INVALID_INPUT: node `tools/workspace_shell`, port `timeout_ms`"), "{stderr}");
+    assert!(stderr.contains("- LOCAL_EXECUTOR_POLICY_DENIED: node `tools/workspace_shell`, port `sandbox_root`"), "{stderr}");
 }
 
 #[test]

@@ -96,14 +96,40 @@ pub fn unprivileged_sandbox_works() -> bool {
         }
         Err(e) => return skip(format!("setpriv cannot run: {e}")),
     }
-    let reachable = Command::new(&setpriv)
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x", env!("CARGO_BIN_EXE_cheng")])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !reachable {
-        return skip(format!("uid 65534 cannot execute {} (a parent directory is not traversable)", env!("CARGO_BIN_EXE_cheng")));
+    if nobody_cheng().is_none() {
+        return skip(format!("uid 65534 cannot execute {} nor a copy of it under /tmp", env!("CARGO_BIN_EXE_cheng")));
     }
     true
+}
+
+/// A `cheng` binary uid 65534 can execute: the built one when its directories are traversable
+/// (a target dir under a 0700 home is not), otherwise a copy in a world-readable /tmp directory.
+fn nobody_cheng() -> Option<PathBuf> {
+    static BINARY: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let executable_by_nobody = |path: &Path| {
+                Command::new(util("setpriv")?)
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x"])
+                    .arg(path)
+                    .status()
+                    .ok()
+                    .filter(|s| s.success())
+            };
+            let built = PathBuf::from(env!("CARGO_BIN_EXE_cheng"));
+            if executable_by_nobody(&built).is_some() {
+                return Some(built);
+            }
+            use std::os::unix::fs::PermissionsExt;
+            // Kept for the whole test process: every unprivileged test uses the same copy.
+            let dir = tempfile::Builder::new().prefix("cheng-bin-").tempdir_in("/tmp").ok()?.keep();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).ok()?;
+            let copy = dir.join("cheng");
+            std::fs::copy(&built, &copy).ok()?;
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).ok()?;
+            executable_by_nobody(&copy).map(|_| copy)
+        })
+        .clone()
 }
 
 /// A directory under `parent` owned by uid 65534, world-traversable.
@@ -130,7 +156,7 @@ pub fn run_unprivileged(
         .arg("--")
         .arg(util("setpriv").expect("setpriv"))
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_cheng"))
+        .arg(nobody_cheng().expect("unprivileged_sandbox_works() checked the binary"))
         .args(["run", node, "--workspace"])
         .arg(ws)
         .arg("--input")
