@@ -180,6 +180,11 @@ fn the_checker_itself_catches_an_unsanitised_payload() {
     let raw = cheng_nodes_documents::preview::sanitize::render_markdown("<img src=x onerror=alert(1)>");
     let caught = std::panic::catch_unwind(|| assert_safe("raw", &raw));
     assert!(caught.is_err(), "the DOM check missed {raw}");
+    // The clobbering checks too: an un-prefixed id, a name.
+    for raw in ["<p id=\"location\">x</p>", "<img name=\"cookie\" src=\"x.png\" alt=\"x\">"] {
+        let caught = std::panic::catch_unwind(|| assert_safe("raw", raw));
+        assert!(caught.is_err(), "the DOM check missed {raw}");
+    }
 }
 
 #[test]
