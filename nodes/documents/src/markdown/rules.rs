@@ -74,7 +74,7 @@ pub const RULES: &[Rule] = &[
     rule!("multiple-top-level-headings", Some("MD025"), Some("single-title/single-h1"), Warning, "diagnostics", "no",
         "A second h1 when the document's first heading is an h1 (or the front matter has a title)."),
     rule!("bare-url", Some("MD034"), Some("no-bare-urls"), Warning, "diagnostics", "yes",
-        "An http(s) or ftp URL in ordinary text that is not a link; the fix wraps it in `<...>`."),
+        "An http(s) or ftp URL, or an e-mail address, in ordinary text that is not a link; the fix wraps it in `<...>`."),
     rule!("fenced-code-language", Some("MD040"), Some("fenced-code-language"), Warning, "diagnostics", "no",
         "A fenced code block without a language after the opening fence."),
     rule!("empty-link-target", Some("MD042"), Some("no-empty-links"), Warning, "diagnostics", "no",
