@@ -212,7 +212,9 @@ pub struct Sandbox {
     /// the sandbox cannot join it.
     group: Option<cgroup::RunGroup>,
     fallback: Option<(Vec<OsString>, Vec<crate::Rlimit>)>,
-    protections: Vec<mounts::Protection>,
+    /// Removes the masking placeholders when dropped (after the run, or when the run or the
+    /// prepared sandbox is dropped without finishing).
+    protections: mounts::Placeholders,
     idmaps: Vec<idmap::IdmapTarget>,
     ids: (u32, u32),
     enforcement: Enforcement,
@@ -339,10 +341,10 @@ impl Sandbox {
                     request.boundary.display()
                 ))
             })?;
-            mounts::apply(&mut b, &list);
+            mounts::apply(&mut b, list.list());
             list
         } else {
-            Vec::new()
+            mounts::Placeholders::default()
         };
         if let Some(io) = &request.io_dir {
             b.ro_bind(io, Path::new(IO_DIR));
@@ -580,7 +582,6 @@ impl Sandbox {
             match idmap::prepare(&self.idmaps, self.ids) {
                 Ok(prepared) => prepared,
                 Err(e) => {
-                    mounts::remove_placeholders(&self.protections);
                     return Err(unavailable(format!("cannot create the user namespace for an idmapped mount: {e}; nothing ran")));
                 }
             }
@@ -608,7 +609,8 @@ impl Sandbox {
                 _ => report = Some(group.finish()),
             }
         }
-        mounts::remove_placeholders(&self.protections);
+        // The run is over: the placeholders go now (and on every early return, with `self`).
+        drop(std::mem::take(&mut self.protections));
         if let Some(e) = report.as_ref().and_then(|r| r.cleanup_error.clone()) {
             self.enforcement.warnings.push(format!("cgroup v2: {e}"));
         }

@@ -97,8 +97,10 @@ pub enum Protection {
 /// The protections for a writable `boundary`: every protected name at its top, plus the target
 /// of a `.git` file's `gitdir:` line when that lies inside the boundary. Creates placeholders
 /// for names that do not exist (see [`Protection::Masked`]).
-pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> std::io::Result<Vec<Protection>> {
-    let mut out = Vec::new();
+pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> std::io::Result<Placeholders> {
+    // Built as the guard from the start, so that placeholders made before a later failure are
+    // removed with it.
+    let mut out = Placeholders::default();
     for name in PROTECTED_NAMES {
         let path = boundary.join(name);
         match std::fs::symlink_metadata(&path) {
@@ -108,7 +110,7 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> std::io::Result<V
                         "{name} is a symlink; its target {} is read-only in the sandbox, but the link itself could be replaced",
                         target.display()
                     ));
-                    out.push(Protection::ReadOnly(target));
+                    out.0.push(Protection::ReadOnly(target));
                 }
                 _ => warnings.push(format!("{name} is a symlink pointing outside the workspace; the sandbox does not show its target")),
             },
@@ -116,15 +118,15 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> std::io::Result<V
                 if meta.is_file() && *name == ".git" {
                     if let Some(target) = gitdir_target(boundary, &path) {
                         if target.starts_with(boundary) {
-                            out.push(Protection::ReadOnly(target));
+                            out.0.push(Protection::ReadOnly(target));
                         }
                     }
                 }
-                out.push(Protection::ReadOnly(path));
+                out.0.push(Protection::ReadOnly(path));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-                out.push(Protection::Masked(path));
+                out.0.push(Protection::Masked(path));
             }
             Err(e) => return Err(e),
         }
@@ -149,6 +151,24 @@ pub fn apply(b: &mut Bwrap, protections: &[Protection]) {
     }
 }
 
+/// The protections of one run. Dropping it removes the placeholders [`protect`] created, so
+/// that no empty `.bashrc`, `.git` … stays behind in the workspace whether the run succeeds,
+/// fails, is cancelled, or is dropped before or while it runs.
+#[derive(Debug, Default)]
+pub struct Placeholders(Vec<Protection>);
+
+impl Placeholders {
+    pub fn list(&self) -> &[Protection] {
+        &self.0
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        remove_placeholders(&self.0);
+    }
+}
+
 /// Removes the placeholders created by [`protect`] (only empty regular files).
 pub fn remove_placeholders(protections: &[Protection]) {
     for p in protections {
@@ -170,11 +190,12 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir(root.join(".git")).unwrap();
         let mut warnings = Vec::new();
-        let list = protect(&root, &mut warnings).unwrap();
+        let guard = protect(&root, &mut warnings).unwrap();
+        let list = guard.list();
         assert!(list.contains(&Protection::ReadOnly(root.join(".git"))));
         assert!(list.contains(&Protection::Masked(root.join(".bashrc"))));
         assert!(root.join(".bashrc").exists());
-        remove_placeholders(&list);
+        remove_placeholders(list);
         assert!(!root.join(".bashrc").exists());
         assert!(root.join(".git").is_dir());
     }
@@ -185,9 +206,28 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("modules/real")).unwrap();
         std::fs::write(root.join(".git"), "gitdir: modules/real\n").unwrap();
-        let list = protect(&root, &mut Vec::new()).unwrap();
+        let guard = protect(&root, &mut Vec::new()).unwrap();
+        let list = guard.list();
         assert!(list.contains(&Protection::ReadOnly(root.join("modules/real"))), "{list:?}");
         assert!(list.contains(&Protection::ReadOnly(root.join(".git"))));
-        remove_placeholders(&list);
+    }
+
+    #[test]
+    fn dropping_the_guard_removes_every_placeholder_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join(".profile"), "").unwrap();
+        let names = || {
+            let mut v: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+            v.sort();
+            v
+        };
+        let before = names();
+        let guard = protect(&root, &mut Vec::new()).unwrap();
+        for name in PROTECTED_NAMES {
+            assert!(std::fs::symlink_metadata(root.join(name)).is_ok(), "{name} has no mount point");
+        }
+        drop(guard);
+        assert_eq!(before, names(), "placeholders left behind (or an existing empty file removed)");
     }
 }

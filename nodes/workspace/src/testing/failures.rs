@@ -292,6 +292,16 @@ mod tests {
     }
 
     #[test]
+    fn go_fail_lines_in_real_go_1_19_output() {
+        for text in [samples::GO119_PLAIN, samples::GO119_VERBOSE] {
+            let f = one(text);
+            assert_eq!(f.name, "TestFailsOnPurpose");
+            assert_eq!((f.file.as_deref(), f.line), (Some("calc_test.go"), Some(13)));
+            assert_eq!(f.message.as_deref(), Some("Add(2, 2) = 4, want 5"));
+        }
+    }
+
+    #[test]
     fn node_tap_not_ok_with_location_and_error() {
         let f = one(samples::NODE_TAP);
         assert_eq!(f.name, "fails on purpose");

@@ -273,6 +273,14 @@ mod tests {
     }
 
     #[test]
+    fn real_go_1_19_output() {
+        let c = parse(samples::GO119_PLAIN, "").expect("go");
+        assert_eq!((c.runner, c.passed, c.failed), ("go test", None, Some(1)));
+        assert_eq!(counts(samples::GO119_VERBOSE, ""), ("go test", Some(1), Some(1)));
+        assert_eq!(counts(samples::GO119_JSON, ""), ("go test", Some(1), Some(1)));
+    }
+
+    #[test]
     fn node_test_tap_and_spec_reporters() {
         assert_eq!(counts(samples::NODE_TAP, ""), ("node --test", Some(1), Some(1)));
         let spec = "✔ adds (0.5ms)\n✖ fails (1.1ms)\nℹ tests 2\nℹ suites 0\nℹ pass 1\nℹ fail 1\nℹ cancelled 0\n";
@@ -318,4 +326,8 @@ pub(crate) mod samples {
     pub const GO_PLAIN: &str = include_str!("samples/go.stdout");
     pub const GO_VERBOSE: &str = include_str!("samples/go_verbose.stdout");
     pub const GO_JSON: &str = include_str!("samples/go_json.stdout");
+    /// Captured from `go test ./...` (go 1.19) on fixtures/workspaces/monorepo/go.
+    pub const GO119_PLAIN: &str = include_str!("samples/go119.stdout");
+    pub const GO119_VERBOSE: &str = include_str!("samples/go119_verbose.stdout");
+    pub const GO119_JSON: &str = include_str!("samples/go119_json.stdout");
 }
