@@ -65,9 +65,19 @@ fn object_schema<'a>(title: String, ports: impl Iterator<Item = &'a PortSpec>) -
     schema
 }
 
-/// What an agent sees: only Llm and Capped ports.
+/// Appended to a Capped port's description in the agent-facing schema, so that an agent knows
+/// a request may be refused.
+pub const CAPPED_NOTE: &str = "(Capped: an agent may request this; it is honoured only up to what the node's author allows in the node's config.)";
+
+/// What an agent sees: only Llm and Capped ports (Capped ones say so in their description).
 pub fn input_schema(spec: &NodeSpec) -> Value {
-    object_schema(format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()))
+    let mut schema = object_schema(format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()));
+    for port in spec.inputs.iter().filter(|p| p.audience == crate::Audience::Capped) {
+        if let Some(Value::String(text)) = schema.pointer_mut(&format!("/properties/{}/description", port.name)) {
+            *text = format!("{text} {CAPPED_NOTE}");
+        }
+    }
+    schema
 }
 
 /// What the node's author may set in `config`: Author and Capped ports.
@@ -121,6 +131,9 @@ mod tests {
         let props = |s: &Value| s["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(props(&input), ["command", "timeout_ms", "allow_net"]);
         assert_eq!(props(&config), ["allow_x", "allow_net"]);
+        // The agent is told a capped port may be refused; the author's config is not.
+        assert_eq!(input["properties"]["allow_net"]["description"], format!("capped {CAPPED_NOTE}"));
+        assert_eq!(config["properties"]["allow_net"]["description"], "capped");
         assert_eq!(input["properties"]["timeout_ms"]["maximum"], 600000);
         assert!(input["properties"]["timeout_ms"].get("default").is_none());
         assert_eq!(input["additionalProperties"], false);

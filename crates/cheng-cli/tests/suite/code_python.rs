@@ -84,3 +84,47 @@ fn unprivileged_code_python_works_or_fails_closed() {
     assert!(text.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"), "{text} {stderr}");
     assert!(text.contains("python3") && text.contains("nothing ran"), "{text}");
 }
+
+#[test]
+fn a_missing_bwrap_fails_closed_for_python_too() {
+    let (_d, ws) = temp_workspace();
+    let marker = ws.join("ran.txt");
+    let script = format!("open({:?}, 'w').write('x')\nresult = 'ran'", marker.to_str().unwrap());
+    let input = json!({"script": script, "allow_filesystem": true}).to_string();
+    let out = cheng()
+        .env("CHENG_ENABLE_CODE_PYTHON", "1")
+        .env("CHENG_BWRAP", "/nonexistent/bwrap")
+        .args(["run", "tools/code_python", "--workspace", ws.to_str().unwrap(), "--input", &input, "--config", r#"{"allow_filesystem": true}"#])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE") && stdout.contains("/nonexistent/bwrap"), "{stdout}");
+    assert!(!marker.exists(), "the script ran on the host");
+}
+
+/// Gated nodes are absent from generated schemas and the docs listing unless their variable is
+/// set (the committed schemas/ and docs/ are generated with both unset).
+#[test]
+fn gated_nodes_are_absent_from_generated_schemas_and_docs() {
+    let generate = |vars: &[(&str, &str)]| {
+        let dir = tempfile::tempdir().unwrap();
+        for what in ["schemas", "docs"] {
+            let mut cmd = cheng();
+            for (k, v) in vars {
+                cmd.env(k, v);
+            }
+            let out = cmd.args([what, "--write", "--dir", dir.path().join(what).to_str().unwrap()]).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let listing = std::fs::read_to_string(dir.path().join("docs/nodes/README.md")).unwrap();
+        let exists = |p: &str| dir.path().join(p).exists();
+        (listing, [exists("schemas/code_python.json"), exists("schemas/code_js.json"), exists("docs/nodes/code_python.md"), exists("docs/nodes/code_js.md")])
+    };
+    let (listing, files) = generate(&[]);
+    assert_eq!(files, [false; 4], "gated pages generated without their variables");
+    assert!(listing.contains("tools/code_shell") && !listing.contains("tools/code_python") && !listing.contains("tools/code_js"), "{listing}");
+    let (listing, files) = generate(&[("CHENG_ENABLE_CODE_PYTHON", "1"), ("CHENG_ENABLE_CODE_JS", "1")]);
+    assert_eq!(files, [true; 4]);
+    assert!(listing.contains("tools/code_python") && listing.contains("tools/code_js"), "{listing}");
+}

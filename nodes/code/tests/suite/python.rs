@@ -3,10 +3,11 @@
 use super::sandbox_support::*;
 use cheng_exec::limits::CgroupV2;
 use cheng_exec::sandbox::{Sandbox, SandboxRequest};
-use cheng_node::Registry;
+use cheng_node::{Decision, ErrorKind, Registry};
 use cheng_nodes_code::python::CodePython;
 use serde_json::json;
 use std::net::TcpListener;
+use std::path::Path;
 use std::time::Duration;
 
 #[tokio::test]
@@ -229,4 +230,157 @@ async fn only_the_result_channel_is_writable_in_the_io_directory() {
     let script = "import os\nblocked = []\nfor p in ['/run/cheng-io/runner.py', '/run/cheng-io/input.json', '/run/cheng-io/new.txt']:\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        blocked.append(os.path.basename(p))\nresult = blocked";
     let out = run(&CodePython, &ws, json!({"script": script})).await;
     assert_eq!(out["result"], json!(["runner.py", "input.json", "new.txt"]), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attacks of the shell suite, from Python: each one is attempted and the host checked.
+// ---------------------------------------------------------------------------------------------
+
+/// A directory outside both the workspace and /tmp (which is private inside the sandbox).
+fn outside_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp")
+}
+
+#[tokio::test]
+async fn host_secrets_and_home_are_invisible_without_full_disk_readonly() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let script = format!(
+        "import os\nout = {{}}\nfor k, f in [('shadow', lambda: open('/etc/shadow').read()), ('home', lambda: os.listdir({home:?}))]:\n    try:\n        out[k] = f()\n    except OSError as e:\n        out[k] = type(e).__name__\nout['passwd'] = 'root:' in open('/etc/passwd').read()\nresult = out"
+    );
+    let out = run(&CodePython, &ws, json!({"script": script})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    // Not merely unreadable: not there at all.
+    assert_eq!(out["result"]["shadow"], "FileNotFoundError", "{out:?}");
+    assert_eq!(out["result"]["passwd"], true, "the attempt did not run: {out:?}");
+    // $HOME is absent, or (an interpreter installed under it) shows only the way to it.
+    let python = std::process::Command::new("python3").args(["-c", "import sys; print(sys.base_prefix)"]).output().unwrap();
+    let prefix = String::from_utf8_lossy(&python.stdout).trim().to_string();
+    if let Some(listed) = out["result"]["home"].as_array() {
+        for entry in std::fs::read_dir(&home).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !Path::new(&prefix).starts_with(Path::new(&home).join(&name)) {
+                assert!(!listed.contains(&json!(name)), "{home}/{name} is visible: {listed:?}");
+            }
+        }
+    } else {
+        assert_eq!(out["result"]["home"], "FileNotFoundError", "{out:?}");
+    }
+}
+
+#[tokio::test]
+async fn dns_and_loopback_datagrams_do_not_leave_the_sandbox() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    // A UDP listener the host can reach (checked first: the attack would work from here).
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().send_to(b"control", ("127.0.0.1", port)).unwrap();
+    let mut buf = [0u8; 64];
+    let n = udp.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"control");
+    let script = format!(
+        "import socket\nout = {{}}\ntry:\n    socket.getaddrinfo('example.com', 443)\n    out['dns'] = 'resolved'\nexcept OSError as e:\n    out['dns'] = 'blocked'\ntry:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n    s.sendto(b'\\x12\\x34\\x01\\x00\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x07example\\x03com\\x00\\x00\\x01\\x00\\x01', ('127.0.0.1', {port}))\n    out['udp'] = 'sent'\nexcept OSError as e:\n    out['udp'] = 'blocked'\nresult = out"
+    );
+    let out = run(&CodePython, &ws, json!({"script": script})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    assert_eq!(out["result"]["dns"], "blocked", "{out:?}");
+    // Sending into the private namespace's own loopback may succeed; the host must see nothing.
+    assert!(udp.recv(&mut buf).is_err(), "a datagram from the sandbox reached the host's 127.0.0.1:{port}");
+}
+
+#[tokio::test]
+async fn a_fork_bomb_is_bounded() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    // Bounded attempt first: 1000 sleeping children must not all start.
+    let script = "import os, time\nn, err = 0, None\nfor i in range(1000):\n    try:\n        pid = os.fork()\n    except OSError as e:\n        err = type(e).__name__\n        break\n    if pid == 0:\n        time.sleep(5)\n        os._exit(0)\n    n += 1\nresult = [n, err]";
+    let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 4000})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    assert!(out["result"][0].as_u64().unwrap() < 1000, "1000 processes started: {out:?}");
+    assert!(out["result"][1].is_string(), "{out:?}");
+    // The real thing, under a short timeout, named so the host can look for survivors.
+    let script = "import ctypes, os\nctypes.CDLL(None).prctl(15, b'pybomb_7731', 0, 0, 0)\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass";
+    let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 2000})).await;
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let left = std::process::Command::new("pgrep").args(["-x", "pybomb_7731"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[tokio::test]
+async fn a_gibibyte_of_output_is_capped_and_the_result_still_arrives() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let script = "import sys\nchunk = b'\\0' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.buffer.write(chunk)\nsys.stdout.flush()\nresult = 'flooded'";
+    let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 120000})).await;
+    assert_eq!(out["metrics"]["stdout_bytes"], 1u64 << 30, "{}", out["metrics"]);
+    assert_eq!(out["metrics"]["stdout_truncated"], true);
+    assert!(out["stdout"].as_str().unwrap().len() < 2 << 20);
+    assert_eq!(out["result"], "flooded", "{}", out["error"]);
+}
+
+#[tokio::test]
+async fn a_timeout_kills_grandchildren() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let script = "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 97.41'])\nsubprocess.Popen(['setsid', 'sleep', '97.42'])\ntime.sleep(97.43)";
+    let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 700})).await;
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
+    assert_eq!(out["metrics"]["termination"], "timed_out");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let left = std::process::Command::new("pgrep").args(["-f", "sleep 97.4"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[tokio::test]
+async fn working_subdir_cannot_climb_or_follow_symlinks_out() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let err = run_with(&CodePython, &ws, json!({"script": "result = 1", "working_subdir": "../"}), Decision::Approved).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    assert!(err.message.contains("working_subdir"));
+    let outside = outside_dir();
+    std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
+    let err = run_with(&CodePython, &ws, json!({"script": "result = 1", "working_subdir": "link"}), Decision::Approved).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    // Following the symlink from inside finds nothing, and writes through it do not land.
+    let script = "out = []\nfor f in [lambda: open('link/secret.txt').read(), lambda: open('link/new.txt', 'w').write('x')]:\n    try:\n        out.append(f())\n    except OSError as e:\n        out.append(type(e).__name__)\nresult = out";
+    let out = run(&CodePython, &ws, json!({"script": script, "allow_filesystem": true})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    assert!(!out["result"].to_string().contains("top secret"), "{out:?}");
+    assert!(!outside.path().join("new.txt").exists(), "{out:?}");
+}
+
+#[tokio::test]
+async fn request_read_paths_need_approval_per_path() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let (a, b) = (outside_dir(), outside_dir());
+    std::fs::write(a.path().join("notes.txt"), "approved content").unwrap();
+    std::fs::write(b.path().join("notes.txt"), "other content").unwrap();
+    let (da, db) = (a.path().to_str().unwrap().to_string(), b.path().to_str().unwrap().to_string());
+    let script = format!("result = open({:?}).read()", format!("{da}/notes.txt"));
+    let input = json!({"script": script, "request_read_paths": [da.clone(), db.clone()]});
+    let err = run_with(&CodePython, &ws, input.clone(), Decision::Denied).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ApprovalDenied);
+    assert!(err.message.contains(&da), "{}", err.message);
+    // One approval per path: approving the first and denying the second fails naming the second.
+    let approver = std::sync::Arc::new(PathApprover { deny: db.clone(), seen: Default::default() });
+    let err = run_approved_by(&CodePython, &ws, input.clone(), approver.clone()).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ApprovalDenied);
+    assert!(err.message.contains(&db) && !err.message.contains(&da), "{}", err.message);
+    assert_eq!(*approver.seen.lock().unwrap(), vec![vec![da.clone()], vec![db.clone()]]);
+    // Without the request the path is invisible; with the approvals it is readable, not writable.
+    let out = run(&CodePython, &ws, json!({"script": script})).await;
+    assert_eq!(out["success"], false, "{out:?}");
+    let out = run(&CodePython, &ws, input).await;
+    assert_eq!(out["result"], "approved content", "{out:?}");
+    let write = format!("open({:?}, 'w').write('x')", format!("{db}/new"));
+    let out = run(&CodePython, &ws, json!({"script": write, "request_read_paths": [db], "allow_filesystem": true})).await;
+    assert_eq!(out["success"], false, "{out:?}");
+    assert!(!b.path().join("new").exists(), "{out:?}");
 }

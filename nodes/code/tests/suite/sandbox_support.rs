@@ -45,6 +45,12 @@ pub fn sandbox_available() -> bool {
         .and_then(|b| cheng_exec::bwrap::probe(&b, &["--unshare-pid", "--unshare-net"]))
         .is_ok();
     if !ok {
+        // CI installs bubblewrap: there a silent skip would turn every attack test into one
+        // that cannot fail.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "bubblewrap is not installed or cannot create namespaces, and CI is set: the sandbox tests must run in CI"
+        );
         eprintln!("skipped: bubblewrap is not installed or cannot create namespaces here (apt-get install bubblewrap)");
     }
     ok
@@ -56,4 +62,33 @@ pub fn is_root() -> bool {
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
         .unwrap_or(false)
+}
+
+/// An approver that denies one path and approves everything else, recording each request's
+/// `requested_paths`.
+pub struct PathApprover {
+    pub deny: String,
+    pub seen: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+#[cheng_node::async_trait]
+impl cheng_node::Approver for PathApprover {
+    async fn decide(&self, request: &cheng_node::ApprovalRequest) -> Decision {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push(request.requested_paths.clone());
+        }
+        if request.requested_paths.iter().any(|p| *p == self.deny) { Decision::Denied } else { Decision::Approved }
+    }
+}
+
+/// Runs `node` with `approver` deciding.
+pub async fn run_approved_by(
+    node: &dyn Node,
+    workspace: &Path,
+    input: Value,
+    approver: std::sync::Arc<dyn cheng_node::Approver>,
+) -> Result<Values, NodeError> {
+    let mut ctx = RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
+    ctx.approver = approver;
+    node.run(&ctx, with_defaults(node, input)).await
 }

@@ -308,3 +308,72 @@ async fn a_private_workspace_is_readable_read_only() {
     assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "private notes");
     assert!(!ws.join("new.txt").exists());
 }
+
+/// The workspace's entries, sorted.
+fn entries(ws: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(ws).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn masking_placeholders_are_removed_however_the_run_ends() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    std::fs::write(ws.join("keep.txt"), "x").unwrap();
+    let before = entries(&ws);
+    let writable = |script: &str, timeout_ms: u64| json!({"script": script, "allow_filesystem": true, "timeout_ms": timeout_ms});
+
+    // A failing run: the placeholders existed (as masks) while it ran, and are gone after.
+    let out = run(&CodeShell, &ws, writable("ls -a; exit 3", 5000)).await;
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT", "{out:?}");
+    assert!(out["stdout"].as_str().unwrap().contains(".bashrc"), "no mask was in place: {out:?}");
+    assert_eq!(entries(&ws), before, "after a failing run");
+
+    // A run killed at its timeout.
+    let out = run(&CodeShell, &ws, writable("sleep 30", 300)).await;
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
+    assert_eq!(entries(&ws), before, "after a timeout");
+
+    // A cancelled run.
+    let ctx = cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let out = cheng_node::Node::run(&CodeShell, &ctx, with_defaults(&CodeShell, writable("sleep 30", 20000))).await.unwrap();
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{out:?}");
+    assert_eq!(entries(&ws), before, "after cancellation");
+
+    // A run whose future is dropped mid-run (the engine abandoning it).
+    let ctx = cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
+    let input = with_defaults(&CodeShell, writable("sleep 30", 20000));
+    let abandoned = tokio::time::timeout(Duration::from_millis(300), cheng_node::Node::run(&CodeShell, &ctx, input)).await;
+    assert!(abandoned.is_err(), "the run should still have been going");
+    assert_eq!(entries(&ws), before, "after the run was dropped");
+
+    // A sandbox prepared and never run.
+    let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
+    req.writable = true;
+    let prepared = Sandbox::prepare(req).unwrap();
+    assert!(ws.join(".bashrc").exists(), "prepare made no placeholder");
+    drop(prepared);
+    assert_eq!(entries(&ws), before, "after a prepared sandbox was dropped");
+}
+
+#[tokio::test]
+async fn no_per_run_directory_outlives_its_run() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let parent = cheng_exec::sandbox::io_parent();
+    // The run's own I/O directory, found from inside through $INPUT_FILE's mount source.
+    let out = run(&CodeShell, &ws, json!({"script": "grep ' /run/cheng-io ' /proc/self/mountinfo | head -n1", "input": 1})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    let mountinfo = out["result"].as_str().unwrap_or("").to_string();
+    // Field 4 is the root of the mount inside its file system: .../cheng-sandbox-XXXX/io.
+    let root = mountinfo.split(' ').nth(3).unwrap_or("");
+    let run_dir = root.trim_end_matches("/io").rsplit('/').next().unwrap_or("").to_string();
+    assert!(run_dir.starts_with("cheng-sandbox-"), "unexpected mountinfo: {mountinfo}");
+    assert!(!parent.join(&run_dir).exists(), "{} was left behind", parent.join(&run_dir).display());
+}
