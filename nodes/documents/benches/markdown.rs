@@ -1,8 +1,12 @@
 //! All four tools/workspace_markdown operations on generated documents of 1, 2, 5 and 10 MB.
 //!
-//! Prints milliseconds per operation (best of 3), the per-MB cost relative to the 1 MB run
-//! (1.00 = perfectly linear), and the ratio to a baseline measured in the same run: a bare
-//! pulldown-cmark pass over the same text. Run with `cargo bench -p cheng-nodes-documents`.
+//! Each measurement is one warm-up run followed by N timed runs (`CHENG_BENCH_RUNS`, default 7);
+//! it prints the minimum and the median in milliseconds, the median per MB relative to the first
+//! size (1.00 = perfectly linear), the ratio to a baseline measured in the same run (a bare
+//! pulldown-cmark pass over the same text), and the minor page faults per run (a parse of a
+//! large document touches fresh memory on every run: see docs/performance.md).
+//! Run with `cargo bench -p cheng-nodes-documents --bench markdown`; `CHENG_BENCH_SIZES=1,10`
+//! picks the sizes in MB.
 
 use cheng_nodes_documents::markdown::diagnostics::check;
 use cheng_nodes_documents::markdown::document::options;
@@ -42,14 +46,37 @@ fn generate(bytes: usize) -> String {
     out
 }
 
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
-    let mut best = Duration::MAX;
+/// One warm-up run, then `runs` timed runs: (min, median, median minor page faults per run).
+struct Timing {
+    min: f64,
+    median: f64,
+    faults: u64,
+}
+
+fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> Timing {
+    std::hint::black_box(f());
+    let mut times = Vec::with_capacity(runs);
+    let mut faults = Vec::with_capacity(runs);
     for _ in 0..runs {
+        let before = minor_faults();
         let start = Instant::now();
         std::hint::black_box(f());
-        best = best.min(start.elapsed());
+        times.push(ms(start.elapsed()));
+        faults.push(minor_faults().saturating_sub(before));
     }
-    best
+    times.sort_by(f64::total_cmp);
+    faults.sort_unstable();
+    Timing { min: times[0], median: times[runs / 2], faults: faults[runs / 2] }
+}
+
+/// Minor page faults of the whole process so far (every thread).
+fn minor_faults() -> u64 {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    u64::try_from(usage.ru_minflt).unwrap_or(0)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -68,12 +95,12 @@ fn main() {
         std::fs::write(root.join(format!("img/{p}.png")), b"png").expect("img");
     }
 
-    // CHENG_BENCH_SIZES=10 runs one size only (for profiling).
     let sizes: Vec<usize> = std::env::var("CHENG_BENCH_SIZES")
         .ok()
         .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![1, 2, 5, 10]);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(7);
     let ops = [
         ("outline", Some(Operation::Outline)),
         ("diagnostics", Some(Operation::Diagnostics)),
@@ -81,54 +108,61 @@ fn main() {
         ("link_check_local", Some(Operation::LinkCheckLocal)),
         ("suggestions uncapped", None),
     ];
-    println!("{:<22} {:>6} {:>10} {:>10} {:>12} {:>12}", "operation", "MB", "ms", "ms/MB", "vs 1 MB/MB", "vs parse");
-    let mut per_mb_1: Vec<f64> = vec![0.0; ops.len()];
+    println!("warm-up + {runs} runs each; ms");
+    println!(
+        "{:<22} {:>4} {:>8} {:>8} {:>8} {:>11} {:>9} {:>9}",
+        "operation", "MB", "min", "median", "med/MB", "vs first/MB", "vs parse", "faults"
+    );
+    let mut first_per_mb: Vec<f64> = vec![0.0; ops.len() + 1];
     for &mb in &sizes {
         let text = generate(mb * 1_000_000);
         let path = root.join("big.md");
         std::fs::write(&path, &text).expect("write");
         let file = TextFile { path: path.clone(), display: "big.md".into(), text: text.clone(), bytes: text.len() as u64, invalid_utf8_at: None };
-        let parse = best_of(3, || pulldown_cmark::Parser::new_ext(&text, options()).into_offset_iter().count());
-        println!("{:<22} {:>6} {:>10.1} {:>10.1} {:>12} {:>12}", "baseline: bare parse", mb, ms(parse), ms(parse) / mb as f64, "", "1.00");
+        let parse = measure(runs, || pulldown_cmark::Parser::new_ext(&text, options()).into_offset_iter().count());
+        let mut row = |index: usize, name: &str, t: &Timing| {
+            let per_mb = t.median / mb as f64;
+            if mb == sizes[0] {
+                first_per_mb[index] = per_mb;
+            }
+            println!(
+                "{:<22} {:>4} {:>8.1} {:>8.1} {:>8.2} {:>11.2} {:>9.2} {:>9}",
+                name,
+                mb,
+                t.min,
+                t.median,
+                per_mb,
+                per_mb / first_per_mb[index],
+                t.median / parse.median,
+                t.faults
+            );
+        };
+        row(0, "baseline: bare parse", &parse);
         for (index, (name, op)) in ops.iter().enumerate() {
             let took = match op {
-                Some(op) => best_of(3, || analyze(&root, &file, *op)),
-                None => best_of(3, || {
+                Some(op) => measure(runs, || analyze(&root, &file, *op)),
+                None => measure(runs, || {
                     let doc = Document::parse(&text);
                     let (_, plan) = check(&doc, None);
                     suggestions::build(&text, "big.md", &plan, usize::MAX)
                 }),
             };
-            let per_mb = ms(took) / mb as f64;
-            if mb == sizes[0] {
-                per_mb_1[index] = per_mb;
-            }
-            println!(
-                "{:<22} {:>6} {:>10.1} {:>10.1} {:>12.2} {:>12.2}",
-                name,
-                mb,
-                ms(took),
-                per_mb,
-                per_mb / per_mb_1[index],
-                ms(took) / ms(parse)
-            );
+            row(index + 1, name, &took);
         }
-        if mb == 10 {
-            let parse_doc = best_of(3, || Document::parse(&text).headings.len());
+        if mb == *sizes.last().unwrap_or(&10) {
+            let parse_doc = measure(runs, || Document::parse(&text).headings.len());
             let doc = Document::parse(&text);
-            let check_only = best_of(3, || check(&doc, None).0.len());
+            let check_only = measure(runs, || check(&doc, None).0.len());
             let (_, plan) = check(&doc, None);
-            let sweep_capped = best_of(3, || suggestions::build(&text, "big.md", &plan, 2000).0.len());
+            let sweep_capped = measure(runs, || suggestions::build(&text, "big.md", &plan, 2000).0.len());
             println!(
-                "10 MB breakdown: Document::parse {:.1} ms, rules {:.1} ms, suggestion sweep (first 2000) {:.1} ms",
-                ms(parse_doc),
-                ms(check_only),
-                ms(sweep_capped)
+                "{mb} MB breakdown (medians): Document::parse {:.1} ms, rules {:.1} ms, suggestion sweep (first 2000 edits) {:.1} ms",
+                parse_doc.median, check_only.median, sweep_capped.median
             );
             let (found, plan) = check(&doc, None);
             let (edits, skipped, _) = suggestions::build(&text, "big.md", &plan, usize::MAX);
             println!(
-                "10 MB document: {} lines, {} headings, {} links, {} findings, {} edits ({} left out)",
+                "{mb} MB document: {} lines, {} headings, {} links, {} findings, {} edits ({} left out)",
                 doc.lines.count(),
                 doc.headings.len(),
                 doc.links.len(),

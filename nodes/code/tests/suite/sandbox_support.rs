@@ -77,7 +77,7 @@ impl cheng_node::Approver for PathApprover {
         if let Ok(mut seen) = self.seen.lock() {
             seen.push(request.requested_paths.clone());
         }
-        if request.requested_paths.iter().any(|p| *p == self.deny) { Decision::Denied } else { Decision::Approved }
+        if request.requested_paths.contains(&self.deny) { Decision::Denied } else { Decision::Approved }
     }
 }
 

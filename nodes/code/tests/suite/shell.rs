@@ -377,3 +377,20 @@ async fn no_per_run_directory_outlives_its_run() {
     assert!(run_dir.starts_with("cheng-sandbox-"), "unexpected mountinfo: {mountinfo}");
     assert!(!parent.join(&run_dir).exists(), "{} was left behind", parent.join(&run_dir).display());
 }
+
+#[tokio::test]
+async fn the_script_runs_with_no_new_privs_and_no_capabilities() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let out = run(&CodeShell, &ws, json!({"script": "grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status"})).await;
+    assert_eq!(out["success"], true, "{out:?}");
+    let status = out["stdout"].as_str().unwrap();
+    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]), "{status}");
+    for cap in ["CapEff:", "CapPrm:", "CapBnd:"] {
+        let line = status.lines().find(|l| l.starts_with(cap)).unwrap_or_else(|| panic!("{cap} missing: {status}"));
+        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+    }
+    // The attempt a capability would allow: a mount.
+    let out = run(&CodeShell, &ws, json!({"script": "mount -t tmpfs none /tmp && echo mounted"})).await;
+    assert!(!out["stdout"].as_str().unwrap().contains("mounted"), "{out:?}");
+}
