@@ -451,7 +451,8 @@ fn go(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
         p.confidence = "high";
         let line = line_of(&text, |l| l.starts_with(key) || (workspace && l.starts_with("use")));
         p.evidence.push(ctx.evidence(dir, file, if workspace { "go.work" } else { "module" }, line));
-        p.command("go", &["test", "./..."]);
+        // -v: plain `go test` prints no passing tests, so run could not count them.
+        p.command("go", &["test", "-v", "./..."]);
         projects.push(p);
         return;
     }
@@ -587,7 +588,7 @@ mod tests {
         let py = find(&d, "tools/py", "python");
         assert_eq!(py["commands"][0], json!({"command": "uv", "args": ["run", "pytest"], "cwd": "tools/py"}));
         assert_eq!(py["confidence"], "high");
-        assert_eq!(find(&d, "svc", "go")["commands"][0]["args"], json!(["test", "./..."]));
+        assert_eq!(find(&d, "svc", "go")["commands"][0]["args"], json!(["test", "-v", "./..."]));
         let make = find(&d, ".", "make");
         assert_eq!(make["evidence"][0]["line"], 3);
         let maven = find(&d, "java", "maven");
