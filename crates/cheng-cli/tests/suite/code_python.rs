@@ -128,3 +128,91 @@ fn gated_nodes_are_absent_from_generated_schemas_and_docs() {
     assert_eq!(files, [true; 4]);
     assert!(listing.contains("tools/code_python") && listing.contains("tools/code_js"), "{listing}");
 }
+
+#[test]
+fn full_disk_readonly_shows_host_files_to_python_and_never_lets_them_be_written() {
+    use super::code_shell::{host_files, SECRET};
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let host = host_files();
+    let (_d, ws) = temp_workspace();
+    let script = format!(
+        "import os\n\
+         def attempt(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return e.strerror\n\
+         try:\n    text = open({secret:?}).read()\nexcept OSError as e:\n    text = e.strerror\n\
+         result = {{'text': text, 'writes': [\n\
+         attempt(lambda: open({secret:?}, 'a').write('evil')),\n\
+         attempt(lambda: open({open:?}, 'a').write('evil')),\n\
+         attempt(lambda: open({new:?}, 'w').write('evil')),\n\
+         attempt(lambda: os.remove({open:?})),\n\
+         attempt(lambda: os.rename({open:?}, {moved:?}))]}}",
+        secret = host.secret.to_str().unwrap(),
+        open = host.open.to_str().unwrap(),
+        new = host.dir.join("new.txt").to_str().unwrap(),
+        moved = host.dir.join("moved").to_str().unwrap(),
+    );
+    let run = |config: &str| {
+        let input = json!({"script": &script, "allow_full_disk_readonly": config.contains("full_disk")}).to_string();
+        let out = cheng()
+            .env("CHENG_ENABLE_CODE_PYTHON", "1")
+            .args(["run", "tools/code_python", "--workspace", ws.to_str().unwrap(), "--input", &input, "--config", config])
+            .output()
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (value, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Control: without the switch the file is not there at all.
+    let (out, stderr) = run("{}");
+    assert_eq!(out["result"]["text"], "No such file or directory", "{out} {stderr}");
+    host.assert_unchanged("without allow_full_disk_readonly");
+    for config in [r#"{"allow_full_disk_readonly": true}"#, r#"{"allow_full_disk_readonly": true, "allow_filesystem": true}"#] {
+        let (out, stderr) = run(config);
+        assert_eq!(out["result"]["text"], SECRET, "{config}: the host file is not readable: {out} {stderr}");
+        let writes = out["result"]["writes"].as_array().cloned().unwrap_or_default();
+        assert_eq!(writes.len(), 5, "{config}: {out}");
+        assert!(writes.iter().all(|w| w != "done"), "{config}: a write succeeded: {writes:?}");
+        // The 0666 file and the 0777 directory: only the read-only view stops these.
+        assert!(writes[1..].iter().all(|w| w == "Read-only file system"), "{config}: {writes:?}");
+        host.assert_unchanged(config);
+    }
+}
+
+/// tools/runtime lists an exposed tools/code_python only when CHENG_ENABLE_CODE_PYTHON is set;
+/// otherwise it is omitted and the error names the variable.
+#[test]
+fn code_python_is_listed_by_tools_runtime_only_when_its_gate_is_set() {
+    let (_d, ws) = temp_workspace();
+    let config = json!({"exposed_tools": [{"type": "tools/workspace_git"}, {"type": "tools/code_python", "name": "py"}]}).to_string();
+    let list = json!({"action": "list_tools"}).to_string();
+    let list_tools = |gate: bool| {
+        let mut cmd = cheng();
+        if gate {
+            cmd.env("CHENG_ENABLE_CODE_PYTHON", "1");
+        }
+        let out = cmd
+            .args(["run", "tools/runtime", "--workspace", ws.to_str().unwrap(), "--config", &config, "--input", &list])
+            .output()
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let names: Vec<String> = value["functions"]
+            .as_array()
+            .map(|fs| fs.iter().filter_map(|f| f["function"]["name"].as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        (out.status.code(), value, names)
+    };
+    let (code, out, names) = list_tools(false);
+    assert_eq!(code, Some(1), "a broken curation reports success:false: {out}");
+    assert_eq!(out["status"], "error", "{out}");
+    assert_eq!(names, ["workspace_git"]);
+    assert!(
+        out["errors"].to_string().contains("tools/code_python is disabled; set CHENG_ENABLE_CODE_PYTHON=1 to enable it"),
+        "{}",
+        out["errors"]
+    );
+    let (code, out, names) = list_tools(true);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out["status"], "ok");
+    assert_eq!(names, ["workspace_git", "py"]);
+}

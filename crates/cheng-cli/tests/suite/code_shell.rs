@@ -372,3 +372,103 @@ fn a_private_workspace_is_writable_and_no_capability_survives() {
     let (file, dir) = (std::fs::metadata(ws.join("made.txt")).unwrap(), std::fs::metadata(&ws).unwrap());
     assert_eq!((file.uid(), file.gid()), (dir.uid(), dir.gid()));
 }
+
+// ---------------------------------------------------------------------------------------------
+// allow_full_disk_readonly and nested repositories through the real binary (init step, Landlock).
+// ---------------------------------------------------------------------------------------------
+
+/// Host files outside the workspace and outside /tmp (which is private inside the sandbox):
+/// `secret.txt` (0644, as a host file usually is) and `open.txt` (0666) in a 0777 directory,
+/// so that only the read-only view, not the permissions, stops the writes.
+pub struct HostFiles {
+    _dir: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub secret: PathBuf,
+    pub open: PathBuf,
+}
+
+pub const SECRET: &str = "host secret outside the workspace\n";
+
+pub fn host_files() -> HostFiles {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp");
+    let dir = tmp.path().canonicalize().expect("canonical");
+    let (secret, open) = (dir.join("secret.txt"), dir.join("open.txt"));
+    std::fs::write(&secret, SECRET).expect("write");
+    std::fs::write(&open, SECRET).expect("write");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    HostFiles { _dir: tmp, dir, secret, open }
+}
+
+impl HostFiles {
+    /// The host side is exactly as created.
+    pub fn assert_unchanged(&self, context: &str) {
+        assert_eq!(std::fs::read_to_string(&self.secret).unwrap_or_default(), SECRET, "{context}: secret.txt changed");
+        assert_eq!(std::fs::read_to_string(&self.open).unwrap_or_default(), SECRET, "{context}: open.txt changed");
+        let mut names: Vec<String> =
+            std::fs::read_dir(&self.dir).expect("list").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["open.txt", "secret.txt"], "{context}: a file was created or removed");
+    }
+}
+
+#[test]
+fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let host = host_files();
+    let (_d, ws) = temp_workspace();
+    let (secret, open, dir) = (host.secret.display(), host.open.display(), host.dir.display());
+    let script = format!(
+        "cat '{secret}'; echo evil >> '{secret}'; echo evil >> '{open}'; echo evil > '{dir}/new.txt'; \
+         rm -f '{secret}' '{open}'; mv '{open}' '{dir}/moved'; echo attempted"
+    );
+    // Control: without the switch the file is not there at all.
+    let (_, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": &script}), &[]);
+    assert!(!out["stdout"].as_str().unwrap_or("").contains("host secret"), "readable without the switch: {out} {stderr}");
+    assert!(out["stdout"].as_str().unwrap_or("").contains("attempted"), "{out} {stderr}");
+    host.assert_unchanged("without allow_full_disk_readonly");
+    for config in [r#"{"allow_full_disk_readonly": true}"#, r#"{"allow_full_disk_readonly": true, "allow_filesystem": true}"#] {
+        let input = json!({"script": &script, "allow_full_disk_readonly": true});
+        let (_, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--config", config]);
+        let stdout = out["stdout"].as_str().unwrap_or("");
+        assert!(stdout.starts_with(SECRET), "{config}: the host file is not readable: {out} {stderr}");
+        assert!(stdout.contains("attempted"), "{config}: {out}");
+        assert!(out["stderr"].as_str().unwrap_or("").contains("Read-only file system"), "{config}: {out}");
+        host.assert_unchanged(config);
+    }
+}
+
+/// The issue's attack on nested repositories through the real binary: `sub/.git` (hooks and
+/// config) and `sub2/.git` naming `sub2-gitdir/` stay as they were with allow_filesystem.
+#[test]
+fn nested_repositories_cannot_be_written_with_allow_filesystem() {
+    if !bwrap_works() {
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    std::fs::create_dir_all(ws.join("sub/.git/hooks")).unwrap();
+    std::fs::write(ws.join("sub/.git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(ws.join("sub2")).unwrap();
+    std::fs::create_dir_all(ws.join("sub2-gitdir/hooks")).unwrap();
+    std::fs::write(ws.join("sub2-gitdir/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("sub2/.git"), "gitdir: ../sub2-gitdir\n").unwrap();
+    let script = "echo evil >> sub/.git/config; echo evil > sub/.git/hooks/post-checkout; \
+                  echo evil >> sub2-gitdir/config; echo evil > sub2-gitdir/hooks/pre-commit; echo 'gitdir: /tmp' > sub2/.git; \
+                  echo ok > sub/normal.txt";
+    let (_, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script, "allow_filesystem": true}), &[
+        "--config",
+        r#"{"allow_filesystem": true}"#,
+    ]);
+    assert_eq!(std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(), "ok\n", "the attempt did not run: {out} {stderr}");
+    assert_eq!(std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(), "[core]\n", "{out}");
+    assert!(!ws.join("sub/.git/hooks/post-checkout").exists(), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(), "[core]\n", "{out}");
+    assert!(!ws.join("sub2-gitdir/hooks/pre-commit").exists(), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("sub2/.git")).unwrap(), "gitdir: ../sub2-gitdir\n", "{out}");
+}

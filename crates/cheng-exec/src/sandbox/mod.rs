@@ -303,6 +303,19 @@ impl Sandbox {
         if request.full_disk_readonly {
             b.ro_bind(Path::new("/"), Path::new("/"));
             layout.ro_roots.push("/".into());
+            if root {
+                // The sandbox uid must reach what is bound for it (an interpreter under a 0700
+                // /root, an approved read path, the workspace), but in the whole-disk view their
+                // host ancestors are in the way. The topmost ancestor it may not enter is
+                // replaced by an empty tmpfs holding only those paths: it could not see anything
+                // else there anyway.
+                let bound = request.extra_ro.iter().chain(&request.read_paths).chain(std::iter::once(&request.boundary));
+                for dir in closed_ancestors(bound) {
+                    b.tmpfs(&dir, 0o755, Some(1 << 20));
+                    layout.writable_roots.push(dir.clone());
+                    layout.made.push(dir);
+                }
+            }
         } else {
             for entry in mounts::system_view() {
                 match entry {
@@ -337,7 +350,7 @@ impl Sandbox {
         let protections = if request.writable {
             let list = mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
                 unavailable(format!(
-                    "cannot prepare the protected metadata of {} (a mount point for a masked name could not be created): {e}",
+                    "cannot prepare the protected metadata of {}: {e}; nothing ran",
                     request.boundary.display()
                 ))
             })?;
@@ -656,6 +669,28 @@ fn rlimit_as_phrase(memory_mb: u64) -> String {
     format!("RLIMIT_AS {memory_mb} MiB (address space, not resident memory)")
 }
 
+/// For each path, its topmost ancestor others may not enter (no `o+x`), without duplicates or
+/// one inside another.
+fn closed_ancestors<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+        ancestors.reverse();
+        let closed = ancestors
+            .into_iter()
+            .filter(|dir| *dir != Path::new("/"))
+            .find(|dir| std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
+        if let Some(dir) = closed {
+            if !out.iter().any(|o| dir.starts_with(o)) {
+                out.retain(|o| !o.starts_with(dir));
+                out.push(dir.to_path_buf());
+            }
+        }
+    }
+    out
+}
+
 /// Creates, mode 0755, the parents of bind destinations that no read-only bind provides.
 #[derive(Debug, Default)]
 struct Layout {
@@ -704,5 +739,26 @@ fn setup_failure(out: &ProcessOutput) -> Option<String> {
             Some(format!("the sandbox init step failed: {line}; nothing ran"))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_topmost_ancestor_others_cannot_enter_is_found_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(root.join("home/lib/python")).unwrap();
+        std::fs::create_dir_all(root.join("home/ws")).unwrap();
+        std::fs::create_dir_all(root.join("open/inner")).unwrap();
+        std::fs::set_permissions(root.join("home"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        // A closed directory deeper inside an already closed one adds nothing.
+        std::fs::set_permissions(root.join("home/lib"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let paths = [root.join("home/lib/python"), root.join("home/ws"), root.join("open/inner")];
+        assert_eq!(closed_ancestors(paths.iter()), [root.join("home")]);
     }
 }

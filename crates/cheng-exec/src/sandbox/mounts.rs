@@ -3,7 +3,10 @@
 //! read-only or masked.
 
 use crate::bwrap::Bwrap;
+use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 /// Top-level system directories; symlinks (merged /usr) are recreated as symlinks.
 const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -90,55 +93,201 @@ pub enum Protection {
     ReadOnly(PathBuf),
     /// Did not exist: an empty placeholder was created as the mount point and /dev/null is
     /// bound read-only over it, so the script can neither write nor create it. The placeholder
-    /// is removed after the run.
+    /// is removed when the last run of this process using it ends.
     Masked(PathBuf),
 }
 
+/// The walk for nested repositories stops (and the run fails closed) past this many entries.
+/// About 60 ms on a 200 000-entry tree with a warm cache (see docs/guides/sandbox.md).
+pub const NESTED_WALK_MAX_ENTRIES: usize = 200_000;
+/// … or past this depth below the workspace root.
+pub const NESTED_WALK_MAX_DEPTH: usize = 64;
+/// … or past this many nested repositories (each is one more mount).
+pub const NESTED_MAX_REPOSITORIES: usize = 1024;
+
+/// Why the protections could not be prepared; the run fails closed (SANDBOX_UNAVAILABLE).
+#[derive(Debug)]
+pub enum ProtectError {
+    /// A placeholder for a masked name could not be created.
+    Placeholder(PathBuf, std::io::Error),
+    /// The workspace is too large or too deep to look for nested repositories within the bounds.
+    TooLarge(String),
+}
+
+impl std::fmt::Display for ProtectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProtectError::Placeholder(path, e) => {
+                write!(f, "a mount point for the masked name {} could not be created: {e}", path.display())
+            }
+            ProtectError::TooLarge(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The placeholders live in this process, with how many prepared runs use each. Two runs on one
+/// workspace share a placeholder: the second must not take the first's (empty) placeholder for a
+/// real file, and the first must not remove it while the second still needs it as a mount point.
+fn live_placeholders() -> std::sync::MutexGuard<'static, HashMap<PathBuf, usize>> {
+    static LIVE: OnceLock<Mutex<HashMap<PathBuf, usize>>> = OnceLock::new();
+    // A panic while holding the lock leaves the map consistent (every update is one statement).
+    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The protections for a writable `boundary`: every protected name at its top, plus the target
-/// of a `.git` file's `gitdir:` line when that lies inside the boundary. Creates placeholders
-/// for names that do not exist (see [`Protection::Masked`]).
-pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> std::io::Result<Placeholders> {
+/// of a `.git` file's `gitdir:` line when that lies inside the boundary, plus every nested
+/// repository below it (see [`nested_repositories`]). Creates placeholders for top-level names
+/// that do not exist (see [`Protection::Masked`]).
+pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholders, ProtectError> {
     // Built as the guard from the start, so that placeholders made before a later failure are
     // removed with it.
     let mut out = Placeholders::default();
-    for name in PROTECTED_NAMES {
-        let path = boundary.join(name);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => match path.canonicalize() {
-                Ok(target) if target.starts_with(boundary) => {
-                    warnings.push(format!(
-                        "{name} is a symlink; its target {} is read-only in the sandbox, but the link itself could be replaced",
-                        target.display()
-                    ));
-                    out.0.push(Protection::ReadOnly(target));
+    {
+        // Held for the whole top level: whether a name is one of our placeholders, and creating
+        // one, must not interleave with another run releasing it.
+        let mut live = live_placeholders();
+        for name in PROTECTED_NAMES {
+            let path = boundary.join(name);
+            if let Some(users) = live.get_mut(&path) {
+                *users += 1;
+                out.0.push(Protection::Masked(path));
+                continue;
+            }
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => protect_symlink(boundary, name, &path, &mut out.0, warnings),
+                Ok(meta) => {
+                    if meta.is_file() && *name == ".git" {
+                        protect_gitdir_target(boundary, &path, &mut out.0);
+                    }
+                    out.0.push(Protection::ReadOnly(path));
                 }
-                _ => warnings.push(format!("{name} is a symlink pointing outside the workspace; the sandbox does not show its target")),
-            },
-            Ok(meta) => {
-                if meta.is_file() && *name == ".git" {
-                    if let Some(target) = gitdir_target(boundary, &path) {
-                        if target.starts_with(boundary) {
-                            out.0.push(Protection::ReadOnly(target));
-                        }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                        return Err(ProtectError::Placeholder(path, e));
+                    }
+                    live.insert(path.clone(), 1);
+                    out.0.push(Protection::Masked(path));
+                }
+                Err(e) => return Err(ProtectError::Placeholder(path, e)),
+            }
+        }
+    }
+    out.0.extend(nested_repositories(boundary, warnings)?);
+    Ok(out)
+}
+
+/// A protected name that is a symlink: its target is protected when inside the boundary.
+fn protect_symlink(boundary: &Path, name: &str, path: &Path, out: &mut Vec<Protection>, warnings: &mut Vec<String>) {
+    let shown = display_in(boundary, path);
+    match path.canonicalize() {
+        Ok(target) if target.starts_with(boundary) => {
+            warnings.push(format!(
+                "{shown} is a symlink; its target {} is read-only in the sandbox, but the link itself could be replaced",
+                target.display()
+            ));
+            out.push(Protection::ReadOnly(target));
+        }
+        // Outside the boundary the target is out of reach unless bound read-only.
+        _ if name == ".git" && path != boundary.join(name) => {}
+        _ => warnings.push(format!("{shown} is a symlink pointing outside the workspace; the sandbox does not show its target")),
+    }
+}
+
+/// The target of a `.git` file's `gitdir:` line, when it lies inside the boundary (one outside
+/// is out of reach unless bound, and then read-only).
+fn protect_gitdir_target(boundary: &Path, git_file: &Path, out: &mut Vec<Protection>) {
+    if let Some(target) = gitdir_target(git_file) {
+        if target.starts_with(boundary) {
+            out.push(Protection::ReadOnly(target));
+        }
+    }
+}
+
+/// `path` relative to the boundary, for messages.
+fn display_in(boundary: &Path, path: &Path) -> String {
+    path.strip_prefix(boundary).unwrap_or(path).display().to_string()
+}
+
+/// Every repository below the top of `boundary`: a `.git` directory, a `.git` file (and its
+/// `gitdir:` target inside the boundary), a `.git` symlink's target inside the boundary, and the
+/// `.gitmodules` beside each. A nested repository or submodule checkout is where git runs hooks
+/// and reads config (a top-level `git status` runs `git status` in every submodule).
+///
+/// The walk searches ignored and hidden directories too, never follows symlinks, and does not
+/// look inside a `.git` directory. It is bounded ([`NESTED_WALK_MAX_ENTRIES`],
+/// [`NESTED_WALK_MAX_DEPTH`], [`NESTED_MAX_REPOSITORIES`]); past a bound the run fails closed,
+/// because stopping early could leave a repository writable. A directory that cannot be read is
+/// a warning (the sandbox cannot list it either; a vanished entry is skipped).
+fn nested_repositories(boundary: &Path, warnings: &mut Vec<String>) -> Result<Vec<Protection>, ProtectError> {
+    let git = OsStr::new(".git");
+    let walk = ignore::WalkBuilder::new(boundary)
+        .standard_filters(false)
+        .follow_links(false)
+        .filter_entry(move |e| e.path().parent().and_then(Path::file_name) != Some(OsStr::new(".git")))
+        .build();
+    let too_large = |what: String| {
+        ProtectError::TooLarge(format!(
+            "allow_filesystem: {what}; cheng looks through the whole workspace for nested repositories (.git) to keep \
+             them read-only, and stops there rather than leave one writable. Run without allow_filesystem, or use a \
+             smaller workspace"
+        ))
+    };
+    let mut out = Vec::new();
+    let mut repositories = 0usize;
+    let mut unreadable = 0usize;
+    for (seen, entry) in walk.enumerate() {
+        if seen >= NESTED_WALK_MAX_ENTRIES {
+            return Err(too_large(format!("the workspace has more than {NESTED_WALK_MAX_ENTRIES} entries")));
+        }
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let vanished = e.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
+                if !vanished {
+                    unreadable += 1;
+                    if unreadable <= 3 {
+                        warnings.push(format!("nested repositories: could not look into part of the workspace ({e})"));
                     }
                 }
-                out.0.push(Protection::ReadOnly(path));
+                continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
-                out.0.push(Protection::Masked(path));
+        };
+        if entry.depth() > NESTED_WALK_MAX_DEPTH {
+            return Err(too_large(format!("the workspace is deeper than {NESTED_WALK_MAX_DEPTH} levels")));
+        }
+        // Depth 1 is the top level, handled by `protect`.
+        if entry.depth() < 2 || entry.file_name() != git {
+            continue;
+        }
+        repositories += 1;
+        if repositories > NESTED_MAX_REPOSITORIES {
+            return Err(too_large(format!("the workspace holds more than {NESTED_MAX_REPOSITORIES} nested repositories")));
+        }
+        let path = entry.path();
+        match entry.file_type() {
+            Some(t) if t.is_symlink() => protect_symlink(boundary, ".git", path, &mut out, warnings),
+            Some(t) if t.is_file() => {
+                protect_gitdir_target(boundary, path, &mut out);
+                out.push(Protection::ReadOnly(path.to_path_buf()));
             }
-            Err(e) => return Err(e),
+            Some(t) if t.is_dir() => out.push(Protection::ReadOnly(path.to_path_buf())),
+            _ => continue,
+        }
+        if let Some(modules) = path.parent().map(|p| p.join(".gitmodules")) {
+            if std::fs::symlink_metadata(&modules).is_ok_and(|m| m.is_file()) {
+                out.push(Protection::ReadOnly(modules));
+            }
         }
     }
     Ok(out)
 }
 
-/// The canonical directory a `.git` file's `gitdir: <path>` line names.
-fn gitdir_target(boundary: &Path, git_file: &Path) -> Option<PathBuf> {
+/// The canonical directory a `.git` file's `gitdir: <path>` line names (relative to the
+/// directory holding the file, as git reads it).
+fn gitdir_target(git_file: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(git_file).ok()?;
     let dir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    boundary.join(dir).canonicalize().ok()
+    git_file.parent()?.join(dir).canonicalize().ok()
 }
 
 /// Adds the bind for each protection (after the boundary itself is bound; their parents exist).
@@ -151,9 +300,14 @@ pub fn apply(b: &mut Bwrap, protections: &[Protection]) {
     }
 }
 
-/// The protections of one run. Dropping it removes the placeholders [`protect`] created, so
-/// that no empty `.bashrc`, `.git` … stays behind in the workspace whether the run succeeds,
-/// fails, is cancelled, or is dropped before or while it runs.
+/// The protections of one run. Dropping it releases the placeholders [`protect`] created or
+/// shares: the last run of this process using one removes it, so that no empty `.bashrc`,
+/// `.git` … stays behind in the workspace whether the run succeeds, fails, is cancelled, or is
+/// dropped before or while it runs.
+///
+/// Across processes there is no count: a second cheng process sees the first one's placeholder
+/// as an existing (empty) file and binds it read-only; if the first removes it before the
+/// second's bwrap has mounted it, that run fails closed (SANDBOX_UNAVAILABLE, "Can't find source path").
 #[derive(Debug, Default)]
 pub struct Placeholders(Vec<Protection>);
 
@@ -165,16 +319,19 @@ impl Placeholders {
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
-        remove_placeholders(&self.0);
-    }
-}
-
-/// Removes the placeholders created by [`protect`] (only empty regular files).
-pub fn remove_placeholders(protections: &[Protection]) {
-    for p in protections {
-        if let Protection::Masked(path) = p {
-            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-                let _ = std::fs::remove_file(path);
+        let mut live = live_placeholders();
+        for p in self.0.drain(..) {
+            let Protection::Masked(path) = p else { continue };
+            match live.get_mut(&path) {
+                Some(users) if *users > 1 => *users -= 1,
+                Some(_) => {
+                    live.remove(&path);
+                    // Only an empty regular file: never something the user put there meanwhile.
+                    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                None => {}
             }
         }
     }
@@ -195,7 +352,7 @@ mod tests {
         assert!(list.contains(&Protection::ReadOnly(root.join(".git"))));
         assert!(list.contains(&Protection::Masked(root.join(".bashrc"))));
         assert!(root.join(".bashrc").exists());
-        remove_placeholders(list);
+        drop(guard);
         assert!(!root.join(".bashrc").exists());
         assert!(root.join(".git").is_dir());
     }
@@ -210,6 +367,71 @@ mod tests {
         let list = guard.list();
         assert!(list.contains(&Protection::ReadOnly(root.join("modules/real"))), "{list:?}");
         assert!(list.contains(&Protection::ReadOnly(root.join(".git"))));
+    }
+
+    #[test]
+    fn nested_repositories_are_protected_wherever_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // A nested repository inside an ignored, hidden directory (standard filters are off).
+        std::fs::write(root.join(".gitignore"), "vendor/\n").unwrap();
+        std::fs::create_dir_all(root.join("vendor/.hidden/lib/.git/hooks")).unwrap();
+        std::fs::write(root.join("vendor/.hidden/lib/.gitmodules"), "").unwrap();
+        // A submodule-style `.git` file whose gitdir is relative to its own directory.
+        std::fs::create_dir_all(root.join("sub2")).unwrap();
+        std::fs::create_dir_all(root.join("sub2-gitdir")).unwrap();
+        std::fs::write(root.join("sub2/.git"), "gitdir: ../sub2-gitdir\n").unwrap();
+        // A gitdir outside the workspace is not bound (out of reach), and nothing breaks.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.join("sub3")).unwrap();
+        std::fs::write(root.join("sub3/.git"), format!("gitdir: {}\n", outside.path().display())).unwrap();
+        // Nothing inside a `.git` directory is looked at (its own nested `.git` is covered).
+        std::fs::create_dir_all(root.join("vendor/.hidden/lib/.git/modules/x/.git")).unwrap();
+        let guard = protect(&root, &mut Vec::new()).unwrap();
+        let list = guard.list();
+        for expected in ["vendor/.hidden/lib/.git", "vendor/.hidden/lib/.gitmodules", "sub2/.git", "sub2-gitdir", "sub3/.git"] {
+            assert!(list.contains(&Protection::ReadOnly(root.join(expected))), "{expected} not protected: {list:?}");
+        }
+        assert!(!list.iter().any(|p| matches!(p, Protection::ReadOnly(x) if x.starts_with(outside.path()))), "{list:?}");
+        assert!(!list.contains(&Protection::ReadOnly(root.join("vendor/.hidden/lib/.git/modules/x/.git"))));
+        // Other protected names are protected at the top only.
+        std::fs::write(root.join("sub2/.bashrc"), "").unwrap();
+        let guard2 = protect(&root, &mut Vec::new()).unwrap();
+        assert!(!guard2.list().iter().any(|p| matches!(p, Protection::ReadOnly(x) if x.ends_with("sub2/.bashrc"))));
+    }
+
+    #[test]
+    fn a_workspace_past_the_walk_bound_fails_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mut deep = root.clone();
+        for _ in 0..=NESTED_WALK_MAX_DEPTH {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let names = || {
+            let mut v: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+            v.sort();
+            v
+        };
+        let before = names();
+        let err = protect(&root, &mut Vec::new()).unwrap_err().to_string();
+        assert!(err.contains("deeper than 64 levels") && err.contains("allow_filesystem"), "{err}");
+        assert_eq!(before, names(), "placeholders left behind after the failure");
+    }
+
+    #[test]
+    fn concurrent_users_share_a_placeholder_until_the_last_one_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let first = protect(&root, &mut Vec::new()).unwrap();
+        let second = protect(&root, &mut Vec::new()).unwrap();
+        // The second sees the first's placeholder as a placeholder, not as a real file.
+        assert!(second.list().contains(&Protection::Masked(root.join(".bashrc"))), "{:?}", second.list());
+        drop(first);
+        assert!(root.join(".bashrc").exists(), "removed while the second run still needs it");
+        drop(second);
+        assert!(!root.join(".bashrc").exists());
     }
 
     #[test]

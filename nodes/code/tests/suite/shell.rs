@@ -95,6 +95,66 @@ async fn protected_metadata_stays_read_only_with_allow_filesystem() {
     assert_eq!(std::fs::read_to_string(ws2.join(".git")).unwrap(), "gitdir: modules/real\n");
 }
 
+/// A nested repository (`sub/.git`), its `.gitmodules`, and a submodule-style `.git` file in
+/// `sub2/` whose `gitdir:` names `sub2-gitdir/`, all below the top: writable workspace, read-only
+/// repositories.
+#[tokio::test]
+async fn nested_repositories_stay_read_only_with_allow_filesystem() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    std::fs::create_dir_all(ws.join("sub/.git/hooks")).unwrap();
+    std::fs::write(ws.join("sub/.git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("sub/.gitmodules"), "").unwrap();
+    std::fs::create_dir_all(ws.join("sub2")).unwrap();
+    std::fs::create_dir_all(ws.join("sub2-gitdir/hooks")).unwrap();
+    std::fs::write(ws.join("sub2-gitdir/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("sub2/.git"), "gitdir: ../sub2-gitdir\n").unwrap();
+    // Deep and inside an ignored directory: the walk has no filters.
+    std::fs::write(ws.join(".gitignore"), "vendor/\n").unwrap();
+    std::fs::create_dir_all(ws.join("vendor/a/b/dep/.git/hooks")).unwrap();
+    let script = "echo '[core]\n\tfsmonitor = evil' >> sub/.git/config; \
+                  printf '#!/bin/sh\\nevil\\n' > sub/.git/hooks/pre-commit; chmod +x sub/.git/hooks/pre-commit; \
+                  echo '[submodule \"x\"]' >> sub/.gitmodules; \
+                  echo 'gitdir: /tmp' > sub2/.git; echo evil >> sub2-gitdir/config; echo evil > sub2-gitdir/hooks/post-checkout; \
+                  echo evil > vendor/a/b/dep/.git/hooks/post-merge; \
+                  rm -rf sub/.git sub2-gitdir vendor/a/b/dep/.git; mv sub/.git sub/moved; \
+                  echo ok > sub/normal.txt";
+    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
+    assert_eq!(std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(), "ok\n", "the attempt did not run: {out:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(), "[core]\n", "{out:?}");
+    assert!(!ws.join("sub/.git/hooks/pre-commit").exists(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("sub/.gitmodules")).unwrap(), "");
+    assert_eq!(std::fs::read_to_string(ws.join("sub2/.git")).unwrap(), "gitdir: ../sub2-gitdir\n");
+    assert_eq!(std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(), "[core]\n");
+    assert!(!ws.join("sub2-gitdir/hooks/post-checkout").exists());
+    assert!(ws.join("vendor/a/b/dep/.git/hooks").is_dir());
+    assert!(!ws.join("vendor/a/b/dep/.git/hooks/post-merge").exists());
+    assert!(!ws.join("sub/moved").exists());
+}
+
+/// Several writable runs at once on one workspace share the masking placeholders: none may
+/// remove a placeholder another still needs as its mount point (that run would fail closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writable_runs_share_their_placeholders() {
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let before = entries(&ws);
+    for round in 0..3 {
+        let mut runs = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let ws = ws.clone();
+            // Staggered lengths, so that runs end while others are being prepared or started.
+            let script = format!("sleep 0.0{i}; test -e .bashrc && ! echo x > .bashrc 2>/dev/null && echo masked");
+            runs.spawn(async move { run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await });
+        }
+        while let Some(out) = runs.join_next().await {
+            let out = out.expect("run task");
+            assert_eq!(out["result"], "masked", "round {round}: {out:?}");
+        }
+        assert_eq!(entries(&ws), before, "round {round}: placeholders left behind");
+    }
+}
+
 #[tokio::test]
 async fn host_secrets_are_invisible_without_full_disk_readonly() {
     if !sandbox_available() { return; }
@@ -156,8 +216,8 @@ async fn a_fork_bomb_is_bounded() {
     let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 4000})).await;
     assert!(!out["stdout"].as_str().unwrap().contains("started 1000"), "1000 processes started: {out:?}");
     assert_eq!(out["success"], false, "{out:?}");
-    // The real thing, under a short timeout.
-    let out = run(&CodeShell, &ws, json!({"script": "bomb_7731() { bomb_7731 | bomb_7731 & }; bomb_7731; sleep 2", "timeout_ms": 2000})).await;
+    // The real thing, under a short timeout (the script outlasts it, so it can never pass by exiting 0 in time).
+    let out = run(&CodeShell, &ws, json!({"script": "bomb_7731() { bomb_7731 | bomb_7731 & }; bomb_7731; sleep 5", "timeout_ms": 2000})).await;
     assert_eq!(out["success"], false, "{out:?}");
     // Nothing of either run survives on the host.
     tokio::time::sleep(Duration::from_millis(700)).await;

@@ -2,3 +2,4 @@ mod support;
 
 mod execute;
 mod list;
+mod gates;
