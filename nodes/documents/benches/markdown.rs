@@ -50,6 +50,8 @@ fn generate(bytes: usize) -> String {
 struct Timing {
     min: f64,
     median: f64,
+    /// Median CPU time of the whole process per run (every thread, user + system).
+    cpu: f64,
     faults: u64,
 }
 
@@ -57,26 +59,31 @@ fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> Timing {
     std::hint::black_box(f());
     let mut times = Vec::with_capacity(runs);
     let mut faults = Vec::with_capacity(runs);
+    let mut cpu = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let before = minor_faults();
+        let before = usage();
         let start = Instant::now();
         std::hint::black_box(f());
         times.push(ms(start.elapsed()));
-        faults.push(minor_faults().saturating_sub(before));
+        let after = usage();
+        faults.push(after.0.saturating_sub(before.0));
+        cpu.push(after.1 - before.1);
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     faults.sort_unstable();
-    Timing { min: times[0], median: times[runs / 2], faults: faults[runs / 2] }
+    Timing { min: times[0], median: times[runs / 2], cpu: cpu[runs / 2], faults: faults[runs / 2] }
 }
 
-/// Minor page faults of the whole process so far (every thread).
-fn minor_faults() -> u64 {
+/// Minor page faults and CPU milliseconds (user + system) of the whole process so far.
+fn usage() -> (u64, f64) {
     // SAFETY: getrusage only writes into the zeroed struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0;
+        return (0, 0.0);
     }
-    u64::try_from(usage.ru_minflt).unwrap_or(0)
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    (u64::try_from(usage.ru_minflt).unwrap_or(0), tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -108,10 +115,26 @@ fn main() {
         ("link_check_local", Some(Operation::LinkCheckLocal)),
         ("suggestions uncapped", None),
     ];
+    // CHENG_BENCH_PROFILE=<operation or "parse"> repeats one thing at the last size (for perf).
+    if let Ok(what) = std::env::var("CHENG_BENCH_PROFILE") {
+        let mb = *sizes.last().unwrap_or(&10);
+        let text = generate(mb * 1_000_000);
+        let path = root.join("big.md");
+        std::fs::write(&path, &text).expect("write");
+        let file = TextFile { path, display: "big.md".into(), text: text.clone(), bytes: text.len() as u64, invalid_utf8_at: None };
+        let op = ops.iter().find(|(name, _)| *name == what).and_then(|(_, op)| *op);
+        for _ in 0..runs {
+            match op {
+                Some(op) => drop(std::hint::black_box(analyze(&root, &file, op))),
+                None => drop(std::hint::black_box(Document::parse(&text))),
+            }
+        }
+        return;
+    }
     println!("warm-up + {runs} runs each; ms");
     println!(
-        "{:<22} {:>4} {:>8} {:>8} {:>8} {:>11} {:>9} {:>9}",
-        "operation", "MB", "min", "median", "med/MB", "vs first/MB", "vs parse", "faults"
+        "{:<22} {:>4} {:>8} {:>8} {:>8} {:>11} {:>9} {:>8} {:>8}",
+        "operation", "MB", "min", "median", "med/MB", "vs first/MB", "vs parse", "cpu", "faults"
     );
     let mut first_per_mb: Vec<f64> = vec![0.0; ops.len() + 1];
     for &mb in &sizes {
@@ -126,7 +149,7 @@ fn main() {
                 first_per_mb[index] = per_mb;
             }
             println!(
-                "{:<22} {:>4} {:>8.1} {:>8.1} {:>8.2} {:>11.2} {:>9.2} {:>9}",
+                "{:<22} {:>4} {:>8.1} {:>8.1} {:>8.2} {:>11.2} {:>9.2} {:>8.1} {:>8}",
                 name,
                 mb,
                 t.min,
@@ -134,6 +157,7 @@ fn main() {
                 per_mb,
                 per_mb / first_per_mb[index],
                 t.median / parse.median,
+                t.cpu,
                 t.faults
             );
         };
@@ -155,9 +179,10 @@ fn main() {
             let check_only = measure(runs, || check(&doc, None).0.len());
             let (_, plan) = check(&doc, None);
             let sweep_capped = measure(runs, || suggestions::build(&text, "big.md", &plan, 2000).0.len());
+            let prepare = measure(runs, || suggestions::Prepared::new(&text));
             println!(
-                "{mb} MB breakdown (medians): Document::parse {:.1} ms, rules {:.1} ms, suggestion sweep (first 2000 edits) {:.1} ms",
-                parse_doc.median, check_only.median, sweep_capped.median
+                "{mb} MB breakdown (min/median/cpu ms): Document::parse {:.1}/{:.1}/{:.1}, rules {:.1}/{:.1}/{:.1}, suggestion sweep (first 2000 edits) {:.1}/{:.1}/{:.1} of which its text-only groundwork {:.1}/{:.1}/{:.1}",
+                parse_doc.min, parse_doc.median, parse_doc.cpu, check_only.min, check_only.median, check_only.cpu, sweep_capped.min, sweep_capped.median, sweep_capped.cpu, prepare.min, prepare.median, prepare.cpu
             );
             let (found, plan) = check(&doc, None);
             let (edits, skipped, _) = suggestions::build(&text, "big.md", &plan, usize::MAX);

@@ -5,6 +5,7 @@ use super::document::Document;
 use super::rules::{self, Severity};
 use regex::Regex;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -83,6 +84,41 @@ impl FixPlan {
 }
 
 impl FixPlan {
+    /// Adds the fixes of `later` after this plan's own, as if they had been recorded into this
+    /// plan after everything already in it.
+    fn absorb(&mut self, later: FixPlan) {
+        for (i, fix) in later.lines {
+            let mine = self.lines.entry(i).or_default();
+            mine.replacements.extend(fix.replacements);
+            mine.trim_trailing |= fix.trim_trailing;
+            mine.append_newline |= fix.append_newline;
+            mine.delete |= fix.delete;
+            for rule in fix.rules {
+                if !mine.rules.contains(&rule) {
+                    mine.rules.push(rule);
+                }
+            }
+            mine.reasons.extend(fix.reasons);
+        }
+        for (p, insert) in later.inserts {
+            match self.inserts.entry(p) {
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(insert);
+                }
+                std::collections::btree_map::Entry::Occupied(mut slot) => {
+                    let mine = slot.get_mut();
+                    for rule in insert.rules {
+                        if !mine.rules.contains(&rule) {
+                            mine.rules.push(rule);
+                        }
+                    }
+                    mine.reasons.extend(insert.reasons);
+                }
+            }
+        }
+        self.covered.extend(later.covered);
+    }
+
     fn line(&mut self, i: usize, rule: &'static str, reason: String) -> &mut LineFix {
         self.covered.insert((rule, i + 1));
         let fix = self.lines.entry(i).or_default();
@@ -139,6 +175,11 @@ impl FixPlan {
 
 /// Findings of every diagnostics rule, sorted by position, and the fixes for the fixable ones.
 pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnostic>, FixPlan) {
+    check_with(doc, invalid_utf8_at, doc.text.len() >= PARALLEL_MIN_BYTES)
+}
+
+/// [`check`], with half the rules on a second thread or not (same result either way).
+fn check_with(doc: &Document<'_>, invalid_utf8_at: Option<usize>, parallel: bool) -> (Vec<Diagnostic>, FixPlan) {
     let mut out = Vec::new();
     let mut plan = FixPlan::default();
     if let Some(at) = invalid_utf8_at {
@@ -148,10 +189,54 @@ pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnos
             "The file is not valid UTF-8 from here on; it was decoded lossily (shown as U+FFFD). Re-save it as UTF-8.".into(),
         ));
     }
-    let verbatim = doc.verbatim_lines();
-    whitespace_rules(doc, &verbatim, &mut out, &mut plan);
-    heading_rules(doc, &mut out, &mut plan);
-    link_rules(doc, &mut out, &mut plan);
+    // The rules fall in two independent halves of similar cost: the line-based whitespace rules
+    // (MD009, MD012) with the heading rules, and the link, code-block, bare-URL and final-newline
+    // rules. On a large file the first half runs on a second thread; its findings and fixes go
+    // first, exactly where the sequential order puts them.
+    let lines_and_headings = |out: &mut Vec<Diagnostic>, plan: &mut FixPlan| {
+        let verbatim = doc.verbatim_lines();
+        whitespace_rules(doc, &verbatim, out, plan);
+        heading_rules(doc, out, plan);
+    };
+    let mut rest = Vec::new();
+    let mut rest_plan = FixPlan::default();
+    if parallel {
+        std::thread::scope(|scope| {
+            let lines = std::thread::Builder::new().name("markdown-lines".into()).spawn_scoped(scope, || {
+                let mut out = Vec::new();
+                let mut plan = FixPlan::default();
+                lines_and_headings(&mut out, &mut plan);
+                (out, plan)
+            });
+            link_and_text_rules(doc, &mut rest, &mut rest_plan);
+            match lines.map(|handle| handle.join()) {
+                Ok(Ok((found, lines_plan))) => {
+                    out.extend(found);
+                    plan = lines_plan;
+                }
+                // The rules panicked: the same panic the sequential pass would raise.
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                // No thread could be started: run them here.
+                Err(_) => lines_and_headings(&mut out, &mut plan),
+            }
+        });
+    } else {
+        lines_and_headings(&mut out, &mut plan);
+        link_and_text_rules(doc, &mut rest, &mut rest_plan);
+    }
+    out.append(&mut rest);
+    plan.absorb(rest_plan);
+    out.sort_by(|a, b| (a.line, a.column, a.rule).cmp(&(b.line, b.column, b.rule)));
+    (out, plan)
+}
+
+/// Texts at least this long run half the rules on a second thread.
+const PARALLEL_MIN_BYTES: usize = 256 * 1024;
+
+/// The rules after the whitespace and heading rules, in the order their findings and fixes are
+/// recorded.
+fn link_and_text_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
+    link_rules(doc, out, plan);
     for block in doc.code_blocks.iter().filter(|c| c.fenced && c.info.trim().is_empty()) {
         out.push(Diagnostic::new(
             rules::FENCE_LANGUAGE,
@@ -187,8 +272,6 @@ pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnos
         ));
         plan.line(last, rules::TRAILING_NEWLINE, "end the file with a newline".into()).append_newline = true;
     }
-    out.sort_by(|a, b| (a.line, a.column, a.rule).cmp(&(b.line, b.column, b.rule)));
-    (out, plan)
 }
 
 fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
@@ -314,9 +397,9 @@ pub fn fragment_exists(has_anchor: impl Fn(&str) -> bool, fragment: &str) -> boo
 }
 
 /// Percent-decodes a URL component; invalid escapes or UTF-8 leave the input unchanged.
-pub fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> Cow<'_, str> {
     if !s.contains('%') {
-        return s.to_string();
+        return Cow::Borrowed(s);
     }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -332,7 +415,7 @@ pub fn percent_decode(s: &str) -> String {
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
+    String::from_utf8(out).map_or(Cow::Borrowed(s), Cow::Owned)
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -462,6 +545,28 @@ mod tests {
         assert!(found.contains(&(rules::MULTIPLE_H1, 6, 1)));
         // A document whose first heading is an h2 may use several h1s.
         assert!(!rules_of("## A\n\n# B\n\n# C\n").iter().any(|f| f.0 == rules::MULTIPLE_H1));
+    }
+
+    #[test]
+    fn the_second_thread_changes_nothing() {
+        // Every rule with a fix, several on the same lines, with a heading whose blank line
+        // above and trailing whitespace land on neighbouring lines.
+        let mut text = String::from("# Top\n");
+        for i in 0..200 {
+            text.push_str(&format!("para {i} https://x.example/{i}   \n\n\n\n## Head {i}  \ntext [a](#Head-{i}) \n```\ncode   \n```\n"));
+        }
+        text.push_str("# Top\nend");
+        let doc = Document::parse(&text);
+        let (found_seq, plan_seq) = check_with(&doc, Some(3), false);
+        let (found_par, plan_par) = check_with(&doc, Some(3), true);
+        assert!(found_seq.len() > 1000, "{}", found_seq.len());
+        assert_eq!(found_seq, found_par);
+        assert_eq!(format!("{:?}", plan_seq.lines), format!("{:?}", plan_par.lines));
+        assert_eq!(format!("{:?}", plan_seq.inserts), format!("{:?}", plan_par.inserts));
+        assert_eq!(plan_seq.covered, plan_par.covered);
+        let seq = crate::markdown::suggestions::build(&text, "a.md", &plan_seq, usize::MAX);
+        let par = crate::markdown::suggestions::build(&text, "a.md", &plan_par, usize::MAX);
+        assert_eq!(seq, par);
     }
 
     #[test]

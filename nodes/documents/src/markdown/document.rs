@@ -6,6 +6,7 @@
 use super::slug::Slugger;
 use pulldown_cmark::{BrokenLink, CodeBlockKind, Event, LinkType, MetadataBlockKind, Options, Parser, Tag, TagEnd};
 use regex::Regex;
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -33,7 +34,7 @@ impl LineIndex {
     pub fn new(text: &str) -> Self {
         let mut starts = Vec::with_capacity(text.len() / 40 + 1);
         starts.push(0);
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         LineIndex { starts, len: text.len() }
     }
 
@@ -88,11 +89,12 @@ pub struct Heading {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Link {
+pub struct Link<'a> {
     pub image: bool,
     pub link_type: LinkType,
-    /// Destination after reference resolution, as written (not percent-decoded).
-    pub dest: String,
+    /// Destination after reference resolution, as written (not percent-decoded); borrowed
+    /// from the text when it appears there verbatim.
+    pub dest: Cow<'a, str>,
     pub range: Range<usize>,
     /// True when the link text (or image alt text) is empty.
     pub text_empty: bool,
@@ -117,7 +119,7 @@ pub struct Document<'a> {
     pub text: &'a str,
     pub lines: LineIndex,
     pub headings: Vec<Heading>,
-    pub links: Vec<Link>,
+    pub links: Vec<Link<'a>>,
     pub code_blocks: Vec<CodeBlock>,
     pub broken_refs: Vec<BrokenRef>,
     pub front_matter: Option<Range<usize>>,
@@ -145,9 +147,23 @@ static HTML_ALT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)[\s"'](?:alt\s*=|aria-hidden\s*=\s*["']?true)"#).ok());
 static FRONT_MATTER_TITLE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?m)^\s*title\s*:").ok());
 
+/// The parser every operation uses, recording `[text][label]` and `[label][]` references whose
+/// label has no definition.
+fn parser<'a, 'b>(
+    text: &'a str,
+    broken: &'b mut Vec<BrokenRef>,
+) -> Parser<'a, impl FnMut(BrokenLink<'a>) -> Option<(pulldown_cmark::CowStr<'a>, pulldown_cmark::CowStr<'a>)> + 'b> {
+    let callback = move |link: BrokenLink<'a>| {
+        if matches!(link.link_type, LinkType::Reference | LinkType::Collapsed) {
+            broken.push(BrokenRef { range: link.span.clone(), label: link.reference.into_string() });
+        }
+        None
+    };
+    Parser::new_with_broken_link_callback(text, options(), Some(callback))
+}
+
 impl<'a> Document<'a> {
     pub fn parse(text: &'a str) -> Self {
-        let mut broken: Vec<BrokenRef> = Vec::new();
         let mut doc = Document {
             text,
             lines: LineIndex::new(text),
@@ -162,16 +178,8 @@ impl<'a> Document<'a> {
             bare_urls: Vec::new(),
             html_links: Vec::new(),
         };
-        {
-            let callback = |link: BrokenLink<'_>| {
-                if matches!(link.link_type, LinkType::Reference | LinkType::Collapsed) {
-                    broken.push(BrokenRef { range: link.span.clone(), label: link.reference.to_string() });
-                }
-                None
-            };
-            let parser = Parser::new_with_broken_link_callback(text, options(), Some(callback));
-            doc.walk(parser.into_offset_iter());
-        }
+        let mut broken = Vec::new();
+        doc.walk(parser(text, &mut broken).into_offset_iter());
         doc.broken_refs = broken;
         doc.assign_anchors();
         doc
@@ -214,7 +222,7 @@ impl<'a> Document<'a> {
 
             match event {
                 Event::Start(Tag::Heading { level, id, .. }) => {
-                    heading = Some((level as u8, range.start, id.map(|s| s.to_string()), String::new()));
+                    heading = Some((level as u8, range.start, id.map(|s| s.into_string()), String::new()));
                 }
                 Event::End(TagEnd::Heading(_)) => {
                     if let Some((level, start, explicit_id, content)) = heading.take() {
@@ -246,7 +254,7 @@ impl<'a> Document<'a> {
                     self.links.push(Link {
                         image: false,
                         link_type,
-                        dest: dest_url.to_string(),
+                        dest: cow(dest_url),
                         range: range.clone(),
                         text_empty: true,
                     });
@@ -257,7 +265,7 @@ impl<'a> Document<'a> {
                     self.links.push(Link {
                         image: true,
                         link_type,
-                        dest: dest_url.to_string(),
+                        dest: cow(dest_url),
                         range: range.clone(),
                         text_empty: true,
                     });
@@ -275,7 +283,7 @@ impl<'a> Document<'a> {
                 Event::Start(Tag::CodeBlock(kind)) => {
                     in_code = true;
                     let (fenced, info) = match kind {
-                        CodeBlockKind::Fenced(info) => (true, info.to_string()),
+                        CodeBlockKind::Fenced(info) => (true, info.into_string()),
                         CodeBlockKind::Indented => (false, String::new()),
                     };
                     self.code_blocks.push(CodeBlock { range: range.clone(), fenced, info });
@@ -429,6 +437,14 @@ impl<'a> Document<'a> {
     }
 }
 
+/// pulldown-cmark's string as a standard `Cow`, borrowing whenever it borrows.
+fn cow(s: pulldown_cmark::CowStr<'_>) -> Cow<'_, str> {
+    match s {
+        pulldown_cmark::CowStr::Borrowed(b) => Cow::Borrowed(b),
+        other => Cow::Owned(other.into_string()),
+    }
+}
+
 /// ATX headings start with `#` after up to three spaces (or blockquote/list markers).
 fn is_atx(source: &str) -> bool {
     source.trim_start_matches([' ', '\t', '>']).starts_with('#')
@@ -440,8 +456,12 @@ fn scan_bare_urls(text: &str, run: Range<usize>, out: &mut Vec<Range<usize>>) {
     let first = out.len();
     let slice = &text[run.clone()];
     let bytes = slice.as_bytes();
+    // Most runs hold neither a scheme separator nor an `@`: one vectorised scan rules them out.
+    if memchr::memchr2(b':', b'@', bytes).is_none() {
+        return;
+    }
     let mut from = 0;
-    while let Some(found) = slice[from..].find("://") {
+    while let Some(found) = memchr::memmem::find(&bytes[from..], b"://") {
         let sep = from + found;
         from = sep + 3;
         let scheme_start = bytes[..sep].iter().rposition(|b| !b.is_ascii_alphabetic()).map_or(0, |p| p + 1);
@@ -484,9 +504,12 @@ fn email_local(b: u8) -> bool {
 fn scan_bare_emails(text: &str, run: Range<usize>, urls_from: usize, out: &mut Vec<Range<usize>>) {
     let slice = &text[run.clone()];
     let bytes = slice.as_bytes();
+    if memchr::memchr(b'@', bytes).is_none() {
+        return; // nothing to add; the URLs are already in order
+    }
     let urls: Vec<Range<usize>> = out[urls_from..].to_vec();
     let mut from = 0;
-    while let Some(found) = slice[from..].find('@') {
+    while let Some(found) = memchr::memchr(b'@', &bytes[from..]) {
         let at = from + found;
         from = at + 1;
         let start = bytes[..at].iter().rposition(|&b| !email_local(b)).map_or(0, |p| p + 1);

@@ -18,6 +18,7 @@ use cheng_node::ErrorKind;
 use pulldown_cmark::LinkType;
 use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct LinkReport {
@@ -58,6 +59,8 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
     let mut checker = Checker {
         root,
         file,
+        own_path: Rc::new(file.to_path_buf()),
+        own_anchors: Anchors::Unchecked,
         report: LinkReport::default(),
         by_text: HashMap::new(),
         targets: HashMap::new(),
@@ -66,8 +69,7 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
         files_read: 0,
         bytes_read: 0,
     };
-    let own: HashSet<String> = doc.anchors().into_iter().map(str::to_string).collect();
-    checker.anchors.insert(file.to_path_buf(), Anchors::Known(own));
+    checker.own_anchors = Anchors::Known(doc.anchors().into_iter().map(str::to_string).collect());
     for link in &doc.links {
         // Positions cost a line lookup and a character count; only findings need one.
         let at = || doc.position(link.range.start);
@@ -135,7 +137,8 @@ fn is_external(dest: &str) -> bool {
 /// Outcome of resolving one relative path (cached per workspace-relative path).
 #[derive(Clone)]
 enum Target {
-    Found(PathBuf),
+    /// Shared: most documents link to a few files many times.
+    Found(Rc<PathBuf>),
     Missing(String),
     Outside(String),
 }
@@ -143,6 +146,10 @@ enum Target {
 struct Checker<'r> {
     root: &'r Path,
     file: &'r Path,
+    /// `file`, shared by every fragment-only link.
+    own_path: Rc<PathBuf>,
+    /// Anchors of `file` itself (looked up without hashing its path).
+    own_anchors: Anchors,
     report: LinkReport,
     /// Outcomes by the target exactly as written (most documents repeat a few targets).
     by_text: HashMap<String, Target>,
@@ -172,7 +179,7 @@ impl Checker<'_> {
         };
         let path_part = before_fragment.split_once('?').map_or(before_fragment, |(p, _)| p);
         let target_file = if path_part.is_empty() {
-            Target::Found(self.file.to_path_buf())
+            Target::Found(Rc::clone(&self.own_path))
         } else if let Some(known) = self.by_text.get(path_part) {
             known.clone()
         } else {
@@ -223,14 +230,14 @@ impl Checker<'_> {
             let mut d = Diagnostic::new(
                 rules::BROKEN_FRAGMENT,
                 at(),
-                if path == self.file {
+                if path.as_path() == self.file {
                     format!("{kind} fragment #{fragment} matches no heading or HTML id in this file.")
                 } else {
                     format!("{kind} fragment #{fragment} matches no heading or HTML id in {path_part}.")
                 },
             )
             .with_target(dest);
-            if path != self.file {
+            if path.as_path() != self.file {
                 d.alias = None; // markdownlint's MD051 covers only same-file fragments
             }
             self.report.diagnostics.push(d);
@@ -266,7 +273,7 @@ impl Checker<'_> {
             return known.clone();
         }
         let outcome = match resolve_existing(self.root, Some(&rel), "link") {
-            Ok(path) => Target::Found(path),
+            Ok(path) => Target::Found(Rc::new(path)),
             Err(e) if e.kind == ErrorKind::PathOutsideWorkspace => {
                 Target::Outside("resolves outside the workspace through a symlink".into())
             }
@@ -278,6 +285,9 @@ impl Checker<'_> {
     }
 
     fn anchors_of(&mut self, path: &Path) -> &Anchors {
+        if path == self.file {
+            return &self.own_anchors;
+        }
         if !self.anchors.contains_key(path) {
             let is_markdown = path
                 .extension()

@@ -138,6 +138,37 @@ impl Node for WorkspaceMarkdown {
 
 /// Runs one operation on a file already read, producing the node's full output object.
 pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
+    std::thread::scope(|scope| {
+        // format_suggestions on a large file: the sweep's text-only groundwork runs on a second
+        // thread while this one parses.
+        let prepared = (operation == Operation::FormatSuggestions
+            && file.invalid_utf8_at.is_none()
+            && file.text.len() >= PARALLEL_MIN_BYTES)
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("markdown-sweep".into())
+                    .spawn_scoped(scope, || suggestions::Prepared::new(&file.text))
+                    .ok()
+            })
+            .flatten();
+        let prepared = move || match prepared.map(|handle| handle.join()) {
+            Some(Ok(prepared)) => prepared,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => suggestions::Prepared::new(&file.text),
+        };
+        analyze_with(root, file, operation, prepared)
+    })
+}
+
+/// Texts at least this long get a second thread where work can overlap.
+const PARALLEL_MIN_BYTES: usize = 256 * 1024;
+
+fn analyze_with<'t>(
+    root: &Path,
+    file: &'t TextFile,
+    operation: Operation,
+    prepared: impl FnOnce() -> suggestions::Prepared<'t>,
+) -> Values {
     let doc = Document::parse(&file.text);
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
@@ -177,7 +208,7 @@ pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
                     file.display
                 )
             } else {
-                let (edits, skipped, over) = suggestions::build(&file.text, &file.display, &plan, MAX_SUGGESTIONS);
+                let (edits, skipped, over) = suggestions::build_prepared(prepared(), &file.display, &plan, MAX_SUGGESTIONS);
                 let fixable = found.iter().filter(|d| plan.covers(d)).count();
                 let mut s = format!(
                     "{}: {} suggested edit{} fixing {fixable} of {} finding{}",

@@ -57,6 +57,10 @@ impl Slugger {
     /// The unique anchor for a heading with this text.
     pub fn slug(&mut self, text: &str) -> String {
         let original = slug(text);
+        if !self.occurrences.contains_key(&original) {
+            self.occurrences.insert(original.clone(), 0);
+            return original;
+        }
         let mut result = original.clone();
         while self.occurrences.contains_key(&result) {
             let count = self.occurrences.entry(original.clone()).or_insert(0);

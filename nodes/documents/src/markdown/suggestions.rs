@@ -39,9 +39,34 @@ pub struct Suggestion {
 /// Suggestions for `plan`, at most `limit`; also returns how many edits were left out because
 /// no unique context exists within [`MAX_WINDOW`] lines, and how many were over the limit.
 pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut edits = edits_from_plan(&lines, plan).into_iter().peekable();
-    let mut sweep = Sweep::new(&lines);
+    build_prepared(Prepared::new(text), path, plan, limit)
+}
+
+/// What the sweep needs from the text alone (its lines, their hashes and how often each line
+/// occurs), so it can be computed while the document is still being parsed.
+pub struct Prepared<'t> {
+    lines: Vec<&'t str>,
+    hashes: Vec<u64>,
+    single_line_counts: Counts,
+}
+
+impl<'t> Prepared<'t> {
+    pub fn new(text: &'t str) -> Self {
+        let lines: Vec<&str> = text.split('\n').collect();
+        let hashes: Vec<u64> = lines.iter().map(|l| line_hash(l)).collect();
+        let mut single_line_counts = Counts::with_capacity_and_hasher(hashes.len(), Default::default());
+        for &h in &hashes {
+            *single_line_counts.entry(mix(1, h)).or_insert(0) += 1;
+        }
+        Prepared { lines, hashes, single_line_counts }
+    }
+}
+
+/// [`build`] from a [`Prepared`] text.
+pub fn build_prepared(prepared: Prepared<'_>, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
+    let Prepared { lines, hashes, single_line_counts } = prepared;
+    let mut edits = edits_from_plan(&lines, plan).peekable();
+    let mut sweep = Sweep::new(&lines, hashes, single_line_counts);
     let mut out = Vec::new();
     let mut skipped = 0;
     while let Some(mut edit) = edits.next() {
@@ -106,19 +131,44 @@ impl Edit {
     }
 }
 
-fn edits_from_plan(lines: &[&str], plan: &FixPlan) -> Vec<Edit> {
+/// The plan's edits in line order, built one at a time: a capped run builds only the edits it
+/// returns, and counts the rest from the plan's shape alone.
+struct Edits<'p, 'l> {
+    lines: &'l [&'l str],
+    plan: &'p FixPlan,
+    positions: std::vec::IntoIter<usize>,
+    /// The edit being extended by a run of deleted lines, returned once the run ends.
+    pending: Option<Edit>,
+}
+
+fn edits_from_plan<'p, 'l>(lines: &'l [&'l str], plan: &'p FixPlan) -> Edits<'p, 'l> {
     let mut positions: Vec<usize> = plan.lines.keys().chain(plan.inserts.keys()).copied().collect();
     positions.sort_unstable();
     positions.dedup();
-    let mut edits: Vec<Edit> = Vec::with_capacity(positions.len());
-    for p in positions {
+    Edits { lines, plan, positions: positions.into_iter(), pending: None }
+}
+
+impl Edits<'_, '_> {
+    /// (end, whether it only deletes) of the edit at `p`, or None when there is nothing to do.
+    fn shape(&self, p: usize) -> Option<(usize, bool)> {
+        let insert = self.plan.inserts.contains_key(&p);
+        let fix = self.plan.lines.get(&p).filter(|_| p < self.lines.len());
+        let b = if fix.is_some() { p + 1 } else { p };
+        let deletes_only = !insert && fix.is_none_or(|f| f.delete);
+        if b == p && deletes_only {
+            return None;
+        }
+        Some((b, deletes_only))
+    }
+
+    fn edit_at(&self, p: usize) -> Edit {
         let mut edit = Edit { a: p, b: p, new: Vec::new(), rules: Vec::new(), reasons: Vec::new() };
-        if let Some(insert) = plan.inserts.get(&p) {
+        if let Some(insert) = self.plan.inserts.get(&p) {
             edit.new.push(insert.content.clone());
             edit.rules.extend(&insert.rules);
             edit.reasons.extend(insert.reasons.iter().cloned());
         }
-        if let (Some(fix), Some(line)) = (plan.lines.get(&p), lines.get(p)) {
+        if let (Some(fix), Some(line)) = (self.plan.lines.get(&p), self.lines.get(p)) {
             edit.b = p + 1;
             edit.new.extend(FixPlan::apply_line(fix, line));
             for rule in &fix.rules {
@@ -128,23 +178,59 @@ fn edits_from_plan(lines: &[&str], plan: &FixPlan) -> Vec<Edit> {
             }
             edit.reasons.extend(fix.reasons.iter().cloned());
         }
-        if edit.a == edit.b && edit.new.is_empty() {
-            continue;
-        }
-        // A run of deleted lines (extra blank lines) is one edit, not one per line.
-        match edits.last_mut() {
-            Some(prev) if prev.b == edit.a && prev.new.is_empty() && edit.new.is_empty() => {
-                prev.b = edit.b;
-                for rule in edit.rules {
-                    if !prev.rules.contains(&rule) {
-                        prev.rules.push(rule);
+        edit
+    }
+}
+
+impl Iterator for Edits<'_, '_> {
+    type Item = Edit;
+
+    fn next(&mut self) -> Option<Edit> {
+        while let Some(p) = self.positions.next() {
+            if self.shape(p).is_none() {
+                continue;
+            }
+            let edit = self.edit_at(p);
+            // A run of deleted lines (extra blank lines) is one edit, not one per line.
+            match self.pending.as_mut() {
+                Some(prev) if prev.b == edit.a && prev.new.is_empty() && edit.new.is_empty() => {
+                    prev.b = edit.b;
+                    for rule in edit.rules {
+                        if !prev.rules.contains(&rule) {
+                            prev.rules.push(rule);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(done) = self.pending.replace(edit) {
+                        return Some(done);
                     }
                 }
             }
-            _ => edits.push(edit),
         }
+        self.pending.take()
     }
-    edits
+
+    /// How many edits are left, without building them.
+    fn count(self) -> usize {
+        let mut count = 0;
+        // (end, deletes only) of the last edit counted.
+        let mut last: Option<(usize, bool)> = self.pending.as_ref().map(|e| {
+            count += 1;
+            (e.b, e.new.is_empty())
+        });
+        for p in self.positions.clone() {
+            let Some((b, deletes_only)) = self.shape(p) else { continue };
+            match last.as_mut() {
+                Some((prev_b, true)) if *prev_b == p && deletes_only => *prev_b = b,
+                _ => {
+                    count += 1;
+                    last = Some((b, deletes_only));
+                }
+            }
+        }
+        count
+    }
 }
 
 /// Keys are already hashes: pass them through.
@@ -211,15 +297,16 @@ struct Sweep<'a> {
 }
 
 impl<'a> Sweep<'a> {
-    fn new(original: &'a [&'a str]) -> Self {
-        let original_hashes = original.iter().map(|l| line_hash(l)).collect();
+    fn new(original: &'a [&'a str], original_hashes: Vec<u64>, single_line_counts: Counts) -> Self {
+        let mut counts = vec![None; MAX_WINDOW + 1];
+        counts[1] = Some(single_line_counts);
         Sweep {
             original,
             original_hashes,
             prefix: Vec::new(),
             prefix_text_len: 0,
             ob: 0,
-            counts: vec![None; MAX_WINDOW + 1],
+            counts,
             materialized: None,
         }
     }
@@ -430,4 +517,33 @@ pub fn count_overlapping(hay: &str, needle: &str) -> usize {
         };
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::markdown::diagnostics::check;
+    use crate::markdown::document::Document;
+
+    #[test]
+    fn counting_the_rest_agrees_with_building_it() {
+        // Runs of extra blank lines (merged deletions), inserts next to line fixes, a last line
+        // without a newline.
+        let text = "# A\ntext  \t\n\n\n\n## B\nx https://a.example \n\n\n# A\n\n\n\nend   \n## C\nlast";
+        let doc = Document::parse(text);
+        let (_, plan) = check(&doc, None);
+        let lines: Vec<&str> = text.split('\n').collect();
+        let all: Vec<Edit> = edits_from_plan(&lines, &plan).collect();
+        assert!(all.len() >= 8, "{}", all.len());
+        assert!(all.iter().any(|e| e.new.is_empty() && e.b - e.a > 1), "a merged run of deletions");
+        for taken in 0..=all.len() {
+            let mut rest = edits_from_plan(&lines, &plan);
+            for expected in &all[..taken] {
+                let got = rest.next().map(|e| (e.a, e.b, e.new, e.rules, e.reasons));
+                let want = (expected.a, expected.b, expected.new.clone(), expected.rules.clone(), expected.reasons.clone());
+                assert_eq!(got, Some(want));
+            }
+            assert_eq!(rest.count(), all.len() - taken, "after {taken}");
+        }
+    }
 }
