@@ -136,19 +136,8 @@ fn json_object(flag: &str, text: Option<&str>) -> Result<Values, String> {
     };
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("{source}: expected a JSON object like {{\"command\": \"ls\"}}, got {}", kind(&other))),
+        Ok(other) => Err(format!("{source}: expected a JSON object like {{\"command\": \"ls\"}}, got {}", cheng_node::text::json_kind(&other))),
         Err(e) => Err(format!("{source}: not valid JSON: {e}")),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -45,18 +45,7 @@ fn type_message(ty: &PortType, value: &Value) -> String {
     }
 }
 
-/// `a string`, `an integer`, ... for messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use cheng_node::text::json_kind as kind_of;
 
 /// The capped-port rule: an agent may request a value, honoured only up to the author's ceiling.
 ///

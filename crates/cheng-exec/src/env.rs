@@ -107,7 +107,7 @@ pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, Node
             other => {
                 return Err(NodeError::invalid_input(format!(
                     "env.{name} must be a string, got {}; quote it, e.g. \"{name}\": \"{}\"",
-                    json_type(other),
+                    cheng_node::text::json_kind(other),
                     other.to_string().trim_matches('"')
                 )))
             }
@@ -177,17 +177,6 @@ fn looks_secret(name: &OsStr) -> bool {
     SECRET_MARKERS
         .iter()
         .any(|marker| upper.windows(marker.len()).any(|w| w == marker.as_bytes()))
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
@@ -279,7 +268,7 @@ mod tests {
     #[test]
     fn values_must_be_strings_and_names_well_formed() {
         let err = build(&map(json!({"PORT": 8080}))).unwrap_err();
-        assert!(err.message.contains("env.PORT must be a string, got a number"), "{}", err.message);
+        assert!(err.message.contains("env.PORT must be a string, got an integer"), "{}", err.message);
         for bad in ["", "A=B", "A\0B"] {
             let err = build(&map(json!({ bad: "x" }))).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{bad:?}");

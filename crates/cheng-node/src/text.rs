@@ -99,6 +99,35 @@ pub fn human_duration_ms(ms: u64) -> String {
     }
 }
 
+/// `a string`, `an integer`, `an object`, ... for error messages about a JSON value.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Quotes `word` for display so that pasting the display into sh gives the same argument.
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// `cargo test --no-fail-fast 'a b'`: an argv for display, quoted only where a shell would need it.
+pub fn command_display<'a>(argv: impl IntoIterator<Item = &'a str>) -> String {
+    argv.into_iter().map(shell_quote).collect::<Vec<_>>().join(" ")
+}
+
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -229,6 +258,14 @@ mod tests {
         assert!(buffer.head.capacity() <= 64 * 1024);
         assert!(buffer.tail.buf.capacity() <= 1024);
         assert_eq!(buffer.total_bytes(), 6_553_600);
+    }
+
+    #[test]
+    fn display_quotes_only_what_a_shell_needs() {
+        assert_eq!(command_display(["cargo", "test", "--no-fail-fast"]), "cargo test --no-fail-fast");
+        assert_eq!(command_display(["echo", "a b", "it's", ""]), "echo 'a b' 'it'\\''s' ''");
+        assert_eq!(json_kind(&serde_json::json!(5)), "an integer");
+        assert_eq!(json_kind(&serde_json::json!(5.5)), "a number");
     }
 
     #[test]

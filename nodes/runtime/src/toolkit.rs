@@ -226,17 +226,7 @@ fn switch_warnings(at: &str, spec: &NodeSpec, config: &Values) -> Vec<String> {
         .collect()
 }
 
-/// `a string`, `an object`, ... for messages.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use cheng_node::text::json_kind as kind_of;
 
 #[cfg(test)]
 mod tests {

@@ -150,7 +150,7 @@ struct Plan {
 impl Plan {
     fn from_input(ctx: &RunContext, input: &Values) -> Result<Plan, NodeError> {
         let argv = argv_from_input(input)?;
-        let display = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+        let display = cheng_node::text::command_display(argv.iter().map(|a| AsRef::<str>::as_ref(a)));
 
         let root = match input::opt_str(input, "sandbox_root") {
             Some(root) => paths::canonical_root(root.as_ref())?,
@@ -476,16 +476,6 @@ fn is_assignment(raw: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Quotes `word` for display so that pasting the display into sh gives the same argv.
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
 
 
 #[cfg(test)]
@@ -955,7 +945,7 @@ mod tests {
     #[test]
     fn display_quoting_round_trips_through_the_splitter() {
         for argv in [vec!["echo", "a b", "it's", "", "x=y", "$HOME;`id`"], vec!["ls", "-la", "src/main.rs"]] {
-            let display = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+            let display = cheng_node::text::command_display(argv.iter().map(|a| AsRef::<str>::as_ref(a)));
             assert_eq!(words(&display), argv, "{display}");
         }
     }

@@ -365,18 +365,9 @@ fn recap(bounded: &Bounded, cap: usize) -> (String, bool) {
 
 /// `cargo test --no-fail-fast 'a b'`: arguments quoted only where a shell would need it.
 pub fn command_display(command: &str, args: &[String]) -> String {
-    std::iter::once(command).chain(args.iter().map(String::as_str)).map(quote).collect::<Vec<_>>().join(" ")
+    cheng_node::text::command_display(std::iter::once(command).chain(args.iter().map(String::as_str)))
 }
 
-fn quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '=' | ':' | ',' | '+' | '@' | '%'));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
 
 #[cfg(test)]
 mod tests {
