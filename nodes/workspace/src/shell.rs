@@ -150,7 +150,7 @@ struct Plan {
 impl Plan {
     fn from_input(ctx: &RunContext, input: &Values) -> Result<Plan, NodeError> {
         let argv = argv_from_input(input)?;
-        let display = cheng_node::text::command_display(argv.iter().map(|a| AsRef::<str>::as_ref(a)));
+        let display = cheng_node::text::command_display(argv.iter().map(AsRef::<str>::as_ref));
 
         let root = match input::opt_str(input, "sandbox_root") {
             Some(root) => paths::canonical_root(root.as_ref())?,
@@ -945,7 +945,7 @@ mod tests {
     #[test]
     fn display_quoting_round_trips_through_the_splitter() {
         for argv in [vec!["echo", "a b", "it's", "", "x=y", "$HOME;`id`"], vec!["ls", "-la", "src/main.rs"]] {
-            let display = cheng_node::text::command_display(argv.iter().map(|a| AsRef::<str>::as_ref(a)));
+            let display = cheng_node::text::command_display(argv.iter().map(AsRef::<str>::as_ref));
             assert_eq!(words(&display), argv, "{display}");
         }
     }
