@@ -9,21 +9,6 @@ use std::process::Command;
 
 const NODE: &str = "tools/workspace_git";
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Fixture")
-        .env("GIT_AUTHOR_EMAIL", "fixture@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Fixture")
-        .env("GIT_COMMITTER_EMAIL", "fixture@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 fn repo_with_commit(ws: &Path) {
     git(ws, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
     std::fs::write(ws.join("a.txt"), "a\n").expect("write");
