@@ -2,6 +2,7 @@
 //! (feature `python`, registered when CHENG_ENABLE_CODE_PYTHON is set) and `tools/code_js`
 //! (feature `js`, QuickJS in process, registered when CHENG_ENABLE_CODE_JS is set).
 
+mod ports;
 pub mod sandboxed;
 pub mod shell;
 #[cfg(feature = "python")]

@@ -20,7 +20,8 @@
 //!   `metrics.limits.memory` say which one was enforced; an OOM kill counted in the group's
 //!   `memory.events` is `LOCAL_EXECUTOR_MEMORY_LIMIT`. No cgroup v1 hierarchy is ever touched.
 
-use crate::sandboxed::{self, SandboxPorts, FAILURE_OUTPUTS};
+use crate::ports;
+use crate::sandboxed::{self, SandboxPorts};
 use cheng_exec::limits::CgroupV2;
 use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{async_trait, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
@@ -41,12 +42,7 @@ const INPUTS: &[PortSpec] = &[
         .default("null")
         .required()
         .control(Control::CodeEditor),
-    PortSpec::input(
-        "working_subdir",
-        PortType::String,
-        "Relative working subdirectory inside the execution boundary (e.g. project-alpha). Only sets the process cwd; cannot widen filesystem access.",
-    )
-    .default("null"),
+    ports::WORKING_SUBDIR,
     PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files to the workspace")
         .default("false")
         .audience(Audience::Capped)
@@ -59,12 +55,7 @@ const INPUTS: &[PortSpec] = &[
     .default("false")
     .audience(Audience::Capped)
     .control(Control::Switch),
-    PortSpec::input(
-        "request_read_paths",
-        PortType::Array(&PortType::String),
-        "Absolute host paths outside the sandbox to request, read-only (e.g. /home/me/project). Each path needs a person's approval for this execution; approved paths are mounted read-only. Use only when the script must read files the sandbox cannot see.",
-    )
-    .default("[]"),
+    ports::REQUEST_READ_PATHS,
     PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.")
         .default("5000")
         .min(sandboxed::MIN_TIMEOUT_MS)
@@ -84,20 +75,16 @@ const INPUTS: &[PortSpec] = &[
 ];
 
 const OUTPUTS: &[PortSpec] = &[
-    PortSpec::output("result", PortType::Any, "The result the script returns"),
-    PortSpec::output(
-        "isolation_level",
-        PortType::String,
-        "Isolation level actually used at run time: bubblewrap, quickjs, python, shell or container",
-    ),
-    PortSpec::output("metrics", PortType::Object, "Runtime execution metrics"),
-    PortSpec::output("stdout", PortType::String, "Standard output stream"),
-    PortSpec::output("stderr", PortType::String, "Standard error stream"),
-    PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings produced before execution"),
-    FAILURE_OUTPUTS[0],
-    FAILURE_OUTPUTS[1],
-    FAILURE_OUTPUTS[2],
-    FAILURE_OUTPUTS[3],
+    ports::SCRIPT_OUTPUTS[0],
+    ports::SCRIPT_OUTPUTS[1],
+    ports::SCRIPT_OUTPUTS[2],
+    ports::SCRIPT_OUTPUTS[3],
+    ports::SCRIPT_OUTPUTS[4],
+    ports::SCRIPT_OUTPUTS[5],
+    sandboxed::SUCCESS_OUTPUT,
+    ports::ERROR_OUTPUTS[0],
+    ports::ERROR_OUTPUTS[1],
+    ports::ERROR_OUTPUTS[2],
 ];
 
 static SPEC: NodeSpec = NodeSpec {

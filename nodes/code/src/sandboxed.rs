@@ -36,13 +36,12 @@ pub const MIN_TIMEOUT_MS: i64 = 100;
 pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
 pub const MEMORY_MAX: i64 = MAX_MEMORY_MB;
 
-/// The four failure ports both nodes add to the seed's outputs.
-pub const FAILURE_OUTPUTS: [PortSpec; 4] = [
-    PortSpec::output("success", PortType::Boolean, "Whether the script ran and exited 0 (added to the seed table: failures keep stdout, stderr and metrics)"),
-    PortSpec::output("error_kind", PortType::String, "The LOCAL_EXECUTOR_* code when success is false (NON_ZERO_EXIT, TIMED_OUT, MEMORY_LIMIT, SCRIPT_ERROR, ...), else null"),
-    PortSpec::output("terminal", PortType::Boolean, "Whether retrying the same request cannot help, when success is false; else null"),
-    PortSpec::output("error", PortType::String, "What went wrong, in one sentence, when success is false; else null"),
-];
+/// The `success` port both sandboxed nodes add to the seed's outputs (see `ports::ERROR_OUTPUTS`).
+pub const SUCCESS_OUTPUT: PortSpec = PortSpec::output(
+    "success",
+    PortType::Boolean,
+    "Whether the script ran and exited 0 (added to the seed table: failures keep stdout, stderr and metrics)",
+);
 
 /// The sandbox ports, read from a validated, defaulted, author-capped input.
 #[derive(Debug, Clone)]

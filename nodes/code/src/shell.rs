@@ -13,7 +13,8 @@
 //!   empty script) and from the sandbox (what it could not enforce here).
 //! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::limits`); min 16, max 65536.
 
-use crate::sandboxed::{self, SandboxPorts, FAILURE_OUTPUTS};
+use crate::ports;
+use crate::sandboxed::{self, SandboxPorts};
 use cheng_node::{async_trait, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::Value;
 use std::ffi::OsString;
@@ -31,12 +32,7 @@ const INPUTS: &[PortSpec] = &[
         .default("null")
         .required()
         .control(Control::CodeEditor),
-    PortSpec::input(
-        "working_subdir",
-        PortType::String,
-        "Relative working subdirectory inside the execution boundary (e.g. project-alpha). Only sets the process cwd; cannot widen filesystem access.",
-    )
-    .default("null"),
+    ports::WORKING_SUBDIR,
     PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files in the workspace")
         .default("false")
         .audience(Audience::Capped)
@@ -49,12 +45,7 @@ const INPUTS: &[PortSpec] = &[
     .default("false")
     .audience(Audience::Capped)
     .control(Control::Switch),
-    PortSpec::input(
-        "request_read_paths",
-        PortType::Array(&PortType::String),
-        "Absolute host paths outside the sandbox to request, read-only (e.g. /home/me/project). Each path needs a person's approval for this execution; approved paths are mounted read-only. Use only when the script must read files the sandbox cannot see.",
-    )
-    .default("[]"),
+    ports::REQUEST_READ_PATHS,
     PortSpec::input("allow_network", PortType::Boolean, "Whether network access is allowed (curl, HTTP requests etc. need true)")
         .default("false")
         .audience(Audience::Capped)
@@ -80,10 +71,10 @@ const OUTPUTS: &[PortSpec] = &[
     PortSpec::output("stdout", PortType::String, "Standard output"),
     PortSpec::output("stderr", PortType::String, "Standard error"),
     PortSpec::output("warnings", PortType::Array(&PortType::String), "Script validation warnings"),
-    FAILURE_OUTPUTS[0],
-    FAILURE_OUTPUTS[1],
-    FAILURE_OUTPUTS[2],
-    FAILURE_OUTPUTS[3],
+    sandboxed::SUCCESS_OUTPUT,
+    ports::ERROR_OUTPUTS[0],
+    ports::ERROR_OUTPUTS[1],
+    ports::ERROR_OUTPUTS[2],
 ];
 
 static SPEC: NodeSpec = NodeSpec {

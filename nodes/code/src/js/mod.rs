@@ -41,6 +41,8 @@ use cheng_node::{
 };
 use serde_json::{json, Value};
 
+use crate::ports;
+
 pub use engine::{Failure, Limits, Outcome, MAX_STACK_BYTES};
 
 /// The node's public id.
@@ -85,20 +87,16 @@ static INPUTS: &[PortSpec] = &[
 ];
 
 static OUTPUTS: &[PortSpec] = &[
-    PortSpec::output("result", PortType::Any, "Result returned by the script"),
-    PortSpec::output(
-        "isolation_level",
-        PortType::String,
-        "Isolation level actually used at run time: bubblewrap, quickjs, python, shell or container",
-    ),
-    PortSpec::output("metrics", PortType::Object, "Runtime execution metrics"),
-    PortSpec::output("stdout", PortType::String, "Standard output stream"),
-    PortSpec::output("stderr", PortType::String, "Standard error stream"),
-    PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings generated before execution"),
-    PortSpec::output("success", PortType::Boolean, "Whether the script ran and produced a result"),
-    PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-    PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-    PortSpec::output("error", PortType::String, "Error message when the script failed"),
+    ports::SCRIPT_OUTPUTS[0],
+    ports::SCRIPT_OUTPUTS[1],
+    ports::SCRIPT_OUTPUTS[2],
+    ports::SCRIPT_OUTPUTS[3],
+    ports::SCRIPT_OUTPUTS[4],
+    ports::SCRIPT_OUTPUTS[5],
+    PortSpec::output("success", PortType::Boolean, "Whether the script ran and produced a result (added to the seed table: failures keep stdout, stderr and metrics)"),
+    ports::ERROR_OUTPUTS[0],
+    ports::ERROR_OUTPUTS[1],
+    ports::ERROR_OUTPUTS[2],
 ];
 
 pub static SPEC: NodeSpec = NodeSpec {

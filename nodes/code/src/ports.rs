@@ -1,0 +1,41 @@
+//! Port specs the code executors share, so a port that means the same on two nodes reads the
+//! same on both (the python and js seed tables word their outputs identically; shell and python
+//! share working_subdir and request_read_paths).
+
+use cheng_node::{PortSpec, PortType};
+
+pub const WORKING_SUBDIR: PortSpec = PortSpec::input(
+    "working_subdir",
+    PortType::String,
+    "Relative working subdirectory inside the execution boundary (e.g. project-alpha). Only sets the process cwd; cannot widen filesystem access.",
+)
+.default("null");
+
+pub const REQUEST_READ_PATHS: PortSpec = PortSpec::input(
+    "request_read_paths",
+    PortType::Array(&PortType::String),
+    "Absolute host paths outside the sandbox to request, read-only (e.g. /home/me/project). Each path needs a person's approval for this execution; approved paths are mounted read-only. Use only when the script must read files the sandbox cannot see.",
+)
+.default("[]");
+
+/// The seed outputs of tools/code_python and tools/code_js (identical in both tables).
+#[cfg(any(feature = "python", feature = "js"))]
+pub const SCRIPT_OUTPUTS: [PortSpec; 6] = [
+    PortSpec::output("result", PortType::Any, "The result the script returns"),
+    PortSpec::output(
+        "isolation_level",
+        PortType::String,
+        "Isolation level actually used at run time: bubblewrap, quickjs, python, shell or container",
+    ),
+    PortSpec::output("metrics", PortType::Object, "Runtime execution metrics"),
+    PortSpec::output("stdout", PortType::String, "Standard output stream"),
+    PortSpec::output("stderr", PortType::String, "Standard error stream"),
+    PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings produced before execution"),
+];
+
+/// The failure ports every code executor adds to its seed outputs; `success` is each node's own.
+pub const ERROR_OUTPUTS: [PortSpec; 3] = [
+    PortSpec::output("error_kind", PortType::String, "The LOCAL_EXECUTOR_* code when success is false (NON_ZERO_EXIT, TIMED_OUT, MEMORY_LIMIT, SCRIPT_ERROR, ...), else null"),
+    PortSpec::output("terminal", PortType::Boolean, "Whether retrying the same request cannot help, when success is false; else null"),
+    PortSpec::output("error", PortType::String, "What went wrong, in one sentence, when success is false; else null"),
+];
