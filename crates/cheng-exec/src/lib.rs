@@ -84,6 +84,10 @@ pub struct ProcessSpec {
     /// that group before it runs anything. If the write fails the spawn fails (nothing runs
     /// outside the group it was meant to be in). `None`: the child stays in cheng's group.
     pub cgroup_procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+    /// Descriptors the child inherits, each as `(source, number in the child)`. Apart from
+    /// these and stdin/stdout/stderr, no descriptor of cheng's reaches the child. Numbers start
+    /// at 3 and must be distinct (e.g. bwrap's `--seccomp 3`).
+    pub inherit_fds: Vec<(std::sync::Arc<std::os::fd::OwnedFd>, std::os::fd::RawFd)>,
 }
 
 /// One setrlimit applied to the child (soft = hard = value).
@@ -183,6 +187,7 @@ impl ProcessSpec {
             stderr_cap: DEFAULT_STREAM_CAP,
             rlimits: Vec::new(),
             cgroup_procs: None,
+            inherit_fds: Vec::new(),
         }
     }
 

@@ -19,7 +19,7 @@ use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, Rlimit
 use cheng_node::text::HeadTail;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -203,17 +203,30 @@ fn start(spec: &ProcessSpec) -> Result<Child, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if !spec.rlimits.is_empty() || spec.cgroup_procs.is_some() {
+    if !spec.rlimits.is_empty() || spec.cgroup_procs.is_some() || !spec.inherit_fds.is_empty() {
         let limits: Vec<(libc::__rlimit_resource_t, libc::rlimit)> = spec.rlimits.iter().map(raw_rlimit).collect();
-        // The descriptor stays open: `spec` (which owns it) outlives the spawn.
+        // The descriptors stay open: `spec` (which owns them) outlives the spawn.
         let cgroup_fd = spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
-        // SAFETY: the closure runs between fork and exec and only calls write and setrlimit,
-        // which are async-signal-safe; `limits` was allocated before the fork and is only read.
+        let inherit: Vec<(RawFd, RawFd)> = spec.inherit_fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
+        // SAFETY: the closure runs between fork and exec and only calls write, dup2, fcntl and
+        // setrlimit, which are async-signal-safe; `limits` and `inherit` were allocated before
+        // the fork and are only read.
         unsafe {
             cmd.pre_exec(move || {
                 if let Some(fd) = cgroup_fd {
                     // "0" moves the writing process into the group of that cgroup.procs.
                     if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                for &(from, to) in &inherit {
+                    // dup2 clears FD_CLOEXEC on the new number; same number: clear it by hand.
+                    let rc = if from == to {
+                        libc::fcntl(from, libc::F_SETFD, 0)
+                    } else {
+                        libc::dup2(from, to)
+                    };
+                    if rc < 0 {
                         return Err(io::Error::last_os_error());
                     }
                 }
