@@ -39,7 +39,9 @@
 
 pub mod capture;
 pub mod env;
+pub mod fds;
 pub mod kill;
+mod reaper;
 pub mod spawn;
 
 // The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).

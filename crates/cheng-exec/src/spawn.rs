@@ -5,26 +5,27 @@
 //!   runs only when the caller builds `sh -c` itself.
 //! - The environment is cleared and set to exactly `spec.env`; stdin is /dev/null unless bytes
 //!   are given; the child leads its own process group.
-//! - rlimits are applied, and the cgroup v2 group is joined, between fork and exec (only
-//!   `setrlimit` and one `write` run there, both async-signal-safe). Without either the spawn
-//!   takes the cheaper `posix_spawn` path.
-//! - The child is reaped here with `wait4` (woken by a pidfd), which yields its resource usage;
-//!   nothing else in the process may reap it, and the process group is killed before the reap.
-//! - Dropping the future returned by [`run`] kills the whole group and reaps it in the
-//!   background, so an abandoned run leaves nothing behind.
+//! - Only stdin, stdout, stderr and `spec.inherit_fds` (at their declared numbers) reach the
+//!   child: every other descriptor of cheng's, with or without `FD_CLOEXEC`, is closed first.
+//! - Every child runs under its own per-run reaper ([`crate::reaper`]), a child subreaper that
+//!   kills and reaps everything the command started (even what left its process group or
+//!   session) when the command ends, times out or is cancelled, and reports the command's wait
+//!   status and the resource usage of all it reaped. Nothing a command starts outlives its run.
+//! - rlimits are applied, and the cgroup v2 group is joined, between clone and exec (only
+//!   system calls run there).
+//! - Dropping the future returned by [`run`] closes the reaper's control pipe: it kills
+//!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
 use crate::capture::{self, Stream};
-use crate::kill::signal_group;
+use crate::reaper::{self, Stage, StartError};
 use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination};
 use cheng_node::text::HeadTail;
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio_util::sync::CancellationToken;
@@ -131,15 +132,15 @@ async fn supervise(
         _ = cancel.cancelled() => Some(Termination::Cancelled),
     };
     if early.is_some() {
-        let _ = signal_group(child.pid, libc::SIGTERM);
+        child.signal(reaper::SEND_TERM);
         tokio::select! {
             biased;
             _ = child.exited() => {}
             _ = tokio::time::sleep(spec.kill_grace) => {}
         }
+        child.signal(reaper::SEND_KILL);
     }
-    // The leader is a zombie (or about to be killed): nothing else of the group survives it.
-    let _ = signal_group(child.pid, libc::SIGKILL);
+    // The reaper exits once the command has ended and everything it started is gone.
     child.exited().await;
     let (status, usage) = child.reap().await;
     (early, status, usage)
@@ -173,18 +174,23 @@ fn not_started(spec: &ProcessSpec, termination: Termination, message: Option<Str
     }
 }
 
-/// A spawned child that this module alone reaps.
+/// A started run: the per-run reaper ([`crate::reaper`]) that this module alone reaps, and
+/// cheng's ends of the command's pipes.
 struct Child {
+    /// The reaper's pid (the command is its child, not ours).
     pid: i32,
-    /// Readable once the child exits; `None` on kernels without pidfd (then we poll).
+    /// Readable once the reaper exits; `None` on kernels without pidfd (then we poll).
     pidfd: Option<AsyncFd<OwnedFd>>,
     reaped: bool,
+    /// Closing it tells the reaper to kill everything and finish.
+    control: Option<OwnedFd>,
+    report: OwnedFd,
     stdin: Option<OwnedFd>,
     stdout: Option<Stream>,
     stderr: Option<Stream>,
 }
 
-/// Spawns the child; the error is a sentence naming the program.
+/// Spawns the child through its reaper; the error is a sentence naming the program.
 fn start(spec: &ProcessSpec) -> Result<Child, String> {
     let shown = spec.program.to_string_lossy().into_owned();
     let path_var = spec.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
@@ -192,71 +198,85 @@ fn start(spec: &ProcessSpec) -> Result<Child, String> {
         return Err(format!("working directory {} does not exist or is not a directory", spec.cwd.display()));
     }
     let program = resolve_program(&spec.program, path_var, &spec.cwd)?;
+    let inherit: Vec<(RawFd, RawFd)> = spec.inherit_fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
+    check_inherit(&inherit)?;
+    let plan = plan(spec, &program, &inherit)?;
 
-    let mut cmd = Command::new(&program);
-    cmd.arg0(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if !spec.rlimits.is_empty() || spec.cgroup_procs.is_some() || !spec.inherit_fds.is_empty() {
-        let limits: Vec<(libc::__rlimit_resource_t, libc::rlimit)> = spec.rlimits.iter().map(raw_rlimit).collect();
-        // The descriptors stay open: `spec` (which owns them) outlives the spawn.
-        let cgroup_fd = spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
-        let inherit: Vec<(RawFd, RawFd)> = spec.inherit_fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
-        // SAFETY: the closure runs between fork and exec and only calls write, dup2, fcntl and
-        // setrlimit, which are async-signal-safe; `limits` and `inherit` were allocated before
-        // the fork and are only read.
-        unsafe {
-            cmd.pre_exec(move || {
-                if let Some(fd) = cgroup_fd {
-                    // "0" moves the writing process into the group of that cgroup.procs.
-                    if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                for &(from, to) in &inherit {
-                    // dup2 clears FD_CLOEXEC on the new number; same number: clear it by hand.
-                    let rc = if from == to {
-                        libc::fcntl(from, libc::F_SETFD, 0)
-                    } else {
-                        libc::dup2(from, to)
-                    };
-                    if rc < 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                for (resource, limit) in &limits {
-                    if libc::setrlimit(*resource, limit) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
+    let started = reaper::start(&plan).map_err(|e| match e {
+        StartError::Stage(Stage::Exec, err) => describe_spawn_error(&shown, &program, &err),
+        StartError::Stage(stage, err) => {
+            format!("program {shown:?} ({}) could not be started: {} failed: {err}", program.display(), stage.doing())
         }
-    }
-
-    let mut std_child = cmd.spawn().map_err(|e| describe_spawn_error(&shown, &program, &e))?;
-    let pid = std_child.id() as i32;
-    // From here on the child runs: any failure must still kill and reap it, which `Child`'s
+        StartError::Supervisor(err) => format!(
+            "program {shown:?} ({}) could not be started: cannot start its per-run reaper: {err}",
+            program.display()
+        ),
+    })?;
+    // From here on the reaper runs: any failure must still end and reap it, which `Child`'s
     // Drop does.
-    let mut child = Child { pid, pidfd: open_pidfd(pid), reaped: false, stdin: None, stdout: None, stderr: None };
-    child.stdin = std_child.stdin.take().map(OwnedFd::from);
-    let stdout = std_child.stdout.take().map(OwnedFd::from);
-    let stderr = std_child.stderr.take().map(OwnedFd::from);
-    // The std handle neither waits nor kills on drop; `child` owns the process now.
-    drop(std_child);
-    child.stdout = stdout.map(Stream::new).transpose().map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?;
-    child.stderr = stderr.map(Stream::new).transpose().map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?;
+    let mut child = Child {
+        pid: started.reaper,
+        pidfd: open_pidfd(started.reaper),
+        reaped: false,
+        control: Some(started.control),
+        report: started.report,
+        stdin: started.stdin,
+        stdout: None,
+        stderr: None,
+    };
+    child.stdout = Some(Stream::new(started.stdout).map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?);
+    child.stderr = Some(Stream::new(started.stderr).map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?);
     Ok(child)
 }
 
+/// Declared descriptors: numbers above 2, each used once.
+fn check_inherit(inherit: &[(RawFd, RawFd)]) -> Result<(), String> {
+    for (i, (_, to)) in inherit.iter().enumerate() {
+        if *to < 3 {
+            return Err(format!("inherit_fds: descriptor number {to} is stdin, stdout or stderr (or negative); use 3 or above"));
+        }
+        if inherit[..i].iter().any(|(_, other)| other == to) {
+            return Err(format!("inherit_fds: descriptor number {to} is given twice; each number may be used once"));
+        }
+    }
+    Ok(())
+}
+
+/// Everything the reaper needs, as C strings, built before it is forked.
+fn plan<'a>(spec: &ProcessSpec, program: &Path, inherit: &'a [(RawFd, RawFd)]) -> Result<reaper::Plan<'a>, String> {
+    let c = |what: &str, bytes: &[u8]| {
+        CString::new(bytes).map_err(|_| format!("{what} {:?} contains a NUL byte", String::from_utf8_lossy(bytes)))
+    };
+    let mut argv = vec![c("program", spec.program.as_bytes())?];
+    for arg in &spec.args {
+        argv.push(c("argument", arg.as_bytes())?);
+    }
+    let mut envp = Vec::with_capacity(spec.env.len());
+    for (name, value) in &spec.env {
+        if name.is_empty() || name.as_bytes().contains(&b'=') {
+            return Err(format!("environment variable name {:?} is empty or contains '='", name.to_string_lossy()));
+        }
+        let mut entry = name.as_bytes().to_vec();
+        entry.push(b'=');
+        entry.extend_from_slice(value.as_bytes());
+        envp.push(c("environment variable", &entry)?);
+    }
+    Ok(reaper::Plan {
+        program: c("program path", program.as_os_str().as_bytes())?,
+        argv,
+        envp,
+        cwd: c("working directory", spec.cwd.as_os_str().as_bytes())?,
+        rlimits: spec.rlimits.iter().map(raw_rlimit).collect(),
+        // The descriptors stay open: `spec` (which owns them) outlives the spawn.
+        cgroup_fd: spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd()),
+        inherit,
+        stdin_pipe: spec.stdin.is_some(),
+    })
+}
+
 impl Child {
-    /// Resolves once the child has exited (it stays a zombie until [`Child::reap`]).
+    /// Resolves once the reaper has exited: the command has ended and everything it started
+    /// has been killed and reaped. (The reaper stays a zombie until [`Child::reap`].)
     async fn exited(&self) {
         if self.reaped {
             return;
@@ -274,7 +294,7 @@ impl Child {
         }
     }
 
-    /// Whether the child has exited, without reaping it.
+    /// Whether the reaper has exited, without reaping it.
     fn has_exited(&self) -> bool {
         // SAFETY: siginfo_t is plain data; waitid writes it.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -286,29 +306,37 @@ impl Child {
         rc != 0 || unsafe { info.si_pid() } != 0
     }
 
-    /// Collects the exit status and resource usage. Called once the child has exited.
+    /// Asks the reaper to send `SIGTERM` ([`reaper::SEND_TERM`]) or `SIGKILL` to the command's group.
+    fn signal(&self, byte: u8) {
+        if let Some(control) = &self.control {
+            reaper::send(control, byte);
+        }
+    }
+
+    /// Reaps the reaper and returns the command's wait status and the resource usage of
+    /// everything the run reaped. Called once the reaper has exited.
     async fn reap(&mut self) -> (Option<libc::c_int>, Option<ResourceUsage>) {
         loop {
             let mut status: libc::c_int = 0;
-            // SAFETY: rusage is plain data; wait4 writes it.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            // SAFETY: waiting on our own child with valid out-pointers.
-            let rc = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut usage) };
+            // SAFETY: waiting on our own child with a valid out-pointer.
+            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
             if rc == self.pid {
-                self.reaped = true;
-                return (Some(status), Some(resource_usage(&usage)));
+                break;
             }
             if rc < 0 {
                 if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
-                // ECHILD: somebody else reaped it; nothing more to learn.
-                self.reaped = true;
-                return (None, None);
+                // ECHILD: somebody else reaped it; the report may still be in the pipe.
+                break;
             }
             // Exited per the pidfd but not yet waitable: a tiny window; yield and retry.
             tokio::time::sleep(Duration::from_micros(100)).await;
         }
+        self.reaped = true;
+        self.control = None;
+        let outcome = reaper::read_outcome(&self.report);
+        (outcome.status, outcome.usage)
     }
 }
 
@@ -317,15 +345,16 @@ impl Drop for Child {
         if self.reaped {
             return;
         }
-        // The run was abandoned (its future dropped): kill the group and reap off-thread.
-        let _ = signal_group(self.pid, libc::SIGKILL);
+        // The run was abandoned (its future dropped): closing the control pipe makes the reaper
+        // SIGKILL the command and everything it started, reap them and exit. Reap it off-thread.
+        self.control = None;
         let pid = self.pid;
         let mut status = 0;
         // SAFETY: waiting on our own child.
         if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
             let _ = std::thread::Builder::new().name("cheng-exec-reap".into()).spawn(move || {
                 let mut status = 0;
-                // SAFETY: blocking wait on our own child, which was just SIGKILLed.
+                // SAFETY: blocking wait on our own child, which is killing its children and exiting.
                 unsafe { libc::waitpid(pid, &mut status, 0) };
             });
         }
@@ -342,15 +371,6 @@ fn open_pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     // SAFETY: the AsyncFd owns the descriptor, so it stays open for as long as it is registered.
     unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
-}
-
-fn resource_usage(usage: &libc::rusage) -> ResourceUsage {
-    let ms = |tv: libc::timeval| (tv.tv_sec.max(0) as u64) * 1000 + (tv.tv_usec.max(0) as u64) / 1000;
-    ResourceUsage {
-        peak_rss_kb: usage.ru_maxrss.max(0) as u64,
-        cpu_user_ms: ms(usage.ru_utime),
-        cpu_sys_ms: ms(usage.ru_stime),
-    }
 }
 
 fn raw_rlimit(limit: &Rlimit) -> (libc::__rlimit_resource_t, libc::rlimit) {
