@@ -7,9 +7,11 @@
 //! reaper ([`crate::reaper`]) for every host process and for bwrap, and the sandbox init step
 //! ([`crate::sandbox::init`]) inside the sandbox.
 //!
-//! Everything here is async-signal-safe (raw system calls on stack buffers, no allocation), so
-//! it may run in a child forked from a multi-threaded process.
+//! Everything here is async-signal-safe and uses only [`crate::sys`] (raw system calls on stack
+//! buffers: no allocation, no locks, no `errno`), so it may run in the per-run reaper, which
+//! shares cheng's memory.
 
+use crate::sys;
 use std::os::fd::RawFd;
 
 /// `close_range(first, last, 0)`; `false` when the kernel lacks it (before 5.9) or refuses.
@@ -18,14 +20,14 @@ fn close_range(first: RawFd, last: libc::c_uint) -> bool {
         return true;
     }
     // SAFETY: close_range only closes descriptors of this process; it touches no memory.
-    unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, last, 0 as libc::c_uint) == 0 }
+    unsafe { sys::close_range(first as libc::c_uint, last) == 0 }
 }
 
 /// Closes every descriptor from 3 up except those in `keep`, which is sorted in place. Uses
 /// `close_range`, then falls back to listing /proc/self/fd, then to closing every number below
 /// the RLIMIT_NOFILE soft limit.
 ///
-/// Async-signal-safe: no allocation, no locks.
+/// Async-signal-safe: no allocation, no locks, no `errno`.
 pub fn close_all_except(keep: &mut [RawFd]) {
     keep.sort_unstable();
     if close_ranges(keep) {
@@ -57,43 +59,51 @@ fn close_ranges(sorted_keep: &[RawFd]) -> bool {
 /// Closes what /proc/self/fd lists. `false` if it cannot be read.
 fn close_listed(sorted_keep: &[RawFd]) -> bool {
     // SAFETY: open with a static NUL-terminated path.
-    let dir = unsafe {
-        libc::open(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
-    };
+    let dir = unsafe { sys::openat(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     if dir < 0 {
         return false;
     }
+    let dir = dir as RawFd;
     let mut buf = [0u8; 4096];
     loop {
         // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
+        let n = unsafe { sys::getdents64(dir, buf.as_mut_ptr(), buf.len()) };
         if n <= 0 {
             break;
         }
-        let mut offset = 0usize;
-        while offset < n as usize {
-            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name[].
-            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-            if reclen == 0 {
-                break;
-            }
-            let name = &buf[offset + 19..offset + reclen];
+        for_each_name(&buf[..n as usize], |name| {
             if let Some(fd) = parse_fd(name) {
                 if fd > 2 && fd != dir && sorted_keep.binary_search(&fd).is_err() {
                     // SAFETY: closing a descriptor of this process that nothing here uses.
-                    unsafe { libc::close(fd) };
+                    unsafe { sys::close(fd) };
                 }
             }
-            offset += reclen;
-        }
+        });
     }
     // SAFETY: closing the directory opened above.
-    unsafe { libc::close(dir) };
+    unsafe { sys::close(dir) };
     true
 }
 
+/// Calls `f` with the NUL-terminated name of each `linux_dirent64` record in `buf` (d_ino u64,
+/// d_off i64, d_reclen u16, d_type u8, d_name). Never reads past `buf`.
+pub(crate) fn for_each_name(buf: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut offset = 0usize;
+    while let (Some(&lo), Some(&hi)) = (buf.get(offset.wrapping_add(16)), buf.get(offset.wrapping_add(17))) {
+        let reclen = u16::from_ne_bytes([lo, hi]) as usize;
+        let end = offset.wrapping_add(reclen);
+        if reclen < 20 || end > buf.len() {
+            return;
+        }
+        if let Some(name) = buf.get(offset + 19..end) {
+            f(name);
+        }
+        offset = end;
+    }
+}
+
 /// A NUL-terminated decimal name as a descriptor number.
-fn parse_fd(name: &[u8]) -> Option<RawFd> {
+pub(crate) fn parse_fd(name: &[u8]) -> Option<RawFd> {
     let mut value: RawFd = 0;
     let mut digits = 0;
     for &b in name {
@@ -111,8 +121,8 @@ fn parse_fd(name: &[u8]) -> Option<RawFd> {
 
 fn close_brute_force(sorted_keep: &[RawFd]) {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit fills a plain struct.
-    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+    // SAFETY: prlimit fills a plain struct.
+    let max = if unsafe { sys::prlimit(libc::RLIMIT_NOFILE as libc::c_int, std::ptr::null(), &mut limit) } == 0 {
         limit.rlim_cur.min(1 << 20) as RawFd
     } else {
         1 << 16
@@ -120,7 +130,7 @@ fn close_brute_force(sorted_keep: &[RawFd]) {
     for fd in 3..max {
         if sorted_keep.binary_search(&fd).is_err() {
             // SAFETY: closing descriptors of this process that nothing here uses.
-            unsafe { libc::close(fd) };
+            unsafe { sys::close(fd) };
         }
     }
 }
@@ -146,5 +156,24 @@ mod tests {
         assert_eq!(parse_fd(b"..\0"), None);
         assert_eq!(parse_fd(b"\0"), None);
         assert_eq!(parse_fd(b"99999999999999\0"), None);
+    }
+
+    #[test]
+    fn directory_records_are_walked_without_reading_past_the_buffer() {
+        let mut buf = Vec::new();
+        for name in ["0", "17", "."] {
+            let reclen = (19 + name.len() + 1 + 7) / 8 * 8;
+            let mut rec = vec![0u8; reclen];
+            rec[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
+            rec[19..19 + name.len()].copy_from_slice(name.as_bytes());
+            buf.extend(rec);
+        }
+        let mut seen = Vec::new();
+        for_each_name(&buf, |n| seen.push(parse_fd(n)));
+        assert_eq!(seen, [Some(0), Some(17), None]);
+        // A record cut short is ignored.
+        let mut count = 0;
+        for_each_name(&buf[..buf.len() - 3], |_| count += 1);
+        assert_eq!(count, 2);
     }
 }

@@ -43,6 +43,7 @@ pub mod fds;
 pub mod kill;
 mod reaper;
 pub mod spawn;
+mod sys;
 
 // The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
 pub mod bwrap;

@@ -17,7 +17,7 @@
 //!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
 use crate::capture::{self, Stream};
-use crate::reaper::{self, Stage, StartError};
+use crate::reaper::{self, ReaperMemory, Stage, StartError};
 use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination};
 use cheng_node::text::HeadTail;
 use std::ffi::{CString, OsStr};
@@ -188,6 +188,8 @@ struct Child {
     stdin: Option<OwnedFd>,
     stdout: Option<Stream>,
     stderr: Option<Stream>,
+    /// The memory the reaper runs on; freed only once it has been reaped.
+    memory: Option<ReaperMemory>,
 }
 
 /// Spawns the child through its reaper; the error is a sentence naming the program.
@@ -200,9 +202,9 @@ fn start(spec: &ProcessSpec) -> Result<Child, String> {
     let program = resolve_program(&spec.program, path_var, &spec.cwd)?;
     let inherit: Vec<(RawFd, RawFd)> = spec.inherit_fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
     check_inherit(&inherit)?;
-    let plan = plan(spec, &program, &inherit)?;
+    let plan = plan(spec, &program, inherit)?;
 
-    let started = reaper::start(&plan).map_err(|e| match e {
+    let started = reaper::start(plan).map_err(|e| match e {
         StartError::Stage(Stage::Exec, err) => describe_spawn_error(&shown, &program, &err),
         StartError::Stage(stage, err) => {
             format!("program {shown:?} ({}) could not be started: {} failed: {err}", program.display(), stage.doing())
@@ -223,6 +225,7 @@ fn start(spec: &ProcessSpec) -> Result<Child, String> {
         stdin: started.stdin,
         stdout: None,
         stderr: None,
+        memory: Some(started.memory),
     };
     child.stdout = Some(Stream::new(started.stdout).map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?);
     child.stderr = Some(Stream::new(started.stderr).map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?);
@@ -243,7 +246,7 @@ fn check_inherit(inherit: &[(RawFd, RawFd)]) -> Result<(), String> {
 }
 
 /// Everything the reaper needs, as C strings, built before it is forked.
-fn plan<'a>(spec: &ProcessSpec, program: &Path, inherit: &'a [(RawFd, RawFd)]) -> Result<reaper::Plan<'a>, String> {
+fn plan(spec: &ProcessSpec, program: &Path, inherit: Vec<(RawFd, RawFd)>) -> Result<reaper::Plan, String> {
     let c = |what: &str, bytes: &[u8]| {
         CString::new(bytes).map_err(|_| format!("{what} {:?} contains a NUL byte", String::from_utf8_lossy(bytes)))
     };
@@ -266,8 +269,12 @@ fn plan<'a>(spec: &ProcessSpec, program: &Path, inherit: &'a [(RawFd, RawFd)]) -
         argv,
         envp,
         cwd: c("working directory", spec.cwd.as_os_str().as_bytes())?,
-        rlimits: spec.rlimits.iter().map(raw_rlimit).collect(),
-        // The descriptors stay open: `spec` (which owns them) outlives the spawn.
+        rlimits: spec.rlimits.iter().map(|l| {
+            let (resource, limit) = raw_rlimit(l);
+            (resource as libc::c_int, limit)
+        }).collect(),
+        // The descriptors stay open: `spec` (which owns them) outlives the spawn, and the
+        // reaper takes its own copies when it starts.
         cgroup_fd: spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd()),
         inherit,
         stdin_pipe: spec.stdin.is_some(),
@@ -335,6 +342,8 @@ impl Child {
         }
         self.reaped = true;
         self.control = None;
+        // The reaper is gone: nothing runs on its memory any more.
+        self.memory = None;
         let outcome = reaper::read_outcome(&self.report);
         (outcome.status, outcome.usage)
     }
@@ -349,15 +358,20 @@ impl Drop for Child {
         // SIGKILL the command and everything it started, reap them and exit. Reap it off-thread.
         self.control = None;
         let pid = self.pid;
+        let memory = self.memory.take();
         let mut status = 0;
         // SAFETY: waiting on our own child.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
-            let _ = std::thread::Builder::new().name("cheng-exec-reap".into()).spawn(move || {
-                let mut status = 0;
-                // SAFETY: blocking wait on our own child, which is killing its children and exiting.
-                unsafe { libc::waitpid(pid, &mut status, 0) };
-            });
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG | libc::__WALL) } == pid {
+            drop(memory);
+            return;
         }
+        // If the thread cannot start, the closure is dropped without running: the memory is then
+        // leaked (ManuallyDrop), since the reaper may still run on it.
+        let memory = std::mem::ManuallyDrop::new(memory);
+        let _ = std::thread::Builder::new().name("cheng-exec-reap".into()).spawn(move || {
+            reaper::reap_blocking(pid);
+            drop(std::mem::ManuallyDrop::into_inner(memory));
+        });
     }
 }
 

@@ -11,6 +11,9 @@
 //! embedders) get the same sandbox without Landlock, with the uid drop done by `setpriv`, and a
 //! warning saying so.
 //!
+//! Right before exec it closes every descriptor above 2, so only stdin, stdout and stderr reach
+//! the sandboxed command, whatever the process that started bwrap left open.
+//!
 //! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--rlimit NAME=N]... [--write PATH]... -- CMD ARGS...`
 //! with NAME one of `as`, `nproc`, `fsize`, `nofile`, `core`, `cpu`.
 
@@ -192,6 +195,11 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
     crate::landlock::confine_writes(&plan.writable)?;
+    // Only stdin, stdout and stderr reach the command: whatever reached this step without
+    // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
+    // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else
+    // every number below RLIMIT_NOFILE.
+    crate::fds::close_all_above_stderr();
     for limit in address_space {
         set_rlimit(limit)?;
     }

@@ -1,5 +1,7 @@
 mod capture;
+mod descendants;
 mod env;
+mod fd_hygiene;
 mod kill;
 mod spawn;
 mod support;

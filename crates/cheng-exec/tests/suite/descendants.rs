@@ -1,0 +1,191 @@
+//! Nothing a command starts outlives its run: not what left its process group (`setsid -f`), not
+//! a double fork, not `nohup … &`, whether the command exits, times out, is cancelled or its run
+//! is dropped; and one run's end never touches another run's processes.
+//!
+//! Processes are found by their exact argv (`sleep 82.123` with a duration no other test uses),
+//! polled with a bounded loop; every test kills any survivor it finds, so a failure leaves
+//! nothing behind.
+
+use super::support::*;
+use cheng_exec::{ProcessSpec, Termination};
+use cheng_node::CancellationToken;
+use std::time::{Duration, Instant};
+
+/// Pids of live (non-zombie) processes whose argv is exactly `argv`.
+fn processes(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want) && alive(*pid))
+        .collect()
+}
+
+/// Kills every process with one of these argvs when dropped (the test's own cleanup).
+struct Sweep(Vec<Vec<&'static str>>);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for argv in &self.0 {
+            for pid in processes(argv) {
+                // SAFETY: kill has no memory-safety preconditions; the pid runs a test's sleep.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Whether none of these processes is left, polling up to 10 s.
+fn all_gone(argvs: &[Vec<&str>]) -> bool {
+    eventually(Duration::from_secs(10), || argvs.iter().all(|a| processes(a).is_empty()))
+}
+
+fn escapes(tag: &'static str) -> Vec<Vec<&'static str>> {
+    // `tag` is the unique fractional part; the three ways out of a process group.
+    let leak = |s: &'static str| vec!["sleep", s];
+    match tag {
+        "exit" => vec![leak("82.101"), leak("82.102"), leak("82.103")],
+        "timeout" => vec![leak("82.201"), leak("82.202"), leak("82.203")],
+        "cancel" => vec![leak("82.301"), leak("82.302"), leak("82.303")],
+        "drop" => vec![leak("82.401"), leak("82.402"), leak("82.403")],
+        _ => unreachable!(),
+    }
+}
+
+/// A script that starts each sleep in `argvs` by a different escape: setsid -f, a double fork,
+/// nohup in the background (in a new session, so not even the group kill reaches it).
+fn escaping_script(argvs: &[Vec<&str>], then: &str) -> String {
+    format!(
+        "setsid -f sleep {}; (sleep {} &) & nohup setsid sleep {} >/dev/null 2>&1 & sleep 0.2; {then}",
+        argvs[0][1], argvs[1][1], argvs[2][1]
+    )
+}
+
+#[test]
+fn escaped_processes_survive_a_plain_process_group_kill() {
+    // The attack, without cheng: sh leads its group, which is killed after it exits; the escaped
+    // sleep is still there.
+    let leak = vec!["sleep", "82.501"];
+    let _sweep = Sweep(vec![leak.clone()]);
+    let mut child = std::process::Command::new("setsid").args(["sh", "-c", "setsid -f sleep 82.501"]).spawn().unwrap();
+    let pid = child.id() as i32;
+    child.wait().unwrap();
+    // SAFETY: kill has no memory-safety preconditions; `pid` led the group we just started.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    assert!(eventually(Duration::from_secs(10), || !processes(&leak).is_empty()), "setsid -f did not escape");
+}
+
+#[test]
+fn nothing_outlives_a_command_that_exits() {
+    let argvs = escapes("exit");
+    let _sweep = Sweep(argvs.clone());
+    let started = Instant::now();
+    let out = run(sh(&escaping_script(&argvs, "echo done")));
+    assert_eq!(out.termination, Termination::Exited, "{}", out.stderr.text);
+    assert_eq!(out.stdout.text, "done\n");
+    assert!(started.elapsed() < Duration::from_secs(60), "the run waited for an escaped process");
+    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+}
+
+#[test]
+fn nothing_outlives_a_timeout() {
+    let argvs = escapes("timeout");
+    let _sweep = Sweep(argvs.clone());
+    let spec = sh(&escaping_script(&argvs, "echo started; sleep 1000")).timeout(Duration::from_millis(1500));
+    let out = run(spec);
+    assert_eq!(out.termination, Termination::TimedOut);
+    assert_eq!(out.stdout.text, "started\n", "{}", out.stderr.text);
+    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+}
+
+#[test]
+fn nothing_outlives_a_cancellation() {
+    let argvs = escapes("cancel");
+    let _sweep = Sweep(argvs.clone());
+    let token = CancellationToken::new();
+    let script = escaping_script(&argvs, "echo started; sleep 1000");
+    let out = runtime().block_on(async {
+        let canceller = token.clone();
+        let watched = argvs.clone();
+        tokio::spawn(async move {
+            // Cancel once every escape is running.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline && watched.iter().any(|a| processes(a).is_empty()) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            canceller.cancel();
+        });
+        cheng_exec::run(sh(&script), &token).await
+    });
+    assert_eq!(out.termination, Termination::Cancelled);
+    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+}
+
+#[test]
+fn nothing_outlives_a_dropped_run() {
+    let argvs = escapes("drop");
+    let _sweep = Sweep(argvs.clone());
+    let script = escaping_script(&argvs, "sleep 1000");
+    let rt = runtime();
+    let token = CancellationToken::new();
+    let finished = rt.block_on(async {
+        let run = cheng_exec::run(sh(&script), &token);
+        let watched = argvs.clone();
+        let all_started = async move {
+            while watched.iter().any(|a| processes(a).is_empty()) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::select! {
+            _ = run => true,
+            _ = tokio::time::timeout(Duration::from_secs(20), all_started) => false,
+        }
+    });
+    assert!(!finished);
+    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+}
+
+#[test]
+fn one_runs_end_does_not_kill_another_runs_escaped_processes() {
+    // Run A ends while run B's escaped sleep must keep running until B ends.
+    let a_leak = vec!["sleep", "82.601"];
+    let b_leak = vec!["sleep", "82.602"];
+    let _sweep = Sweep(vec![a_leak.clone(), b_leak.clone()]);
+    let rt = runtime();
+    let (a, b) = rt.block_on(async {
+        let token = CancellationToken::new();
+        let b = tokio::spawn({
+            let token = token.clone();
+            async move {
+                // Wait (bounded) until A has finished, then check the escaped sleep is alive.
+                let script = "setsid -f sleep 82.602; \
+                              i=0; while [ ! -e \"$MARK\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; \
+                              sleep 0.3; pgrep -xf 'sleep 82.602' >/dev/null && echo alive";
+                let dir = std::env::temp_dir().join(format!("cheng-exec-b-{}", std::process::id()));
+                let _ = std::fs::remove_file(&dir);
+                let spec = ProcessSpec::new("sh", ["-c", script], std::env::temp_dir())
+                    .env(vec![("PATH".into(), "/usr/bin:/bin".into()), ("MARK".into(), dir.clone().into_os_string())]);
+                let out = cheng_exec::run(spec, &token).await;
+                let _ = std::fs::remove_file(&dir);
+                out
+            }
+        });
+        let a = cheng_exec::run(sh("setsid -f sleep 82.601; sleep 0.3"), &token).await;
+        let mark = std::env::temp_dir().join(format!("cheng-exec-b-{}", std::process::id()));
+        std::fs::write(&mark, "").unwrap();
+        (a, b.await.unwrap())
+    });
+    assert!(a.success());
+    assert_eq!(b.stdout.text, "alive\n", "{}", b.stderr.text);
+    assert!(all_gone(&[a_leak, b_leak]));
+}
+
+#[test]
+fn resource_usage_still_counts_the_command() {
+    let out = run(sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; setsid -f sleep 82.701"));
+    let _sweep = Sweep(vec![vec!["sleep", "82.701"]]);
+    let usage = out.usage.expect("the reaper reports usage");
+    assert!(usage.peak_rss_kb > 0);
+    assert!(usage.cpu_user_ms + usage.cpu_sys_ms > 0, "{usage:?}");
+    assert!(all_gone(&[vec!["sleep", "82.701"]]));
+}
