@@ -1,0 +1,175 @@
+//! Nothing a workspace_shell command starts outlives its run, through the real `cheng` binary:
+//! `setsid -f`, a double fork and `nohup … &` in a new session all leave the command's process
+//! group, and each must be gone when the run ends, times out, is interrupted, or when cheng
+//! itself is killed. Processes are found by exact argv (unique sleep durations) with a bounded
+//! poll, and every survivor a test finds is killed by the test.
+
+use super::support::*;
+use serde_json::{json, Value};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const SHELL: &str = "tools/workspace_shell";
+
+/// Pids of live (non-zombie) processes whose argv is exactly `argv`.
+fn processes(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().and_then(|r| r.trim_start().chars().next()))
+                .is_some_and(|state| state != 'Z' && state != 'X')
+        })
+        .collect()
+}
+
+/// Kills every process running one of these sleeps when dropped (the test's own cleanup).
+struct Sweep(Vec<&'static str>);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for secs in &self.0 {
+            for pid in processes(&["sleep", secs]) {
+                // SAFETY: plain kill(2) of a sleep this test started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+fn poll(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+fn all_gone(sleeps: &[&str]) -> bool {
+    poll(Duration::from_secs(10), || sleeps.iter().all(|s| processes(&["sleep", s]).is_empty()))
+}
+
+fn all_running(sleeps: &[&str]) -> bool {
+    poll(Duration::from_secs(20), || sleeps.iter().all(|s| !processes(&["sleep", s]).is_empty()))
+}
+
+fn survivors(sleeps: &[&str]) -> Vec<(String, Vec<i32>)> {
+    sleeps.iter().map(|s| (s.to_string(), processes(&["sleep", s]))).collect()
+}
+
+/// setsid -f, a double fork, and nohup in the background in a new session.
+fn escaping(sleeps: &[&str; 3], then: &str) -> String {
+    format!(
+        "setsid -f sleep {}; (sleep {} &) & nohup setsid sleep {} >/dev/null 2>&1 & {then}",
+        sleeps[0], sleeps[1], sleeps[2]
+    )
+}
+
+fn shell_input(script: &str) -> String {
+    json!({"command": "sh", "args": ["-c", script]}).to_string()
+}
+
+fn spawn_cheng(args: &[&str]) -> Child {
+    cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng")
+}
+
+#[test]
+fn the_issues_setsid_command_leaves_nothing_running() {
+    let _sweep = Sweep(vec!["82.9001"]);
+    let (_d, ws) = temp_workspace();
+    let input = json!({"command": "setsid", "args": ["-f", "sleep", "82.9001"]});
+    let (code, out, stderr) = run_node(SHELL, &ws, &input, &["--approve"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["success"], true, "{out}");
+    assert!(all_gone(&["82.9001"]), "left behind: {:?}", survivors(&["82.9001"]));
+}
+
+#[test]
+fn double_fork_and_nohup_leave_nothing_running() {
+    let sleeps = ["82.9101", "82.9102", "82.9103"];
+    let _sweep = Sweep(sleeps.to_vec());
+    let (_d, ws) = temp_workspace();
+    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "sleep 0.3; echo done")]});
+    let (code, out, stderr) = run_node(SHELL, &ws, &input, &["--approve"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["stdout"], "done\n", "{out}");
+    assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
+}
+
+#[test]
+fn a_timeout_leaves_no_escaped_grandchild() {
+    let sleeps = ["82.9201", "82.9202", "82.9203"];
+    let _sweep = Sweep(sleeps.to_vec());
+    let (_d, ws) = temp_workspace();
+    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "sleep 1000")], "timeout_ms": 1500});
+    let (_code, out, stderr) = run_node(SHELL, &ws, &input, &["--approve"]);
+    assert_eq!(out["termination"], "timed_out", "{out} {stderr}");
+    assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
+}
+
+#[test]
+fn an_interrupt_leaves_no_escaped_grandchild() {
+    let sleeps = ["82.9301", "82.9302", "82.9303"];
+    let _sweep = Sweep(sleeps.to_vec());
+    let (_d, ws) = temp_workspace();
+    let input = shell_input(&escaping(&sleeps, "sleep 1000"));
+    let child = spawn_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"]);
+    assert!(all_running(&sleeps), "the escapes did not start: {:?}", survivors(&sleeps));
+    // SAFETY: plain kill(2) of the cheng we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("cheng exits");
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(130), "{value}");
+    assert_eq!(value["termination"], "cancelled", "{value}");
+    assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
+}
+
+#[test]
+fn killing_cheng_itself_leaves_nothing_running() {
+    // SIGKILL gives cheng no chance to clean up: the per-run reaper sees cheng go and kills the
+    // command, its group and everything that escaped it.
+    let sleeps = ["82.9401", "82.9402", "82.9403"];
+    let group_member = "82.9404";
+    let _sweep = Sweep(vec![sleeps[0], sleeps[1], sleeps[2], group_member]);
+    let (_d, ws) = temp_workspace();
+    let input = shell_input(&escaping(&sleeps, &format!("sleep {group_member}")));
+    let mut child = spawn_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"]);
+    assert!(all_running(&[sleeps[0], sleeps[1], sleeps[2], group_member]), "{:?}", survivors(&sleeps));
+    child.kill().expect("SIGKILL cheng");
+    let _ = child.wait();
+    let every = [sleeps[0], sleeps[1], sleeps[2], group_member];
+    assert!(all_gone(&every), "left behind: {:?}", survivors(&every));
+}
+
+#[test]
+fn parallel_graph_nodes_keep_their_own_escaped_processes() {
+    // Node `short` ends (its escaped sleep dies with it) while node `long`'s escaped sleep must
+    // keep running until `long` ends: orphans are attributed to their own run.
+    let _sweep = Sweep(vec!["82.9501", "82.9502"]);
+    let (_d, ws) = temp_workspace();
+    let mark = ws.join("short-done");
+    let long_script = format!(
+        "setsid -f sleep 82.9502; i=0; while [ ! -e '{m}' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+         sleep 0.5; if pgrep -xf 'sleep 82.9502' >/dev/null; then echo alive; else echo killed; fi",
+        m = mark.display()
+    );
+    let short_script = format!("setsid -f sleep 82.9501; sleep 0.3; touch '{}'", mark.display());
+    let graph = json!({"version": 1, "nodes": [
+        {"id": "long", "type": SHELL, "inputs": {"command": "sh", "args": ["-c", long_script]}},
+        {"id": "short", "type": SHELL, "inputs": {"command": "sh", "args": ["-c", short_script]}}
+    ], "edges": []});
+    let path = ws.join("graph.json");
+    std::fs::write(&path, graph.to_string()).expect("write graph");
+    let out = run_cheng(&["graph", "run", path.to_str().unwrap(), "--workspace", ws.to_str().unwrap(), "--approve"]);
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(value["nodes"]["short"]["outputs"]["success"], true, "{value}");
+    assert_eq!(value["nodes"]["long"]["outputs"]["stdout"], "alive\n", "{value}");
+    assert!(all_gone(&["82.9501", "82.9502"]), "left behind: {:?}", survivors(&["82.9501", "82.9502"]));
+}
