@@ -173,3 +173,21 @@ fn parallel_graph_nodes_keep_their_own_escaped_processes() {
     assert_eq!(value["nodes"]["long"]["outputs"]["stdout"], "alive\n", "{value}");
     assert!(all_gone(&["82.9501", "82.9502"]), "left behind: {:?}", survivors(&["82.9501", "82.9502"]));
 }
+
+#[test]
+fn nothing_escapes_the_sandbox_either() {
+    // bwrap's pid namespace ends with the script; the reaper covers what bwrap would not.
+    if !bwrap_works() {
+        assert!(std::env::var_os("CI").is_none(), "bubblewrap is required when CI is set");
+        eprintln!("skipped: bubblewrap cannot create namespaces here");
+        return;
+    }
+    let sleeps = ["82.9601", "82.9602", "82.9603"];
+    let _sweep = Sweep(sleeps.to_vec());
+    let (_d, ws) = temp_workspace();
+    let input = json!({"script": escaping(&sleeps, "sleep 0.3; echo done")});
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &[]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["stdout"], "done\n", "{out}");
+    assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
+}
