@@ -162,7 +162,7 @@ mod tests {
     fn directory_records_are_walked_without_reading_past_the_buffer() {
         let mut buf = Vec::new();
         for name in ["0", "17", "."] {
-            let reclen = (19 + name.len() + 1 + 7) / 8 * 8;
+            let reclen = (20 + name.len()).div_ceil(8) * 8;
             let mut rec = vec![0u8; reclen];
             rec[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
             rec[19..19 + name.len()].copy_from_slice(name.as_bytes());

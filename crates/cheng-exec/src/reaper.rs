@@ -558,6 +558,8 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     unsafe { sys::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    // timeval's field types differ between architectures.
+    #[allow(clippy::unnecessary_cast)]
     let us = |tv: libc::timeval| (tv.tv_sec as i64).saturating_mul(1_000_000).saturating_add(tv.tv_usec as i64);
     write_report(
         report_fd,
