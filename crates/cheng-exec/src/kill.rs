@@ -1,7 +1,8 @@
 //! Killing a child's whole process group.
 //!
 //! Every child leads its own process group (`process_group(0)`), so signalling `-pgid` reaches
-//! the grandchildren a script put in the background too. The sequence on timeout or
+//! the grandchildren a script put in the background too. (The per-run reaper, `crate::reaper`,
+//! carries the sequence out for [`crate::run`] and also kills what left the group.) The sequence on timeout or
 //! cancellation is SIGTERM to the group, a grace period for the leader to exit, then SIGKILL to
 //! the group. After the leader exits (normally or not) the rest of the group is SIGKILLed while
 //! the leader is still an unreaped zombie: the zombie keeps the group id from being reused, so

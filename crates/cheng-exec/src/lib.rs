@@ -1,7 +1,8 @@
 //! Running processes for cheng nodes.
 //!
 //! One module per concern: `env` (allowlisted base environment, denylisted user variables),
-//! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `spawn`
+//! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `fds`
+//! (closing inherited descriptors), `reaper` (the per-run child subreaper), `spawn`
 //! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
 //! and `bwrap`, `limits`, `landlock` and `sandbox` for the sandboxed executors.
 //!
@@ -33,8 +34,10 @@
 //! ```
 //!
 //! Invariants `run` keeps: the child never inherits the host environment (only `spec.env`), stdin
-//! is /dev/null unless bytes are given, the child leads its own process group and the whole group
-//! is killed when the child exits, times out, is cancelled or the future is dropped, and memory
+//! is /dev/null unless bytes are given, only stdin/stdout/stderr and `spec.inherit_fds` reach it
+//! (every other descriptor is closed before exec), the child leads its own process group, nothing
+//! it starts outlives the run (a per-run reaper kills the group and every escaped descendant when
+//! the child exits, times out, is cancelled, the future is dropped or cheng dies), and memory
 //! stays bounded by the caps whatever the child writes.
 
 pub mod capture;

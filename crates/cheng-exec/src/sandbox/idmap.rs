@@ -9,6 +9,9 @@
 //! The mount must not be visible on the host: a dedicated thread unshares its mount namespace,
 //! replaces each path with its idmapped clone there, and starts bwrap from that thread, so only
 //! bwrap (and the sandbox it builds from that view) sees it. The namespace disappears with bwrap.
+//! bwrap is started through [`crate::run`] like every other process: its per-run reaper is cloned
+//! from that thread (so it shares the thread's mount namespace), and it passes bwrap only stdin,
+//! stdout, stderr and the run's declared descriptors.
 
 use crate::{ProcessOutput, ProcessSpec};
 use std::ffi::CString;

@@ -1,9 +1,8 @@
 //! The sandbox's init step: cheng's own binary, run by bwrap as the first program inside the
 //! sandbox, applies what bwrap cannot (uid drop, RLIMIT_NPROC after the user namespace exists,
 //! Landlock) and the other rlimits, then executes the real command. It never returns to the
-//! caller. Setting the rlimits here rather than on bwrap lets cheng start bwrap through
-//! posix_spawn (no fork of the whole cheng process); everything the sandbox runs still starts
-//! under them. RLIMIT_AS comes last, just before `execvp` on an argv built beforehand, so that
+//! caller. Setting the rlimits here rather than on bwrap keeps them off bwrap itself;
+//! everything the sandbox runs still starts under them. RLIMIT_AS comes last, just before `execvp` on an argv built beforehand, so that
 //! the init step itself never allocates under a small address-space limit.
 //!
 //! A binary opts in by calling [`run_if_requested`] first thing in `main`; that also tells the

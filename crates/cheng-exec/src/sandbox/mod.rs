@@ -2,7 +2,7 @@
 //!
 //! [`Sandbox::prepare`] checks bwrap (fail closed: [`ErrorKind::SandboxUnavailable`], never a
 //! host fallback), builds the command line and decides every limit; [`Sandbox::run`] runs it
-//! through [`crate::run`] (timeout, process-group kill, bounded capture) and reports what was
+//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and reports what was
 //! enforced.
 //!
 //! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
@@ -205,8 +205,7 @@ pub struct Sandbox {
     bwrap: PathBuf,
     args: Vec<OsString>,
     request: SandboxRequest,
-    /// rlimits set on bwrap between fork and exec; empty when the init step sets them inside
-    /// (then bwrap starts through the cheaper posix_spawn).
+    /// rlimits set on bwrap before it is executed; empty when the init step sets them inside.
     rlimits: Vec<crate::Rlimit>,
     /// The run's cgroup v2 group, and the command line and rlimits (with RLIMIT_AS) to use if
     /// the sandbox cannot join it.
