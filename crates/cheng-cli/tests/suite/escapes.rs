@@ -64,11 +64,14 @@ fn survivors(sleeps: &[&str]) -> Vec<(String, Vec<i32>)> {
     sleeps.iter().map(|s| (s.to_string(), processes(&["sleep", s]))).collect()
 }
 
-/// setsid -f, a double fork, and nohup in the background in a new session.
+/// setsid -f, a double fork, and nohup in the background in a new session; prints `started`
+/// once all three run (bounded wait), then runs `then`.
 fn escaping(sleeps: &[&str; 3], then: &str) -> String {
+    let [a, b, c] = sleeps;
     format!(
-        "setsid -f sleep {}; (sleep {} &) & nohup setsid sleep {} >/dev/null 2>&1 & {then}",
-        sleeps[0], sleeps[1], sleeps[2]
+        "setsid -f sleep {a}; (sleep {b} &) & nohup setsid sleep {c} >/dev/null 2>&1 & \
+         i=0; until pgrep -xf 'sleep {a}' >/dev/null && pgrep -xf 'sleep {b}' >/dev/null && pgrep -xf 'sleep {c}' >/dev/null; do \
+         i=$((i+1)); [ $i -gt 200 ] && break; sleep 0.05; done; [ $i -le 200 ] && echo started; {then}"
     )
 }
 
@@ -96,10 +99,10 @@ fn double_fork_and_nohup_leave_nothing_running() {
     let sleeps = ["82.9101", "82.9102", "82.9103"];
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
-    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "sleep 0.3; echo done")]});
+    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "echo done")]});
     let (code, out, stderr) = run_node(SHELL, &ws, &input, &["--approve"]);
     assert_eq!(code, 0, "{out} {stderr}");
-    assert_eq!(out["stdout"], "done\n", "{out}");
+    assert_eq!(out["stdout"], "started\ndone\n", "{out}");
     assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
 }
 
@@ -108,9 +111,10 @@ fn a_timeout_leaves_no_escaped_grandchild() {
     let sleeps = ["82.9201", "82.9202", "82.9203"];
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
-    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "sleep 1000")], "timeout_ms": 1500});
+    let input = json!({"command": "sh", "args": ["-c", escaping(&sleeps, "sleep 1000")], "timeout_ms": 5000});
     let (_code, out, stderr) = run_node(SHELL, &ws, &input, &["--approve"]);
     assert_eq!(out["termination"], "timed_out", "{out} {stderr}");
+    assert_eq!(out["stdout"], "started\n", "{out}");
     assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
 }
 
@@ -185,9 +189,9 @@ fn nothing_escapes_the_sandbox_either() {
     let sleeps = ["82.9601", "82.9602", "82.9603"];
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
-    let input = json!({"script": escaping(&sleeps, "sleep 0.3; echo done")});
+    let input = json!({"script": escaping(&sleeps, "echo done")});
     let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &[]);
     assert_eq!(code, 0, "{out} {stderr}");
-    assert_eq!(out["stdout"], "done\n", "{out}");
+    assert_eq!(out["stdout"], "started\ndone\n", "{out}");
     assert!(all_gone(&sleeps), "left behind: {:?}", survivors(&sleeps));
 }

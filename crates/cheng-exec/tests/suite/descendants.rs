@@ -53,11 +53,14 @@ fn escapes(tag: &'static str) -> Vec<Vec<&'static str>> {
 }
 
 /// A script that starts each sleep in `argvs` by a different escape: setsid -f, a double fork,
-/// nohup in the background (in a new session, so not even the group kill reaches it).
+/// nohup in the background (in a new session, so not even the group kill reaches it). It prints
+/// `started` once all three run (bounded wait), then runs `then`.
 fn escaping_script(argvs: &[Vec<&str>], then: &str) -> String {
+    let (a, b, c) = (argvs[0][1], argvs[1][1], argvs[2][1]);
     format!(
-        "setsid -f sleep {}; (sleep {} &) & nohup setsid sleep {} >/dev/null 2>&1 & sleep 0.2; {then}",
-        argvs[0][1], argvs[1][1], argvs[2][1]
+        "setsid -f sleep {a}; (sleep {b} &) & nohup setsid sleep {c} >/dev/null 2>&1 & \
+         i=0; until pgrep -xf 'sleep {a}' >/dev/null && pgrep -xf 'sleep {b}' >/dev/null && pgrep -xf 'sleep {c}' >/dev/null; do \
+         i=$((i+1)); [ $i -gt 200 ] && break; sleep 0.05; done; [ $i -le 200 ] && echo started; {then}"
     )
 }
 
@@ -70,9 +73,12 @@ fn escaped_processes_survive_a_plain_process_group_kill() {
     let mut child = std::process::Command::new("setsid").args(["sh", "-c", "setsid -f sleep 82.501"]).spawn().unwrap();
     let pid = child.id() as i32;
     child.wait().unwrap();
+    // Once sleep runs, setsid has already moved it to a new session.
+    assert!(eventually(Duration::from_secs(10), || !processes(&leak).is_empty()), "the sleep never started");
     // SAFETY: kill has no memory-safety preconditions; `pid` led the group we just started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    assert!(eventually(Duration::from_secs(10), || !processes(&leak).is_empty()), "setsid -f did not escape");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!processes(&leak).is_empty(), "setsid -f did not escape the group kill");
 }
 
 #[test]
@@ -82,7 +88,7 @@ fn nothing_outlives_a_command_that_exits() {
     let started = Instant::now();
     let out = run(sh(&escaping_script(&argvs, "echo done")));
     assert_eq!(out.termination, Termination::Exited, "{}", out.stderr.text);
-    assert_eq!(out.stdout.text, "done\n");
+    assert_eq!(out.stdout.text, "started\ndone\n", "{}", out.stderr.text);
     assert!(started.elapsed() < Duration::from_secs(60), "the run waited for an escaped process");
     assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
 }
@@ -91,7 +97,7 @@ fn nothing_outlives_a_command_that_exits() {
 fn nothing_outlives_a_timeout() {
     let argvs = escapes("timeout");
     let _sweep = Sweep(argvs.clone());
-    let spec = sh(&escaping_script(&argvs, "echo started; sleep 1000")).timeout(Duration::from_millis(1500));
+    let spec = sh(&escaping_script(&argvs, "sleep 1000")).timeout(Duration::from_millis(5000));
     let out = run(spec);
     assert_eq!(out.termination, Termination::TimedOut);
     assert_eq!(out.stdout.text, "started\n", "{}", out.stderr.text);
@@ -103,7 +109,7 @@ fn nothing_outlives_a_cancellation() {
     let argvs = escapes("cancel");
     let _sweep = Sweep(argvs.clone());
     let token = CancellationToken::new();
-    let script = escaping_script(&argvs, "echo started; sleep 1000");
+    let script = escaping_script(&argvs, "sleep 1000");
     let out = runtime().block_on(async {
         let canceller = token.clone();
         let watched = argvs.clone();
