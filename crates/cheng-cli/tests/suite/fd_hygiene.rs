@@ -107,14 +107,15 @@ fn workspace_git_sees_only_stdio() {
     git(&ws, &["init", "-q"]);
     // A `git` first on PATH that records what it inherited, tries the descriptor, then runs git.
     let bin = tempfile::tempdir().expect("tempdir");
-    let record = bin.path().join("record.txt");
+    let records = tempfile::tempdir().expect("tempdir");
     let real_git = ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"]
         .into_iter()
         .find(|p| Path::new(p).is_file())
         .expect("git is installed");
+    // One record per invocation (the node runs some gits concurrently).
     let script = format!(
-        "#!/bin/sh\n{{ ls /proc/self/fd; echo --; }} >> '{}'\necho PWNED >&7 2>/dev/null\nexec {real_git} \"$@\"\n",
-        record.display()
+        "#!/bin/sh\nls /proc/self/fd > '{}'/$$.txt\necho PWNED >&7 2>/dev/null\nexec {real_git} \"$@\"\n",
+        records.path().display()
     );
     let fake = bin.path().join("git");
     std::fs::write(&fake, script).expect("write fake git");
@@ -123,11 +124,13 @@ fn workspace_git_sees_only_stdio() {
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.path().display());
     let out = run_with_fd7(&leak, "tools/workspace_git", &ws, &json!({"operation": "status"}), &[], &[("PATH", &path)]);
     assert_eq!(out["success"], true, "{out}");
-    let recorded = std::fs::read_to_string(&record).expect("the git on PATH ran");
-    assert!(!recorded.is_empty());
-    // Every git invocation of the node saw the same clean table.
-    for listing in recorded.split_terminator("--\n") {
-        assert_eq!(listing, CLEAN, "{recorded}");
+    let listings: Vec<String> = std::fs::read_dir(records.path())
+        .expect("records")
+        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("record"))
+        .collect();
+    assert!(!listings.is_empty(), "the git on PATH never ran");
+    for listing in &listings {
+        assert_eq!(listing, CLEAN, "{listings:?}");
     }
     assert_eq!(leak.contents(), "");
 }
