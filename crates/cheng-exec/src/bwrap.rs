@@ -86,7 +86,9 @@ fn probe_cache() -> &'static Mutex<ProbeCache> {
 }
 
 fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
-    let output = Command::new(bwrap)
+    let mut cmd = Command::new(bwrap);
+    crate::fds::close_inherited_on_exec(&mut cmd);
+    let output = cmd
         .args(flags)
         .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"])
         .env_clear()

@@ -44,6 +44,56 @@ pub fn close_all_above_stderr() {
     close_all_except(&mut []);
 }
 
+/// For a `std::process::Command` that cheng runs itself (one-off probes of bwrap or python):
+/// makes the command close every descriptor above 2 when it executes, by marking them all
+/// close-on-exec in the child before exec (`close_range` with `CLOSE_RANGE_CLOEXEC`, else each
+/// entry of /proc/self/fd). Unlike closing them, this keeps std's own exec-error pipe working.
+pub fn close_inherited_on_exec(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and makes only raw system calls on stack
+    // buffers (no allocation, no locks).
+    unsafe {
+        cmd.pre_exec(|| {
+            mark_cloexec_above_stderr();
+            Ok(())
+        });
+    }
+}
+
+fn mark_cloexec_above_stderr() {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only changes descriptor flags of this process.
+    let rc = unsafe {
+        sys::raw6(libc::SYS_close_range, 3, libc::c_uint::MAX as usize, libc::CLOSE_RANGE_CLOEXEC as usize, 0, 0, 0)
+    };
+    if rc == 0 {
+        return;
+    }
+    // SAFETY: open with a static NUL-terminated path.
+    let dir = unsafe { sys::openat(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if dir < 0 {
+        return;
+    }
+    let dir = dir as RawFd;
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
+        let n = unsafe { sys::getdents64(dir, buf.as_mut_ptr(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        for_each_name(&buf[..n as usize], |name| {
+            if let Some(fd) = parse_fd(name) {
+                if fd > 2 && fd != dir {
+                    // SAFETY: setting FD_CLOEXEC on a descriptor of this process.
+                    unsafe { sys::raw6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, libc::FD_CLOEXEC as usize, 0, 0, 0) };
+                }
+            }
+        });
+    }
+    // SAFETY: closing the directory opened above.
+    unsafe { sys::close(dir) };
+}
+
 /// The gaps between the kept descriptors, by `close_range`. `false` if the kernel lacks it.
 fn close_ranges(sorted_keep: &[RawFd]) -> bool {
     let mut next = 3;

@@ -225,7 +225,10 @@ fn find_interpreter() -> Result<Interpreter, NodeError> {
                 })?
         }
     };
-    let out = std::process::Command::new(&candidate)
+    let mut cmd = std::process::Command::new(&candidate);
+    // Only stdin, stdout and stderr reach the interpreter, as for every process cheng runs.
+    cheng_exec::fds::close_inherited_on_exec(&mut cmd);
+    let out = cmd
         .args(["-I", "-c", "import sys; print(sys.executable); print(sys.base_prefix); print(sys.prefix)"])
         .stdin(std::process::Stdio::null())
         .output()

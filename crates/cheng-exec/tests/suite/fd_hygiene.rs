@@ -130,3 +130,19 @@ fn invalid_declared_numbers_are_refused_before_anything_runs() {
     assert!(out.spawn_error.unwrap_or_default().contains("given twice"));
     assert!(!dir.path().join("marker").exists());
 }
+
+#[test]
+fn probes_run_through_std_close_what_they_inherited_too() {
+    // bwrap's and python's one-off probes use std::process::Command.
+    let planted = plant();
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["-c", &probe(planted.raw())]);
+    cheng_exec::fds::close_inherited_on_exec(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "0\n1\n2\n3\n");
+    assert_eq!(planted.contents(), "");
+    // std's own exec-error reporting still works.
+    let mut missing = std::process::Command::new("/nonexistent/cheng-probe");
+    cheng_exec::fds::close_inherited_on_exec(&mut missing);
+    assert_eq!(missing.output().unwrap_err().kind(), std::io::ErrorKind::NotFound);
+}
