@@ -185,3 +185,43 @@ result = {
         assert_eq!(r["subprocess"], "b\n", "{out}");
     }
 }
+
+fn fake_bwrap(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// bwrap gets the whole program on descriptor 3 with `--seccomp 3`, freshly for every start.
+#[tokio::test]
+async fn bwrap_gets_the_whole_program_on_fd_3_for_every_run() {
+    use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
+    let (_d, ws) = workspace();
+    let fake = fake_bwrap(&ws, "bwrap", "case \" $* \" in *' --seccomp 3 '*) wc -c <&3;; *) echo 'no --seccomp 3';; esac");
+    let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
+    req.bwrap = Some(fake);
+    let expected = format!("{}\n", seccomp::program_bytes().unwrap().len());
+    let cancel = cheng_node::CancellationToken::new();
+    for _ in 0..2 {
+        let run = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap();
+        assert_eq!(run.output.stdout.text, expected, "{:?}", run.output);
+    }
+}
+
+/// A bwrap without `--seccomp`, or one that cannot install the filter, stops the run.
+#[tokio::test]
+async fn a_bwrap_that_refuses_the_filter_fails_closed() {
+    use cheng_exec::sandbox::{Sandbox, SandboxRequest};
+    let (_d, ws) = workspace();
+    let cancel = cheng_node::CancellationToken::new();
+    for line in ["bwrap: Unknown option --seccomp", "bwrap: prctl(PR_SET_SECCOMP): Invalid argument"] {
+        let fake = fake_bwrap(&ws, "bwrap", &format!("echo '{line}' >&2; exit 1"));
+        let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
+        req.bwrap = Some(fake);
+        let err = Sandbox::prepare(req).unwrap().run(&cancel).await.unwrap_err();
+        assert_eq!(err.kind, cheng_node::ErrorKind::SandboxUnavailable, "{err}");
+        assert!(err.message.contains(line) && err.message.contains("CONFIG_SECCOMP_FILTER"), "{err}");
+        assert!(err.message.contains("never falls back"), "{err}");
+    }
+}
