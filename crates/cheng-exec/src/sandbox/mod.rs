@@ -592,6 +592,8 @@ impl Sandbox {
 
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
     /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
+    /// bwrap expects the seccomp program on descriptor [`seccomp::SECCOMP_FD`]
+    /// ([`seccomp::program_fd`] makes one).
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
     }

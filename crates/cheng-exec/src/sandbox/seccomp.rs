@@ -134,9 +134,11 @@ fn audit_arch() -> Result<u32, String> {
 /// architecture, x32 numbers and `enosys` answer ENOSYS; everything else falls through to the
 /// program that follows (which starts with its own architecture check, killing foreign ones).
 fn enosys_prefix(audit_arch: u32, enosys: &[i64]) -> BpfProgram {
-    const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-    const JEQ_K: u16 = 0x05 | 0x10;
-    const JGE_K: u16 = 0x05 | 0x30;
+    // linux/bpf_common.h: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_JMP|BPF_JGE|BPF_K,
+    // BPF_JMP|BPF_JA, BPF_RET|BPF_K.
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
     const JA: u16 = 0x05;
     const RET_K: u16 = 0x06;
     let stmt = |code, k| sock_filter { code, jt: 0, jf: 0, k };
