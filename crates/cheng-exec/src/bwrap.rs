@@ -111,7 +111,11 @@ fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
 /// A sentence telling a person how to fix what bwrap reported.
 pub fn hint(stderr: &str) -> &'static str {
     let s = stderr.to_ascii_lowercase();
-    if s.contains("no permissions to create new namespace") || s.contains("creating new namespace failed") {
+    if s.contains("seccomp") {
+        "bubblewrap could not install cheng's seccomp filter, which every sandbox runs under: use a bubblewrap \
+         with `--seccomp` (0.3 or newer; Debian 12 ships 0.8) and a kernel built with CONFIG_SECCOMP_FILTER; \
+         in a container, allow nested seccomp filters (the runtime's profile must permit seccomp(2) and prctl)."
+    } else if s.contains("no permissions to create new namespace") || s.contains("creating new namespace failed") {
         "Unprivileged user namespaces are disabled or restricted: on Ubuntu 23.10+ run \
          `sysctl kernel.apparmor_restrict_unprivileged_userns=0` (or install an AppArmor profile for bwrap); \
          on Debian/older kernels `sysctl kernel.unprivileged_userns_clone=1`; check `user.max_user_namespaces` is not 0."
@@ -213,6 +217,13 @@ impl Bwrap {
         self.push(&["--cap-add".as_ref(), cap.as_ref()])
     }
 
+    /// The seccomp program bwrap reads from descriptor `fd` and applies just before it executes
+    /// the command (the descriptor must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]).
+    pub fn seccomp(&mut self, fd: std::os::fd::RawFd) -> &mut Self {
+        let fd = fd.to_string();
+        self.push(&["--seccomp".as_ref(), fd.as_ref()])
+    }
+
     /// Ends the options and appends the command run inside.
     pub fn command<I, S>(&mut self, argv: I) -> &mut Self
     where
@@ -262,6 +273,8 @@ mod tests {
         assert!(hint("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted").contains("network namespace"));
         assert!(hint("bwrap: Can't mount proc on /newroot/proc: Operation not permitted").contains("/proc"));
         assert!(hint("bwrap: Can't chdir to /work/x: Permission denied").contains("working_subdir"));
+        assert!(hint("bwrap: Unknown option --seccomp").contains("CONFIG_SECCOMP_FILTER"));
+        assert!(hint("bwrap: prctl(PR_SET_SECCOMP): Invalid argument").contains("--seccomp"));
     }
 
     #[test]

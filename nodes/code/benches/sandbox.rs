@@ -2,17 +2,19 @@
 //!
 //! `cargo bench -p cheng-nodes-code --bench sandbox`. The bare baseline is the exact bwrap argv
 //! from `Sandbox::command_line` (including the init step, since this binary registers itself as
-//! the sandbox launcher the way `cheng` does), started with `std::process::Command` and waited
-//! for. Node and bare calls alternate (the order flips every round) so that load from other
+//! the sandbox launcher the way `cheng` does), started with `std::process::Command` (given the
+//! seccomp program on descriptor 3, as bwrap's `--seccomp 3` expects) and waited for. Node and bare calls alternate (the order flips every round) so that load from other
 //! processes on the machine hits both alike; the figures are medians per call, and the ratio is
 //! the ratio of the medians (target: at most 1.1x). The breakdown shows where the node's time
 //! goes: `setup` is cheng's work before bwrap starts, `process` bwrap's lifetime as the node saw it.
 
-use cheng_exec::sandbox::{Sandbox, SandboxRequest};
+use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
 use cheng_node::{Decision, Node, RunContext};
 use cheng_nodes_code::{python::CodePython, shell::CodeShell};
 use serde_json::{json, Value};
 use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,14 +40,21 @@ struct Bare {
 impl Bare {
     fn run(&self) -> Duration {
         let start = Instant::now();
-        let status = Command::new(&self.bwrap)
-            .args(&self.args)
-            .env_clear()
-            .envs(self.env.iter().cloned())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .status()
-            .expect("bwrap runs");
+        let mut cmd = Command::new(&self.bwrap);
+        cmd.args(&self.args).env_clear().envs(self.env.iter().cloned()).stdin(Stdio::null()).stdout(Stdio::null());
+        // The seccomp program on descriptor 3 (`--seccomp 3`), a fresh one per start as the node does.
+        let filter = seccomp::program_fd().expect("seccomp program");
+        let from = filter.as_raw_fd();
+        // SAFETY: between fork and exec only dup2, which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(from, seccomp::SECCOMP_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let status = cmd.status().expect("bwrap runs");
         assert!(status.success());
         start.elapsed()
     }

@@ -10,5 +10,6 @@ mod git;
 mod markdown;
 mod preview;
 mod runtime;
+mod seccomp;
 mod shell;
 mod tests_node;

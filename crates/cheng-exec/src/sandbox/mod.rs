@@ -28,6 +28,7 @@ pub mod cgroup;
 pub mod idmap;
 pub mod init;
 pub mod mounts;
+pub mod seccomp;
 
 use crate::bwrap::{self, Bwrap};
 use crate::limits::{CgroupV2, SandboxLimits};
@@ -180,6 +181,8 @@ pub struct Enforcement {
     pub network: &'static str,
     pub filesystem: &'static str,
     pub landlock: String,
+    /// The seccomp filter ([`seccomp`]): what it refuses.
+    pub seccomp: String,
     pub memory: String,
     pub nproc: String,
     pub warnings: Vec<String>,
@@ -194,6 +197,7 @@ impl Enforcement {
             map.insert("network".into(), json!(self.network));
             map.insert("filesystem".into(), json!(self.filesystem));
             map.insert("landlock".into(), json!(self.landlock));
+            map.insert("seccomp".into(), json!(self.seccomp));
         }
         v
     }
@@ -287,9 +291,13 @@ impl Sandbox {
         let limits = SandboxLimits::with_memory_mb(request.memory_mb);
         let (sandbox_uid, sandbox_gid) = sandbox_ids();
         let landlock_abi = crate::landlock::kernel_abi();
+        // Fail closed: no filter, no run (the program is compiled once per process).
+        seccomp::program_bytes()?;
 
         let mut b = Bwrap::new();
         b.flag("--die-with-parent").flag("--new-session");
+        // bwrap applies it just before it executes the first program inside (see `attempt`).
+        b.seccomp(seccomp::SECCOMP_FD);
         b.flag("--unshare-pid").flag("--unshare-ipc").flag("--unshare-uts").flag("--unshare-cgroup-try");
         if !request.network {
             b.flag("--unshare-net");
@@ -553,6 +561,11 @@ impl Sandbox {
             network: if request.network { "host network shared" } else { "none (private network namespace)" },
             filesystem,
             landlock,
+            seccomp: format!(
+                "enforced ({} filter installed by bubblewrap before the first program inside): refuses {}",
+                std::env::consts::ARCH,
+                seccomp::REFUSES
+            ),
             memory,
             nproc,
             warnings,
@@ -578,6 +591,8 @@ impl Sandbox {
 
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
     /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
+    /// bwrap expects the seccomp program on descriptor [`seccomp::SECCOMP_FD`]
+    /// ([`seccomp::program_fd`] makes one).
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
     }
@@ -653,7 +668,10 @@ impl Sandbox {
             .env(self.request.env.clone())
             .timeout(self.request.timeout)
             .caps(self.request.stdout_cap, self.request.stderr_cap);
-        let spec = ProcessSpec { rlimits, cgroup_procs: procs, ..spec };
+        // A fresh descriptor per start: bwrap reads the program to its end.
+        let filter = seccomp::program_fd().map_err(|e| e.message)?;
+        let inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
+        let spec = ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec };
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {
             Ok((crate::run(spec, cancel).await, setup))

@@ -2,6 +2,7 @@
 mod js;
 
 mod sandbox_support;
+mod seccomp;
 mod shell;
 #[cfg(feature = "python")]
 mod python;

@@ -1,0 +1,351 @@
+//! The seccomp-BPF filter every sandbox runs under.
+//!
+//! Why: a writable workspace is shown through an idmapped mount that maps its owner to the
+//! sandbox uid, so inside the sandbox that uid owns every file and the kernel lets it set
+//! S_ISUID/S_ISGID. `nosuid` protects only the sandbox's own view: on the host such a file is
+//! a setuid binary of the workspace owner (root, when cheng runs as root). The filter makes the
+//! system calls that would plant one fail, and refuses what no script needs but attackers use
+//! to reach the kernel or other processes.
+//!
+//! What it refuses (EPERM unless stated):
+//! - chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or S_ISGID in the mode;
+//! - open, openat, creat with O_CREAT or O_TMPFILE and such a mode; mknod, mknodat with such a
+//!   mode; mkdir, mkdirat with S_ISGID;
+//! - openat2: ENOSYS (its mode sits in a struct seccomp cannot read; libc falls back to openat);
+//! - the setxattr family (setxattr, lsetxattr, fsetxattr, setxattrat): file capabilities are
+//!   the `security.capability` attribute;
+//! - io_uring (io_uring_setup/enter/register): its requests create files and set attributes
+//!   without passing through the system calls above;
+//! - ptrace, process_vm_readv/writev, keyctl/add_key/request_key, bpf, perf_event_open,
+//!   userfaultfd, kexec_load/kexec_file_load, init_module/finit_module/delete_module,
+//!   mount/umount2/pivot_root and the mount API (fsopen, fsconfig, fsmount, fspick, move_mount,
+//!   open_tree, mount_setattr), setns, unshare and clone with CLONE_NEWUSER;
+//! - clone3: ENOSYS (its flags sit in a struct; libc falls back to clone, which is checked);
+//! - on x86_64, x32 system calls (numbers with bit 30 set): ENOSYS, so that the x32 aliases of
+//!   the calls above cannot go around the filter. Other architectures' calls (32-bit `int 0x80`)
+//!   kill the process.
+//!
+//! How it is installed: the program is compiled once per process with `seccompiler`, written to
+//! a fresh memfd for each run and handed to bubblewrap as `--seccomp 3`; bwrap applies it right
+//! before it executes the first program inside, after it built the namespaces and mounts. So it
+//! binds cheng's init step, `setpriv` and `prlimit` as well as the script (none of which use a
+//! refused call), in every mode the sandbox runs in.
+
+use cheng_node::{ErrorKind, NodeError};
+use seccompiler::{
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use std::collections::BTreeMap;
+use std::io::{Seek, Write};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
+
+/// The descriptor number the program has in bwrap (`--seccomp 3`).
+pub const SECCOMP_FD: RawFd = 3;
+
+/// What the filter refuses, for `metrics.limits.seccomp`.
+pub const REFUSES: &str = "setuid/setgid modes in chmod, open, creat, mknod (and setgid in mkdir), \
+     the setxattr family (file capabilities), io_uring, ptrace, process_vm_readv/writev, keyrings, bpf, \
+     perf_event_open, userfaultfd, kexec, kernel modules, mount/umount/pivot_root and the mount API, \
+     new user namespaces (unshare/clone with CLONE_NEWUSER) and setns; openat2 and clone3 answer ENOSYS";
+
+// System calls numbered after 423 have the same number on every architecture (the unified
+// table); the libc crate does not name these two on every target yet.
+const SYS_FCHMODAT2: i64 = 452;
+const SYS_SETXATTRAT: i64 = 463;
+
+/// The x32 ABI marker in x86_64 system call numbers.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+/// The compiled program as the bytes bwrap reads (`struct sock_filter` after `struct
+/// sock_filter`, native byte order), built once per process.
+pub fn program_bytes() -> Result<&'static [u8], NodeError> {
+    static BYTES: OnceLock<Result<Vec<u8>, String>> = OnceLock::new();
+    match BYTES.get_or_init(|| program().map(|p| to_bytes(&p))) {
+        Ok(bytes) => Ok(bytes),
+        Err(why) => Err(NodeError::new(
+            ErrorKind::SandboxUnavailable,
+            format!(
+                "the sandbox's seccomp filter cannot be built: {why}; nothing ran. cheng refuses to run code without it \
+                 (supported architectures: x86_64, aarch64)"
+            ),
+        )),
+    }
+}
+
+/// A fresh descriptor (a sealed memfd at offset 0) holding the program, for one bwrap start:
+/// bwrap reads it to the end, so descriptors are never shared between runs.
+pub fn program_fd() -> Result<OwnedFd, NodeError> {
+    let bytes = program_bytes()?;
+    let failed = |what: &str, e: std::io::Error| {
+        NodeError::new(
+            ErrorKind::SandboxUnavailable,
+            format!("cannot hand the seccomp filter to bubblewrap ({what}: {e})"),
+        )
+    };
+    // SAFETY: memfd_create reads a NUL-terminated name and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"cheng-seccomp".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(failed("memfd_create", std::io::Error::last_os_error()));
+    }
+    // SAFETY: the descriptor is new and owned here.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes).map_err(|e| failed("write", e))?;
+    file.rewind().map_err(|e| failed("seek", e))?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK;
+    // SAFETY: fcntl on a descriptor owned by `file`, with integer arguments.
+    if unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(failed("seal", std::io::Error::last_os_error()));
+    }
+    Ok(OwnedFd::from(file))
+}
+
+/// The native architecture as seccompiler names it; an architecture it does not know fails.
+fn target_arch() -> Result<TargetArch, String> {
+    TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|_| format!("seccomp filters are not supported on the {} architecture", std::env::consts::ARCH))
+}
+
+/// The whole program: the ENOSYS prefix, then seccompiler's EPERM filter.
+pub fn program() -> Result<BpfProgram, String> {
+    let arch = target_arch()?;
+    let filter = SeccompFilter::new(eperm_rules()?, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
+        .map_err(|e| format!("seccompiler: {e}"))?;
+    let eperm: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| format!("seccompiler: {e}"))?;
+    let mut program = enosys_prefix(audit_arch()?, &[libc::SYS_openat2, libc::SYS_clone3]);
+    program.extend(eperm);
+    if program.len() > 4096 {
+        return Err(format!("the program has {} instructions, more than the kernel's 4096", program.len()));
+    }
+    Ok(program)
+}
+
+fn audit_arch() -> Result<u32, String> {
+    // EM_X86_64 / EM_AARCH64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE (linux/audit.h).
+    match std::env::consts::ARCH {
+        "x86_64" => Ok(62 | 0x8000_0000 | 0x4000_0000),
+        "aarch64" => Ok(183 | 0x8000_0000 | 0x4000_0000),
+        other => Err(format!("seccomp filters are not supported on the {other} architecture")),
+    }
+}
+
+/// Hand-written because seccompiler gives one filter a single match action: for the native
+/// architecture, x32 numbers and `enosys` answer ENOSYS; everything else falls through to the
+/// program that follows (which starts with its own architecture check, killing foreign ones).
+fn enosys_prefix(audit_arch: u32, enosys: &[i64]) -> BpfProgram {
+    // linux/bpf_common.h: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_JMP|BPF_JGE|BPF_K,
+    // BPF_JMP|BPF_JA, BPF_RET|BPF_K.
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
+    const JA: u16 = 0x05;
+    const RET_K: u16 = 0x06;
+    let stmt = |code, k| sock_filter { code, jt: 0, jf: 0, k };
+    let jump = |code, k, jt, jf| sock_filter { code, jt, jf, k };
+    let n = enosys.len() as u8;
+    // Layout: [0] ld arch, [1] jeq, [2] ld nr, [3] jge x32, [4..4+n] jeq nr, [4+n] ja +1,
+    // [5+n] ret ENOSYS, [6+n] the rest. A jump's target is its index + 1 + offset.
+    let mut p = vec![
+        stmt(LD_W_ABS, 4),
+        // Foreign architecture: straight to the rest (it kills).
+        jump(JEQ_K, audit_arch, 0, 4 + n),
+        stmt(LD_W_ABS, 0),
+        // x32 numbers only occur on x86_64; elsewhere no call has bit 30 set either.
+        jump(JGE_K, X32_SYSCALL_BIT, 1 + n, 0),
+    ];
+    for (i, nr) in enosys.iter().enumerate() {
+        p.push(jump(JEQ_K, *nr as u32, n - i as u8, 0));
+    }
+    p.push(stmt(JA, 1));
+    p.push(stmt(RET_K, libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA)));
+    p
+}
+
+/// `arg & mask == mask` on the low 32 bits (modes, open flags and clone flags all fit).
+fn has_bits(arg: u8, mask: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(mask), mask).map_err(|e| e.to_string())
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|e| e.to_string())
+}
+
+/// One rule per bit: the call matches when the mode argument carries any of `bits`.
+fn mode_rules(mode_arg: u8, bits: &[u64]) -> Result<Vec<SeccompRule>, String> {
+    bits.iter().map(|&b| rule(vec![has_bits(mode_arg, b)?])).collect()
+}
+
+/// For open-like calls: (O_CREAT or O_TMPFILE in the flags) and (S_ISUID or S_ISGID in the mode).
+fn create_rules(flags_arg: u8, mode_arg: u8) -> Result<Vec<SeccompRule>, String> {
+    let mut out = Vec::new();
+    for flag in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
+        for bit in [libc::S_ISUID as u64, libc::S_ISGID as u64] {
+            out.push(rule(vec![has_bits(flags_arg, flag)?, has_bits(mode_arg, bit)?])?);
+        }
+    }
+    Ok(out)
+}
+
+/// The system calls answered EPERM, with the argument rules that select them (none: always).
+fn eperm_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let setid = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    // Setuid/setgid files and directories.
+    rules.insert(libc::SYS_fchmod, mode_rules(1, &setid)?);
+    rules.insert(libc::SYS_fchmodat, mode_rules(2, &setid)?);
+    rules.insert(SYS_FCHMODAT2, mode_rules(2, &setid)?);
+    rules.insert(libc::SYS_openat, create_rules(2, 3)?);
+    rules.insert(libc::SYS_mknodat, mode_rules(2, &setid)?);
+    rules.insert(libc::SYS_mkdirat, mode_rules(2, &[libc::S_ISGID as u64])?);
+    #[cfg(target_arch = "x86_64")]
+    {
+        rules.insert(libc::SYS_chmod, mode_rules(1, &setid)?);
+        rules.insert(libc::SYS_open, create_rules(1, 2)?);
+        rules.insert(libc::SYS_creat, mode_rules(1, &setid)?);
+        rules.insert(libc::SYS_mknod, mode_rules(1, &setid)?);
+        rules.insert(libc::SYS_mkdir, mode_rules(1, &[libc::S_ISGID as u64])?);
+    }
+    // New user namespaces.
+    let newuser = libc::CLONE_NEWUSER as u64;
+    rules.insert(libc::SYS_unshare, vec![rule(vec![has_bits(0, newuser)?])?]);
+    rules.insert(libc::SYS_clone, vec![rule(vec![has_bits(0, newuser)?])?]);
+    // Always refused.
+    let always = [
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        SYS_SETXATTRAT,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_mount_setattr,
+        libc::SYS_setns,
+    ];
+    for nr in always {
+        rules.insert(nr, Vec::new());
+    }
+    Ok(rules)
+}
+
+fn to_bytes(program: &[sock_filter]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(program.len() * 8);
+    for ins in program {
+        out.extend_from_slice(&ins.code.to_ne_bytes());
+        out.push(ins.jt);
+        out.push(ins.jf);
+        out.extend_from_slice(&ins.k.to_ne_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_program_compiles_and_bwrap_gets_it_on_fd_3() {
+        let program = program().unwrap();
+        assert!(program.len() > 20, "{} instructions", program.len());
+        assert_eq!(program_bytes().unwrap().len(), program.len() * 8);
+        let fd = program_fd().unwrap();
+        let mut file = std::fs::File::from(fd);
+        let mut read = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut read).unwrap();
+        assert_eq!(read, program_bytes().unwrap());
+        let mut b = crate::bwrap::Bwrap::new();
+        b.seccomp(SECCOMP_FD);
+        let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args, ["--seccomp", "3"]);
+    }
+
+    fn errno<T: Into<i64>>(rc: T) -> i32 {
+        if rc.into() < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 }
+    }
+
+    /// The filter, applied to a throwaway thread (filters bind the calling thread only), refuses
+    /// the setuid/setgid calls and lets the ordinary ones through.
+    #[test]
+    fn a_filtered_thread_cannot_make_setuid_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().to_path_buf();
+        let results = std::thread::spawn(move || {
+            let program = program().unwrap();
+            seccompiler::apply_filter(&program).unwrap();
+            let path = |name: &str| CString::new(base.join(name).as_os_str().as_bytes()).unwrap();
+            let file = path("f");
+            std::fs::write(base.join("f"), "x").unwrap();
+            let mut r = Vec::new();
+            // SAFETY (all calls below): raw system calls on NUL-terminated paths this test owns.
+            unsafe {
+                r.push(("fchmodat 4755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o4755, 0))));
+                r.push(("fchmodat 2755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o2755, 0))));
+                r.push(("fchmodat 755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o755, 0))));
+                r.push(("fchmodat2 6755", errno(libc::syscall(SYS_FCHMODAT2, libc::AT_FDCWD, file.as_ptr(), 0o6755, 0))));
+                let t = path("t");
+                r.push(("openat creat 4755", errno(libc::openat(libc::AT_FDCWD, t.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o4755))));
+                let ok = path("ok");
+                let fd = libc::openat(libc::AT_FDCWD, ok.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+                r.push(("openat creat 644", errno(fd)));
+                libc::close(fd);
+                // Without O_CREAT the mode is not looked at.
+                let fd = libc::openat(libc::AT_FDCWD, file.as_ptr(), libc::O_RDONLY, 0o4755);
+                r.push(("openat read junk mode", errno(fd)));
+                libc::close(fd);
+                r.push(("mkdirat 2755", errno(libc::mkdirat(libc::AT_FDCWD, path("d").as_ptr(), 0o2755))));
+                r.push(("mkdirat 755", errno(libc::mkdirat(libc::AT_FDCWD, path("d2").as_ptr(), 0o755))));
+                r.push(("mknodat 4644", errno(libc::mknodat(libc::AT_FDCWD, path("n").as_ptr(), libc::S_IFREG | 0o4644, 0))));
+                let name = c"user.x";
+                r.push(("setxattr", errno(libc::setxattr(file.as_ptr(), name.as_ptr(), b"1".as_ptr().cast(), 1, 0))));
+                r.push(("unshare newuser", errno(libc::unshare(libc::CLONE_NEWUSER))));
+                r.push(("openat2", errno(libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, file.as_ptr(), std::ptr::null::<u8>(), 0))));
+                r.push(("clone3", errno(libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0))));
+                r.push(("io_uring_setup", errno(libc::syscall(libc::SYS_io_uring_setup, 1, std::ptr::null::<u8>()))));
+            }
+            let mode = |n: &str| std::fs::metadata(base.join(n)).map(|m| m.permissions().mode() & 0o7777).ok();
+            (r, mode("f"), mode("t"), mode("d"), mode("d2"), mode("n"))
+        })
+        .join()
+        .unwrap();
+        let (r, f, t, d, d2, n) = results;
+        let get = |name: &str| r.iter().find(|(n, _)| *n == name).map(|(_, e)| *e).unwrap();
+        for name in ["fchmodat 4755", "fchmodat 2755", "fchmodat2 6755", "openat creat 4755", "mkdirat 2755", "mknodat 4644",
+            "setxattr", "unshare newuser", "io_uring_setup"]
+        {
+            assert_eq!(get(name), libc::EPERM, "{name}: {r:?}");
+        }
+        for name in ["openat2", "clone3"] {
+            assert_eq!(get(name), libc::ENOSYS, "{name}: {r:?}");
+        }
+        for name in ["fchmodat 755", "openat creat 644", "openat read junk mode", "mkdirat 755"] {
+            assert_eq!(get(name), 0, "{name}: {r:?}");
+        }
+        assert_eq!((f, t, d, d2, n), (Some(0o755), None, None, Some(0o755), None));
+    }
+}
