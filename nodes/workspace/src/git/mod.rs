@@ -33,6 +33,7 @@
 
 mod branch;
 mod command;
+mod confine;
 mod diff;
 mod log;
 mod quote;
