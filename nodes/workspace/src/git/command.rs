@@ -105,10 +105,11 @@ impl Git {
         }
         let entries = config_entries(&config.stdout.text);
         let worktree_origin = entries.iter().rev().find(|e| e.key == "core.worktree").and_then(|e| e.origin.strip_prefix("file:"));
-        let layout = confine::layout(workspace, &cwd, toplevel, git_dir, common_dir, worktree_origin)?;
+        let hash_len = if object_format == "sha256" { 32 } else { 20 };
+        let toplevel = confine::layout(workspace, &cwd, toplevel, git_dir, common_dir, worktree_origin, hash_len)?;
         let mut env = probe.env;
         push_config_env(&mut env, &driver_overrides(&entries));
-        Ok(Git { cwd, toplevel: layout.toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone() })
+        Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone() })
     }
 
     /// Runs `git <hardening> <args>` and returns its output; only a spawn failure, a timeout or

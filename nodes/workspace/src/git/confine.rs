@@ -26,7 +26,10 @@ use cheng_node::paths::display_relative;
 use cheng_node::{ErrorKind, NodeError};
 use std::collections::HashSet;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+
+mod index;
 
 /// The most bytes read from a `.git` file, `commondir` or an alternates file.
 const MAX_POINTER_FILE: u64 = 1 << 20;
@@ -34,13 +37,6 @@ const MAX_POINTER_FILE: u64 = 1 << 20;
 const MAX_ALTERNATES: usize = 64;
 /// Subdirectories of a git directory scanned in full for symlinks.
 const SCANNED_SUBDIRS: &[&str] = &["refs", "reftable", "info", "objects"];
-
-/// What the git probe reported, canonicalised by [`layout`].
-pub struct Layout {
-    pub toplevel: PathBuf,
-    pub git_dir: PathBuf,
-    pub common_dir: PathBuf,
-}
 
 /// The refusal: `file` (shown relative to the workspace) leads to `target`.
 fn refused(workspace: &Path, file: &Path, how: &str, target: &Path) -> NodeError {
@@ -128,29 +124,40 @@ fn find_dot_git(workspace: &Path, cwd: &Path) -> Option<PathBuf> {
 /// Before git runs: the `.git` entry discovery finds first must not be a symlink or a `gitdir:`
 /// file leading out of the workspace.
 pub fn dot_git(workspace: &Path, cwd: &Path) -> Result<(), NodeError> {
-    let Some(dot_git) = find_dot_git(workspace, cwd) else { return Ok(()) };
-    let is_link = dot_git.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
-    if is_link {
-        let target = resolve(&dot_git);
-        if !target.starts_with(workspace) {
-            return Err(refused(workspace, &dot_git, "is a symlink to", &target));
-        }
+    match find_dot_git(workspace, cwd) {
+        Some(dot_git) => check_dot_git(workspace, &dot_git).map(|_| ()),
+        None => Ok(()),
     }
-    if dot_git.is_file() {
-        let contents = read_small(&dot_git).unwrap_or_default();
-        let holder = dot_git.parent().unwrap_or(workspace);
-        if let Some(target) = gitfile_target(holder, &contents) {
-            let resolved = resolve(&target);
-            if !resolved.starts_with(workspace) {
-                let how = format!("(gitdir: {}) points to", target.display());
-                return Err(refused(workspace, &dot_git, &how, &resolved));
-            }
-        }
-    }
-    Ok(())
 }
 
-/// After the probe: git's directories are canonicalised and checked, then scanned.
+/// Checks one `.git` entry (a directory, a symlink, or a `gitdir:` file) and returns the git
+/// directory it leads to, resolved.
+fn check_dot_git(workspace: &Path, dot_git: &Path) -> Result<PathBuf, NodeError> {
+    let is_link = dot_git.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    let target = resolve(dot_git);
+    if is_link && !target.starts_with(workspace) {
+        return Err(refused(workspace, dot_git, "is a symlink to", &target));
+    }
+    if !target.is_file() {
+        return Ok(target);
+    }
+    let contents = read_small(dot_git).unwrap_or_default();
+    let holder = dot_git.parent().unwrap_or(workspace);
+    match gitfile_target(holder, &contents) {
+        Some(named) => {
+            let resolved = resolve(&named);
+            if !resolved.starts_with(workspace) {
+                let how = format!("(gitdir: {}) points to", named.display());
+                return Err(refused(workspace, dot_git, &how, &resolved));
+            }
+            Ok(resolved)
+        }
+        None => Ok(target),
+    }
+}
+
+/// After the probe: git's directories are canonicalised and checked, then scanned. Returns the
+/// work tree's top level, canonical.
 ///
 /// `worktree_origin` is the configuration file that sets `core.worktree`, when one does.
 pub fn layout(
@@ -160,7 +167,8 @@ pub fn layout(
     git_dir: &str,
     common_dir: &str,
     worktree_origin: Option<&str>,
-) -> Result<Layout, NodeError> {
+    hash_len: usize,
+) -> Result<PathBuf, NodeError> {
     let git_dir = resolve(&cwd.join(git_dir));
     if !git_dir.starts_with(workspace) {
         let pointer = find_dot_git(workspace, cwd).unwrap_or_else(|| cwd.join(".git"));
@@ -195,7 +203,58 @@ pub fn layout(
         }
     }
     alternates(workspace, &resolve(&common_dir.join("objects")), &mut scan)?;
-    Ok(Layout { toplevel, git_dir, common_dir })
+    submodules(workspace, &toplevel, &git_dir, hash_len, &mut scan)?;
+    Ok(toplevel)
+}
+
+/// Every submodule (gitlink entry of the index) whose work tree is populated: git's index refresh
+/// reads its `.git` and its HEAD even when submodules are ignored, so its `.git`, `commondir`
+/// and refs must stay inside the workspace too.
+fn submodules(workspace: &Path, toplevel: &Path, git_dir: &Path, hash_len: usize, scan: &mut Scan<'_>) -> Result<(), NodeError> {
+    let mut indexes = vec![git_dir.join("index")];
+    // A split index keeps most entries in a shared index next to it.
+    if let Ok(entries) = std::fs::read_dir(git_dir) {
+        indexes.extend(
+            entries.flatten().filter(|e| e.file_name().as_encoded_bytes().starts_with(b"sharedindex.")).map(|e| e.path()),
+        );
+    }
+    for index in indexes {
+        let Ok(bytes) = std::fs::read(&index) else { continue };
+        let links = index::gitlinks(&bytes, hash_len).ok_or_else(|| {
+            NodeError::new(
+                ErrorKind::PolicyDenied,
+                format!(
+                    "the index {} could not be read to find the repository's submodules, so they cannot be checked; \
+                     the repository is refused (run `git status` once to rewrite the index, or use an index of version 2, 3 or 4)",
+                    display_relative(workspace, &index)
+                ),
+            )
+        })?;
+        for link in links {
+            let dir = toplevel.join(std::ffi::OsStr::from_bytes(&link));
+            let dot_git = dir.join(".git");
+            if dot_git.symlink_metadata().is_err() {
+                continue;
+            }
+            let sub_git_dir = check_dot_git(workspace, &dot_git)?;
+            if !sub_git_dir.starts_with(workspace) {
+                return Err(refused(workspace, &dot_git, "leads git to the git directory", &sub_git_dir));
+            }
+            if let Some(contents) = read_small(&sub_git_dir.join("commondir")) {
+                let named = String::from_utf8_lossy(&contents).trim().to_string();
+                let common = resolve(&sub_git_dir.join(&named));
+                if !common.starts_with(workspace) {
+                    let how = format!("(commondir: {named}) points to the common git directory");
+                    return Err(refused(workspace, &sub_git_dir.join("commondir"), &how, &common));
+                }
+                scan.dir(&common, false)?;
+                scan.dir(&resolve(&common.join("refs")), true)?;
+            }
+            scan.dir(&sub_git_dir, false)?;
+            scan.dir(&resolve(&sub_git_dir.join("refs")), true)?;
+        }
+    }
+    Ok(())
 }
 
 /// A walk for symlinks that lead out of the workspace.
