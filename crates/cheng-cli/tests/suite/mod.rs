@@ -5,6 +5,7 @@ mod code_js;
 mod code_python;
 mod code_shell;
 mod git;
+mod git_confinement;
 mod markdown;
 mod preview;
 mod runtime;
