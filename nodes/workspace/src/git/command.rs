@@ -16,6 +16,12 @@
 //!   first and passed through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`, which needs no quoting;
 //! - per-command flags (`--no-ext-diff`, `--no-textconv`, `--end-of-options`, `--`) added by the
 //!   operations themselves.
+//!
+//! Before any operation, [`Git::open`] confines the repository to the workspace
+//! ([`super::confine`]): the `.git` entry is checked before git runs at all, then the probe's
+//! `--absolute-git-dir`, `--git-common-dir` and `--show-toplevel` and the files git would follow
+//! (alternates, symlinks in the git directory, submodule `.git` files). The configuration listing
+//! carries `--show-origin`, so a `core.worktree` leading out is reported with the file that sets it.
 
 use super::confine;
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
@@ -70,8 +76,9 @@ pub struct Git {
 }
 
 impl Git {
-    /// Opens the repository containing `cwd`: checks that it is one, that its work tree lies
-    /// inside `workspace`, and neutralises the drivers its configuration defines.
+    /// Opens the repository containing `cwd`: checks that it is one, that everything git would
+    /// read lies inside `workspace` (see [`super::confine`]), and neutralises the drivers its
+    /// configuration defines.
     pub async fn open(workspace: &Path, cwd: PathBuf, cancel: &CancellationToken) -> Result<Git, NodeError> {
         // Before git runs at all: the `.git` entry it would read first must not lead out.
         confine::dot_git(workspace, &cwd)?;

@@ -18,9 +18,11 @@
 //!   `info/`, `objects/` in full), and the alternates chain is followed, each alternate objects
 //!   directory scanned the same way.
 //!
-//! Submodules are not checked here: workspace_git never enters one (`--ignore-submodules=all` for
-//! status and diff; show and log compare stored trees only), so a submodule's `.git` file is
-//! never followed.
+//! - Submodules: git reads the HEAD of every populated submodule while refreshing the index, even
+//!   with `--ignore-submodules` (and `git diff` prints it as `Subproject commit <hash>`). So the
+//!   gitlink entries are read from the index directly ([`index`]), and each one's `.git` must
+//!   lead to a git directory inside the workspace whose `commondir` and refs stay inside too.
+//!   Submodule work trees are never entered (`--ignore-submodules=dirty`).
 
 use cheng_node::paths::display_relative;
 use cheng_node::{ErrorKind, NodeError};
