@@ -81,7 +81,13 @@ impl Git {
     /// configuration defines.
     pub async fn open(workspace: &Path, cwd: PathBuf, cancel: &CancellationToken) -> Result<Git, NodeError> {
         // Before git runs at all: the `.git` entry it would read first must not lead out.
-        confine::dot_git(workspace, &cwd)?;
+        let guessed = confine::dot_git(workspace, &cwd)?;
+        // The git directory's symlink scan (the walk of objects/ and refs/) and the read of its
+        // index run while git probes.
+        let prescan = guessed.map(|dir| {
+            let workspace = workspace.to_path_buf();
+            tokio::task::spawn_blocking(move || confine::prescan(&workspace, dir))
+        });
         let env = base_env(workspace, cheng_exec::env::base());
         let probe = Git { cwd: cwd.clone(), toplevel: cwd.clone(), object_format: String::new(), env, cancel: cancel.clone() };
         let (info, config) = tokio::join!(
@@ -113,7 +119,12 @@ impl Git {
         let entries = config_entries(&config.stdout.text);
         let worktree_origin = entries.iter().rev().find(|e| e.key == "core.worktree").and_then(|e| e.origin.strip_prefix("file:"));
         let hash_len = if object_format == "sha256" { 32 } else { 20 };
-        let toplevel = confine::layout(workspace, &cwd, toplevel, git_dir, common_dir, worktree_origin, hash_len)?;
+        let prescanned = match prescan {
+            Some(handle) => handle.await.ok(),
+            None => None,
+        };
+        let answers = confine::Probe { toplevel, git_dir, common_dir, worktree_origin, hash_len };
+        let toplevel = confine::layout(workspace, &cwd, &answers, prescanned)?;
         let mut env = probe.env;
         push_config_env(&mut env, &driver_overrides(&entries));
         Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone() })

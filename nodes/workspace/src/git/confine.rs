@@ -40,6 +40,17 @@ const MAX_ALTERNATES: usize = 64;
 /// Subdirectories of a git directory scanned in full for symlinks.
 const SCANNED_SUBDIRS: &[&str] = &["refs", "reftable", "info", "objects"];
 
+/// What git's probe reported, as printed (paths absolute or relative to `cwd`).
+pub struct Probe<'a> {
+    pub toplevel: &'a str,
+    pub git_dir: &'a str,
+    pub common_dir: &'a str,
+    /// The configuration file that sets `core.worktree` (`--show-origin`, without `file:`).
+    pub worktree_origin: Option<&'a str>,
+    /// The object id length in bytes (20 for SHA-1, 32 for SHA-256).
+    pub hash_len: usize,
+}
+
 /// The refusal: `file` (shown relative to the workspace) leads to `target`.
 fn refused(workspace: &Path, file: &Path, how: &str, target: &Path) -> NodeError {
     NodeError::new(
@@ -124,12 +135,13 @@ fn find_dot_git(workspace: &Path, cwd: &Path) -> Option<PathBuf> {
 }
 
 /// Before git runs: the `.git` entry discovery finds first must not be a symlink or a `gitdir:`
-/// file leading out of the workspace.
-pub fn dot_git(workspace: &Path, cwd: &Path) -> Result<(), NodeError> {
-    match find_dot_git(workspace, cwd) {
-        Some(dot_git) => check_dot_git(workspace, &dot_git).map(|_| ()),
-        None => Ok(()),
-    }
+/// file leading out of the workspace. Returns it when it is a plain directory (the usual case),
+/// so its [`prescan`] can run while git probes the repository.
+pub fn dot_git(workspace: &Path, cwd: &Path) -> Result<Option<PathBuf>, NodeError> {
+    let Some(dot_git) = find_dot_git(workspace, cwd) else { return Ok(None) };
+    check_dot_git(workspace, &dot_git)?;
+    let plain_dir = dot_git.symlink_metadata().is_ok_and(|m| m.file_type().is_dir());
+    Ok(plain_dir.then_some(dot_git))
 }
 
 /// Checks one `.git` entry (a directory, a symlink, or a `gitdir:` file) and returns the git
@@ -159,18 +171,15 @@ fn check_dot_git(workspace: &Path, dot_git: &Path) -> Result<PathBuf, NodeError>
 }
 
 /// After the probe: git's directories are canonicalised and checked, then scanned. Returns the
-/// work tree's top level, canonical.
-///
-/// `worktree_origin` is the configuration file that sets `core.worktree`, when one does.
+/// work tree's top level, canonical. `prescanned` is a [`prescan`] already run on a
+/// directory, used when that directory is the git or common directory.
 pub fn layout(
     workspace: &Path,
     cwd: &Path,
-    toplevel: &str,
-    git_dir: &str,
-    common_dir: &str,
-    worktree_origin: Option<&str>,
-    hash_len: usize,
+    probe: &Probe<'_>,
+    prescanned: Option<Prescan>,
 ) -> Result<PathBuf, NodeError> {
+    let Probe { toplevel, git_dir, common_dir, worktree_origin, hash_len } = *probe;
     let git_dir = resolve(&cwd.join(git_dir));
     if !git_dir.starts_with(workspace) {
         let pointer = find_dot_git(workspace, cwd).unwrap_or_else(|| cwd.join(".git"));
@@ -195,24 +204,38 @@ pub fn layout(
     }
     let mut scan = Scan { workspace, visited: HashSet::new() };
     let dirs: Vec<&Path> = if git_dir == common_dir { vec![&git_dir] } else { vec![&git_dir, &common_dir] };
-    for dir in &dirs {
-        scan.dir(dir, false)?;
-        for sub in SCANNED_SUBDIRS {
-            let path = dir.join(sub);
-            if path.is_dir() {
-                scan.dir(&resolve(&path), true)?;
+    let mut prescanned = prescanned;
+    let mut known_gitlinks = None;
+    for dir in dirs {
+        match prescanned.take() {
+            Some(done) if done.dir == dir => {
+                done.scan?;
+                if dir == git_dir && hash_len == 20 {
+                    known_gitlinks = done.sha1_gitlinks;
+                }
+            }
+            other => {
+                prescanned = other;
+                scan.git_dir(dir)?;
             }
         }
     }
     alternates(workspace, &resolve(&common_dir.join("objects")), &mut scan)?;
-    submodules(workspace, &toplevel, &git_dir, hash_len, &mut scan)?;
+    submodules(workspace, &toplevel, &git_dir, hash_len, known_gitlinks, &mut scan)?;
     Ok(toplevel)
 }
 
 /// Every submodule (gitlink entry of the index) whose work tree is populated: git's index refresh
 /// reads its `.git` and its HEAD even when submodules are ignored, so its `.git`, `commondir`
 /// and refs must stay inside the workspace too.
-fn submodules(workspace: &Path, toplevel: &Path, git_dir: &Path, hash_len: usize, scan: &mut Scan<'_>) -> Result<(), NodeError> {
+fn submodules(
+    workspace: &Path,
+    toplevel: &Path,
+    git_dir: &Path,
+    hash_len: usize,
+    known_gitlinks: Option<Vec<Vec<u8>>>,
+    scan: &mut Scan<'_>,
+) -> Result<(), NodeError> {
     let mut indexes = vec![git_dir.join("index")];
     // A split index keeps most entries in a shared index next to it.
     if let Ok(entries) = std::fs::read_dir(git_dir) {
@@ -220,18 +243,25 @@ fn submodules(workspace: &Path, toplevel: &Path, git_dir: &Path, hash_len: usize
             entries.flatten().filter(|e| e.file_name().as_encoded_bytes().starts_with(b"sharedindex.")).map(|e| e.path()),
         );
     }
+    let mut known_gitlinks = known_gitlinks;
     for index in indexes {
-        let Ok(bytes) = std::fs::read(&index) else { continue };
-        let links = index::gitlinks(&bytes, hash_len).ok_or_else(|| {
-            NodeError::new(
-                ErrorKind::PolicyDenied,
-                format!(
-                    "the index {} could not be read to find the repository's submodules, so they cannot be checked; \
-                     the repository is refused (run `git status` once to rewrite the index, or use an index of version 2, 3 or 4)",
-                    display_relative(workspace, &index)
-                ),
-            )
-        })?;
+        let links = match known_gitlinks.take() {
+            Some(links) => links,
+            None => {
+                let Ok(bytes) = std::fs::read(&index) else { continue };
+                index::gitlinks(&bytes, hash_len).ok_or_else(|| {
+                    NodeError::new(
+                        ErrorKind::PolicyDenied,
+                        format!(
+                            "the index {} could not be read to find the repository's submodules, so they cannot be \
+                             checked; the repository is refused (run `git status` once to rewrite the index, or use an \
+                             index of version 2, 3 or 4)",
+                            display_relative(workspace, &index)
+                        ),
+                    )
+                })?
+            }
+        };
         for link in links {
             let dir = toplevel.join(std::ffi::OsStr::from_bytes(&link));
             let dot_git = dir.join(".git");
@@ -266,7 +296,34 @@ struct Scan<'a> {
     visited: HashSet<PathBuf>,
 }
 
+/// The work that needs only a git directory's path, done while git probes the repository: its
+/// symlink scan (top level, and `refs/`, `reftable/`, `info/`, `objects/` in full) and the
+/// gitlinks of its index read as SHA-1 (the object format is known only after the probe).
+pub struct Prescan {
+    dir: PathBuf,
+    scan: Result<(), NodeError>,
+    /// `None` when the index is absent or does not parse as SHA-1.
+    sha1_gitlinks: Option<Vec<Vec<u8>>>,
+}
+
+pub fn prescan(workspace: &Path, dir: PathBuf) -> Prescan {
+    let scan = Scan { workspace, visited: HashSet::new() }.git_dir(&dir);
+    let sha1_gitlinks = std::fs::read(dir.join("index")).ok().and_then(|bytes| index::gitlinks(&bytes, 20));
+    Prescan { dir, scan, sha1_gitlinks }
+}
+
 impl Scan<'_> {
+    fn git_dir(&mut self, dir: &Path) -> Result<(), NodeError> {
+        self.dir(dir, false)?;
+        for sub in SCANNED_SUBDIRS {
+            let path = dir.join(sub);
+            if path.is_dir() {
+                self.dir(&resolve(&path), true)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every symlink in `dir` (and below it, when `recursive`). A symlink to a directory
     /// inside the workspace is walked too, since git reads through it.
     fn dir(&mut self, dir: &Path, recursive: bool) -> Result<(), NodeError> {

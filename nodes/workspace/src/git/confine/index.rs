@@ -25,7 +25,8 @@ pub fn gitlinks(bytes: &[u8], hash_len: usize) -> Option<Vec<Vec<u8>>> {
     }
     let count = be32(bytes, 8)? as usize;
     let mut at = 12;
-    let mut previous: Vec<u8> = Vec::new();
+    // Version 4 names each path relative to the previous one; the buffer is reused.
+    let mut path: Vec<u8> = Vec::new();
     let mut out = Vec::new();
     for _ in 0..count {
         let start = at;
@@ -39,30 +40,29 @@ pub fn gitlinks(bytes: &[u8], hash_len: usize) -> Option<Vec<Vec<u8>>> {
             }
             at += 2;
         }
-        let path = if version == 4 {
+        let gitlink = mode & TYPE_MASK == GITLINK;
+        if version == 4 {
             let (drop, used) = varint(bytes.get(at..)?)?;
             at += used;
-            let keep = previous.len().checked_sub(usize::try_from(drop).ok()?)?;
+            let keep = path.len().checked_sub(usize::try_from(drop).ok()?)?;
             let end = at + bytes.get(at..)?.iter().position(|b| *b == 0)?;
-            let mut path = previous[..keep].to_vec();
+            path.truncate(keep);
             path.extend_from_slice(&bytes[at..end]);
             at = end + 1;
-            path
+            if gitlink {
+                out.push(path.clone());
+            }
         } else {
             let end = at + bytes.get(at..)?.iter().position(|b| *b == 0)?;
-            let path = bytes[at..end].to_vec();
+            if gitlink {
+                out.push(bytes[at..end].to_vec());
+            }
             // Entry length rounded up to a multiple of 8, at least one NUL.
-            let length = end - start;
-            at = start + (length + 8) / 8 * 8;
-            path
-        };
+            at = start + (end - start + 8) / 8 * 8;
+        }
         if at > bytes.len() {
             return None;
         }
-        if mode & TYPE_MASK == GITLINK {
-            out.push(path.clone());
-        }
-        previous = path;
     }
     Some(out)
 }
