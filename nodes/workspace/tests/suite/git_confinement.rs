@@ -200,6 +200,10 @@ async fn objects_or_refs_symlinked_outside_are_refused() {
     std::fs::remove_file(ws3.join(".git/objects/pack/pack-x.pack")).expect("rm");
     std::os::unix::fs::symlink(&outside_file, ws3.join(".git/shallow")).expect("symlink");
     all_refused(&ws3, ".", ".git/shallow", &outside_file).await;
+    std::fs::remove_file(ws3.join(".git/shallow")).expect("rm");
+    std::fs::create_dir_all(ws3.join(".git/info")).expect("mkdir");
+    std::os::unix::fs::symlink(&outside_file, ws3.join(".git/info/grafts")).expect("symlink");
+    all_refused(&ws3, ".", ".git/info/grafts", &outside_file).await;
 }
 
 #[tokio::test]
@@ -258,4 +262,20 @@ async fn repositories_kept_inside_still_work() {
     let status = run(&WorkspaceGit, &ws, json!({"operation": "status", "cwd": "super"})).await.expect("status");
     let files = status["files"].as_array().cloned().unwrap_or_default();
     assert!(files.iter().any(|f| f["path"] == "sub" && f["staged"] == true), "the staged submodule is reported: {files:?}");
+
+    // A SHA-256 repository with a submodule entry: its index (32-byte ids) is read correctly.
+    let sha256 = ws.join("sha256");
+    std::fs::create_dir(&sha256).expect("mkdir");
+    git(&sha256, &["-c", "init.defaultBranch=main", "init", "-q", "--object-format=sha256", "."]);
+    std::fs::write(sha256.join("a.txt"), "a\n").expect("write");
+    git(&sha256, &["add", "a.txt"]);
+    git(&sha256, &["commit", "-qm", "sha256 commit"]);
+    let link = "2".repeat(64);
+    git(&sha256, &["update-index", "--add", "--cacheinfo", &format!("160000,{link},sub")]);
+    std::fs::create_dir(sha256.join("sub")).expect("mkdir");
+    all_work(&ws, "sha256").await;
+    // ... and a submodule .git leading out of it is still found.
+    let (_o, other, _head) = outside_repo();
+    std::fs::write(sha256.join("sub/.git"), format!("gitdir: {}\n", other.join(".git").display())).expect("write");
+    all_refused(&ws, "sha256", "sha256/sub/.git", &other.join(".git")).await;
 }
