@@ -85,7 +85,7 @@ impl ErrorKind {
             ErrorKind::InvalidInput => "An input is missing, of the wrong type, out of range or contradicts another input; the message names the field and the limit.",
             ErrorKind::PolicyDenied => "The node's policy (shell strings off, command whitelist, author ceiling) forbids the request; only the node's author can change that.",
             ErrorKind::ApprovalDenied => "A person (or the absence of one, without a TTY) denied the run or a requested path.",
-            ErrorKind::PathOutsideWorkspace => "A path resolves outside the workspace root, through `..`, an absolute path or a symlink.",
+            ErrorKind::PathOutsideWorkspace => "A path resolves outside the workspace root, through `..`, an absolute path or a symlink; or a repository in the workspace points git outside it (a `.git` file or symlink, `commondir`, `core.worktree`, alternates, a symlink in the git directory).",
             ErrorKind::NotFound => "A file, directory or revision that the input names does not exist.",
             ErrorKind::NotARepository => "The directory is not inside a git repository.",
             ErrorKind::SpawnFailed => "The program could not be started (not installed, not executable, bad working directory).",

@@ -7,6 +7,7 @@ mod code_python;
 mod code_shell;
 mod escapes;
 mod git;
+mod git_confinement;
 mod markdown;
 mod preview;
 mod runtime;

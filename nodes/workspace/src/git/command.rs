@@ -16,7 +16,14 @@
 //!   first and passed through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`, which needs no quoting;
 //! - per-command flags (`--no-ext-diff`, `--no-textconv`, `--end-of-options`, `--`) added by the
 //!   operations themselves.
+//!
+//! Before any operation, [`Git::open`] confines the repository to the workspace
+//! ([`super::confine`]): the `.git` entry is checked before git runs at all, then the probe's
+//! `--absolute-git-dir`, `--git-common-dir` and `--show-toplevel` and the files git would follow
+//! (alternates, symlinks in the git directory, submodule `.git` files). The configuration listing
+//! carries `--show-origin`, so a `core.worktree` leading out is reported with the file that sets it.
 
+use super::confine;
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
 use cheng_node::{CancellationToken, ErrorKind, NodeError};
 use std::ffi::OsString;
@@ -52,6 +59,11 @@ pub const FIXED_OVERRIDES: &[&str] = &[
     "maintenance.auto=false",
 ];
 
+/// The repository probe: where its work tree, git directory and common git directory are (all
+/// absolute), and its object format. One line each, in this order.
+const PROBE_ARGS: [&str; 6] =
+    ["rev-parse", "--path-format=absolute", "--show-toplevel", "--show-object-format", "--absolute-git-dir", "--git-common-dir"];
+
 /// One repository, opened with the hardened environment.
 pub struct Git {
     /// The directory git runs in (the resolved `cwd`).
@@ -64,34 +76,39 @@ pub struct Git {
 }
 
 impl Git {
-    /// Opens the repository containing `cwd`: checks that it is one, that its work tree lies
-    /// inside `workspace`, and neutralises the drivers its configuration defines.
+    /// Opens the repository containing `cwd`: checks that it is one, that everything git would
+    /// read lies inside `workspace` (see [`super::confine`]), and neutralises the drivers its
+    /// configuration defines.
     pub async fn open(workspace: &Path, cwd: PathBuf, cancel: &CancellationToken) -> Result<Git, NodeError> {
-        let env = base_env(workspace);
+        // Before git runs at all: the `.git` entry it would read first must not lead out.
+        let guessed = confine::dot_git(workspace, &cwd)?;
+        // The git directory's symlink scan (the walk of objects/ and refs/) and the read of its
+        // index run while git probes.
+        let prescan = guessed.map(|dir| {
+            let workspace = workspace.to_path_buf();
+            tokio::task::spawn_blocking(move || confine::prescan(&workspace, dir))
+        });
+        let env = base_env(workspace, cheng_exec::env::base());
         let probe = Git { cwd: cwd.clone(), toplevel: cwd.clone(), object_format: String::new(), env, cancel: cancel.clone() };
         let (info, config) = tokio::join!(
-            probe.run(&["rev-parse", "--show-toplevel", "--show-object-format"], 64 * 1024),
-            probe.run(&["config", "--null", "--list"], 4 << 20),
+            probe.run(&PROBE_ARGS, 64 * 1024),
+            probe.run(&["config", "--null", "--show-origin", "--list"], 4 << 20),
         );
         let info = info?;
         if !info.success() {
             return Err(not_a_repository(&cwd, workspace, &info));
         }
-        let mut lines = info.stdout.text.lines();
-        let toplevel = lines.next().unwrap_or_default();
-        let object_format = lines.next().unwrap_or("sha1").to_string();
-        let toplevel = Path::new(toplevel).canonicalize().map_err(|e| {
-            NodeError::new(ErrorKind::NotARepository, format!("the repository's work tree {toplevel:?} cannot be opened: {e}"))
-        })?;
-        if !toplevel.starts_with(workspace) {
+        let lines: Vec<&str> = info.stdout.text.lines().collect();
+        let [toplevel, object_format, git_dir, common_dir] = lines[..] else {
             return Err(NodeError::new(
-                ErrorKind::PathOutsideWorkspace,
+                ErrorKind::NotARepository,
                 format!(
-                    "the repository's work tree is {} (set by its core.worktree or .git file), outside the workspace",
-                    toplevel.display()
+                    "git rev-parse described the repository in {} lines instead of 4 (a path with a newline?); \
+                     rename the repository's directories so their paths hold no newline",
+                    lines.len()
                 ),
             ));
-        }
+        };
         let config = config?;
         if !config.success() || config.stdout.truncated {
             return Err(NodeError::new(
@@ -99,9 +116,18 @@ impl Git {
                 "the repository's configuration could not be listed in full, so its drivers cannot be neutralised; git was not run",
             ));
         }
+        let entries = config_entries(&config.stdout.text);
+        let worktree_origin = entries.iter().rev().find(|e| e.key == "core.worktree").and_then(|e| e.origin.strip_prefix("file:"));
+        let hash_len = if object_format == "sha256" { 32 } else { 20 };
+        let prescanned = match prescan {
+            Some(handle) => handle.await.ok(),
+            None => None,
+        };
+        let answers = confine::Probe { toplevel, git_dir, common_dir, worktree_origin, hash_len };
+        let toplevel = confine::layout(workspace, &cwd, &answers, prescanned)?;
         let mut env = probe.env;
-        push_config_env(&mut env, &driver_overrides(&config.stdout.text));
-        Ok(Git { cwd, toplevel, object_format, env, cancel: cancel.clone() })
+        push_config_env(&mut env, &driver_overrides(&entries));
+        Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone() })
     }
 
     /// Runs `git <hardening> <args>` and returns its output; only a spawn failure, a timeout or
@@ -147,9 +173,12 @@ impl Git {
     }
 }
 
-/// The hardened environment: no host git configuration, no prompts, no optional locks.
-fn base_env(workspace: &Path) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = cheng_exec::env::base()
+/// The hardened environment over `base` (cheng's base environment): no host git configuration,
+/// no `GIT_*` variable from the host (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_COMMON_DIR`,
+/// `GIT_OBJECT_DIRECTORY`, `GIT_ALTERNATE_OBJECT_DIRECTORIES`, … would point git elsewhere), no
+/// prompts, no optional locks.
+fn base_env(workspace: &Path, base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = base
         .into_iter()
         .filter(|(name, _)| {
             let name = name.to_string_lossy();
@@ -175,16 +204,36 @@ fn base_env(workspace: &Path) -> Vec<(OsString, OsString)> {
     env
 }
 
-/// Overrides for every filter and diff driver `git config --null --list` shows.
+/// One entry of `git config --null --show-origin --list`.
+pub struct ConfigEntry<'a> {
+    /// `file:<path>`, `command line:`, ...
+    pub origin: &'a str,
+    /// As git lists it: section and variable lowercased, subsection as written.
+    pub key: &'a str,
+}
+
+/// The entries of `git config --null --show-origin --list` output: NUL-separated origin and
+/// `key\nvalue` pairs.
+pub fn config_entries(list: &str) -> Vec<ConfigEntry<'_>> {
+    let mut items = list.split('\0');
+    let mut out = Vec::new();
+    while let (Some(origin), Some(item)) = (items.next(), items.next()) {
+        let key = item.split('\n').next().unwrap_or("");
+        out.push(ConfigEntry { origin, key });
+    }
+    out
+}
+
+/// Overrides for every filter and diff driver the configuration defines.
 ///
 /// An empty command disables a driver in git (`if (cmd && *cmd)`), and `required=false` keeps a
 /// disabled filter from being an error.
-pub fn driver_overrides(config_list: &str) -> Vec<(String, String)> {
+pub fn driver_overrides(entries: &[ConfigEntry<'_>]) -> Vec<(String, String)> {
     const FILTER: &[(&str, &str)] = &[("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")];
     const DIFF: &[(&str, &str)] = &[("command", ""), ("textconv", "")];
     let mut out: Vec<(String, String)> = Vec::new();
-    for item in config_list.split('\0') {
-        let key = item.split('\n').next().unwrap_or("");
+    for entry in entries {
+        let key = entry.key;
         // `filter.<driver>.<setting>`; the driver name may itself contain dots.
         let Some((prefix, _setting)) = key.rsplit_once('.') else { continue };
         let settings = if prefix.starts_with("filter.") {
@@ -261,8 +310,11 @@ mod tests {
 
     #[test]
     fn drivers_from_the_repository_config_are_disabled() {
-        let list = "core.bare\nfalse\0filter.evil.clean\ntouch x\0filter.a.b.smudge\nrm -rf /\0diff.pic.textconv\nexiftool\0diff.renames\ntrue\0user.name\nme\0";
-        let got = driver_overrides(list);
+        let list = "file:.git/config\0core.bare\nfalse\0file:.git/config\0filter.evil.clean\ntouch x\0file:/x/inc\0filter.a.b.smudge\nrm -rf /\0command line:\0diff.pic.textconv\nexiftool\0file:.git/config\0diff.renames\ntrue\0file:.git/config\0user.name\nme\0";
+        let entries = config_entries(list);
+        assert_eq!(entries.len(), 6);
+        assert_eq!((entries[2].origin, entries[2].key), ("file:/x/inc", "filter.a.b.smudge"));
+        let got = driver_overrides(&entries);
         let has = |k: &str, v: &str| got.iter().any(|(a, b)| a == k && b == v);
         assert!(has("filter.evil.clean", ""));
         assert!(has("filter.evil.smudge", ""));
@@ -276,7 +328,22 @@ mod tests {
 
     #[test]
     fn base_environment_disables_host_configuration() {
-        let env = base_env(Path::new("/work/ws"));
+        let host = [
+            ("PATH", "/usr/bin"),
+            ("GIT_DIR", "/elsewhere/.git"),
+            ("GIT_WORK_TREE", "/elsewhere"),
+            ("GIT_COMMON_DIR", "/elsewhere/.git"),
+            ("GIT_OBJECT_DIRECTORY", "/elsewhere/.git/objects"),
+            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "/elsewhere/.git/objects"),
+            ("GIT_INDEX_FILE", "/elsewhere/.git/index"),
+            ("GIT_NAMESPACE", "x"),
+            ("GIT_CONFIG_PARAMETERS", "'core.worktree'='/elsewhere'"),
+        ];
+        let base = cheng_exec::env::base_from(host.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        let env = base_env(Path::new("/work/ws"), base);
+        for (name, _) in &host[1..] {
+            assert!(!env.iter().any(|(k, _)| k == name), "{name} from the host reaches git");
+        }
         let get = |k: &str| env.iter().find(|(a, _)| a == k).map(|(_, v)| v.to_string_lossy().into_owned());
         assert_eq!(get("GIT_CONFIG_NOSYSTEM").as_deref(), Some("1"));
         assert_eq!(get("GIT_CONFIG_GLOBAL").as_deref(), Some("/dev/null"));

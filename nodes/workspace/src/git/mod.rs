@@ -5,16 +5,21 @@
 //! `-c` overrides, every configured filter/diff driver switched off) and user values are checked
 //! by [`validate`] before git sees them. Decisions:
 //!
-//! - **cwd**: resolved inside the workspace with the shared resolver. The repository's work tree
-//!   must lie inside the workspace too (a `core.worktree` or `.git` file pointing elsewhere is
-//!   refused), and repository discovery stops at the workspace root (`GIT_CEILING_DIRECTORIES`):
-//!   a workspace that is a subdirectory of a larger repository is "not a repository". The git
-//!   directory of a linked worktree may live outside; only its objects and refs are read.
+//! - **cwd**: resolved inside the workspace with the shared resolver, and repository discovery
+//!   stops at the workspace root (`GIT_CEILING_DIRECTORIES`): a workspace that is a subdirectory
+//!   of a larger repository is "not a repository".
+//! - **confinement** ([`confine`]): everything git would read must be inside the workspace. A
+//!   `.git` file or symlink, `commondir`, `core.worktree`, alternates (nested, relative, and
+//!   `http-alternates`), a symlink in the git directory (`objects`, `refs`, a pack, `shallow`, …)
+//!   or a submodule's `.git` that leads out makes every operation fail with
+//!   `LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE`, naming the file and where it points. The checks read
+//!   those few files directly (no extra git process).
 //! - **status**: `--porcelain=v2 -z --branch --untracked-files=normal --find-renames
 //!   --ignore-submodules=dirty` (submodule work trees are not entered: entering one would run git
-//!   under a configuration that was never neutralised), read as raw bytes. Paths are relative to
-//!   the repository root. Paths that are not UTF-8 keep their bytes in `path_bytes_base64` (see
-//!   [`quote`]).
+//!   under a configuration that was never neutralised; git still reads each populated
+//!   submodule's HEAD, which is why [`confine`] checks submodule git directories), read as raw
+//!   bytes. Paths are relative to the repository root. Paths that are not UTF-8 keep their bytes
+//!   in `path_bytes_base64` (see [`quote`]).
 //!   The current branch's tracking (upstream, ahead, behind) is reported in `branches`.
 //! - **diff**: the working tree against HEAD — staged and unstaged changes to tracked files
 //!   together, untracked files excluded (`git diff HEAD`); against the empty tree before the first
@@ -33,6 +38,7 @@
 
 mod branch;
 mod command;
+mod confine;
 mod diff;
 mod log;
 mod quote;

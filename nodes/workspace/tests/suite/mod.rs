@@ -1,3 +1,4 @@
 mod common;
 mod git;
+mod git_confinement;
 mod testing;
