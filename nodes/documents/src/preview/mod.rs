@@ -6,6 +6,7 @@
 //! pretty-printed JSON (`format: "metadata"`), so a reader and a program see the same thing.
 
 pub mod artifact;
+pub mod flatten;
 pub mod html_text;
 pub mod sanitize;
 
@@ -14,7 +15,10 @@ use cheng_node::input::{non_empty_str, opt_str};
 use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
 use cheng_node::{Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use flatten::MAX_DEPTH;
+use cheng_node::CancellationToken;
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
 /// Default and largest preview size.
@@ -130,13 +134,41 @@ impl Node for WorkspacePreview {
             }
         };
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || preview(&ctx, operation, source, max_bytes))
+        tokio::task::spawn_blocking(move || preview(&ctx, operation, source, max_bytes, TIME_LIMIT))
             .await
             .map_err(|e| NodeError::internal(format!("preview stopped unexpectedly: {e}")))?
     }
 }
 
-fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize) -> Result<Values, NodeError> {
+/// Longest a preview may run; its steps check this (and cancellation) at bounded intervals of
+/// work. Every input up to the size cap takes far less (docs/performance.md): this only stops a
+/// run on a machine too loaded to finish it.
+pub const TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// Cancellation and the time limit, checked inside every long step.
+struct Budget<'a> {
+    cancel: &'a CancellationToken,
+    deadline: Instant,
+    limit: Duration,
+}
+
+impl Budget<'_> {
+    fn check(&self) -> Result<(), NodeError> {
+        if self.cancel.is_cancelled() {
+            return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while rendering the preview"));
+        }
+        if Instant::now() >= self.deadline {
+            return Err(NodeError::new(
+                ErrorKind::TimedOut,
+                format!("the preview took longer than its {} s limit and was stopped; preview a smaller file", self.limit.as_secs()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize, limit: Duration) -> Result<Values, NodeError> {
+    let budget = Budget { cancel: &ctx.cancel, deadline: Instant::now() + limit, limit };
     let root = &ctx.workspace;
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
@@ -144,6 +176,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
+    let mut flattened_count = 0usize;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
         (Operation::ArtifactSummary, _) => {
             let meta = match &source {
@@ -169,8 +202,9 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         }
         (_, Source::Path(rel)) => {
             let file = read_text(root, rel, "path", MAX_TEXT_BYTES)?;
-            let (format, text) = render(operation, &file.text);
+            let (format, text, flattened) = render(operation, &file.text, &budget)?;
             out.insert("format".into(), json!(format));
+            flattened_count = flattened;
             (Some(file.display.clone()), file.bytes, text, file.display)
         }
         (_, Source::Content(content)) => {
@@ -181,8 +215,9 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                     human_bytes(MAX_TEXT_BYTES)
                 )));
             }
-            let (format, text) = render(operation, content);
+            let (format, text, flattened) = render(operation, content, &budget)?;
             out.insert("format".into(), json!(format));
+            flattened_count = flattened;
             (None, content.len() as u64, text, "content".to_string())
         }
     };
@@ -195,6 +230,12 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     if operation == Operation::ArtifactSummary {
         summary = summary_head;
     }
+    if flattened_count > 0 {
+        summary.push_str(&format!(
+            "; nesting deeper than {MAX_DEPTH} levels was flattened ({flattened_count} element{} kept as plain content of their ancestor)",
+            if flattened_count == 1 { "" } else { "s" }
+        ));
+    }
     if truncated {
         summary.push_str(&format!(" (preview head+tail truncated to {})", human_bytes(max_bytes as u64)));
     }
@@ -205,18 +246,26 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     if let Some(path) = source_path {
         out.insert("source_path".into(), json!(path));
     }
-    if ctx.cancel.is_cancelled() {
-        return Err(NodeError::new(ErrorKind::Cancelled, "cancelled"));
-    }
+    budget.check()?;
     Ok(out)
 }
 
-fn render(operation: Operation, text: &str) -> (&'static str, String) {
-    match operation {
-        Operation::Markdown => ("html", sanitize::markdown_to_safe_html(text)),
-        Operation::Html => ("text", html_text::render(&html_text::summarize(text))),
-        Operation::ArtifactSummary => ("metadata", String::new()),
-    }
+/// (format, preview text, elements flattened past [`MAX_DEPTH`]).
+fn render(operation: Operation, text: &str, budget: &Budget) -> Result<(&'static str, String, usize), NodeError> {
+    budget.check()?;
+    Ok(match operation {
+        Operation::Markdown => {
+            let (html, flattened) = sanitize::markdown_to_safe_html_bounded(text, || budget.check())?;
+            ("html", html, flattened)
+        }
+        Operation::Html => {
+            let flat = flatten::flatten(text, || budget.check())?;
+            let summary = html_text::summarize(&flat.html);
+            budget.check()?;
+            ("text", html_text::render(&summary), flat.dropped)
+        }
+        Operation::ArtifactSummary => ("metadata", String::new(), 0),
+    })
 }
 
 /// Head+tail truncation to `max_bytes` (of kept content; the omission marker comes on top, as
