@@ -333,3 +333,21 @@ fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
     }
     (head_end, tail_start.max(head_end))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::Decision;
+
+    #[test]
+    fn the_time_limit_stops_a_preview_inside_the_pipeline() {
+        let ctx = RunContext::for_workspace(SPEC.id, std::env::temp_dir(), Decision::Denied);
+        for operation in [Operation::Markdown, Operation::Html] {
+            let source = Source::Content("<div>".repeat(100_000));
+            let err = preview(&ctx, operation, source, 1000, Duration::ZERO).err().map(|e| (e.kind, e.message));
+            let (kind, message) = err.unwrap_or((ErrorKind::Internal, String::new()));
+            assert_eq!(kind, ErrorKind::TimedOut, "{operation:?}: {message}");
+            assert!(message.contains("60 s") || message.contains("0 s limit"), "{message}");
+        }
+    }
+}
