@@ -8,7 +8,7 @@ pub const FAMILIES: &[(&str, fn(usize) -> String)] = &[
     ("blockquote >", |n| ">".repeat(n)),
     ("blockquote > space", |n| "> ".repeat(n / 2)),
     ("blockquote lines", |n| lines(n, |i| format!("{}x\n", ">".repeat(i % 5000)))),
-    ("list - inline", |n| "- ".repeat(n / 2)),
+    ("list - inline", |n| format!("{}x", "- ".repeat(n / 2 - 1))),
     ("list indented", |n| lines(n, |i| format!("{}- x\n", "  ".repeat(i % 3000)))),
     ("list ordered inline", |n| "1. ".repeat(n / 3)),
     ("emphasis *", |n| "*".repeat(n)),
