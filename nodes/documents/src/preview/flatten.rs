@@ -62,9 +62,10 @@ struct State {
     /// Per dropped element name, how many of their end tags are still to be dropped.
     dropped_open: Vec<(LocalName, usize)>,
     dropped: usize,
-    /// Inside a kept script/style/…: text is written raw, not escaped (RCDATA and dropped
-    /// elements' text is escaped).
-    raw: bool,
+    /// Inside script or style: their content is left out (the sanitiser drops it with the
+    /// element, the text extractor skips it), so the output has no raw-text regions and any cut
+    /// outside a tag falls between text and elements.
+    skip_text: bool,
 }
 
 struct Sink(RefCell<State>);
@@ -103,19 +104,20 @@ impl State {
                 None => self.dropped_open.push((tag.name.clone(), 1)),
             }
             // Raw-text content still has to be tokenised as raw text (markup inside a dropped
-            // <script> is text), and is written escaped, as the text it now is.
+            // <xmp> is text), and is written escaped, as the text it now is.
+            self.skip_text = matches!(name, "script" | "style");
             return raw_kind.unwrap_or(TokenSinkResult::Continue);
         }
         self.write_tag(&tag, false);
         self.stack.push(tag.name.clone());
-        // RCDATA (title, textarea) had its character references decoded: escape it again.
-        self.raw = matches!(raw_kind, Some(TokenSinkResult::RawData(RawKind::ScriptData | RawKind::Rawtext)) | Some(TokenSinkResult::Plaintext));
+        // Other raw text (xmp, textarea, title, …) is written escaped: the same text for a parser.
+        self.skip_text = matches!(name, "script" | "style");
         raw_kind.unwrap_or(TokenSinkResult::Continue)
     }
 
     fn end(&mut self, tag: Tag) {
         let name: &str = &tag.name;
-        self.raw = false;
+        self.skip_text = false;
         if void(name) {
             return;
         }
@@ -164,9 +166,7 @@ fn escape_into(out: &mut String, text: &str, attribute: bool) {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '"' if attribute => out.push_str("&quot;"),
-            '\u{a0}' => out.push_str("&nbsp;"),
             c => out.push(c),
         }
     }
@@ -183,13 +183,12 @@ impl TokenSink for Sink {
                 TagKind::EndTag => state.end(tag),
             },
             Token::CharacterTokens(text) => {
-                if state.raw {
-                    state.out.push_str(&text);
-                } else {
+                if !state.skip_text {
                     escape_into(&mut state.out, &text, false);
                 }
             }
-            Token::NullCharacterToken => state.out.push('\u{fffd}'),
+            Token::NullCharacterToken if !state.skip_text => state.out.push('\u{fffd}'),
+            Token::NullCharacterToken => {}
             Token::CommentToken(_) | Token::DoctypeToken(_) | Token::EOFToken | Token::ParseError(_) => {}
         }
         TokenSinkResult::Continue
@@ -204,7 +203,7 @@ pub fn flatten<E>(html: &str, mut check: impl FnMut() -> Result<(), E>) -> Resul
         stack: Vec::new(),
         dropped_open: Vec::new(),
         dropped: 0,
-        raw: false,
+        skip_text: false,
     }));
     let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
     let input = BufferQueue::default();
@@ -258,12 +257,12 @@ mod tests {
     #[test]
     fn raw_text_stays_raw_even_when_dropped() {
         let deep = "<div>".repeat(MAX_DEPTH);
-        let f = run(&format!("{deep}<script><b>not a tag</b></script><b>tag</b>"));
-        assert!(f.html.contains("&lt;b&gt;not a tag&lt;/b&gt;") && !f.html.contains("<script>"), "a dropped script's content is text: {}", &f.html[f.html.len() - 80..]);
-        let f = run("<title>&lt;/title&gt;&lt;i&gt;</title>");
-        assert_eq!(f.html, "<title>&lt;/title&gt;&lt;i&gt;</title>");
-        let f = run("<script>if (a < b) {}</script><p>x");
-        assert!(f.html.starts_with("<script>if (a < b) {}</script>"), "{}", f.html);
+        let f = run(&format!("{deep}<xmp><b>not a tag</b></xmp><b>tag</b>"));
+        assert!(f.html.contains("&lt;b>not a tag&lt;/b>") && !f.html.contains("<xmp>"), "a dropped xmp's content is text: {}", &f.html[f.html.len() - 80..]);
+        let f = run("<title>&lt;/title&gt;&lt;i&gt;</title><xmp><i></xmp>");
+        assert_eq!(f.html, "<title>&lt;/title>&lt;i></title><xmp>&lt;i></xmp>");
+        let f = run("<script>if (a < b) {}</script><style>p{}</style><p>x");
+        assert_eq!(f.html, "<script></script><style></style><p>x</p>", "script and style content is left out");
     }
 
     #[test]

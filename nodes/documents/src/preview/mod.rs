@@ -27,7 +27,7 @@ pub const MAX_PREVIEW_BYTES: i64 = 524_288;
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_preview",
     title: "Workspace Preview",
-    description: "Render bounded, sanitized previews: Markdown to safe HTML, HTML to a text summary, or artifact metadata. Read-only; persisting output goes through file operations.",
+    description: "Render bounded, sanitized previews: Markdown to safe HTML, HTML to a text summary, or artifact metadata. Markup nested deeper than 256 levels is flattened (the summary says so). Read-only; persisting output goes through file operations.",
     category: "workspace",
     inputs: &[
         PortSpec::input("operation", PortType::String, "Preview operation: markdown, html, or artifact_summary")
@@ -177,6 +177,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         out.insert(port.into(), Value::Null);
     }
     let mut flattened_count = 0usize;
+    let mut pre_bounded = false;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
         (Operation::ArtifactSummary, _) => {
             let meta = match &source {
@@ -202,9 +203,11 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         }
         (_, Source::Path(rel)) => {
             let file = read_text(root, rel, "path", MAX_TEXT_BYTES)?;
-            let (format, text, flattened) = render(operation, &file.text, &budget)?;
-            out.insert("format".into(), json!(format));
-            flattened_count = flattened;
+            let rendered = render(operation, &file.text, max_bytes, &budget)?;
+            out.insert("format".into(), json!(rendered.format));
+            flattened_count = rendered.flattened;
+            pre_bounded = rendered.bounded;
+            let text = rendered.text;
             (Some(file.display.clone()), file.bytes, text, file.display)
         }
         (_, Source::Content(content)) => {
@@ -215,13 +218,15 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                     human_bytes(MAX_TEXT_BYTES)
                 )));
             }
-            let (format, text, flattened) = render(operation, content, &budget)?;
-            out.insert("format".into(), json!(format));
-            flattened_count = flattened;
+            let rendered = render(operation, content, max_bytes, &budget)?;
+            out.insert("format".into(), json!(rendered.format));
+            flattened_count = rendered.flattened;
+            pre_bounded = rendered.bounded;
+            let text = rendered.text;
             (None, content.len() as u64, text, "content".to_string())
         }
     };
-    let (preview, truncated) = bound(operation, &text, max_bytes);
+    let (preview, truncated) = if pre_bounded { (text, true) } else { bound(operation, &text, max_bytes) };
     let mut summary = format!(
         "{summary_head}: {} preview of {} source",
         operation.name(),
@@ -250,21 +255,48 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     Ok(out)
 }
 
-/// (format, preview text, elements flattened past [`MAX_DEPTH`]).
-fn render(operation: Operation, text: &str, budget: &Budget) -> Result<(&'static str, String, usize), NodeError> {
+/// Flattened HTML longer than this many times `max_bytes` is cut head+tail before it is
+/// sanitised (see [`render`]).
+const PRE_CUT_FACTOR: usize = 4;
+
+/// What [`render`] made.
+struct Rendered {
+    format: &'static str,
+    text: String,
+    /// Elements flattened past [`MAX_DEPTH`].
+    flattened: usize,
+    /// Already head+tail cut to `max_bytes` (and sanitised after the cut).
+    bounded: bool,
+}
+
+/// Renders the preview text. For `markdown`, a rendering far longer than the preview (more
+/// than [`PRE_CUT_FACTOR`] × `max_bytes`) is cut head+tail *before* sanitising, exactly as
+/// [`bound`] cuts (outside tags, then the splice is sanitised): the sanitiser's tree is then
+/// built for what the preview shows, not for 16 MiB of elements nobody sees. The flattened
+/// HTML has no raw-text regions, so such a cut always falls between text and elements.
+fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -> Result<Rendered, NodeError> {
     budget.check()?;
     Ok(match operation {
         Operation::Markdown => {
-            let (html, flattened) = sanitize::markdown_to_safe_html_bounded(text, || budget.check())?;
-            ("html", html, flattened)
+            let (html, in_markdown) = sanitize::render_markdown_bounded(text, || budget.check())?;
+            let flat = flatten::flatten(&html, || budget.check())?;
+            drop(html);
+            let flattened = in_markdown + flat.dropped;
+            if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
+                let (text, _) = bound(Operation::Markdown, &flat.html, max_bytes);
+                Rendered { format: "html", text, flattened, bounded: true }
+            } else {
+                let text = sanitize::sanitize(&flat.html);
+                Rendered { format: "html", text, flattened, bounded: false }
+            }
         }
         Operation::Html => {
             let flat = flatten::flatten(text, || budget.check())?;
             let summary = html_text::summarize(&flat.html);
             budget.check()?;
-            ("text", html_text::render(&summary), flat.dropped)
+            Rendered { format: "text", text: html_text::render(&summary), flattened: flat.dropped, bounded: false }
         }
-        Operation::ArtifactSummary => ("metadata", String::new(), 0),
+        Operation::ArtifactSummary => Rendered { format: "metadata", text: String::new(), flattened: 0, bounded: false },
     })
 }
 
