@@ -1,5 +1,5 @@
 //! Every tools/workspace_preview and tools/workspace_markdown operation on each pathological
-//! nesting family of `families.rs`, at the nodes' size cap (16 MiB) by default.
+//! nesting family of `support/families.rs`, at the nodes' size cap (16 MiB) by default.
 //!
 //! Run with `cargo bench -p cheng-nodes-documents --bench nesting`. `CHENG_BENCH_BYTES` sets the
 //! input size, `CHENG_BENCH_FAMILY` / `CHENG_BENCH_OP` keep the families / operations whose
@@ -7,7 +7,7 @@
 //! prints the family, the operation and the milliseconds of one whole node run (reading the
 //! file included); the acceptance bound is 2000 ms for every line.
 
-#[path = "families.rs"]
+#[path = "support/families.rs"]
 mod families;
 
 use cheng_node::{Decision, Node, RunContext, Values};

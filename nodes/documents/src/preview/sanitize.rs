@@ -43,7 +43,7 @@ pub fn render_markdown_bounded<E>(markdown: &str, mut check: impl FnMut() -> Res
     let mut stopped: Option<E> = None;
     let parser = pulldown_cmark::Parser::new_ext(markdown, options()).map_while(|event| {
         events += 1;
-        if events % CHECK_EVERY_EVENTS == 0 {
+        if events.is_multiple_of(CHECK_EVERY_EVENTS) {
             if let Err(e) = check() {
                 stopped = Some(e);
                 return None;

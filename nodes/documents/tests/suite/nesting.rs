@@ -1,12 +1,12 @@
 //! Pathological nesting (issue: preview time grew quadratically with nesting depth; 100 001 `>`
-//! ran past 60 s, 40 000 `<div>`s took 5 s). Every family of `benches/families.rs` goes through
+//! ran past 60 s, 40 000 `<div>`s took 5 s). Every family of `benches/support/families.rs` goes through
 //! every tools/workspace_preview and tools/workspace_markdown operation: each must finish, keep
 //! its output bounded, and keep the preview's element nesting within the documented bound, with
 //! the flattening named in the summary. Speed is measured by `cargo bench --bench nesting` at
 //! the 16 MiB cap; here the inputs are smaller (debug builds are slow), but still thousands of
 //! levels deeper than the bound, which is what made the old pipeline quadratic.
 
-#[path = "../../benches/families.rs"]
+#[path = "../../benches/support/families.rs"]
 mod families;
 
 use super::support::*;

@@ -3,8 +3,11 @@
 //! with one shape that drives parsers and tree builders deep (or into quadratic rescans).
 #![allow(dead_code)]
 
-/// (name, generator). Every generator returns at most `bytes` bytes (and close to it).
-pub const FAMILIES: &[(&str, fn(usize) -> String)] = &[
+/// Makes a family's text of at most the given number of bytes (and close to it).
+pub type Generator = fn(usize) -> String;
+
+/// (name, generator).
+pub const FAMILIES: &[(&str, Generator)] = &[
     ("blockquote >", |n| ">".repeat(n)),
     ("blockquote > space", |n| "> ".repeat(n / 2)),
     ("blockquote lines", |n| lines(n, |i| format!("{}x\n", ">".repeat(i % 5000)))),
