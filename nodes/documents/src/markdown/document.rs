@@ -22,6 +22,9 @@ pub fn options() -> Options {
         | Options::ENABLE_GFM
 }
 
+/// Events walked between two calls of [`Document::parse_checked`]'s `check`.
+pub const CHECK_EVERY_EVENTS: usize = 64 * 1024;
+
 /// Byte offsets of line starts; lines are split on `\n` exactly as `str::split('\n')` does, so
 /// a text ending in `\n` has a final empty line (markdownlint counts lines the same way).
 #[derive(Debug, Clone)]
@@ -195,6 +198,15 @@ fn parser<'a, 'b>(
 
 impl<'a> Document<'a> {
     pub fn parse(text: &'a str) -> Self {
+        match Self::parse_checked(text, || Ok::<(), std::convert::Infallible>(())) {
+            Ok(doc) => doc,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Document::parse`], calling `check` every [`CHECK_EVERY_EVENTS`] events; its error
+    /// stops the walk (pulldown-cmark's block pass, before the first event, is not covered).
+    pub fn parse_checked<E>(text: &'a str, mut check: impl FnMut() -> Result<(), E>) -> Result<Self, E> {
         let mut doc = Document {
             text,
             lines: LineIndex::new(text),
@@ -210,10 +222,25 @@ impl<'a> Document<'a> {
             html_links: Vec::new(),
         };
         let mut broken = Vec::new();
-        doc.walk(parser(text, &mut broken).into_offset_iter());
+        let mut events = 0usize;
+        let mut stopped = None;
+        let checked = parser(text, &mut broken).into_offset_iter().map_while(|event| {
+            events += 1;
+            if events.is_multiple_of(CHECK_EVERY_EVENTS) {
+                if let Err(e) = check() {
+                    stopped = Some(e);
+                    return None;
+                }
+            }
+            Some(event)
+        });
+        doc.walk(checked);
+        if let Some(e) = stopped {
+            return Err(e);
+        }
         doc.broken_refs = broken;
         doc.assign_anchors();
-        doc
+        Ok(doc)
     }
 
     fn walk<I: Iterator<Item = (Event<'a>, Range<usize>)>>(&mut self, events: I) {

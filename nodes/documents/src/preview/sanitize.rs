@@ -34,8 +34,7 @@ const CHECK_EVERY_EVENTS: usize = 64 * 1024;
 /// its ancestor's (a deeper block ends with a line break). Returns the HTML and how many
 /// containers were flattened; `check` runs every [`CHECK_EVERY_EVENTS`] events.
 pub fn render_markdown_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<(String, usize), E> {
-    let doc = Document::parse(markdown);
-    check()?;
+    let doc = Document::parse_checked(markdown, &mut check)?;
     let mut anchors = doc.headings.iter().map(|h| h.anchor.as_str());
     let mut depth = 0usize;
     let mut flattened = 0usize;
