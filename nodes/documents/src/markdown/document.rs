@@ -22,12 +22,28 @@ pub fn options() -> Options {
         | Options::ENABLE_GFM
 }
 
+/// Events walked between two calls of [`Document::parse_checked`]'s `check`.
+pub const CHECK_EVERY_EVENTS: usize = 64 * 1024;
+
 /// Byte offsets of line starts; lines are split on `\n` exactly as `str::split('\n')` does, so
 /// a text ending in `\n` has a final empty line (markdownlint counts lines the same way).
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     starts: Vec<usize>,
     len: usize,
+    /// Characters before each [`CHAR_BLOCK`]-byte block of the text, so a column on a very long
+    /// line costs one short scan instead of a scan from the line start (many findings on one
+    /// 16 MiB line would otherwise be quadratic).
+    chars_before: Vec<usize>,
+}
+
+/// Bytes per checkpoint of [`LineIndex`]'s character counts.
+const CHAR_BLOCK: usize = 256;
+
+/// Characters in `bytes`, which need not start or end on a character boundary: every byte that
+/// is not a UTF-8 continuation byte starts one.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
 }
 
 impl LineIndex {
@@ -35,7 +51,14 @@ impl LineIndex {
         let mut starts = Vec::with_capacity(text.len() / 40 + 1);
         starts.push(0);
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        LineIndex { starts, len: text.len() }
+        let mut chars_before = Vec::with_capacity(text.len() / CHAR_BLOCK + 1);
+        let mut total = 0;
+        for block in text.as_bytes().chunks(CHAR_BLOCK) {
+            chars_before.push(total);
+            total += char_starts(block);
+        }
+        chars_before.push(total);
+        LineIndex { starts, len: text.len(), chars_before }
     }
 
     /// Number of lines (at least 1).
@@ -63,8 +86,19 @@ impl LineIndex {
     pub fn position(&self, text: &str, offset: usize) -> (usize, usize) {
         let line = self.line_of(offset);
         let start = self.starts[line];
-        let column = text.get(start..offset).map_or(1, |s| s.chars().count() + 1);
+        let column = if offset >= start && text.is_char_boundary(start) && text.is_char_boundary(offset) {
+            self.chars_to(text, offset) - self.chars_to(text, start) + 1
+        } else {
+            1
+        };
         (line + 1, column)
+    }
+
+    /// Characters in `text[..offset]`.
+    fn chars_to(&self, text: &str, offset: usize) -> usize {
+        let block = offset / CHAR_BLOCK;
+        let before = self.chars_before.get(block).copied().unwrap_or(0);
+        before + text.as_bytes().get(block * CHAR_BLOCK..offset).map_or(0, char_starts)
     }
 }
 
@@ -164,6 +198,15 @@ fn parser<'a, 'b>(
 
 impl<'a> Document<'a> {
     pub fn parse(text: &'a str) -> Self {
+        match Self::parse_checked(text, || Ok::<(), std::convert::Infallible>(())) {
+            Ok(doc) => doc,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`Document::parse`], calling `check` every [`CHECK_EVERY_EVENTS`] events; its error
+    /// stops the walk (pulldown-cmark's block pass, before the first event, is not covered).
+    pub fn parse_checked<E>(text: &'a str, mut check: impl FnMut() -> Result<(), E>) -> Result<Self, E> {
         let mut doc = Document {
             text,
             lines: LineIndex::new(text),
@@ -179,10 +222,25 @@ impl<'a> Document<'a> {
             html_links: Vec::new(),
         };
         let mut broken = Vec::new();
-        doc.walk(parser(text, &mut broken).into_offset_iter());
+        let mut events = 0usize;
+        let mut stopped = None;
+        let checked = parser(text, &mut broken).into_offset_iter().map_while(|event| {
+            events += 1;
+            if events.is_multiple_of(CHECK_EVERY_EVENTS) {
+                if let Err(e) = check() {
+                    stopped = Some(e);
+                    return None;
+                }
+            }
+            Some(event)
+        });
+        doc.walk(checked);
+        if let Some(e) = stopped {
+            return Err(e);
+        }
         doc.broken_refs = broken;
         doc.assign_anchors();
-        doc
+        Ok(doc)
     }
 
     fn walk<I: Iterator<Item = (Event<'a>, Range<usize>)>>(&mut self, events: I) {

@@ -6,6 +6,7 @@
 //! pretty-printed JSON (`format: "metadata"`), so a reader and a program see the same thing.
 
 pub mod artifact;
+pub mod flatten;
 pub mod html_text;
 pub mod sanitize;
 
@@ -14,7 +15,10 @@ use cheng_node::input::{non_empty_str, opt_str};
 use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
 use cheng_node::{Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use flatten::MAX_DEPTH;
+use cheng_node::CancellationToken;
 use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
 /// Default and largest preview size.
@@ -23,7 +27,7 @@ pub const MAX_PREVIEW_BYTES: i64 = 524_288;
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_preview",
     title: "Workspace Preview",
-    description: "Render bounded, sanitized previews: Markdown to safe HTML, HTML to a text summary, or artifact metadata. Read-only; persisting output goes through file operations.",
+    description: "Render bounded, sanitized previews: Markdown to safe HTML, HTML to a text summary, or artifact metadata. Markup nested deeper than 256 levels is flattened (the summary says so). Read-only; persisting output goes through file operations.",
     category: "workspace",
     inputs: &[
         PortSpec::input("operation", PortType::String, "Preview operation: markdown, html, or artifact_summary")
@@ -130,13 +134,41 @@ impl Node for WorkspacePreview {
             }
         };
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || preview(&ctx, operation, source, max_bytes))
+        tokio::task::spawn_blocking(move || preview(&ctx, operation, source, max_bytes, TIME_LIMIT))
             .await
             .map_err(|e| NodeError::internal(format!("preview stopped unexpectedly: {e}")))?
     }
 }
 
-fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize) -> Result<Values, NodeError> {
+/// Longest a preview may run; its steps check this (and cancellation) at bounded intervals of
+/// work. Every input up to the size cap takes far less (docs/performance.md): this only stops a
+/// run on a machine too loaded to finish it.
+pub const TIME_LIMIT: Duration = Duration::from_secs(60);
+
+/// Cancellation and the time limit, checked inside every long step.
+struct Budget<'a> {
+    cancel: &'a CancellationToken,
+    deadline: Instant,
+    limit: Duration,
+}
+
+impl Budget<'_> {
+    fn check(&self) -> Result<(), NodeError> {
+        if self.cancel.is_cancelled() {
+            return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while rendering the preview"));
+        }
+        if Instant::now() >= self.deadline {
+            return Err(NodeError::new(
+                ErrorKind::TimedOut,
+                format!("the preview took longer than its {} s limit and was stopped; preview a smaller file", self.limit.as_secs()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize, limit: Duration) -> Result<Values, NodeError> {
+    let budget = Budget { cancel: &ctx.cancel, deadline: Instant::now() + limit, limit };
     let root = &ctx.workspace;
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
@@ -144,6 +176,8 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
+    let mut flattened_count = 0usize;
+    let mut pre_bounded = false;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
         (Operation::ArtifactSummary, _) => {
             let meta = match &source {
@@ -169,8 +203,11 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         }
         (_, Source::Path(rel)) => {
             let file = read_text(root, rel, "path", MAX_TEXT_BYTES)?;
-            let (format, text) = render(operation, &file.text);
-            out.insert("format".into(), json!(format));
+            let rendered = render(operation, &file.text, max_bytes, &budget)?;
+            out.insert("format".into(), json!(rendered.format));
+            flattened_count = rendered.flattened;
+            pre_bounded = rendered.bounded;
+            let text = rendered.text;
             (Some(file.display.clone()), file.bytes, text, file.display)
         }
         (_, Source::Content(content)) => {
@@ -181,12 +218,15 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                     human_bytes(MAX_TEXT_BYTES)
                 )));
             }
-            let (format, text) = render(operation, content);
-            out.insert("format".into(), json!(format));
+            let rendered = render(operation, content, max_bytes, &budget)?;
+            out.insert("format".into(), json!(rendered.format));
+            flattened_count = rendered.flattened;
+            pre_bounded = rendered.bounded;
+            let text = rendered.text;
             (None, content.len() as u64, text, "content".to_string())
         }
     };
-    let (preview, truncated) = bound(operation, &text, max_bytes);
+    let (preview, truncated) = if pre_bounded { (text, true) } else { bound(operation, &text, max_bytes) };
     let mut summary = format!(
         "{summary_head}: {} preview of {} source",
         operation.name(),
@@ -194,6 +234,12 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     );
     if operation == Operation::ArtifactSummary {
         summary = summary_head;
+    }
+    if flattened_count > 0 {
+        summary.push_str(&format!(
+            "; nesting deeper than {MAX_DEPTH} levels was flattened ({flattened_count} element{} kept as plain content of their ancestor)",
+            if flattened_count == 1 { "" } else { "s" }
+        ));
     }
     if truncated {
         summary.push_str(&format!(" (preview head+tail truncated to {})", human_bytes(max_bytes as u64)));
@@ -205,18 +251,53 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     if let Some(path) = source_path {
         out.insert("source_path".into(), json!(path));
     }
-    if ctx.cancel.is_cancelled() {
-        return Err(NodeError::new(ErrorKind::Cancelled, "cancelled"));
-    }
+    budget.check()?;
     Ok(out)
 }
 
-fn render(operation: Operation, text: &str) -> (&'static str, String) {
-    match operation {
-        Operation::Markdown => ("html", sanitize::markdown_to_safe_html(text)),
-        Operation::Html => ("text", html_text::render(&html_text::summarize(text))),
-        Operation::ArtifactSummary => ("metadata", String::new()),
-    }
+/// Flattened HTML longer than this many times `max_bytes` is cut head+tail before it is
+/// sanitised (see [`render`]).
+const PRE_CUT_FACTOR: usize = 4;
+
+/// What [`render`] made.
+struct Rendered {
+    format: &'static str,
+    text: String,
+    /// Elements flattened past [`MAX_DEPTH`].
+    flattened: usize,
+    /// Already head+tail cut to `max_bytes` (and sanitised after the cut).
+    bounded: bool,
+}
+
+/// Renders the preview text. For `markdown`, a rendering far longer than the preview (more
+/// than [`PRE_CUT_FACTOR`] × `max_bytes`) is cut head+tail *before* sanitising, exactly as
+/// [`bound`] cuts (outside tags, then the splice is sanitised): the sanitiser's tree is then
+/// built for what the preview shows, not for 16 MiB of elements nobody sees. The flattened
+/// HTML has no raw-text regions, so such a cut always falls between text and elements.
+fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -> Result<Rendered, NodeError> {
+    budget.check()?;
+    Ok(match operation {
+        Operation::Markdown => {
+            let (html, in_markdown) = sanitize::render_markdown_bounded(text, || budget.check())?;
+            let flat = flatten::flatten(&html, || budget.check())?;
+            drop(html);
+            let flattened = in_markdown + flat.dropped;
+            if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
+                let (text, _) = bound(Operation::Markdown, &flat.html, max_bytes);
+                Rendered { format: "html", text, flattened, bounded: true }
+            } else {
+                let text = sanitize::sanitize(&flat.html);
+                Rendered { format: "html", text, flattened, bounded: false }
+            }
+        }
+        Operation::Html => {
+            let flat = flatten::flatten(text, || budget.check())?;
+            let summary = html_text::summarize(&flat.html);
+            budget.check()?;
+            Rendered { format: "text", text: html_text::render(&summary), flattened: flat.dropped, bounded: false }
+        }
+        Operation::ArtifactSummary => Rendered { format: "metadata", text: String::new(), flattened: 0, bounded: false },
+    })
 }
 
 /// Head+tail truncation to `max_bytes` (of kept content; the omission marker comes on top, as
@@ -283,4 +364,22 @@ fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
         };
     }
     (head_end, tail_start.max(head_end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::Decision;
+
+    #[test]
+    fn the_time_limit_stops_a_preview_inside_the_pipeline() {
+        let ctx = RunContext::for_workspace(SPEC.id, std::env::temp_dir(), Decision::Denied);
+        for operation in [Operation::Markdown, Operation::Html] {
+            let source = Source::Content("<div>".repeat(100_000));
+            let err = preview(&ctx, operation, source, 1000, Duration::ZERO).err().map(|e| (e.kind, e.message));
+            let (kind, message) = err.unwrap_or((ErrorKind::Internal, String::new()));
+            assert_eq!(kind, ErrorKind::TimedOut, "{operation:?}: {message}");
+            assert!(message.contains("60 s") || message.contains("0 s limit"), "{message}");
+        }
+    }
 }

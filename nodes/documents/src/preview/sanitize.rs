@@ -11,7 +11,8 @@
 //! no element a `name`.
 
 use crate::markdown::document::{options, Document};
-use pulldown_cmark::{CowStr, Event, Tag};
+use crate::preview::flatten::{flatten, MAX_DEPTH};
+use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use ammonia::Builder;
 use std::collections::HashSet;
 
@@ -19,20 +20,76 @@ use std::collections::HashSet;
 /// anchors the outline reports (an explicit `{#id}` wins); ammonia then prefixes every id with
 /// `user-content-`, as GitHub does, so no id can name a global or shadow a document property.
 pub fn render_markdown(markdown: &str) -> String {
-    let doc = Document::parse(markdown);
+    match render_markdown_bounded(markdown, || Ok::<(), ()>(())) {
+        Ok((html, _)) => html,
+        Err(()) => String::new(),
+    }
+}
+
+/// Events rendered between two calls of the caller's `check`.
+const CHECK_EVERY_EVENTS: usize = 64 * 1024;
+
+/// [`render_markdown`] with Markdown containers (block quotes, lists, emphasis, links, …) at
+/// most [`MAX_DEPTH`] deep: a deeper container's own tags are left out and its content joins
+/// its ancestor's (a deeper block ends with a line break). Returns the HTML and how many
+/// containers were flattened; `check` runs every [`CHECK_EVERY_EVENTS`] events.
+pub fn render_markdown_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<(String, usize), E> {
+    let doc = Document::parse_checked(markdown, &mut check)?;
     let mut anchors = doc.headings.iter().map(|h| h.anchor.as_str());
-    let parser = pulldown_cmark::Parser::new_ext(markdown, options()).map(|event| match event {
-        Event::Start(Tag::Heading { level, id, classes, attrs }) => {
-            // Same text, same options: the headings come in the same order as in `doc`.
-            let anchor = anchors.next().filter(|a| !a.is_empty());
-            let id = id.or_else(|| anchor.map(|a| CowStr::from(a.to_string())));
-            Event::Start(Tag::Heading { level, id, classes, attrs })
+    let mut depth = 0usize;
+    let mut flattened = 0usize;
+    let mut events = 0usize;
+    let mut stopped: Option<E> = None;
+    let parser = pulldown_cmark::Parser::new_ext(markdown, options()).map_while(|event| {
+        events += 1;
+        if events.is_multiple_of(CHECK_EVERY_EVENTS) {
+            if let Err(e) = check() {
+                stopped = Some(e);
+                return None;
+            }
         }
-        other => other,
+        Some(match event {
+            Event::Start(tag) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    flattened += 1;
+                    return Some(None);
+                }
+                match tag {
+                    Tag::Heading { level, id, classes, attrs } => {
+                        // Same text, same options: the headings come in the same order as in
+                        // `doc` (a flattened heading is still consumed above, so this holds).
+                        let anchor = anchors.next().filter(|a| !a.is_empty());
+                        let id = id.or_else(|| anchor.map(|a| CowStr::from(a.to_string())));
+                        Some(Event::Start(Tag::Heading { level, id, classes, attrs }))
+                    }
+                    other => Some(Event::Start(other)),
+                }
+            }
+            Event::End(tag) => {
+                depth = depth.saturating_sub(1);
+                if depth >= MAX_DEPTH {
+                    return Some(block(&tag).then_some(Event::SoftBreak));
+                }
+                Some(Event::End(tag))
+            }
+            other => Some(other),
+        })
     });
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
-    pulldown_cmark::html::push_html(&mut html, parser);
-    html
+    pulldown_cmark::html::push_html(&mut html, parser.flatten());
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    Ok((html, flattened))
+}
+
+/// Block containers: flattening one still ends a line.
+fn block(tag: &TagEnd) -> bool {
+    !matches!(
+        tag,
+        TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Superscript | TagEnd::Subscript | TagEnd::Link | TagEnd::Image
+    )
 }
 
 fn builder() -> Builder<'static> {
@@ -66,7 +123,23 @@ pub fn sanitize(html: &str) -> String {
 
 /// Markdown → safe HTML.
 pub fn markdown_to_safe_html(markdown: &str) -> String {
-    sanitize(&render_markdown(markdown))
+    match markdown_to_safe_html_bounded(markdown, || Ok::<(), ()>(())) {
+        Ok((html, _)) => html,
+        Err(()) => String::new(),
+    }
+}
+
+/// Markdown → safe HTML with nesting bounded at [`MAX_DEPTH`] (Markdown containers while
+/// rendering, then the HTML, raw HTML included, before the sanitiser builds its tree), so the
+/// whole pipeline is linear in the input. Returns the HTML and how many containers and elements
+/// were flattened. `check` runs at bounded intervals of work and stops the pipeline.
+pub fn markdown_to_safe_html_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<(String, usize), E> {
+    let (html, in_markdown) = render_markdown_bounded(markdown, &mut check)?;
+    let flat = flatten(&html, &mut check)?;
+    drop(html);
+    let safe = sanitize(&flat.html);
+    check()?;
+    Ok((safe, in_markdown + flat.dropped))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 mod fixtures;
 mod links;
 mod markdownlint;
+mod nesting;
 mod node;
 mod preview;
 mod slugger;

@@ -1,0 +1,72 @@
+//! Every tools/workspace_preview and tools/workspace_markdown operation on each pathological
+//! nesting family of `support/families.rs`, at the nodes' size cap (16 MiB) by default.
+//!
+//! Run with `cargo bench -p cheng-nodes-documents --bench nesting`. `CHENG_BENCH_BYTES` sets the
+//! input size, `CHENG_BENCH_FAMILY` / `CHENG_BENCH_OP` keep the families / operations whose
+//! name contains the value, `CHENG_BENCH_RUNS` (default 1) takes the best of N runs. Each line
+//! prints the family, the operation and the milliseconds of one whole node run (reading the
+//! file included); the acceptance bound is 2000 ms for every line.
+
+#[path = "support/families.rs"]
+mod families;
+
+use cheng_node::{Decision, Node, RunContext, Values};
+use cheng_nodes_documents::{WorkspaceMarkdown, WorkspacePreview};
+use serde_json::{json, Value};
+use std::time::Instant;
+
+fn main() {
+    let bytes: usize = std::env::var("CHENG_BENCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(16 * 1024 * 1024);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(1);
+    let family_filter = std::env::var("CHENG_BENCH_FAMILY").unwrap_or_default();
+    let op_filter = std::env::var("CHENG_BENCH_OP").unwrap_or_default();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let ops: [(&dyn Node, &str); 7] = [
+        (&WorkspacePreview, "markdown"),
+        (&WorkspacePreview, "html"),
+        (&WorkspacePreview, "artifact_summary"),
+        (&WorkspaceMarkdown, "outline"),
+        (&WorkspaceMarkdown, "diagnostics"),
+        (&WorkspaceMarkdown, "format_suggestions"),
+        (&WorkspaceMarkdown, "link_check_local"),
+    ];
+    println!("{bytes} bytes per input, best of {runs}; ms per whole node run");
+    println!("{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "family", "bytes", "markdown", "html", "artifact", "outline", "diagnose", "suggest", "links");
+    let mut worst = 0.0f64;
+    for (name, generate) in families::FAMILIES {
+        if !name.contains(family_filter.as_str()) {
+            continue;
+        }
+        let text = generate(bytes);
+        std::fs::write(root.join("f.md"), &text).expect("write");
+        let mut row = format!("{name:<22} {:>9}", text.len());
+        for (node, op) in ops {
+            if !op.contains(op_filter.as_str()) {
+                row.push_str(&format!(" {:>9}", "-"));
+                continue;
+            }
+            let mut best = f64::INFINITY;
+            for _ in 0..runs {
+                let ctx = RunContext::for_workspace(node.spec().id, root.clone(), Decision::Denied);
+                let mut input = Values::new();
+                input.insert("operation".into(), json!(op));
+                input.insert("path".into(), json!("f.md"));
+                input.insert("sandbox_root".into(), json!(root.display().to_string()));
+                let start = Instant::now();
+                let out = runtime.block_on(node.run(&ctx, input));
+                let took = start.elapsed().as_secs_f64() * 1000.0;
+                if let Err(e) = &out {
+                    eprintln!("{name} {op}: {}", e.message);
+                }
+                std::hint::black_box(out.map(|v| v.get("summary").cloned().unwrap_or(Value::Null)).ok());
+                best = best.min(took);
+            }
+            worst = worst.max(best);
+            row.push_str(&format!(" {best:>9.1}"));
+        }
+        println!("{row}");
+    }
+    println!("slowest: {worst:.1} ms");
+}
