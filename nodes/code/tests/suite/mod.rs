@@ -5,3 +5,4 @@ mod sandbox_support;
 mod shell;
 #[cfg(feature = "python")]
 mod python;
+mod result_cap;
