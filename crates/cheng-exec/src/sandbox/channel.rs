@@ -104,13 +104,18 @@ impl Channel {
                 },
             }
         };
-        // The sandbox is gone: take what is still buffered, without waiting for more.
-        loop {
-            match receiver.try_read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => received.push(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+        // The sandbox is gone: take what is still buffered, without waiting for more. Straight
+        // from the descriptor: the reactor may not have seen the last write yet, and tokio's
+        // `try_read` trusts its readiness flag rather than asking the kernel.
+        if let Ok(fd) = receiver.into_nonblocking_fd() {
+            let mut file = std::fs::File::from(fd);
+            loop {
+                match std::io::Read::read(&mut file, &mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => received.push(&chunk[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
             }
         }
         (output, received)
