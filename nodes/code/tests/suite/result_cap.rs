@@ -21,6 +21,18 @@ fn omitted_and_kept(text: &str) -> (u64, u64) {
     (n, (text.len() - marker_len) as u64)
 }
 
+/// The outcome without the (possibly huge) result and streams, for assertion messages.
+fn brief(out: &Values) -> String {
+    let size = out["result"].to_string().len();
+    format!(
+        "success={} error_kind={} error={} result: {size} bytes of JSON, stderr starts {:?}",
+        out["success"],
+        out["error_kind"],
+        out["error"],
+        out["stderr"].as_str().unwrap_or_default().chars().take(200).collect::<String>()
+    )
+}
+
 /// Asserts that a truncated stream's marker and byte count account for exactly `written` bytes.
 fn assert_accounts_for(out: &Values, stream: &str, written: u64) {
     let text = out[stream].as_str().unwrap_or_default();
@@ -54,7 +66,7 @@ mod python {
         if !sandbox_available() { return; }
         let (_d, ws) = workspace();
         let out = run(&CodePython, &ws, json!({"script": FLOOD, "memory_mb": 64, "timeout_ms": 120000})).await;
-        assert_eq!(out["error_kind"], OUTPUT_LIMIT, "{out:?}");
+        assert_eq!(out["error_kind"], OUTPUT_LIMIT, "{}", brief(&out));
         let error = out["error"].as_str().unwrap_or_default();
         assert!(error.contains(LIMIT_WORDS), "{error}");
         assert!(error.contains("419430426 bytes"), "the whole flood was counted: {error}");
@@ -128,12 +140,12 @@ mod python {
                 }
             }
         };
-        assert_eq!(out["error_kind"], OUTPUT_LIMIT, "{out:?}");
-        assert!(out["stderr"].as_str().unwrap_or_default().starts_with("['fill.bin', 'input.json']"), "{out:?}");
+        assert!(out["stderr"].as_str().unwrap_or_default().starts_with("['fill.bin', 'input.json']"), "{}", brief(&out));
         assert!(peak_file < 1 << 20, "a {peak_file}-byte result file appeared in {}", parent.display());
         // Other runs on this machine use /dev/shm too: 400 MiB would be far beyond their noise.
         let grew = peak_used.saturating_sub(before);
         assert!(grew < 128 << 20, "host {} grew by {grew} bytes during the run", parent.display());
+        assert_eq!(out["error_kind"], OUTPUT_LIMIT, "{}", brief(&out));
     }
 
     #[tokio::test]
