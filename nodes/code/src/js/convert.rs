@@ -222,7 +222,7 @@ impl<'js> Walker<'js> {
         self.charge(16)?;
         // Every value but `undefined` is at least one byte of JSON (a string more, see below).
         if !matches!(value.type_of(), Type::Uninitialized | Type::Undefined) && self.json(1).is_err() {
-            return Err(self.over_json_limit());
+            return Err(self.over_json_limit(None));
         }
         let json = match value.type_of() {
             Type::Uninitialized | Type::Undefined => return Ok(Start::Leaf(None)),
@@ -236,7 +236,7 @@ impl<'js> Walker<'js> {
                 // ASCII string's own bytes): escapes only add to it, so it bounds the JSON size.
                 let len = string.clone().to_cstring()?.len();
                 if self.json(len.saturating_add(1)).is_err() {
-                    return Err(self.over_json_limit());
+                    return Err(self.over_json_limit(Some(len)));
                 }
                 self.charge(len)?;
                 let text = string
@@ -354,8 +354,13 @@ impl<'js> Walker<'js> {
         Ok(())
     }
 
-    fn over_json_limit(&self) -> Error {
-        too_large_for_the_limit(&format!("it passed the limit at {}", self.path_display()))
+    /// The error once the lower bound passes the result limit; `string_len` when a string did it.
+    fn over_json_limit(&self, string_len: Option<usize>) -> Error {
+        let path = self.path_display();
+        too_large_for_the_limit(&match string_len {
+            Some(len) => format!("{path} is a string of {len} bytes"),
+            None => format!("the values up to {path} already pass it"),
+        })
     }
 
     fn shape(&self, what: &str) -> Error {

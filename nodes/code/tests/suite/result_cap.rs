@@ -240,7 +240,7 @@ mod js {
         let out = run_js(json!({"script": "'x'.repeat(100e6)", "memory_mb": 512, "timeout_ms": 60000})).await;
         assert_eq!(out["error_kind"], OUTPUT_LIMIT, "{:?}", out["error"]);
         let error = out["error"].as_str().unwrap_or_default();
-        assert!(error.contains(LIMIT_WORDS), "{error}");
+        assert!(error.contains(LIMIT_WORDS) && error.contains("result is a string of 100000000 bytes"), "{error}");
         assert_eq!(out["result"], Value::Null);
     }
 
