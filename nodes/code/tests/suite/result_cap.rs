@@ -287,3 +287,28 @@ mod js {
         }
     }
 }
+
+/// An output in the exchange directory must be a channel (FIFO): a regular file there would
+/// store what the script writes on the host, up to RLIMIT_FSIZE.
+#[tokio::test]
+async fn a_regular_output_file_is_refused_and_a_channel_accepted() {
+    use cheng_exec::sandbox::{channel::Channel, Sandbox, SandboxRequest};
+    if !sandbox_available() { return; }
+    let (_d, ws) = workspace();
+    let (_io_guard, io) = cheng_nodes_code::sandboxed::io_dir().expect("io dir");
+    std::fs::write(io.join("out.json"), "").expect("regular file");
+    let request = |name: &str| {
+        let script = format!("printf hello > /run/cheng-io/{name}");
+        let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/sh".into(), "-c".into(), script.into()]);
+        req.io_dir = Some(io.clone());
+        req.io_outputs = vec![name.to_string()];
+        req
+    };
+    let err = Sandbox::prepare(request("out.json")).expect_err("a regular file is refused");
+    assert!(err.message.contains("out.json") && err.message.contains("FIFO"), "{}", err.message);
+    let channel = Channel::create(&io, "channel", 3).expect("fifo");
+    let sandbox = Sandbox::prepare(request("channel")).expect("a channel is accepted");
+    let (run, received) = channel.collect(sandbox.run(&cheng_node::CancellationToken::new())).await;
+    assert!(run.expect("ran").output.success());
+    assert_eq!((received.bytes.as_slice(), received.total_bytes, received.exceeded()), (&b"hel"[..], 5, true));
+}
