@@ -3,6 +3,7 @@
 //! (feature `js`, QuickJS in process, registered when CHENG_ENABLE_CODE_JS is set).
 
 mod ports;
+pub mod result;
 pub mod sandboxed;
 pub mod shell;
 #[cfg(feature = "python")]

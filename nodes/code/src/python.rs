@@ -9,8 +9,14 @@
 //!   read-only. Not found → `LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE`; never a host fallback.
 //! - **Channel**: a small runner (in a private per-run directory mounted at `/run/cheng-io`)
 //!   reads `input`, compiles the script as `<script>`, runs it with `input` bound, and writes
-//!   `result` (or the error) as JSON to a file it opened before the script started. The script's
-//!   own stdout and stderr stay its own.
+//!   `result` (or the error) as JSON to a channel it opened before the script started. The
+//!   script's own stdout and stderr stay its own. The channel is a FIFO
+//!   (`cheng_exec::sandbox::channel`): nothing the script writes to it is stored on the host,
+//!   and cheng keeps at most the result limit of it.
+//! - **Result limit**: the result's JSON text may be at most 16 MiB
+//!   (`crate::result::RESULT_LIMIT_BYTES`, a documented constant, not a port); a larger one, or
+//!   more than that written to the channel by the script itself, is `LOCAL_EXECUTOR_OUTPUT_LIMIT`
+//!   naming the limit.
 //! - **Errors**: a syntax error or an exception is `LOCAL_EXECUTOR_SCRIPT_ERROR` with the line
 //!   number; a `result` that `json.dumps` refuses (including NaN/Infinity) names its type;
 //!   `MemoryError` is `LOCAL_EXECUTOR_MEMORY_LIMIT`.
@@ -21,8 +27,10 @@
 //!   `memory.events` is `LOCAL_EXECUTOR_MEMORY_LIMIT`. No cgroup v1 hierarchy is ever touched.
 
 use crate::ports;
+use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
 use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::channel::Channel;
 use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{async_trait, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::Value;
@@ -35,6 +43,12 @@ pub const PYTHON_ENV: &str = "CHENG_PYTHON";
 
 /// The seed's `tools/code_python`.
 pub struct CodePython;
+
+/// What the channel may carry beyond the result's JSON text: `{"ok": true, "result": ` and `}`.
+const ENVELOPE_BYTES: usize = 64;
+
+/// What a script with too large a result can do instead.
+const REMEDY: &str = "return less, or write the data to a file in the workspace (allow_filesystem) and return its path";
 
 const INPUTS: &[PortSpec] = &[
     PortSpec::input("input", PortType::Any, "JSON input exposed to the script as the input variable").default("null"),
@@ -143,6 +157,7 @@ def _cheng_codec():
 
 def _cheng_main():
     io = "/run/cheng-io"
+    limit = int(sys.argv[1])
     channel = open(io + "/result.json", "w", encoding="utf-8")
     loads, dumps = _cheng_codec()
     def report(obj):
@@ -184,6 +199,10 @@ def _cheng_main():
         text = dumps(result)
     except (TypeError, ValueError) as e:
         report({"error": "result", "type": type(result).__name__, "message": str(e)})
+        return 1
+    # The encoder escapes everything outside ASCII: characters are bytes.
+    if len(text) > limit:
+        report({"error": "too_large", "type": type(result).__name__, "message": "", "bytes": len(text)})
         return 1
     channel.write('{"ok": true, "result": ' + text + '}')
     channel.close()
@@ -285,34 +304,46 @@ impl Node for CodePython {
         write("script.py", &ports.script)?;
         write("runner.py", RUNNER)?;
 
-        let command: Vec<OsString> = vec![python.executable.clone().into(), "-I".into(), format!("{IO_DIR}/runner.py").into()];
+        let command: Vec<OsString> = vec![
+            python.executable.clone().into(),
+            "-I".into(),
+            format!("{IO_DIR}/runner.py").into(),
+            RESULT_LIMIT_BYTES.to_string().into(),
+        ];
         let mut request = ports.request(ctx, command);
-        sandboxed::io_output(&io, "result.json")?;
+        let channel = Channel::create(&io, "result.json", RESULT_LIMIT_BYTES + ENVELOPE_BYTES)
+            .map_err(|e| NodeError::internal(format!("cannot create the result channel for the sandbox: {e}")))?;
         request.io_dir = Some(io.clone());
         request.io_outputs = vec!["result.json".into()];
         request.extra_ro = python.prefixes.clone();
         request.network = false;
         request.memory_cgroup = Some(CgroupV2::detect_once());
 
-        let run = sandboxed::run(ctx, request).await?;
+        let (run, received) = channel.collect(sandboxed::run(ctx, request)).await;
+        let run = run?;
         warnings.extend(sandboxed::enforcement_warnings(&run));
 
-        let channel = std::fs::read_to_string(io.join("result.json")).ok();
+        let overflow = received.exceeded().then_some(received.total_bytes);
         let (result, failure) = match sandboxed::oom_failure(&run) {
             Some(oom) => (Value::Null, Some(oom)),
-            None => interpret(channel.as_deref(), &run.output),
+            None => interpret(std::str::from_utf8(&received.bytes).ok(), overflow, &run.output),
         };
         Ok(sandboxed::outputs(&run, result, warnings, failure))
     }
 }
 
-/// The result and failure from the channel file and the process outcome.
-fn interpret(channel: Option<&str>, out: &cheng_exec::ProcessOutput) -> (Value, Option<(ErrorKind, String)>) {
-    let report: Option<Value> = channel.and_then(|t| serde_json::from_str(t).ok());
+/// The result and failure from the channel (its text, and its size when it carried more than
+/// the channel keeps) and the process outcome.
+fn interpret(channel: Option<&str>, overflow: Option<u64>, out: &cheng_exec::ProcessOutput) -> (Value, Option<(ErrorKind, String)>) {
     let process_failure = sandboxed::classify(out);
     if let Some((kind @ (ErrorKind::TimedOut | ErrorKind::Cancelled), message)) = process_failure {
         return (Value::Null, Some((kind, message)));
     }
+    if let Some(total) = overflow {
+        let size = format!("{total} bytes were written to the result channel");
+        return (Value::Null, Some((ErrorKind::OutputLimit, result::too_large(&size, REMEDY))));
+    }
+    let report: Option<Value> = channel.and_then(|t| serde_json::from_str(t).ok());
     match report {
         Some(r) if r.get("ok") == Some(&Value::Bool(true)) && process_failure.is_none() => {
             (r.get("result").cloned().unwrap_or(Value::Null), None)
@@ -332,6 +363,10 @@ fn interpret(channel: Option<&str>, out: &cheng_exec::ProcessOutput) -> (Value, 
                     format!("result of type {} is not JSON-serialisable ({}); convert it to lists, dicts, strings, numbers, booleans or None", s("type"), s("message")),
                 ),
                 "exit" => (ErrorKind::NonZeroExit, s("message")),
+                "too_large" => {
+                    let bytes = r.get("bytes").and_then(Value::as_u64).unwrap_or_default();
+                    (ErrorKind::OutputLimit, result::too_large(&format!("its JSON is {bytes} bytes"), REMEDY))
+                }
                 _ => (ErrorKind::ScriptError, format!("{}: {}{at}", s("type"), s("message"))),
             };
             (Value::Null, Some(failure))
@@ -393,15 +428,24 @@ mod tests {
 
     #[test]
     fn results_and_errors_come_from_the_channel() {
-        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), &exited(0, ""));
+        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), None, &exited(0, ""));
         assert_eq!((v, f), (serde_json::json!([1, 2]), None));
-        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), &exited(1, ""));
+        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), None, &exited(1, ""));
         let (kind, msg) = f.unwrap();
         assert_eq!(kind, ErrorKind::ScriptError);
         assert!(msg.contains("line 3"), "{msg}");
-        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), &exited(1, ""));
+        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), None, &exited(1, ""));
         assert!(f.unwrap().1.contains("type set"));
-        let (_, f) = interpret(None, &exited(1, "MemoryError\n"));
+        let (_, f) = interpret(None, None, &exited(1, "MemoryError\n"));
         assert_eq!(f.unwrap().0, ErrorKind::MemoryLimit);
+        // The runner's own refusal and a channel flooded by the script both name the limit.
+        let (_, f) = interpret(Some(r#"{"error":"too_large","type":"str","message":"","bytes":20000000}"#), None, &exited(1, ""));
+        let (kind, msg) = f.unwrap();
+        assert_eq!(kind, ErrorKind::OutputLimit);
+        assert!(msg.contains("16 MiB result limit") && msg.contains("20000000 bytes"), "{msg}");
+        let (v, f) = interpret(Some(r#"{"ok": true, "result": 1}"#), Some(419_430_426), &exited(0, ""));
+        let (kind, msg) = f.unwrap();
+        assert_eq!((v, kind), (Value::Null, ErrorKind::OutputLimit));
+        assert!(msg.contains("16 MiB result limit") && msg.contains("419430426 bytes"), "{msg}");
     }
 }

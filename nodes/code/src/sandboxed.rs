@@ -155,16 +155,6 @@ pub fn io_dir() -> Result<(tempfile::TempDir, PathBuf), NodeError> {
     Ok((parent, io))
 }
 
-/// Creates an empty file in the I/O directory that the sandbox may write (see
-/// `SandboxRequest::io_outputs`).
-pub fn io_output(io: &std::path::Path, name: &str) -> Result<(), NodeError> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = io.join(name);
-    std::fs::write(&path, "")
-        .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)))
-        .map_err(|e| NodeError::internal(format!("cannot create {name} for the sandbox: {e}")))
-}
-
 /// Prepares and runs the sandbox.
 pub async fn run(ctx: &RunContext, request: SandboxRequest) -> Result<SandboxRun, NodeError> {
     let sandbox = Sandbox::prepare(request)?;

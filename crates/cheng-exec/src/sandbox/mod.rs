@@ -22,9 +22,11 @@
 //!
 //! memory_mb is RLIMIT_AS, or, when the request names a delegated cgroup v2 subtree, the
 //! `memory.max` of a per-run group ([`cgroup`]). The per-run I/O directory belongs on a tmpfs
-//! ([`io_parent`]) and is bound read-only except the named output files.
+//! ([`io_parent`]) and is bound read-only; the only things the sandbox may write there are the
+//! named output FIFOs ([`channel`]), which store nothing on the host.
 
 pub mod cgroup;
+pub mod channel;
 pub mod idmap;
 pub mod init;
 pub mod mounts;
@@ -65,7 +67,9 @@ fn sandbox_ids() -> (u32, u32) {
 /// Why: creating and removing a directory on a disk file system can cost milliseconds (ext4
 /// mounted with `discard` trims on every removal), more than the rest of cheng's share of a
 /// short run; on tmpfs it is microseconds. The sandbox cannot fill it: the directory is
-/// bound read-only and only the named output files are writable (each bounded by RLIMIT_FSIZE).
+/// bound read-only and the only writable entries are FIFOs ([`channel::Channel`]), which hold
+/// nothing on the host (a regular output file would let a script store RLIMIT_FSIZE, 1 GiB,
+/// of host memory per run, so [`Sandbox::prepare`] refuses one).
 pub fn io_parent() -> PathBuf {
     static PARENT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PARENT
@@ -124,8 +128,9 @@ pub struct SandboxRequest {
     pub extra_ro: Vec<PathBuf>,
     /// A host directory bound read-only at [`IO_DIR`] (see [`io_parent`] for where to make it).
     pub io_dir: Option<PathBuf>,
-    /// Names of files in `io_dir` the sandbox may write (each must exist; bound writable, one
-    /// by one, so that the sandbox cannot create anything else there).
+    /// Names of FIFOs in `io_dir` the sandbox may write ([`channel::Channel`]; each must exist
+    /// and be a FIFO; bound writable, one by one, so that the sandbox cannot create anything
+    /// else there).
     pub io_outputs: Vec<String>,
     /// The command inside the sandbox (argv[0] an absolute path or a name on [`SANDBOX_PATH`]).
     pub command: Vec<OsString>,
@@ -369,6 +374,13 @@ impl Sandbox {
         if let Some(io) = &request.io_dir {
             b.ro_bind(io, Path::new(IO_DIR));
             for name in &request.io_outputs {
+                use std::os::unix::fs::FileTypeExt;
+                let fifo = std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
+                if !fifo {
+                    return Err(NodeError::internal(format!(
+                        "the sandbox output {name} is not a FIFO made by cheng_exec::sandbox::channel; a regular file would store what the script writes on the host"
+                    )));
+                }
                 b.bind(&io.join(name), &Path::new(IO_DIR).join(name));
             }
         }

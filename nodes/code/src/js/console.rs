@@ -1,11 +1,13 @@
 //! The sandbox's `console`: log/info/debug/dir write to stdout, warn/error to stderr, each
 //! stream kept head+tail within [`STREAM_CAP`] bytes however much the script prints. Printing a
-//! string copies it out of the JavaScript heap once (so at most `memory_mb`) before it is cut.
+//! string copies it out of the JavaScript heap once (so at most `memory_mb`); each argument goes
+//! to the stream as it is, so the stream alone cuts it and `stdout_bytes`/`stderr_bytes` and the
+//! marker's count are exactly what the script printed and what was dropped.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use cheng_node::text::{head_tail, Bounded, HeadTail};
+use cheng_node::text::{Bounded, HeadTail};
 use rquickjs::function::Rest;
 use rquickjs::{Coerced, Ctx, Function, Object, Type, Value};
 
@@ -43,15 +45,14 @@ pub fn install<'js>(ctx: &Ctx<'js>, streams: &Streams) -> rquickjs::Result<()> {
     for (name, stream) in [("log", 1), ("info", 1), ("debug", 1), ("dir", 1), ("warn", 2), ("error", 2)] {
         let sink = streams.clone();
         let function = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
-            let mut line = String::new();
+            // Argument by argument: a huge one is not copied again into a line first.
             for (i, value) in args.0.iter().enumerate() {
                 if i > 0 {
-                    line.push(' ');
+                    sink.push(stream, " ");
                 }
-                line.push_str(&show(&ctx, value));
+                sink.push(stream, &show(&ctx, value));
             }
-            line.push('\n');
-            sink.push(stream, &line);
+            sink.push(stream, "\n");
         })?
         .with_name(name)?;
         console.set(name, function)?;
@@ -60,10 +61,9 @@ pub fn install<'js>(ctx: &Ctx<'js>, streams: &Streams) -> rquickjs::Result<()> {
 }
 
 /// One console argument as text: strings as they are, errors with their stack, other objects as
-/// JSON (falling back to `String(value)`), like a browser console. A single huge string is cut to
-/// its head and tail before it reaches the stream.
+/// JSON (falling back to `String(value)`), like a browser console.
 fn show<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
-    let text = match value.type_of() {
+    match value.type_of() {
         Type::Uninitialized | Type::Undefined => "undefined".to_string(),
         Type::Null => "null".to_string(),
         Type::String => value
@@ -109,8 +109,7 @@ fn show<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
             }
         }
         _ => coerce(value),
-    };
-    clip(text)
+    }
 }
 
 /// `String(value)`, or a description when even that throws.
@@ -122,15 +121,6 @@ fn coerce<'js>(value: &Value<'js>) -> String {
             format!("[{}]", value.type_name())
         }
     }
-}
-
-/// Keeps the head and tail of a message longer than the stream cap.
-fn clip(text: String) -> String {
-    if text.len() <= STREAM_CAP {
-        return text;
-    }
-    let bounded = head_tail(text.as_bytes(), STREAM_CAP);
-    bounded.text
 }
 
 /// A thrown value that is not an `Error`, for messages: JSON when possible, else `String(value)`.

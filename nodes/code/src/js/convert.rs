@@ -4,6 +4,12 @@
 //! `toJSON` honoured, `undefined` omitted from objects and `null` in arrays) and fails where
 //! `JSON.stringify` would silently drop or mangle data: functions, symbols, cycles, promises,
 //! `Map`/`Set`, nesting deeper than [`MAX_DEPTH`]. `BigInt` becomes its decimal string; an `Error` becomes `{name, message}`.
+//!
+//! Size: the converted value must fit the memory_mb budget (an estimate of its size in memory)
+//! and its compact JSON text the result limit ([`crate::result::RESULT_LIMIT_BYTES`]). While
+//! walking, a lower bound of the JSON size is kept, and a string's length is read before its
+//! text is copied out of the JavaScript heap, so a huge result fails before it is copied;
+//! [`json_len_within`] then measures the exact size of what was converted.
 
 use std::time::Instant;
 
@@ -20,7 +26,7 @@ const MAX_SAFE: f64 = 9_007_199_254_740_992.0;
 pub enum Error {
     /// The value has a shape JSON cannot carry; the message names the path.
     Shape(String),
-    /// The result is larger than the budget; the message names the budget.
+    /// The result is larger than the budget or the result limit; the message names which.
     TooLarge(String),
     /// The deadline passed while converting.
     Deadline,
@@ -53,10 +59,40 @@ pub fn to_json<'js>(
         set: globals.get("Set").ok(),
         budget,
         limit: budget,
+        json_left: crate::result::RESULT_LIMIT_BYTES,
         steps: 0,
         deadline,
     };
     walker.run(value)
+}
+
+/// The length of `value`'s compact JSON text when it is at most `limit` bytes; `None` beyond
+/// (the serialisation stops at the first byte past the limit, and nothing is kept).
+pub fn json_len_within(value: &serde_json::Value, limit: usize) -> Option<usize> {
+    struct Counter {
+        len: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.len += buf.len();
+            if self.len > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { len: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.len)
+}
+
+/// The error for a result past the result limit.
+pub fn too_large_for_the_limit(size: &str) -> Error {
+    Error::TooLarge(crate::result::too_large(size, "return less data, or split the work across several runs"))
 }
 
 /// Where a container is in its parent: `.key` or `[index]`.
@@ -138,6 +174,8 @@ struct Walker<'js> {
     set: Option<Value<'js>>,
     budget: usize,
     limit: usize,
+    /// What is left of the result limit for a lower bound of the JSON text's size.
+    json_left: usize,
     steps: u64,
     deadline: Instant,
 }
@@ -182,6 +220,10 @@ impl<'js> Walker<'js> {
             return Err(Error::Deadline);
         }
         self.charge(16)?;
+        // Every value but `undefined` is at least one byte of JSON (a string more, see below).
+        if !matches!(value.type_of(), Type::Uninitialized | Type::Undefined) && self.json(1).is_err() {
+            return Err(self.over_json_limit(None));
+        }
         let json = match value.type_of() {
             Type::Uninitialized | Type::Undefined => return Ok(Start::Leaf(None)),
             Type::Null => serde_json::Value::Null,
@@ -189,13 +231,17 @@ impl<'js> Walker<'js> {
             Type::Int => serde_json::Value::from(value.as_int().unwrap_or(0)),
             Type::Float => number(value.as_float().unwrap_or(f64::NAN)),
             Type::String => {
-                let text = value
-                    .as_string()
-                    .map(|s| s.to_string())
-                    .transpose()
-                    .map_err(|_| self.shape("contains text that is not valid Unicode (a lone surrogate)"))?
-                    .unwrap_or_default();
-                self.charge(text.len())?;
+                let Some(string) = value.as_string() else { return Err(self.shape("could not be read as a string")) };
+                // The UTF-8 length without copying the text out of the heap (QuickJS lends an
+                // ASCII string's own bytes): escapes only add to it, so it bounds the JSON size.
+                let len = string.clone().to_cstring()?.len();
+                if self.json(len.saturating_add(1)).is_err() {
+                    return Err(self.over_json_limit(Some(len)));
+                }
+                self.charge(len)?;
+                let text = string
+                    .to_string()
+                    .map_err(|_| self.shape("contains text that is not valid Unicode (a lone surrogate)"))?;
                 serde_json::Value::String(text)
             }
             Type::BigInt => {
@@ -300,6 +346,21 @@ impl<'js> Walker<'js> {
                 cheng_node::text::human_bytes(self.limit as u64)
             ))),
         }
+    }
+
+    /// Takes `bytes` from what is left of the result limit.
+    fn json(&mut self, bytes: usize) -> Result<(), ()> {
+        self.json_left = self.json_left.checked_sub(bytes).ok_or(())?;
+        Ok(())
+    }
+
+    /// The error once the lower bound passes the result limit; `string_len` when a string did it.
+    fn over_json_limit(&self, string_len: Option<usize>) -> Error {
+        let path = self.path_display();
+        too_large_for_the_limit(&match string_len {
+            Some(len) => format!("{path} is a string of {len} bytes"),
+            None => format!("the values up to {path} already pass it"),
+        })
     }
 
     fn shape(&self, what: &str) -> Error {

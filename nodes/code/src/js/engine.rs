@@ -284,7 +284,17 @@ fn evaluate<'js>(
                 ))),
             },
         };
-    convert::to_json(ctx, value, job.limits.memory_bytes, deadline).map_err(|e| match e {
+    let converted = convert::to_json(ctx, value, job.limits.memory_bytes, deadline).and_then(|json| {
+        // The walk bounded the size from below; this is the exact length of the JSON text.
+        match convert::json_len_within(&json, crate::result::RESULT_LIMIT_BYTES) {
+            Some(_) => Ok(json),
+            None => Err(convert::too_large_for_the_limit(&format!(
+                "its JSON text is more than {} bytes",
+                crate::result::RESULT_LIMIT_BYTES
+            ))),
+        }
+    });
+    converted.map_err(|e| match e {
         convert::Error::Shape(message) => Raw::Failure(Failure::script(message)),
         convert::Error::TooLarge(message) => Raw::Failure(Failure::new(ErrorKind::OutputLimit, message)),
         convert::Error::Deadline => {

@@ -25,6 +25,9 @@
 //!   lengths) is bounded too: one second after the deadline the node returns
 //!   `LOCAL_EXECUTOR_TIMED_OUT` and abandons the thread, which runs until that operation ends; while
 //!   four such threads are still running, new runs fail with `LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE`.
+//! - Result limit: at most 16 MiB of compact JSON text (`crate::result`), checked from below while
+//!   converting (a string's length before its text is copied) and exactly afterwards; past it,
+//!   `LOCAL_EXECUTOR_OUTPUT_LIMIT` naming the limit.
 
 mod console;
 mod convert;

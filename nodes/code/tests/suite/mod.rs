@@ -6,3 +6,4 @@ mod seccomp;
 mod shell;
 #[cfg(feature = "python")]
 mod python;
+mod result_cap;
