@@ -157,7 +157,7 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
                 if !since.changed_since(&meta) {
                     continue;
                 }
-                let setid = meta.mode() & (libc::S_ISUID | libc::S_ISGID) as u32;
+                let setid = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
                 let capability = has_capability(&path);
                 if setid == 0 && !capability {
                     continue;
