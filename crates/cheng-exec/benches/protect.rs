@@ -10,7 +10,7 @@
 //! twice: after a run that changed nothing (each regular file is stat'ed, nothing else), and
 //! after one that wrote every file (each is also asked for its `security.capability` attribute).
 //!
-//! `cargo bench -p cheng-exec --bench protect`
+//! `cargo bench -p cheng-exec --bench protect` (`-- 10000` for one size only)
 
 use cheng_exec::sandbox::audit::{audit, Since};
 use cheng_exec::sandbox::mounts::protect;
@@ -79,7 +79,9 @@ fn main() {
         Some(b) => println!("bare bwrap true: {:.3} ms", b.as_secs_f64() * 1e3),
         None => println!("bare bwrap true: not available here"),
     }
-    for files in [10_000, 100_000] {
+    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
+    for files in sizes {
         let before_writes = Since::now();
         let ws = workspace(files);
         let root = ws.path().canonicalize().expect("canonical");

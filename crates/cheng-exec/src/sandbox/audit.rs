@@ -133,9 +133,20 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
             if report.entries > max_entries {
                 return Err(fail(format!("the workspace has more than {max_entries} entries")));
             }
-            let path = entry.path();
             // d_type; std asks lstat itself when the file system does not fill it.
             let Ok(kind) = entry.file_type() else { continue };
+            if depth + 1 > max_depth {
+                return Err(fail(format!("the workspace is deeper than {max_depth} levels")));
+            }
+            if kind.is_file() && entry.file_name() != OsStr::new(".git") {
+                // fstatat on the directory's descriptor, without following a symlink.
+                let Ok(meta) = entry.metadata() else { continue };
+                if since.changed_since(&meta) {
+                    check_file(boundary, &entry.path(), &meta, &mut report, &mut findings);
+                }
+                continue;
+            }
+            let path = entry.path();
             if entry.file_name() == OsStr::new(".git") {
                 let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
                 let seen = Repository { path: path.clone(), dev: meta.dev(), ino: meta.ino() };
@@ -146,30 +157,13 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
                 findings.repository(boundary, &path, &meta);
                 report.new_repositories.push(path.clone());
             }
-            if depth + 1 > max_depth {
-                return Err(fail(format!("the workspace is deeper than {max_depth} levels")));
-            }
             if kind.is_dir() {
                 stack.push((path, depth + 1));
             } else if kind.is_file() {
-                // fstatat on the directory's descriptor, without following a symlink.
-                let Ok(meta) = entry.metadata() else { continue };
-                if !since.changed_since(&meta) {
-                    continue;
-                }
-                let setid = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
-                let capability = has_capability(&path);
-                if setid == 0 && !capability {
-                    continue;
-                }
-                match strip(&path, &meta, setid != 0, capability) {
-                    Ok(()) => {
-                        findings.stripped(boundary, &path, meta.mode(), setid != 0, capability);
-                        report.stripped.push(path);
-                    }
-                    Err(e) => {
-                        findings.not_stripped(boundary, &path, &e);
-                        report.not_stripped.push(path);
+                // A `.git` file (a new one: an old one was skipped above).
+                if let Ok(meta) = entry.metadata() {
+                    if since.changed_since(&meta) {
+                        check_file(boundary, &path, &meta, &mut report, &mut findings);
                     }
                 }
             }
@@ -178,6 +172,25 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
     }
     report.warnings = findings.into_warnings();
     Ok(report)
+}
+
+/// A regular file changed during the run: removes its setuid/setgid bits and capability.
+fn check_file(boundary: &Path, path: &Path, meta: &std::fs::Metadata, report: &mut AuditReport, findings: &mut Findings) {
+    let setid = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
+    let capability = has_capability(path);
+    if setid == 0 && !capability {
+        return;
+    }
+    match strip(path, meta, setid != 0, capability) {
+        Ok(()) => {
+            findings.stripped(boundary, path, meta.mode(), setid != 0, capability);
+            report.stripped.push(path.to_path_buf());
+        }
+        Err(e) => {
+            findings.not_stripped(boundary, path, &e);
+            report.not_stripped.push(path.to_path_buf());
+        }
+    }
 }
 
 /// Whether `path` (not followed) carries a `security.capability` attribute.
