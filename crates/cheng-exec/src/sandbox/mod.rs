@@ -8,7 +8,9 @@
 //! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
 //! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
 //! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
-//! or writable with its protected metadata re-mounted read-only or masked.
+//! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
+//! [`audit`] removes setuid/setgid bits and file capabilities the run set and names each new
+//! `.git` in the warnings.
 //!
 //! Who runs the code: when cheng runs as root, the sandboxed program runs as a fresh
 //! unprivileged uid/gid per run, because RLIMIT_NPROC never binds root and that rlimit is what
