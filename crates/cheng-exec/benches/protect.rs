@@ -6,8 +6,13 @@
 //! a plain recursive `std::fs::read_dir` walk of the same tree (the least any walk costs), and a
 //! bare `bwrap ... true` start (what one sandboxed run costs at least).
 //!
-//! `cargo bench -p cheng-exec --bench protect`
+//! The audit after a writable run ([`cheng_exec::sandbox::audit::audit`]) on the same trees,
+//! twice: after a run that changed nothing (each regular file is stat'ed, nothing else), and
+//! after one that wrote every file (each is also asked for its `security.capability` attribute).
+//!
+//! `cargo bench -p cheng-exec --bench protect` (`-- 10000` for one size only)
 
+use cheng_exec::sandbox::audit::{audit, Since};
 use cheng_exec::sandbox::mounts::protect;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -74,11 +79,15 @@ fn main() {
         Some(b) => println!("bare bwrap true: {:.3} ms", b.as_secs_f64() * 1e3),
         None => println!("bare bwrap true: not available here"),
     }
-    for files in [10_000, 100_000] {
+    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
+    for files in sizes {
+        let before_writes = Since::now();
         let ws = workspace(files);
         let root = ws.path().canonicalize().expect("canonical");
         let _ = protect(&root, &mut Vec::new()); // warm the cache
         let (took, n) = time_protect(&root);
+        let protect_took = took;
         let plain = median((0..ROUNDS).map(|_| {
             let started = Instant::now();
             let mut entries = 0;
@@ -98,6 +107,27 @@ fn main() {
         match bwrap {
             Some(b) => println!(", {:.2}x a bare bwrap start", took.as_secs_f64() / b.as_secs_f64()),
             None => println!(),
+        }
+        let known = protect(&root, &mut Vec::new()).expect("protect").repositories().to_vec();
+        let time_audit = |since: Since| {
+            median((0..ROUNDS).map(|_| {
+                let started = Instant::now();
+                let report = audit(&root, since, &known).expect("audit");
+                assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+                started.elapsed()
+            }).collect())
+        };
+        let written = time_audit(before_writes);
+        // Inode times older than the run's start by more than the clock slack (2 s).
+        std::thread::sleep(Duration::from_millis(2100));
+        let unchanged = time_audit(Since::now());
+        for (what, took) in [("nothing changed by the run", unchanged), ("every file written by the run", written)] {
+            println!(
+                "audit after the run, {files} files, {what}: {:.3} ms, {:.2}x a plain read_dir walk, {:.2}x protect",
+                took.as_secs_f64() * 1e3,
+                took.as_secs_f64() / plain.as_secs_f64(),
+                took.as_secs_f64() / protect_took.as_secs_f64()
+            );
         }
     }
 }

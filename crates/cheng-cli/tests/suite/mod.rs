@@ -12,5 +12,6 @@ mod markdown;
 mod preview;
 mod runtime;
 mod seccomp;
+mod setuid_audit;
 mod shell;
 mod tests_node;

@@ -8,7 +8,9 @@
 //! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
 //! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
 //! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
-//! or writable with its protected metadata re-mounted read-only or masked.
+//! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
+//! [`audit`] removes setuid/setgid bits and file capabilities the run set and names each new
+//! `.git` in the warnings.
 //!
 //! Who runs the code: when cheng runs as root, the sandboxed program runs as a fresh
 //! unprivileged uid/gid per run, because RLIMIT_NPROC never binds root and that rlimit is what
@@ -25,6 +27,7 @@
 //! ([`io_parent`]) and is bound read-only; the only things the sandbox may write there are the
 //! named output FIFOs ([`channel`]), which store nothing on the host.
 
+pub mod audit;
 pub mod cgroup;
 pub mod channel;
 pub mod idmap;
@@ -625,6 +628,8 @@ impl Sandbox {
                 }
             }
         };
+        // Inode times at or after this were changed by the run (see `audit`).
+        let since = audit::Since::now();
         let group = self.group.take();
         let procs = group.as_ref().map(cgroup::RunGroup::procs);
         let mut result = self.attempt(self.args.clone(), self.rlimits.clone(), procs, cancel, &idmaps).await;
@@ -648,7 +653,12 @@ impl Sandbox {
                 _ => report = Some(group.finish()),
             }
         }
-        // The run is over: the placeholders go now (and on every early return, with `self`).
+        // The run is over (the pid namespace died with bwrap): audit what it left in a writable
+        // workspace, then the placeholders go (and on every early return, with `self`).
+        let audited = match (&result, self.request.writable) {
+            (Ok(_), true) => Some(self.audit(since).await),
+            _ => None,
+        };
         drop(std::mem::take(&mut self.protections));
         if let Some(e) = report.as_ref().and_then(|r| r.cleanup_error.clone()) {
             self.enforcement.warnings.push(format!("cgroup v2: {e}"));
@@ -657,6 +667,11 @@ impl Sandbox {
         if let Some(message) = setup_failure(&output) {
             return Err(unavailable(message));
         }
+        match audited {
+            Some(Ok(report)) => self.enforcement.warnings.extend(report.warnings),
+            Some(Err(e)) => return Err(NodeError::new(ErrorKind::OutputLimit, e.to_string())),
+            None => {}
+        }
         if output.termination == crate::Termination::Exited && output.exit_code != Some(0) {
             // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
             // namespaces here at all (a stand-in binary, a policy that kills it). The probe
@@ -664,6 +679,16 @@ impl Sandbox {
             bwrap::probe(&self.bwrap, &namespace_flags(is_root()))?;
         }
         Ok(SandboxRun { output, setup, enforcement: self.enforcement, cgroup: report })
+    }
+
+    /// The audit of the writable workspace after the run ([`audit::audit`]), off the async
+    /// workers: it walks the whole workspace.
+    async fn audit(&self, since: audit::Since) -> Result<audit::AuditReport, audit::AuditError> {
+        let boundary = self.request.boundary.clone();
+        let known = self.protections.repositories().to_vec();
+        tokio::task::spawn_blocking(move || audit::audit(&boundary, since, &known))
+            .await
+            .unwrap_or_else(|e| Err(audit::AuditError(format!("the audit after the run stopped: {e}"))))
     }
 
     /// One start of bwrap with `args` and `rlimits`, joining the cgroup group of `procs` when

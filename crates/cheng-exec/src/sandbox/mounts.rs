@@ -38,19 +38,53 @@ const ETC_ENTRIES: &[&str] = &[
 ];
 
 /// Names inside a writable boundary that must not be written: a write there runs code later
-/// (git hooks and config, shell start-up files, editor and agent configuration).
+/// (git hooks and config, shell start-up files, editor, agent and CI configuration, package
+/// manager settings) or hands out credentials. Each is protected at the top of the boundary
+/// only, a whole directory at a time: `.ssh` covers `.ssh/authorized_keys`, `.config` covers
+/// `.config/git/config`, `.github` covers `.github/workflows/`. docs/guides/sandbox.md lists
+/// where each entry comes from (Anthropic's sandbox-runtime, Codex, cheng's own review).
 pub const PROTECTED_NAMES: &[&str] = &[
+    // Version control: hooks, config, submodule URLs.
     ".git",
-    ".cheng",
-    ".bashrc",
-    ".bash_profile",
-    ".profile",
-    ".zshrc",
     ".gitconfig",
     ".gitmodules",
-    ".mcp.json",
+    // Shell start-up and log-out files (bash, sh, zsh), and direnv's per-directory script.
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".bash_aliases",
+    ".profile",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".envrc",
+    // Everything under the XDG config directory (git, fish, direnv, systemd user units …).
+    ".config",
+    // Credentials and remote logins.
+    ".ssh",
+    ".netrc",
+    // Package managers and tools that run commands named in their settings.
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".ripgreprc",
+    // Commit hooks managed outside .git, and CI.
+    ".husky",
+    ".pre-commit-config.yaml",
+    ".github",
+    // Editors, dev containers and coding agents (settings, hooks, MCP servers, commands).
     ".vscode",
     ".idea",
+    ".devcontainer",
+    ".mcp.json",
+    ".claude",
+    ".cursor",
+    ".codex",
+    ".agents",
+    ".cheng",
 ];
 
 /// One entry of the read-only system view.
@@ -150,29 +184,30 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
             let path = boundary.join(name);
             if let Some(users) = live.get_mut(&path) {
                 *users += 1;
-                out.0.push(Protection::Masked(path));
+                out.list.push(Protection::Masked(path));
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => protect_symlink(boundary, name, &path, &mut out.0, warnings),
+                Ok(meta) if meta.file_type().is_symlink() => protect_symlink(boundary, name, &path, &mut out.list, warnings),
                 Ok(meta) => {
                     if meta.is_file() && *name == ".git" {
-                        protect_gitdir_target(boundary, &path, &mut out.0);
+                        protect_gitdir_target(boundary, &path, &mut out.list);
                     }
-                    out.0.push(Protection::ReadOnly(path));
+                    out.list.push(Protection::ReadOnly(path));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
                         return Err(ProtectError::Placeholder(path, e));
                     }
                     live.insert(path.clone(), 1);
-                    out.0.push(Protection::Masked(path));
+                    out.list.push(Protection::Masked(path));
                 }
                 Err(e) => return Err(ProtectError::Placeholder(path, e)),
             }
         }
     }
-    out.0.extend(nested_repositories(boundary, warnings)?);
+    record_repository(&boundary.join(".git"), &mut out.repositories);
+    out.list.extend(nested_repositories(boundary, &mut out.repositories, warnings)?);
     Ok(out)
 }
 
@@ -217,8 +252,9 @@ fn display_in(boundary: &Path, path: &Path) -> String {
 /// look inside a `.git` directory. It is bounded ([`NESTED_WALK_MAX_ENTRIES`],
 /// [`NESTED_WALK_MAX_DEPTH`], [`NESTED_MAX_REPOSITORIES`]); past a bound the run fails closed,
 /// because stopping early could leave a repository writable. A directory that cannot be read is
-/// a warning (the sandbox cannot list it either; a vanished entry is skipped).
-fn nested_repositories(boundary: &Path, warnings: &mut Vec<String>) -> Result<Vec<Protection>, ProtectError> {
+/// a warning (the sandbox cannot list it either; a vanished entry is skipped). Every `.git` found
+/// (of any type) is added to `known`, so that the audit after the run can tell a new one.
+fn nested_repositories(boundary: &Path, known: &mut Vec<Repository>, warnings: &mut Vec<String>) -> Result<Vec<Protection>, ProtectError> {
     let git = OsStr::new(".git");
     let walk = ignore::WalkBuilder::new(boundary)
         .standard_filters(false)
@@ -264,6 +300,7 @@ fn nested_repositories(boundary: &Path, warnings: &mut Vec<String>) -> Result<Ve
             return Err(too_large(format!("the workspace holds more than {NESTED_MAX_REPOSITORIES} nested repositories")));
         }
         let path = entry.path();
+        record_repository(path, known);
         match entry.file_type() {
             Some(t) if t.is_symlink() => protect_symlink(boundary, ".git", path, &mut out, warnings),
             Some(t) if t.is_file() => {
@@ -280,6 +317,23 @@ fn nested_repositories(boundary: &Path, warnings: &mut Vec<String>) -> Result<Ve
         }
     }
     Ok(out)
+}
+
+/// One `.git` seen before the run: its path and its inode, so that the audit after the run can
+/// tell it from a new one at the same path (a parent directory renamed during the run and a new
+/// `.git` made in its place) and from a link to it elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Repository {
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+fn record_repository(path: &Path, seen: &mut Vec<Repository>) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        seen.push(Repository { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() });
+    }
 }
 
 /// The canonical directory a `.git` file's `gitdir: <path>` line names (relative to the
@@ -309,18 +363,28 @@ pub fn apply(b: &mut Bwrap, protections: &[Protection]) {
 /// as an existing (empty) file and binds it read-only; if the first removes it before the
 /// second's bwrap has mounted it, that run fails closed (SANDBOX_UNAVAILABLE, "Can't find source path").
 #[derive(Debug, Default)]
-pub struct Placeholders(Vec<Protection>);
+pub struct Placeholders {
+    list: Vec<Protection>,
+    /// Every `.git` (directory, file or symlink) in the boundary before the run, the top-level
+    /// one whether it existed or was masked: what [`super::audit`] does not report as new.
+    repositories: Vec<Repository>,
+}
 
 impl Placeholders {
     pub fn list(&self) -> &[Protection] {
-        &self.0
+        &self.list
+    }
+
+    /// The `.git` paths that existed before the run (all of them read-only during it).
+    pub fn repositories(&self) -> &[Repository] {
+        &self.repositories
     }
 }
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
         let mut live = live_placeholders();
-        for p in self.0.drain(..) {
+        for p in self.list.drain(..) {
             let Protection::Masked(path) = p else { continue };
             match live.get_mut(&path) {
                 Some(users) if *users > 1 => *users -= 1,

@@ -1,6 +1,7 @@
 #[cfg(feature = "js")]
 mod js;
 
+mod protect;
 mod sandbox_support;
 mod seccomp;
 mod shell;
