@@ -10,3 +10,4 @@ mod preview;
 mod runtime;
 mod shell;
 mod tests_node;
+mod truncation;
