@@ -162,3 +162,33 @@ fn workspace_git_diff_and_show_account_for_every_dropped_byte() {
         }
     }
 }
+
+/// Output that is not UTF-8: each 0xff byte is shown as one U+FFFD (three bytes of text), so the
+/// marker's N must be counted in the bytes written, not in the bytes of the text shown.
+fn assert_accounted_ff(what: &str, shown: &str, written: usize) {
+    const OPEN: &str = "\n...[omitted ";
+    const CLOSE: &str = " bytes]...\n";
+    let start = shown.find(OPEN).unwrap_or_else(|| panic!("{what}: no omission marker"));
+    let rest = &shown[start + OPEN.len()..];
+    let close = rest.find(CLOSE).unwrap_or_else(|| panic!("{what}: unterminated marker"));
+    let omitted: usize = rest[..close].parse().unwrap_or_else(|e| panic!("{what}: marker count {:?}: {e}", &rest[..close]));
+    let (head, tail) = (&shown[..start], &rest[close + CLOSE.len()..]);
+    assert!(head.chars().chain(tail.chars()).all(|c| c == '\u{FFFD}'), "{what}: kept text is not the written bytes");
+    let kept = head.chars().count() + tail.chars().count();
+    assert_eq!(kept + omitted, written, "{what}: kept {kept} bytes + omitted {omitted} != written {written}");
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_counted_as_written() {
+    let (_d, ws) = temp_workspace();
+    let written = 300_000;
+    let script = format!("head -c {written} /dev/zero | tr '\\000' '\\377'");
+    let input = json!({"operation": "run", "command": "sh", "args": ["-c", &script]});
+    let (code, out, stderr) = run_node("tools/workspace_tests", &ws, &input, &["--approve"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_accounted_ff("workspace_tests stdout", out["stdout"].as_str().unwrap_or_default(), written);
+    let input = json!({"command": "sh", "args": ["-c", format!("{script}; {script}; {script}; {script}")]});
+    let (code, out, stderr) = run_node("tools/workspace_shell", &ws, &input, &["--approve"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_accounted_ff("workspace_shell stdout", out["stdout"].as_str().unwrap_or_default(), 4 * written);
+}
