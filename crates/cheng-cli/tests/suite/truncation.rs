@@ -8,17 +8,20 @@ use super::support::*;
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// `lines` numbered 9-byte lines (`00000001\n` ...) then `end`: every position is recognisable,
-/// so a head or tail taken from the wrong place cannot match.
+/// Filler making each numbered line 100 bytes (few lines: the test runners' parsers work per line).
+const PAD: &str = "...........................................................................................";
+
+/// `lines` numbered 100-byte lines (`00000001.....\n` ...) then `end`: every position is
+/// recognisable, so a head or tail taken from the wrong place cannot match.
 fn numbered(lines: usize) -> String {
-    let mut text: String = (1..=lines).map(|i| format!("{i:08}\n")).collect();
+    let mut text: String = (1..=lines).map(|i| format!("{i:08}{PAD}\n")).collect();
     text.push_str("end");
     text
 }
 
 /// The shell command writing [`numbered`]`(lines)` to stdout.
 fn numbered_sh(lines: usize) -> String {
-    format!("seq -f '%08g' 1 {lines}; printf end")
+    format!("seq -f '%08g{PAD}' 1 {lines}; printf end")
 }
 
 /// Checks `shown` (a node's text output) against the `written` stream: one marker, whose N is the
@@ -59,7 +62,7 @@ fn the_marker_check_itself_catches_a_miscount() {
 fn workspace_shell_accounts_for_every_dropped_byte() {
     let (_d, ws) = temp_workspace();
     // stdout cap 1 MiB, stderr cap 256 KiB: 3 MB and 1 MB written.
-    let (out_lines, err_lines) = (333_333, 111_111);
+    let (out_lines, err_lines) = (30_000, 10_000);
     let script = format!("{}; {{ {}; }} >&2", numbered_sh(out_lines), numbered_sh(err_lines));
     let input = json!({"command": "sh", "args": ["-c", script]});
     let (code, out, stderr) = run_node("tools/workspace_shell", &ws, &input, &["--approve"]);
@@ -73,8 +76,8 @@ fn workspace_shell_accounts_for_every_dropped_byte() {
 fn workspace_tests_run_accounts_for_every_dropped_byte() {
     let (_d, ws) = temp_workspace();
     // Returned at 256 KiB out of a 4 MiB capture: once below the capture cap (one cut), once
-    // above it (cut at capture, then again for the output).
-    for lines in [111_111, 555_555] {
+    // just above it (cut at capture, then again for the output).
+    for lines in [11_111, 42_300] {
         let input = json!({"operation": "run", "command": "sh", "args": ["-c", numbered_sh(lines)]});
         let (code, out, stderr) = run_node("tools/workspace_tests", &ws, &input, &["--approve"]);
         assert_eq!(code, 0, "{lines} lines: {out} {stderr}");
@@ -89,7 +92,7 @@ fn code_shell_accounts_for_every_dropped_byte() {
         return;
     }
     let (_d, ws) = temp_workspace();
-    let (out_lines, err_lines) = (333_333, 111_111);
+    let (out_lines, err_lines) = (30_000, 10_000);
     let script = format!("{}; {{ {}; }} >&2", numbered_sh(out_lines), numbered_sh(err_lines));
     let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script}), &[]);
     assert_eq!(code, 0, "{out} {stderr}");
@@ -108,9 +111,9 @@ fn code_python_accounts_for_every_dropped_byte() {
         return;
     }
     let (_d, ws) = temp_workspace();
-    let (out_lines, err_lines) = (333_333, 111_111);
+    let (out_lines, err_lines) = (30_000, 10_000);
     let script = format!(
-        "import sys\ndef numbered(n):\n    return ''.join('%08d\\n' % i for i in range(1, n + 1)) + 'end'\n\
+        "import sys\ndef numbered(n):\n    return ''.join('%08d{PAD}\\n' % i for i in range(1, n + 1)) + 'end'\n\
          sys.stdout.write(numbered({out_lines}))\nsys.stderr.write(numbered({err_lines}))\nresult = 'written'"
     );
     let input = json!({"script": script}).to_string();
@@ -138,10 +141,10 @@ fn workspace_git_diff_and_show_account_for_every_dropped_byte() {
     }
     let (_d, ws) = temp_workspace();
     git(&ws, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
-    std::fs::write(ws.join("big.txt"), numbered(20_000)).expect("write");
+    std::fs::write(ws.join("big.txt"), numbered(2_000)).expect("write");
     git(&ws, &["add", "big.txt"]);
     git(&ws, &["commit", "-qm", "numbered lines"]);
-    std::fs::write(ws.join("big.txt"), numbered(20_000).replace('0', "o")).expect("write");
+    std::fs::write(ws.join("big.txt"), numbered(2_000).replace('0', "o")).expect("write");
     let git_node = |operation: &str, max_bytes: u64| {
         let input = json!({"operation": operation, "max_bytes": max_bytes});
         let (code, out, stderr) = run_node("tools/workspace_git", &ws, &input, &[]);
