@@ -535,7 +535,9 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
         .spawn()
         .expect("spawn cheng");
     let pattern = format!("sleep {tag}");
-    let started = eventually(|| pids_matching(&pattern).len() >= 3);
+    // The three sleeps themselves running (not merely a shell naming them).
+    let sleeps = format!("^{pattern}[123]$");
+    let started = eventually(|| pids_matching(&sleeps).len() == 3);
     let pid = libc::pid_t::try_from(child.id()).expect("pid");
     // SAFETY: plain kill(2) on the child this test spawned.
     unsafe { libc::kill(pid, libc::SIGINT) };

@@ -514,8 +514,9 @@ async fn cancelling_mid_run_kills_grandchildren() {
     let watcher = {
         let pattern = pattern.clone();
         tokio::spawn(async move {
-            // All three sleeps running (sh -c's own command line matches too): then cancel.
-            let started = eventually(|| pids_matching(&pattern).len() >= 3).await;
+            // The three sleeps themselves running (not merely a shell naming them): then cancel.
+            let sleeps = format!("^{pattern}[123]$");
+            let started = eventually(|| pids_matching(&sleeps).len() == 3).await;
             cancel.cancel();
             started
         })
