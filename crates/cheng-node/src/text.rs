@@ -21,6 +21,22 @@ pub struct Bounded {
     /// How many bytes were pushed in all.
     pub total_bytes: u64,
     pub omitted_bytes: u64,
+    /// The kept bytes as pushed (head then tail, no marker), for [`Bounded::recap`]: `text` is
+    /// lossy, so its length is not the number of bytes it stands for.
+    kept: KeptBytes,
+}
+
+/// The raw bytes behind a [`Bounded`]: `head` of them precede the dropped middle.
+#[derive(Clone, PartialEq, Eq)]
+struct KeptBytes {
+    bytes: Vec<u8>,
+    head: usize,
+}
+
+impl std::fmt::Debug for KeptBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeptBytes({} bytes, head {})", self.bytes.len(), self.head)
+    }
 }
 
 impl HeadTail {
@@ -50,14 +66,46 @@ impl HeadTail {
         if omitted == 0 {
             let mut all = self.head;
             all.extend_from_slice(&tail);
-            return Bounded { text: lossy(&all), truncated: false, total_bytes: self.total, omitted_bytes: 0 };
+            let head = all.len();
+            return Bounded {
+                text: lossy(&all),
+                truncated: false,
+                total_bytes: self.total,
+                omitted_bytes: 0,
+                kept: KeptBytes { bytes: all, head },
+            };
         }
-        // Cut on character boundaries so the marker never splits a UTF-8 sequence.
-        let head = &self.head[..utf8_prefix_len(&self.head)];
-        let tail = &tail[utf8_suffix_start(&tail)..];
-        let omitted = self.total - head.len() as u64 - tail.len() as u64;
-        let text = format!("{}{}{}", lossy(head), omitted_marker(omitted), lossy(tail));
-        Bounded { text, truncated: true, total_bytes: self.total, omitted_bytes: omitted }
+        spliced(&self.head, &tail, self.total)
+    }
+}
+
+/// `head`, the marker, `tail`, cut on character boundaries so the marker never splits a UTF-8
+/// sequence; the marker counts every byte of `total` not kept.
+fn spliced(head: &[u8], tail: &[u8], total: u64) -> Bounded {
+    let head = &head[..utf8_prefix_len(head)];
+    let tail = &tail[utf8_suffix_start(tail)..];
+    let omitted = total - head.len() as u64 - tail.len() as u64;
+    let text = format!("{}{}{}", lossy(head), omitted_marker(omitted), lossy(tail));
+    let mut bytes = head.to_vec();
+    bytes.extend_from_slice(tail);
+    Bounded { text, truncated: true, total_bytes: total, omitted_bytes: omitted, kept: KeptBytes { bytes, head: head.len() } }
+}
+
+impl Bounded {
+    /// The same stream bounded again, to at most `cap` kept bytes (head+tail): the marker
+    /// counts bytes of the original stream, whatever the lossy text's length.
+    pub fn recap(&self, cap: usize) -> Bounded {
+        let KeptBytes { bytes, head } = &self.kept;
+        if bytes.len() <= cap {
+            return self.clone();
+        }
+        let (before, after) = bytes.split_at(*head);
+        let (head_cap, tail_cap) = (cap / 2, cap - cap / 2);
+        // Nothing dropped yet: one contiguous run, cut from both of its ends.
+        let (before, after) = if self.truncated { (before, after) } else { (&bytes[..], &bytes[..]) };
+        let new_head = &before[..head_cap.min(before.len())];
+        let new_tail = &after[after.len() - tail_cap.min(after.len())..];
+        spliced(new_head, new_tail, self.total_bytes)
     }
 }
 
@@ -221,7 +269,23 @@ mod tests {
         let out = head_tail(b"0123456789abcdefghij", 10);
         assert!(out.truncated);
         assert_eq!(out.text, "01234\n...[omitted 10 bytes]...\nfghij");
+        // Bounded again, counted in bytes of the stream: from 10 kept to 4, then unchanged at 20.
+        assert_eq!(out.recap(4).text, "01\n...[omitted 16 bytes]...\nij");
+        assert_eq!(out.recap(4).omitted_bytes, 16);
+        assert_eq!(out.recap(20), out);
         assert_eq!(out.total_bytes, 20);
+        assert_eq!(head_tail(b"0123456789", 10).recap(4).text, "01\n...[omitted 6 bytes]...\n89");
+    }
+
+    #[test]
+    fn recap_counts_bytes_not_replacement_characters() {
+        // Each 0xff is one U+FFFD (three bytes of text) but one byte of the stream.
+        let out = head_tail(&[0xff; 20], 20).recap(4);
+        let (head, rest) = out.text.split_once("\n...[omitted ").unwrap_or_default();
+        let (count, tail) = rest.split_once(" bytes]...\n").unwrap_or_default();
+        let kept = head.chars().count() + tail.chars().count();
+        assert_eq!(kept as u64 + count.parse::<u64>().unwrap_or_default(), 20, "{:?}", out.text);
+        assert_eq!(out.omitted_bytes, 20 - kept as u64);
     }
 
     #[test]

@@ -478,8 +478,8 @@ fn help_documents_exit_statuses() {
 
 /// Runs `cheng args...` under a pseudo-terminal (util-linux `script`), typing `answer`.
 fn under_tty(args: &[&str], answer: &str) -> Option<String> {
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipping: `script` (util-linux) is not installed, so no pseudo-terminal is available");
+    // util-linux `script` provides the pseudo-terminal.
+    if !require_or_skip("script") {
         return None;
     }
     let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_cheng"))

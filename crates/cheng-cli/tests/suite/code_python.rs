@@ -17,7 +17,6 @@ fn code_python_is_absent_without_its_env_var() {
 #[test]
 fn code_python_returns_its_result_when_enabled() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let (_d, ws) = temp_workspace();
@@ -133,7 +132,6 @@ fn gated_nodes_are_absent_from_generated_schemas_and_docs() {
 fn full_disk_readonly_shows_host_files_to_python_and_never_lets_them_be_written() {
     use super::code_shell::{host_files, SECRET};
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let host = host_files();

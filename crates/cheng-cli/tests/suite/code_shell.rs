@@ -5,7 +5,6 @@ use serde_json::json;
 #[test]
 fn code_shell_runs_in_the_sandbox_with_landlock() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let (_d, ws) = temp_workspace();
@@ -69,17 +68,14 @@ fn util(name: &str) -> Option<PathBuf> {
 
 /// Whether cheng can run as uid 65534 with a working sandbox here; prints why when not.
 pub fn unprivileged_sandbox_works() -> bool {
-    let skip = |why: String| {
-        eprintln!("skipped: {why}");
-        false
-    };
+    let skip = |why: String| require_or_skip_that(&why, false);
     if unsafe { libc::geteuid() } != 0 {
-        return skip("the tests must start as root to switch to uid 65534".into());
+        return skip("root (the tests must start as root to switch to uid 65534)".into());
     }
     let (Some(setpriv), Some(_)) = (util("setpriv"), util("prlimit")) else {
-        return skip("setpriv/prlimit (util-linux) are not installed".into());
+        return skip("setpriv/prlimit (util-linux)".into());
     };
-    let Some(bwrap) = util("bwrap") else { return skip("bubblewrap is not installed".into()) };
+    let Some(bwrap) = util("bwrap") else { return skip("bwrap (bubblewrap)".into()) };
     let probe = Command::new(&setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&bwrap)
@@ -90,14 +86,14 @@ pub fn unprivileged_sandbox_works() -> bool {
         Ok(out) if out.status.success() => {}
         Ok(out) => {
             return skip(format!(
-                "unprivileged user namespaces do not work here: {}",
+                "working unprivileged user namespaces ({})",
                 String::from_utf8_lossy(&out.stderr).trim()
             ))
         }
-        Err(e) => return skip(format!("setpriv cannot run: {e}")),
+        Err(e) => return skip(format!("a setpriv that runs ({e})")),
     }
     if nobody_cheng().is_none() {
-        return skip(format!("uid 65534 cannot execute {} nor a copy of it under /tmp", env!("CARGO_BIN_EXE_cheng")));
+        return skip(format!("a cheng binary uid 65534 can execute ({} nor a copy of it under /tmp)", env!("CARGO_BIN_EXE_cheng")));
     }
     true
 }
@@ -298,12 +294,18 @@ fn unprivileged_runs_have_no_network() {
             let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nreached");
         }
     });
-    let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo; getent hosts example.com || echo no-dns");
+    if !require_or_skip("curl") {
+        return;
+    }
+    // curl's exit status is the positive control: 7 (could not connect) proves it ran and tried;
+    // 127 (curl not found inside) would make the test prove nothing.
+    let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo \"curl=$?\"; getent hosts example.com || echo no-dns");
     let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), None, &[]);
     assert!(out.is_object(), "no output: {stderr}");
     assert!(!hit.load(Ordering::SeqCst), "the sandbox reached the host listener: {out}");
     let stdout = out["stdout"].as_str().unwrap_or("");
     assert!(!stdout.contains("reached") && stdout.contains("no-dns"), "{out}");
+    assert!(stdout.contains("curl=7\n"), "curl did not fail to connect: {out}");
     assert_eq!(out["metrics"]["limits"]["network"], "none (private network namespace)");
 }
 
@@ -312,7 +314,6 @@ fn unprivileged_runs_have_no_network() {
 #[test]
 fn the_init_step_applies_every_rlimit() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let (_d, ws) = temp_workspace();
@@ -339,7 +340,6 @@ fn the_init_step_applies_every_rlimit() {
 #[test]
 fn a_memory_hog_under_the_init_step_fails_with_memory_limit() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let (_d, ws) = temp_workspace();
@@ -355,7 +355,6 @@ fn a_memory_hog_under_the_init_step_fails_with_memory_limit() {
 #[test]
 fn a_private_workspace_is_writable_and_no_capability_survives() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -417,7 +416,6 @@ impl HostFiles {
 #[test]
 fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let host = host_files();
@@ -448,7 +446,6 @@ fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
 #[test]
 fn nested_repositories_cannot_be_written_with_allow_filesystem() {
     if !bwrap_works() {
-        eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
     let (_d, ws) = temp_workspace();
@@ -471,4 +468,89 @@ fn nested_repositories_cannot_be_written_with_allow_filesystem() {
     assert_eq!(std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(), "[core]\n", "{out}");
     assert!(!ws.join("sub2-gitdir/hooks/pre-commit").exists(), "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("sub2/.git")).unwrap(), "gitdir: ../sub2-gitdir\n", "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approval denial and cancellation through the real binary.
+// ---------------------------------------------------------------------------------------------
+
+/// `--deny` refuses a request_read_paths entry: the script, which would leave a marker with
+/// writes allowed, never starts; approved (`--approve`), the same run leaves it.
+#[test]
+fn a_denied_read_path_runs_nothing() {
+    if !bwrap_works() {
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    let outside = tempfile::tempdir_in("/var/tmp").expect("tempdir");
+    std::fs::write(outside.path().join("notes.txt"), "approved content").expect("write");
+    let dir = outside.path().to_str().expect("utf-8");
+    let input = json!({"script": format!("echo ran > marker.txt; cat '{dir}/notes.txt'"), "request_read_paths": [dir], "allow_filesystem": true});
+    let config = r#"{"allow_filesystem": true}"#;
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--deny", "--config", config]);
+    assert_eq!(code, 1, "{out} {stderr}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out} {stderr}");
+    assert!(!ws.join("marker.txt").exists(), "the script ran although its read path was denied: {out}");
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--approve", "--config", config]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["result"], "approved content", "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("marker.txt")).unwrap_or_default(), "ran\n");
+}
+
+/// Host pids whose command line contains `pattern` (pgrep -f).
+fn pids_matching(pattern: &str) -> Vec<u32> {
+    let out = Command::new("pgrep").args(["-f", pattern]).output().expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Polls (bounded: 20 s) until `done` holds; false when it never did.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// Ctrl-C (SIGINT to cheng) in the middle of a code_shell run: exit 130, and the script's
+/// children and grandchildren (one of them in its own session) are gone from the host.
+#[test]
+fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
+    if !bwrap_works() || !require_or_skip("pgrep") {
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    // Durations unique to this test process, so that pgrep -f finds only these sleeps.
+    let tag = format!("98.6{}", std::process::id());
+    let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
+    let input = json!({"script": script, "timeout_ms": 60000}).to_string();
+    let child = cheng()
+        .args(["run", "tools/code_shell", "--workspace", ws.to_str().expect("utf-8"), "--input", &input])
+        .args(["--config", r#"{"timeout_ms": 60000}"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cheng");
+    let pattern = format!("sleep {tag}");
+    // The three sleeps themselves running (not merely a shell naming them).
+    let sleeps = format!("^{pattern}[123]$");
+    let started = eventually(|| pids_matching(&sleeps).len() == 3);
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: plain kill(2) on the child this test spawned.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().expect("cheng exits");
+    let gone = eventually(|| pids_matching(&pattern).is_empty());
+    let survivors = pids_matching(&pattern);
+    for pid in &survivors {
+        // Clean up what cheng failed to, by pid.
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(started, "the script's processes never all started: {value} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{value} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(value["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{value}");
+    assert!(gone, "left behind after Ctrl-C: {survivors:?}");
 }

@@ -107,7 +107,68 @@ fn errors_carry_stable_codes() {
         let (code, out, stderr) = markdown(&ws, input.clone());
         assert_eq!(failure(code, &out, &stderr), expected, "{input}");
     }
-    // sandbox_root is engine-injected: an agent cannot point the node elsewhere.
-    let (code, out, stderr) = markdown(&ws, json!({"operation": "outline", "path": "x.md", "sandbox_root": "/"}));
-    assert_ne!(code, 0, "{out} {stderr}");
+}
+
+/// sandbox_root is engine-injected: neither `--input` nor `--config` may set it. The smuggled
+/// root holds the file asked for and the real workspace does not, so honouring it (or ignoring
+/// it and failing on the missing file, exit 1) cannot pass for the rejection (exit 2).
+#[test]
+fn a_smuggled_sandbox_root_is_rejected() {
+    let (_d, ws) = temp_workspace();
+    let (_o, elsewhere) = temp_workspace();
+    std::fs::write(elsewhere.join("doc.md"), "# Elsewhere\n").expect("write");
+    let root = elsewhere.to_str().expect("utf-8").to_string();
+    // Control: the same request is a plain NOT_FOUND in the workspace, and works where the file is.
+    let (code, out, stderr) = markdown(&ws, json!({"operation": "outline", "path": "doc.md"}));
+    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_NOT_FOUND");
+    let (code, out, stderr) = markdown(&elsewhere, json!({"operation": "outline", "path": "doc.md"}));
+    assert_eq!(code, 0, "{out} {stderr}");
+    let (code, out, stderr) = markdown(&ws, json!({"operation": "outline", "path": "doc.md", "sandbox_root": root}));
+    assert_eq!(code, 2, "{out} {stderr}");
+    assert!(stderr.contains("sandbox_root") && stderr.contains("engine-injected"), "{stderr}");
+    assert_eq!(out, Value::Null, "nothing ran, so no output object: {out}");
+    let config = json!({"sandbox_root": root}).to_string();
+    let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "outline", "path": "doc.md"}), &["--config", &config]);
+    assert_eq!(code, 2, "{out} {stderr}");
+    assert!(stderr.contains("sandbox_root") && stderr.contains("engine-injected"), "{stderr}");
+}
+
+/// The run-time route: an edge carrying another node's output into `sandbox_root`. The graph is
+/// rejected before anything runs (the feeding node would leave a marker), by `graph check` and
+/// `graph run` alike; the same graph feeding `path` instead is valid and runs.
+#[test]
+fn an_edge_into_sandbox_root_is_rejected_before_anything_runs() {
+    let (_d, ws) = temp_workspace();
+    let (_o, elsewhere) = temp_workspace();
+    std::fs::write(elsewhere.join("doc.md"), "# Elsewhere\n").expect("write");
+    std::fs::write(ws.join("doc.md"), "# Workspace\n").expect("write");
+    let graph = |target: &str| {
+        let graph = json!({"version": 1, "nodes": [
+            {"id": "src", "type": "tools/workspace_shell",
+             "inputs": {"command": "sh", "args": ["-c", format!("touch ran; printf %s '{}'", if target == "path" { "doc.md" } else { elsewhere.to_str().unwrap_or_default() })]}},
+            {"id": "md", "type": NODE, "inputs": if target == "path" { json!({"operation": "outline"}) } else { json!({"operation": "outline", "path": "doc.md"}) }}],
+            "edges": [{"from": "src.stdout", "to": format!("md.{target}")}]});
+        let file = ws.join(format!("graph-{target}.json"));
+        std::fs::write(&file, graph.to_string()).expect("write graph");
+        file.to_str().expect("utf-8").to_string()
+    };
+    let smuggling = graph("sandbox_root");
+    let ws_arg = ws.to_str().expect("utf-8");
+    for args in [vec!["graph", "check", smuggling.as_str()], vec!["graph", "run", smuggling.as_str(), "--workspace", ws_arg, "--approve"]] {
+        let out = run_cheng(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("node `md`, port `sandbox_root`"), "{args:?}: {stderr}");
+        assert!(stderr.contains("engine-injected; no edge may feed it"), "{args:?}: {stderr}");
+        assert!(!ws.join("ran").exists(), "{args:?}: a node ran although the graph was rejected");
+    }
+    // Control: the same shape feeding an ordinary port is valid, runs, and sees the workspace.
+    let valid = graph("path");
+    let out = run_cheng(&["graph", "check", &valid]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_cheng(&["graph", "run", &valid, "--workspace", ws_arg, "--approve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert!(ws.join("ran").exists());
+    assert_eq!(result["nodes"]["md"]["outputs"]["outline"][0]["text"], "Workspace", "{result}");
 }

@@ -15,3 +15,4 @@ mod seccomp;
 mod setuid_audit;
 mod shell;
 mod tests_node;
+mod truncation;

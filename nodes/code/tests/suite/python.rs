@@ -73,7 +73,8 @@ async fn the_network_is_always_off() {
         "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    result = 'connected'\nexcept OSError as e:\n    result = 'blocked: ' + type(e).__name__"
     );
     let out = run(&CodePython, &ws, json!({"script": script})).await;
-    assert!(out["result"].as_str().unwrap_or("").starts_with("blocked"), "{out:?}");
+    // Refused by the private namespace's own loopback: the attempt ran and found nothing there.
+    assert_eq!(out["result"], "blocked: ConnectionRefusedError", "{out:?}");
     std::thread::sleep(Duration::from_millis(100));
     assert!(l.accept().is_err(), "the listener saw a connection");
 }
@@ -82,11 +83,14 @@ async fn the_network_is_always_off() {
 async fn writes_follow_allow_filesystem() {
     if !sandbox_available() { return; }
     let (_d, ws) = workspace();
-    let outside = tempfile::tempdir_in("/var/tmp").unwrap();
+    // A 0777 directory and a 0666 file outside: only the sandbox can stop these writes.
+    let outside = outside_dir();
     let escape = outside.path().join("escape.txt");
+    let existing = world_writable_file(outside.path(), "existing.txt", "original\n");
     let script = format!(
-        "import os\nfor p in ['inside.txt', '.git/config', {:?}]:\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        pass\nresult = os.getuid()",
-        escape.to_str().unwrap()
+        "import os\nout = []\nfor p, m in [('inside.txt', 'w'), ('.git/config', 'w'), ({:?}, 'w'), ({:?}, 'a')]:\n    try:\n        open(p, m).write('x')\n        out.append('written')\n    except OSError as e:\n        out.append(e.strerror)\nresult = out",
+        escape.to_str().unwrap(),
+        existing.to_str().unwrap()
     );
     std::fs::create_dir(ws.join(".git")).unwrap();
     let out = run(&CodePython, &ws, json!({"script": script.clone()})).await;
@@ -95,6 +99,10 @@ async fn writes_follow_allow_filesystem() {
     let out = run(&CodePython, &ws, json!({"script": script, "allow_filesystem": true})).await;
     assert!(ws.join("inside.txt").exists(), "{out:?}");
     assert!(!ws.join(".git/config").exists() && !escape.exists(), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "original\n", "{out:?}");
+    // The outside paths are not there at all (not a permission refusal).
+    assert_eq!(out["result"][2], "No such file or directory", "{out:?}");
+    assert_eq!(out["result"][3], "No such file or directory", "{out:?}");
 }
 
 #[test]
@@ -236,9 +244,10 @@ async fn only_the_result_channel_is_writable_in_the_io_directory() {
 // The attacks of the shell suite, from Python: each one is attempted and the host checked.
 // ---------------------------------------------------------------------------------------------
 
-/// A directory outside both the workspace and /tmp (which is private inside the sandbox).
+/// A directory outside both the workspace and /tmp (which is private inside the sandbox),
+/// world-writable (see [`world_writable_dir`]).
 fn outside_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp")
+    world_writable_dir()
 }
 
 #[tokio::test]
@@ -367,15 +376,25 @@ async fn request_read_paths_need_approval_per_path() {
     let (da, db) = (a.path().to_str().unwrap().to_string(), b.path().to_str().unwrap().to_string());
     let script = format!("result = open({:?}).read()", format!("{da}/notes.txt"));
     let input = json!({"script": script, "request_read_paths": [da.clone(), db.clone()]});
-    let err = run_with(&CodePython, &ws, input.clone(), Decision::Denied).await.unwrap_err();
+    // The denied runs would leave a marker (writes allowed) had anything run.
+    let mut marking = input.clone();
+    marking["script"] = json!(format!("open('marker.txt', 'w').write('ran')\n{script}"));
+    marking["allow_filesystem"] = json!(true);
+    let err = run_with(&CodePython, &ws, marking.clone(), Decision::Denied).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::ApprovalDenied);
     assert!(err.message.contains(&da), "{}", err.message);
+    assert!(!ws.join("marker.txt").exists(), "the script ran although its read paths were denied");
     // One approval per path: approving the first and denying the second fails naming the second.
     let approver = std::sync::Arc::new(PathApprover { deny: db.clone(), seen: Default::default() });
-    let err = run_approved_by(&CodePython, &ws, input.clone(), approver.clone()).await.unwrap_err();
+    let err = run_approved_by(&CodePython, &ws, marking.clone(), approver.clone()).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::ApprovalDenied);
     assert!(err.message.contains(&db) && !err.message.contains(&da), "{}", err.message);
     assert_eq!(*approver.seen.lock().unwrap(), vec![vec![da.clone()], vec![db.clone()]]);
+    assert!(!ws.join("marker.txt").exists(), "the script ran although one of its read paths was denied");
+    // Control: approved, the same run leaves the marker.
+    let out = run(&CodePython, &ws, marking).await;
+    assert_eq!(out["result"], "approved content", "{out:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("marker.txt")).unwrap(), "ran");
     // Without the request the path is invisible; with the approvals it is readable, not writable.
     let out = run(&CodePython, &ws, json!({"script": script})).await;
     assert_eq!(out["success"], false, "{out:?}");

@@ -39,21 +39,67 @@ pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Values {
     }
 }
 
-/// Whether the sandbox can be built here; tests that need it say so when they skip.
+/// Whether the sandbox can be built here (see [`require_or_skip`]): CI installs bubblewrap, and
+/// there a silent skip would turn every attack test into one that cannot fail.
 pub fn sandbox_available() -> bool {
     let ok = cheng_exec::bwrap::locate(None)
         .and_then(|b| cheng_exec::bwrap::probe(&b, &["--unshare-pid", "--unshare-net"]))
         .is_ok();
-    if !ok {
-        // CI installs bubblewrap: there a silent skip would turn every attack test into one
-        // that cannot fail.
+    require_or_skip_that("a bubblewrap that can create namespaces (apt-get install bubblewrap)", ok)
+}
+
+/// Whether `tool` is an executable on PATH.
+pub fn on_path(tool: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|d| d.is_absolute())
+                .any(|d| std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether a test may go on needing `tool` (a program on PATH). When it is missing the test
+/// skips with a note, except in CI (env `CI` set), which installs every tool (scripts/test): there
+/// a skip would turn the test into one that cannot fail, so the test fails instead.
+pub fn require_or_skip(tool: &str) -> bool {
+    require_or_skip_that(tool, on_path(tool))
+}
+
+/// [`require_or_skip`] for a requirement a PATH lookup cannot check: `what` names it (said in the
+/// skip note and the CI failure), `available` says whether it is met.
+pub fn require_or_skip_that(what: &str, available: bool) -> bool {
+    if !available {
         assert!(
             std::env::var_os("CI").is_none(),
-            "bubblewrap is not installed or cannot create namespaces, and CI is set: the sandbox tests must run in CI"
+            "{what} missing, and CI is set: CI must provide it (scripts/test installs the tools), so this test may not skip"
         );
-        eprintln!("skipped: bubblewrap is not installed or cannot create namespaces here (apt-get install bubblewrap)");
+        eprintln!("skipping: {what} missing");
     }
-    ok
+    available
+}
+
+/// A fresh directory under /var/tmp (outside the workspace and outside /tmp, which is private
+/// inside the sandbox) with mode 0777, set explicitly (the umask applies at creation): the
+/// script's uid, whatever it is, could write here on the host, so when a write does not land
+/// only the sandbox can have stopped it.
+pub fn world_writable_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod 0777");
+    let mode = std::fs::metadata(dir.path()).expect("stat").permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o777, "{} is not world-writable", dir.path().display());
+    dir
+}
+
+/// A file `name` in `dir` holding `text`, mode 0666 (set explicitly).
+pub fn world_writable_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod 0666");
+    path
 }
 
 pub fn is_root() -> bool {

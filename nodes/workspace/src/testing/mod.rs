@@ -25,7 +25,7 @@ use detect::DEFAULT_LIMITS;
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
 use cheng_node::input::{i64_or, non_empty_str, opt_str, string_list};
 use cheng_node::paths::{display_relative, resolve_existing};
-use cheng_node::text::{omitted_marker, Bounded};
+use cheng_node::text::Bounded;
 use cheng_node::{
     async_trait, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
     RunContext, Values,
@@ -344,23 +344,11 @@ fn relative_file(workspace: &Path, cwd: &Path, file: &str) -> String {
     }
 }
 
-/// Re-caps captured text to `cap` bytes (head+tail), keeping the original byte count in the marker.
+/// Re-caps captured text to `cap` bytes (head+tail); the marker counts bytes of the whole stream
+/// (the captured text is lossy, so its length is not what it stands for).
 fn recap(bounded: &Bounded, cap: usize) -> (String, bool) {
-    let text = &bounded.text;
-    if text.len() <= cap {
-        return (text.clone(), bounded.truncated);
-    }
-    let mut head_end = cap / 2;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - cap / 2;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    let kept = (head_end + text.len() - tail_start) as u64;
-    let omitted = bounded.total_bytes.saturating_sub(kept);
-    (format!("{}{}{}", &text[..head_end], omitted_marker(omitted), &text[tail_start..]), true)
+    let out = bounded.recap(cap);
+    (out.text, out.truncated)
 }
 
 /// `cargo test --no-fail-fast 'a b'`: arguments quoted only where a shell would need it.
