@@ -1,11 +1,11 @@
 mod support;
 
 mod cli;
-mod fd_hygiene;
 mod code_js;
 mod code_python;
 mod code_shell;
 mod escapes;
+mod fd_hygiene;
 mod git;
 mod git_confinement;
 mod markdown;
