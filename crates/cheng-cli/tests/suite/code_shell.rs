@@ -441,7 +441,7 @@ fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
     }
 }
 
-/// The attack on nested repositories through the real binary: `sub/.git` (hooks and
+/// The attack on nested repositories through the real binary: `sub/.git` (hooks and
 /// config) and `sub2/.git` naming `sub2-gitdir/` stay as they were with allow_filesystem.
 #[test]
 fn nested_repositories_cannot_be_written_with_allow_filesystem() {

@@ -84,7 +84,7 @@ fn spawn_cheng(args: &[&str]) -> Child {
 }
 
 #[test]
-fn the_issues_setsid_command_leaves_nothing_running() {
+fn setsid_dash_f_sleep_leaves_nothing_running() {
     let _sweep = Sweep(vec!["82.9001"]);
     let (_d, ws) = temp_workspace();
     let input = json!({"command": "setsid", "args": ["-f", "sleep", "82.9001"]});
