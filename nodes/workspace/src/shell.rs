@@ -41,7 +41,7 @@
 use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::text::human_duration_ms;
 use cheng_node::{
-    input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    failure, input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
     PortSpec, PortType, RunContext, Values,
 };
 use serde_json::{json, Value};
@@ -53,10 +53,19 @@ use std::time::Duration;
 pub const STDOUT_CAP: usize = 1 << 20;
 /// Per-run stderr capture cap (head+tail).
 pub const STDERR_CAP: usize = 256 << 10;
-/// Wall-clock budget when `timeout_ms` is null.
-pub const DEFAULT_TIMEOUT_MS: i64 = 60_000;
 /// Largest `timeout_ms` (the spec's max).
 pub const MAX_TIMEOUT_MS: i64 = 600_000;
+
+/// `timeout_ms`: the spec is the only place its default (60000) and range live.
+const TIMEOUT_MS: PortSpec =
+    PortSpec::input("timeout_ms", PortType::Integer, "Wall-clock budget in ms (default 60000, max 600000).")
+        .default("60000")
+        .min(1)
+        .max(MAX_TIMEOUT_MS);
+const ALLOW_SHELL_STRING: PortSpec = PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
+    .default("false")
+    .audience(Audience::Author)
+    .control(Control::Switch);
 
 pub struct WorkspaceShell;
 
@@ -73,20 +82,17 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::input("shell_string", PortType::String, "Compatibility input for simple commands. Shell syntax disabled by default.").default("null"),
         PortSpec::input("cwd", PortType::String, "Working directory relative to the workspace root. Omit for the root itself.").default("null"),
         PortSpec::input("env", PortType::Object, "Extra environment variables (subject to allowlist).").default("{}"),
-        PortSpec::input("timeout_ms", PortType::Integer, "Wall-clock budget in ms (default 60000, max 600000).").default("null").min(1).max(MAX_TIMEOUT_MS),
+        TIMEOUT_MS,
         PortSpec::input("purpose", PortType::String, "One sentence explaining why this command is needed; shown on the approval card.").default("null"),
         PortSpec::sandbox_root(),
-        PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
-            .default("false")
-            .audience(Audience::Author)
-            .control(Control::Switch),
+        ALLOW_SHELL_STRING,
         PortSpec::input("command_whitelist", PortType::String, "User-configured command whitelist. One program name per line. When non-empty, only listed programs are allowed and shell strings are denied.")
             .default("\"\"")
             .audience(Audience::Author)
             .control(Control::Textarea),
     ],
     outputs: &[
-        PortSpec::output("success", PortType::Boolean, "Whether the command succeeded (exit code 0)"),
+        failure::success("Whether the command succeeded (exit code 0)"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the command result"),
         PortSpec::output("command_display", PortType::String, "Display form of the executed command"),
         PortSpec::output("cwd", PortType::String, "Working directory used for the command"),
@@ -97,9 +103,9 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("stdout_truncated", PortType::Boolean, "True when stdout was head+tail truncated due to byte cap"),
         PortSpec::output("stderr", PortType::String, "Capped stderr text (head+tail truncated when over the cap)"),
         PortSpec::output("stderr_truncated", PortType::Boolean, "True when stderr was head+tail truncated due to byte cap"),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the command failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::error("Error message when the command failed"),
     ],
     gate: None,
     effects: Effects::Approval(ApprovalRule::Always),
@@ -152,18 +158,16 @@ impl Plan {
         let argv = argv_from_input(input)?;
         let display = cheng_node::text::command_display(argv.iter().map(AsRef::<str>::as_ref));
 
-        let root = match input::opt_str(input, "sandbox_root") {
-            Some(root) => paths::canonical_root(root.as_ref())?,
-            None => ctx.workspace.clone(),
-        };
-        let cwd = paths::resolve_existing(&root, input::opt_str(input, "cwd"), "cwd")?;
+        // The run's context is the one source of the root (never the injected port's text).
+        let root = &ctx.workspace;
+        let cwd = paths::resolve_existing(root, input::opt_str(input, "cwd"), "cwd")?;
         if !cwd.is_dir() {
             return Err(NodeError::invalid_input(format!(
                 "cwd {:?} is a file, not a directory; name a directory relative to the workspace root",
                 input::opt_str(input, "cwd").unwrap_or("")
             )));
         }
-        let cwd_display = paths::display_relative(&root, &cwd);
+        let cwd_display = paths::display_relative(root, &cwd);
 
         let env = match input.get("env") {
             None | Some(Value::Null) => cheng_exec::env::base(),
@@ -171,17 +175,7 @@ impl Plan {
             Some(_) => return Err(NodeError::invalid_input("env must be an object of NAME: \"value\" strings")),
         };
 
-        let timeout_ms = match input.get("timeout_ms") {
-            None | Some(Value::Null) => DEFAULT_TIMEOUT_MS,
-            Some(v) => match v.as_i64() {
-                Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => ms,
-                _ => {
-                    return Err(NodeError::invalid_input(format!(
-                        "timeout_ms {v} is out of range; it must be an integer from 1 to {MAX_TIMEOUT_MS}"
-                    )))
-                }
-            },
-        };
+        let timeout_ms = input::int(input, &TIMEOUT_MS)?;
 
         Ok(Plan {
             argv,
@@ -197,8 +191,10 @@ impl Plan {
 
     /// The node's output object for a finished (or unstartable) process.
     fn outputs(&self, out: ProcessOutput) -> Values {
-        let kind = out.error_kind();
-        let error = kind.map(|kind| self.error_message(kind, &out));
+        let result = match out.error_kind() {
+            None => Ok(()),
+            Some(kind) => Err(NodeError::new(kind, self.error_message(kind, &out))),
+        };
         let mut o = Values::new();
         o.insert("success".into(), json!(out.success()));
         o.insert("summary".into(), json!(out.summary(&self.display)));
@@ -211,9 +207,7 @@ impl Plan {
         o.insert("stdout_truncated".into(), json!(out.stdout.truncated));
         o.insert("stderr".into(), json!(out.stderr.text));
         o.insert("stderr_truncated".into(), json!(out.stderr.truncated));
-        o.insert("error_kind".into(), json!(kind.map(|k| k.code())));
-        o.insert("terminal".into(), json!(kind.is_some_and(|k| k.terminal())));
-        o.insert("error".into(), json!(error));
+        failure::fill(&mut o, &result);
         o
     }
 
@@ -246,7 +240,7 @@ fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> {
     let shell_string = input::opt_str(input, "shell_string").filter(|s| !s.trim().is_empty());
     let args = input::string_list(input, "args")?;
     let whitelist = parse_whitelist(input::opt_str(input, "command_whitelist").unwrap_or(""))?;
-    let allow_shell = input::bool_or(input, "allow_shell_string", false);
+    let allow_shell = input::boolean(input, &ALLOW_SHELL_STRING)?;
 
     let argv = match (command, shell_string) {
         (None, None) => {
@@ -548,7 +542,7 @@ mod tests {
                 ("shell_string", "string".to_string(), "null"),
                 ("cwd", "string".to_string(), "null"),
                 ("env", "object".to_string(), "{}"),
-                ("timeout_ms", "integer".to_string(), "null"),
+                ("timeout_ms", "integer".to_string(), "60000"),
                 ("purpose", "string".to_string(), "null"),
                 ("sandbox_root", "string".to_string(), "null"),
                 ("allow_shell_string", "boolean".to_string(), "false"),
@@ -865,6 +859,32 @@ mod tests {
         assert!(!ws.root.join("pwned").exists());
         let e = err(&ws, json!({"command": "true", "env": {"PORT": 80}})).await;
         assert!(e.message.contains("env.PORT must be a string"), "{}", e.message);
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_root_in_the_input_cannot_move_the_workspace() {
+        // A direct call (no engine) that puts "/" in sandbox_root: the root is the run's context,
+        // so `cwd: "etc"` names <workspace>/etc, which does not exist, never the host's /etc.
+        let ws = workspace();
+        let mut given = input(&ws, json!({"command": "true", "cwd": "etc"}));
+        given.insert("sandbox_root".into(), json!("/"));
+        let e = WorkspaceShell.run(&ws.ctx, given).await.expect_err("host /etc");
+        assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
+        std::fs::create_dir(ws.root.join("etc")).unwrap();
+        let mut given = input(&ws, json!({"command": "pwd", "cwd": "etc"}));
+        given.insert("sandbox_root".into(), json!("/"));
+        let out = WorkspaceShell.run(&ws.ctx, given).await.unwrap();
+        assert_eq!(out["stdout"].as_str().unwrap().trim(), ws.root.join("etc").to_str().unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_unset_timeout_is_the_spec_default() {
+        let ws = workspace();
+        let mut given = input(&ws, json!({"command": "true"}));
+        given.remove("timeout_ms");
+        let plan = Plan::from_input(&ws.ctx, &given).unwrap();
+        assert_eq!(plan.timeout, Duration::from_millis(60_000));
+        assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.default_value()), Some(json!(60_000)));
     }
 
     #[tokio::test]

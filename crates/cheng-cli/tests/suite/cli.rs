@@ -84,7 +84,7 @@ fn nodes_json_carries_what_a_canvas_draws() {
     assert_eq!(port("args")["type"], "array<string>");
     assert!(shell["outputs"].as_array().unwrap().iter().any(|p| p["name"] == "termination"));
     assert_eq!(timeout["min"], 1);
-    assert_eq!(timeout["default"], Value::Null);
+    assert_eq!(timeout["default"], 60000, "the default the node applies is the spec's");
     assert_eq!(timeout["required"], false);
     assert_eq!(timeout["control"], Value::Null);
     assert_eq!(port("args")["default"], json!([]));

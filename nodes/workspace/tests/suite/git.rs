@@ -338,7 +338,7 @@ async fn defaults_max_count_20_max_bytes_262144_and_show_head() {
     assert_eq!(log["commits"].as_array().map(Vec::len), Some(20));
     let over = run(&WorkspaceGit, &ws, json!({"operation": "log", "max_count": 101})).await.expect_err("101");
     assert_eq!(over.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(over.message.contains("max is 100"), "{}", over.message);
+    assert!(over.message.contains("maximum 100"), "{}", over.message);
 
     let show = run(&WorkspaceGit, &ws, json!({"operation": "show"})).await.expect("show");
     assert_eq!(show["commits"][0]["subject"], "change 24", "revision defaults to HEAD");
