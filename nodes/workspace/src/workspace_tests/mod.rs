@@ -23,8 +23,9 @@ mod parsers;
 use detect::DEFAULT_LIMITS;
 
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
-use cheng_node::input::{non_empty_str, opt_str, string_list};
-use cheng_node::paths::{display_relative, resolve_existing};
+use cheng_node::input::{non_empty_str, string_list};
+use crate::program::{check_args, check_program, resolve_cwd};
+use cheng_node::paths::display_relative;
 use cheng_node::text::Bounded;
 use cheng_node::{
     async_trait, failure, input, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
@@ -46,8 +47,6 @@ const TIMEOUT_MS: PortSpec =
 pub const CAPTURE_CAP: usize = 4 << 20;
 /// Bytes of each stream returned in `stdout` / `stderr`.
 pub const OUTPUT_CAP: usize = 256 << 10;
-/// At most this many arguments.
-pub const MAX_ARGS: usize = 1024;
 
 const OPERATIONS: &[&str] = &["detect", "run"];
 
@@ -159,24 +158,11 @@ fn run_request(ctx: &RunContext, input: &Values) -> Result<RunRequest, NodeError
             "command is required for run and is never inferred; pick one of detect's suggested commands, e.g. command \"cargo\" with args [\"test\"]",
         )
     })?;
-    if command.contains('\0') || command.len() > 4096 {
-        return Err(NodeError::invalid_input("command must be a program name or path without NUL bytes, at most 4096 bytes"));
-    }
+    check_program(command)?;
     let args = string_list(input, "args")?;
-    if args.len() > MAX_ARGS {
-        return Err(NodeError::invalid_input(format!("args has {} entries; at most {MAX_ARGS} are accepted", args.len())));
-    }
-    if let Some(i) = args.iter().position(|a| a.contains('\0')) {
-        return Err(NodeError::invalid_input(format!("args[{i}] contains a NUL byte")));
-    }
+    check_args(&args)?;
     let timeout_ms = input::int(input, &TIMEOUT_MS)?;
-    let cwd = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
-    if !cwd.is_dir() {
-        return Err(NodeError::invalid_input(format!(
-            "cwd {:?} is a file, not a directory; name a directory relative to the workspace root",
-            opt_str(input, "cwd").unwrap_or("")
-        )));
-    }
+    let cwd = resolve_cwd(&ctx.workspace, input)?;
     Ok(RunRequest { command: command.to_string(), args, cwd, timeout: Duration::from_millis(timeout_ms.unsigned_abs()) })
 }
 
@@ -191,10 +177,7 @@ fn blank_outputs(operation: &str) -> Values {
 }
 
 async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
-    let start = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
-    if !start.is_dir() {
-        return Err(NodeError::invalid_input(format!("cwd {:?} is not a directory", opt_str(input, "cwd").unwrap_or(""))));
-    }
+    let start = resolve_cwd(&ctx.workspace, input)?;
     let workspace = ctx.workspace.clone();
     let walk_start = start.clone();
     let detection = tokio::task::spawn_blocking(move || detect::detect(&workspace, &walk_start, DEFAULT_LIMITS))
