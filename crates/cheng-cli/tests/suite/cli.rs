@@ -369,9 +369,7 @@ fn interrupt(args: &[&str], secs: &str) -> (i32, Value) {
     let child = cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng");
     let argv = ["sleep", secs];
     wait_for("the sleep to start", || !processes_with_cmdline(&argv).is_empty());
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    // SAFETY: plain kill(2) on the child we spawned.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert!(send_signal(child.id(), "INT"), "kill -INT {}", child.id());
     let out = child.wait_with_output().expect("cheng exits");
     wait_for("the sleep to die", || processes_with_cmdline(&argv).is_empty());
     (out.status.code().unwrap_or(-1), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))

@@ -22,12 +22,7 @@ fn hostile_repo(repo: &Path, marker: &Path) {
 
 /// Plain git with the repository's own configuration, as any user would run it.
 fn plain_git(repo: &Path, args: &[&str]) {
-    let _ = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output();
+    let _ = cheng_test_support::plain_git(repo, args);
 }
 
 #[tokio::test]
