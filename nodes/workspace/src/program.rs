@@ -3,13 +3,22 @@
 //! command line), literal arguments, and a working directory that is a directory inside the
 //! workspace.
 
-use cheng_node::{input, paths, NodeError, Values};
+use cheng_node::{input, paths, NodeError, PortSpec, PortType, Values};
 use std::path::{Path, PathBuf};
 
 /// Longest accepted `command`.
 pub const MAX_COMMAND_BYTES: usize = 4096;
 /// At most this many `args`.
 pub const MAX_ARGS: usize = 1024;
+
+/// Largest `timeout_ms` of a program run.
+pub const MAX_TIMEOUT_MS: i64 = 600_000;
+
+/// The `timeout_ms` port of a program run: `default` (JSON) is the one the node applies, 1 to
+/// [`MAX_TIMEOUT_MS`]; `description` is the seed's wording.
+pub const fn timeout_ms(description: &'static str, default: &'static str) -> PortSpec {
+    PortSpec::input("timeout_ms", PortType::Integer, description).default(default).min(1).max(MAX_TIMEOUT_MS)
+}
 
 /// A program name or path, not a command line.
 pub fn check_program(command: &str) -> Result<(), NodeError> {

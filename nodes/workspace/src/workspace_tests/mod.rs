@@ -35,14 +35,8 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const MAX_TIMEOUT_MS: i64 = 600_000;
-
 /// `timeout_ms`: the spec is the only place its default (300000) and range live.
-const TIMEOUT_MS: PortSpec =
-    PortSpec::input("timeout_ms", PortType::Integer, "For run: wall-clock budget in ms (default 300000, max 600000)")
-        .default("300000")
-        .min(1)
-        .max(MAX_TIMEOUT_MS);
+const TIMEOUT_MS: PortSpec = crate::program::timeout_ms("For run: wall-clock budget in ms (default 300000, max 600000)", "300000");
 /// Bytes of each stream kept for parsing.
 pub const CAPTURE_CAP: usize = 4 << 20;
 /// Bytes of each stream returned in `stdout` / `stderr`.

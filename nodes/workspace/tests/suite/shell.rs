@@ -1,7 +1,7 @@
-//! tools/workspace_shell runs: the tests that start a process (the request rules without a
-//! process are unit tests in src/shell/).
+//! tools/workspace_shell through its public face (spec, approval request, run), including every
+//! test that starts a process; the splitter's and the program rules' unit tests are in src/.
 
-use cheng_node::{Decision, ErrorKind, Node, NodeError, NodeSpec, RunContext, Values};
+use cheng_node::{ApprovalRule, Audience, Control, Decision, Effects, ErrorKind, Node, NodeError, NodeSpec, PortType, RunContext, Values};
 use cheng_nodes_workspace::{WorkspaceShell, STDERR_CAP, STDOUT_CAP};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -279,4 +279,153 @@ async fn a_sandbox_root_in_the_input_cannot_move_the_workspace() {
     given.insert("sandbox_root".into(), json!("/"));
     let out = WorkspaceShell.run(&ws.ctx, given).await.unwrap();
     assert_eq!(out["stdout"].as_str().unwrap().trim(), ws.root.join("etc").to_str().unwrap());
+}
+
+// ---- requests refused before anything runs ------------------------------------------------
+
+#[test]
+fn ports_match_the_seed_table() {
+    let inputs: Vec<_> = spec().inputs.iter().map(|p| (p.name, p.ty.display(), p.default.unwrap_or("-"))).collect();
+    assert_eq!(
+        inputs,
+        [
+            ("command", "string".to_string(), "\"\""),
+            ("args", "array<string>".to_string(), "[]"),
+            ("shell_string", "string".to_string(), "null"),
+            ("cwd", "string".to_string(), "null"),
+            ("env", "object".to_string(), "{}"),
+            ("timeout_ms", "integer".to_string(), "60000"),
+            ("purpose", "string".to_string(), "null"),
+            ("sandbox_root", "string".to_string(), "null"),
+            ("allow_shell_string", "boolean".to_string(), "false"),
+            ("command_whitelist", "string".to_string(), "\"\""),
+        ]
+    );
+    let timeout = spec().input("timeout_ms").unwrap();
+    assert_eq!((timeout.min, timeout.max), (Some(1), Some(600_000)));
+    assert_eq!(spec().input("sandbox_root").unwrap().audience, Audience::Engine);
+    let switch = spec().input("allow_shell_string").unwrap();
+    assert_eq!((switch.audience, switch.control), (Audience::Author, Some(Control::Switch)));
+    let list = spec().input("command_whitelist").unwrap();
+    assert_eq!((list.audience, list.control), (Audience::Author, Some(Control::Textarea)));
+    for name in ["command", "args", "shell_string", "cwd", "env", "timeout_ms", "purpose"] {
+        assert_eq!(spec().input(name).unwrap().audience, Audience::Llm, "{name}");
+        assert!(!spec().input(name).unwrap().required, "{name}");
+    }
+    let outputs: Vec<_> = spec().outputs.iter().map(|p| p.name).collect();
+    assert_eq!(
+        outputs,
+        [
+            "success", "summary", "command_display", "cwd", "exit_code", "termination", "duration_ms", "stdout",
+            "stdout_truncated", "stderr", "stderr_truncated", "error_kind", "terminal", "error"
+        ]
+    );
+    assert!(matches!(spec().output("exit_code").unwrap().ty, PortType::Integer));
+    assert_eq!(spec().effects, Effects::Approval(ApprovalRule::Always));
+    assert_eq!(spec().category, "workspace");
+}
+
+#[tokio::test]
+async fn exactly_one_of_command_or_shell_string() {
+    let ws = workspace();
+    for given in [json!({}), json!({"command": "", "shell_string": "  "}), json!({"command": "ls", "shell_string": "ls"})] {
+        let e = err(&ws, given.clone()).await;
+        assert_eq!(e.kind, ErrorKind::InvalidInput, "{given}");
+        assert!(e.message.contains("command") && e.message.contains("shell_string"), "{}", e.message);
+    }
+    let e = err(&ws, json!({"shell_string": "ls", "args": ["-la"]})).await;
+    assert_eq!(e.kind, ErrorKind::InvalidInput);
+    assert!(e.message.contains("args"));
+}
+
+#[tokio::test]
+async fn a_command_line_in_command_is_rejected_with_a_hint() {
+    let ws = workspace();
+    let e = err(&ws, json!({"command": "ls -la"})).await;
+    assert_eq!(e.kind, ErrorKind::InvalidInput);
+    assert!(e.message.contains("command=\"ls\", args=[\"-la\"]"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn shell_syntax_is_denied_when_the_switch_is_off_and_nothing_runs() {
+    let ws = workspace();
+    for script in [
+        "touch pwned;id", "touch pwned | cat", "touch pwned && id", "touch pwned & id", "touch $HOME",
+        "touch `id`", "touch $(id)", "cat < /etc/passwd", "touch pwned > out", "touch *", "touch pw?ned",
+        "touch {a,b}", "touch ~", "touch pwned\nid", "(touch pwned)", "A=1 touch pwned", "touch # comment",
+    ] {
+        let e = err(&ws, json!({"shell_string": script})).await;
+        assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script:?}: {}", e.message);
+        assert!(e.terminal);
+        assert!(e.message.contains("allow_shell_string"), "{}", e.message);
+        assert!(e.message.contains("command and args"), "{}", e.message);
+    }
+    assert!(!ws.root.join("pwned").exists());
+    assert!(!ws.root.join("out").exists());
+}
+
+#[tokio::test]
+async fn unterminated_quotes_are_invalid_input() {
+    let ws = workspace();
+    let e = err(&ws, json!({"shell_string": "echo 'abc"})).await;
+    assert_eq!(e.kind, ErrorKind::InvalidInput);
+    assert!(e.message.contains("unterminated single quote"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn malformed_whitelist_lines_name_the_line() {
+    let ws = workspace();
+    for list in ["ls\n/usr/bin/ls", "ls\ncargo test"] {
+        let e = err(&ws, json!({"command": "ls", "command_whitelist": list})).await;
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        assert!(e.message.contains("command_whitelist line 2"), "{}", e.message);
+    }
+}
+
+#[tokio::test]
+async fn cwd_escapes_are_refused() {
+    let ws = workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.root.join("link")).unwrap();
+    for cwd in ["..", "sub/../..", "/etc", "/", "link", "link/.", ws.root.parent().unwrap().to_str().unwrap()] {
+        let e = err(&ws, json!({"command": "touch", "args": ["pwned"], "cwd": cwd})).await;
+        assert_eq!(e.kind, ErrorKind::PathOutsideWorkspace, "{cwd}: {}", e.message);
+        assert!(e.message.contains("cwd"));
+    }
+    assert!(!outside.path().join("pwned").exists());
+    let e = err(&ws, json!({"command": "ls", "cwd": "missing"})).await;
+    assert_eq!(e.kind, ErrorKind::NotFound);
+    std::fs::write(ws.root.join("file.txt"), "x").unwrap();
+    let e = err(&ws, json!({"command": "ls", "cwd": "file.txt"})).await;
+    assert_eq!(e.kind, ErrorKind::InvalidInput);
+}
+
+#[tokio::test]
+async fn timeout_ms_out_of_range_names_the_limit() {
+    let ws = workspace();
+    for ms in [0, 700_000, -5] {
+        let e = err(&ws, json!({"command": "true", "timeout_ms": ms})).await;
+        assert_eq!(e.kind, ErrorKind::InvalidInput);
+        assert!(e.message.contains("600000"), "{}", e.message);
+    }
+}
+
+#[test]
+fn approval_request_shows_command_cwd_and_purpose() {
+    let ws = workspace();
+    let given = json!({"command": "cargo", "args": ["test", "--no-fail-fast"], "cwd": "sub", "purpose": "Check the fix"});
+    let request = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, given)).unwrap();
+    assert_eq!(request.command_display, "cargo test --no-fail-fast");
+    assert_eq!(request.cwd, "sub");
+    assert_eq!(request.purpose.as_deref(), Some("Check the fix"));
+    assert_eq!(request.node_type, "tools/workspace_shell");
+}
+
+#[test]
+fn approval_is_never_asked_for_a_request_that_would_be_refused() {
+    let ws = workspace();
+    let e = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, json!({"shell_string": "ls;id"}))).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PolicyDenied);
+    let e = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, json!({"command": "ls", "cwd": ".."}))).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::PathOutsideWorkspace);
 }
