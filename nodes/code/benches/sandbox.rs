@@ -7,6 +7,8 @@
 //! processes on the machine hits both alike; the figures are medians per call, and the ratio is
 //! the ratio of the medians (target: at most 1.1x). The breakdown shows where the node's time
 //! goes: `setup` is cheng's work before bwrap starts, `process` bwrap's lifetime as the node saw it.
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
 use cheng_node::{Decision, Node, RunContext};

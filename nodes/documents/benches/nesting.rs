@@ -6,6 +6,8 @@
 //! name contains the value, `CHENG_BENCH_RUNS` (default 1) takes the best of N runs. Each line
 //! prints the family, the operation and the milliseconds of one whole node run (reading the
 //! file included); the acceptance bound is 2000 ms for every line.
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/families.rs"]
 mod families;

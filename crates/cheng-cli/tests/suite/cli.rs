@@ -84,7 +84,7 @@ fn nodes_json_carries_what_a_canvas_draws() {
     assert_eq!(port("args")["type"], "array<string>");
     assert!(shell["outputs"].as_array().unwrap().iter().any(|p| p["name"] == "termination"));
     assert_eq!(timeout["min"], 1);
-    assert_eq!(timeout["default"], Value::Null);
+    assert_eq!(timeout["default"], 60000, "the default the node applies is the spec's");
     assert_eq!(timeout["required"], false);
     assert_eq!(timeout["control"], Value::Null);
     assert_eq!(port("args")["default"], json!([]));
@@ -369,9 +369,7 @@ fn interrupt(args: &[&str], secs: &str) -> (i32, Value) {
     let child = cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng");
     let argv = ["sleep", secs];
     wait_for("the sleep to start", || !processes_with_cmdline(&argv).is_empty());
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    // SAFETY: plain kill(2) on the child we spawned.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert!(send_signal(child.id(), "INT"), "kill -INT {}", child.id());
     let out = child.wait_with_output().expect("cheng exits");
     wait_for("the sleep to die", || processes_with_cmdline(&argv).is_empty());
     (out.status.code().unwrap_or(-1), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))

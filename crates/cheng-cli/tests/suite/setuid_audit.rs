@@ -12,8 +12,7 @@ use std::process::Command;
 
 /// bwrap and root are what this attack needs; in CI their absence is a failure, not a skip.
 fn runs_here() -> bool {
-    // SAFETY: geteuid has no failure modes.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = is_root();
     let ok = root && bwrap_works();
     if !ok {
         assert!(std::env::var_os("CI").is_none(), "the setuid attack tests need root and bubblewrap in CI");

@@ -302,7 +302,7 @@ mod tests {
             let file = path("f");
             std::fs::write(base.join("f"), "x").unwrap();
             let mut r = Vec::new();
-            // SAFETY (all calls below): raw system calls on NUL-terminated paths this test owns.
+            // SAFETY: (all calls below) raw system calls on NUL-terminated paths this test owns.
             unsafe {
                 r.push(("fchmodat 4755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o4755, 0))));
                 r.push(("fchmodat 2755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o2755, 0))));

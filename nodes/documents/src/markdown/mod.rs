@@ -20,7 +20,7 @@ pub use suggestions::Suggestion;
 
 use crate::source::{read_text, TextFile, MAX_TEXT_BYTES};
 use cheng_node::input::non_empty_str;
-use cheng_node::{Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -53,7 +53,7 @@ pub static SPEC: NodeSpec = NodeSpec {
     outputs: &[
         PortSpec::output("operation", PortType::String, "Markdown analysis operation that was executed"),
         PortSpec::output("path", PortType::String, "Markdown file path that was analyzed"),
-        PortSpec::output("success", PortType::Boolean, "Whether the analysis succeeded"),
+        failure::success("Whether the analysis succeeded"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the analysis result"),
         PortSpec::output("outline", PortType::Any, "Heading tree entries with levels, 1-indexed lines, and GitHub-style anchors"),
         PortSpec::output(
@@ -66,9 +66,9 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::Any,
             "Mechanical fixes as edit_file-ready replacements; this tool never writes files itself",
         ),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     effects: Effects::ReadOnly,
@@ -177,6 +177,7 @@ fn analyze_with<'t>(
     for port in ["summary", "outline", "diagnostics", "suggested_edits", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
+    failure::fill::<()>(&mut out, &Ok(()));
     let summary = match operation {
         Operation::Outline => {
             let total = doc.headings.len();

@@ -11,10 +11,10 @@ pub mod html_text;
 pub mod sanitize;
 
 use crate::source::{read_text, resolve_file, MAX_TEXT_BYTES};
-use cheng_node::input::{non_empty_str, opt_str};
+use cheng_node::input::{self, non_empty_str, opt_str};
 use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
-use cheng_node::{Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use flatten::MAX_DEPTH;
 use cheng_node::CancellationToken;
 use serde_json::{json, Value};
@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
 /// Default and largest preview size.
 pub const MAX_PREVIEW_BYTES: i64 = 524_288;
+
+/// `max_bytes`: the spec is the only place its default (the maximum) and range live.
+const MAX_BYTES: PortSpec = PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
+    .default("524288")
+    .min(1)
+    .max(MAX_PREVIEW_BYTES);
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_preview",
@@ -40,15 +46,12 @@ pub static SPEC: NodeSpec = NodeSpec {
         )
         .default("null"),
         PortSpec::input("content", PortType::String, "Inline source text when no workspace file is involved").default("null"),
-        PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
-            .default("null")
-            .min(1)
-            .max(MAX_PREVIEW_BYTES),
+        MAX_BYTES,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
         PortSpec::output("operation", PortType::String, "Preview operation that was executed"),
-        PortSpec::output("success", PortType::Boolean, "Whether the preview succeeded"),
+        failure::success("Whether the preview succeeded"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the preview result"),
         PortSpec::output("format", PortType::String, "Output format: html, text, or metadata"),
         PortSpec::output("preview", PortType::String, "Rendered or derived preview text (bounded)"),
@@ -59,9 +62,9 @@ pub static SPEC: NodeSpec = NodeSpec {
         ),
         PortSpec::output("source_bytes", PortType::Integer, "Size of the source content in bytes"),
         PortSpec::output("source_path", PortType::String, "Source file path when the preview was from a workspace file"),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     effects: Effects::ReadOnly,
@@ -113,17 +116,8 @@ impl Node for WorkspacePreview {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let operation = Operation::parse(&input)?;
-        let max_bytes = match input.get("max_bytes") {
-            None | Some(Value::Null) => MAX_PREVIEW_BYTES,
-            Some(v) => match v.as_i64() {
-                Some(n) if (1..=MAX_PREVIEW_BYTES).contains(&n) => n,
-                _ => {
-                    return Err(NodeError::invalid_input(format!(
-                        "max_bytes must be an integer from 1 to {MAX_PREVIEW_BYTES} (got {v}); omit it for the maximum"
-                    )))
-                }
-            },
-        } as usize;
+        let max_bytes = usize::try_from(input::int(&input, &MAX_BYTES)?)
+            .map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
         let source = match (non_empty_str(&input, "path"), opt_str(&input, "content")) {
             (Some(path), _) => Source::Path(path.to_string()),
             (None, Some(content)) => Source::Content(content.to_string()),
@@ -176,6 +170,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
+    failure::fill::<()>(&mut out, &Ok(()));
     let mut flattened_count = 0usize;
     let mut pre_bounded = false;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
