@@ -31,6 +31,9 @@ fn card(request: &ApprovalRequest) -> String {
     for path in &request.requested_paths {
         text.push_str(&format!("  path:     {path}\n"));
     }
+    for capability in &request.capabilities {
+        text.push_str(&format!("  allows:   {}: {}\n", capability.name, capability.opens));
+    }
     text
 }
 
@@ -52,8 +55,10 @@ struct NoTerminal;
 #[async_trait]
 impl Approver for NoTerminal {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
+        let asks: Vec<&str> = request.capabilities.iter().map(|c| c.name.as_str()).collect();
+        let with = if asks.is_empty() { String::new() } else { format!(" with {}", asks.join(", ")) };
         eprintln!(
-            "cheng: denied: {} ({}) needs approval to run `{}`, but there is no terminal to ask on; \
+            "cheng: denied: {} ({}) needs approval to run `{}`{with}, but there is no terminal to ask on; \
              pass --approve to approve it (or --deny to deny without this message)",
             request.node_id, request.node_type, request.command_display
         );
@@ -99,9 +104,10 @@ mod tests {
             cwd: "/ws".into(),
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
+            capabilities: vec![cheng_node::CapabilityRequest { name: "allow_network".into(), opens: "the network".into() }],
         };
         let text = card(&request);
-        for part in ["build", "tools/workspace_shell", "cargo test", "/ws", "run the tests", "/etc/hosts"] {
+        for part in ["build", "tools/workspace_shell", "cargo test", "/ws", "run the tests", "/etc/hosts", "allow_network: the network"] {
             assert!(text.contains(part), "{part} missing from {text}");
         }
     }

@@ -12,6 +12,10 @@ use std::path::PathBuf;
                   2 usage or validation error (nothing ran); 130 cancelled with Ctrl-C."
 )]
 pub struct Cli {
+    /// The operator's policy file (else $CHENG_POLICY, else /etc/cheng/policy.toml when it
+    /// exists, else built-in defaults; see `cheng policy show`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -39,10 +43,21 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// The operator's policy.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Write or check the JSON Schemas in schemas/ (one file per node).
     Schemas(GenerateArgs),
     /// Write or check the node reference in docs/nodes/ and the error table docs/errors.md.
     Docs(GenerateArgs),
+}
+
+#[derive(Subcommand)]
+pub enum PolicyCommand {
+    /// Print the effective policy, every value with where it came from.
+    Show,
 }
 
 #[derive(Subcommand)]

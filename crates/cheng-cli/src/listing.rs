@@ -29,10 +29,10 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
     let spec = node.spec();
     if json {
         let mut value = catalog::node_json(spec);
-        value["schemas"] = schema::node_schemas(spec);
+        value["schemas"] = schema::node_schemas_with(spec, &cheng_node::policy::current());
         print_json(&value)
     } else {
-        print!("{}", catalog::node_markdown(spec));
+        print!("{}", catalog::node_markdown_with(spec, &cheng_node::policy::current()));
         Exit::Ok
     }
 }

@@ -13,6 +13,7 @@ mod approve;
 mod args;
 mod generate;
 mod listing;
+mod policy;
 mod running;
 
 use clap::Parser;
@@ -35,7 +36,18 @@ fn main() -> ExitCode {
     // Re-executed as a sandbox launcher? That path never returns.
     cheng_exec::sandbox::init::run_if_requested();
     let cli = args::Cli::parse();
+    // The generated files describe the built-in policy whatever this machine's says.
+    let generating = matches!(cli.command, args::Command::Schemas(_) | args::Command::Docs(_));
+    if !generating {
+        if let Err(exit) = policy::load_and_install(cli.policy.as_deref()) {
+            return ExitCode::from(exit as u8);
+        }
+    }
+    if let Err(exit) = policy::check_approve_flag(&cli.command) {
+        return ExitCode::from(exit as u8);
+    }
     let exit = match cli.command {
+        args::Command::Policy { command: args::PolicyCommand::Show } => policy::show(),
         args::Command::Nodes { json } => listing::nodes(json),
         args::Command::Describe { node_type, json } => listing::describe(&node_type, json),
         args::Command::Run(run) => running::run(run),

@@ -3,6 +3,7 @@
 //!
 //! Everything here is a pure function of the specs, so generated files are deterministic.
 
+use cheng_node::policy::{Capability, Policy};
 use cheng_node::{ApprovalRule, Effects, ErrorKind, NodeSpec, PortSpec, PortType};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -88,8 +89,14 @@ fn approval_line(effects: &Effects) -> String {
     }
 }
 
-/// The node's reference page: the seed's tables with audience and control columns.
+/// The node's reference page: the seed's tables with audience and control columns, under the
+/// built-in policy (what `cheng docs` publishes).
 pub fn node_markdown(spec: &NodeSpec) -> String {
+    node_markdown_with(spec, &Policy::builtin())
+}
+
+/// [`node_markdown`] with the effective bounds of an operator policy (what `cheng describe` prints).
+pub fn node_markdown_with(spec: &NodeSpec, policy: &Policy) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# {} — `{}`\n", spec.title, spec.id);
     let _ = writeln!(md, "{}\n", spec.description.trim());
@@ -106,8 +113,19 @@ pub fn node_markdown(spec: &NodeSpec) -> String {
         if let Some(min) = port.min {
             limits.push(format!("min {min}"));
         }
-        if let Some(max) = port.max {
-            limits.push(format!("max {max}"));
+        match (cheng_node::check::ceiling(policy, spec.id, port), port.max) {
+            (Some((max, _)), Some(spec_max)) if max == spec_max => limits.push(format!("max {max}")),
+            (Some((max, layer)), _) => limits.push(format!("max {max}, {layer}")),
+            (None, _) => {}
+        }
+        if cheng_node::check::is_capability(port) {
+            let (operator, source) = policy.capability(spec.id, port.name);
+            let settings = match operator {
+                Capability::Grant => "author: `true` grants, `\"ask\"` (default) asks a person per run, `false` refuses".to_string(),
+                Capability::Ask => format!("author: `\"ask\"` (default) or `false`; the operator forbids `true` ({source})"),
+                Capability::Deny => format!("refused: the operator set it to `false` ({source})"),
+            };
+            limits.push(settings);
         }
         if let Some(values) = choices(port) {
             limits.push(format!("one of {}", values.join(", ")));
@@ -129,7 +147,8 @@ pub fn node_markdown(spec: &NodeSpec) -> String {
     }
     md.push_str(
         "\nAudience: `llm` — agents and canvases fill it; `author` — only the node's config; \
-         `capped` — agents may request it, up to what the node's config allows; \
+         `capped` — agents may request it, up to what the node's config and the operator's policy allow \
+         (capability switches on `\"ask\"` go to a person for approval); \
          `engine` — injected by the engine, rejected from inputs and config.\n\n",
     );
     md.push_str("## Outputs\n\n");

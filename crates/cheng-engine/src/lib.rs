@@ -60,17 +60,31 @@ pub use graph::{Edge, Endpoint, Graph, GraphNode, GRAPH_VERSION};
 pub use run::{default_jobs, GraphResult, GraphStatus, NodeResult, NodeStatus, RunOptions};
 pub use validate::ValidatedGraph;
 
+use cheng_node::policy::Policy;
 use cheng_node::{Registry, Values};
+use std::sync::Arc;
 
 /// Validates and runs graphs over one registry of node types.
 #[derive(Clone)]
 pub struct Engine {
     registry: Registry,
+    policy: Arc<Policy>,
 }
 
 impl Engine {
+    /// An engine under the installed operator policy ([`cheng_node::policy::current`]).
     pub fn new(registry: Registry) -> Self {
-        Engine { registry }
+        Engine { registry, policy: cheng_node::policy::current() }
+    }
+
+    /// The same engine under another operator policy.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     pub fn registry(&self) -> &Registry {
@@ -79,7 +93,7 @@ impl Engine {
 
     /// Checks `graph` against the node specs; every problem found is returned.
     pub fn validate(&self, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
-        validate::validate(&self.registry, graph)
+        validate::validate(&self.registry, &self.policy, graph)
     }
 
     /// Runs a validated graph to the end (or until `options.cancel` fires).

@@ -4,7 +4,7 @@
 //! Values are checked twice: at validation for literal `config`/`inputs`, and at run time for
 //! values arriving over edges (an upstream node's output is only known then).
 
-pub(crate) use cheng_node::check::{check_value, resolve_capped};
+pub(crate) use cheng_node::check::check_value;
 use cheng_node::PortType;
 
 /// Whether an output port of type `from` may feed an input port of type `to`. Values are checked

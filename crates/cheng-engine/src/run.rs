@@ -6,10 +6,13 @@
 
 use crate::approval::RunApprover;
 use crate::events::{now, Event, EventSink, NullSink};
-use crate::ports::{check_value, resolve_capped};
+use crate::ports::check_value;
+use cheng_node::check::{asked_capabilities, resolve_request};
+use cheng_node::policy::Policy;
 use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
+use cheng_node::policy::capability_opens;
 use cheng_node::{
-    Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
+    CapabilityRequest, Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
 };
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -227,12 +230,16 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 cancel: cancel.clone(),
                 approver: Arc::clone(&approver),
             };
-            let input = assemble_input(prepared, &graph.nodes, &results, &ctx);
+            let input = assemble_input(prepared, &graph.nodes, &results, &ctx, &graph.policy);
+            let asked = match &input {
+                Ok(input) => asked_capabilities(&graph.policy, prepared.spec, &prepared.config, input),
+                Err(_) => Vec::new(),
+            };
             if events.enabled() {
                 events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
             }
             let node = Arc::clone(&prepared.node);
-            let handle = running.spawn(execute(i, node, ctx, input));
+            let handle = running.spawn(execute(i, node, ctx, input, asked));
             task_index.insert(handle.id(), (i, Instant::now()));
         }
         if running.is_empty() {
@@ -309,6 +316,7 @@ fn assemble_input(
     nodes: &[PreparedNode],
     results: &[Option<NodeResult>],
     ctx: &RunContext,
+    policy: &Policy,
 ) -> Result<Values, NodeError> {
     let mut input = prepared.base.clone();
     for edge in &prepared.incoming {
@@ -327,7 +335,7 @@ fn assemble_input(
             NodeError::invalid_input(format!("input `{}` from {source}: {message}", edge.port.name))
         })?;
         let value = if edge.port.audience == Audience::Capped {
-            resolve_capped(edge.port, prepared.config.get(edge.port.name), &value)
+            resolve_request(policy, prepared.spec.id, edge.port, prepared.config.get(edge.port.name), &value)
                 .map_err(|message| NodeError::policy_denied(format!("input `{}` from {source}: {message}", edge.port.name)))?
         } else {
             value
@@ -339,23 +347,25 @@ fn assemble_input(
     Ok(input)
 }
 
-/// One node: approval when the spec gates this input, then `run`; always an output object.
-async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Result<Values, NodeError>) -> Finished {
+/// One node: approval when the spec gates this input or it requests capabilities on "ask" (one
+/// card for both), then `run`; always an output object.
+async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Result<Values, NodeError>, asked: Vec<&'static str>) -> Finished {
     let start = Instant::now();
     let spec = node.spec();
     let cancel = ctx.cancel.clone();
     let work = async {
         let input = input?;
-        if spec.effects.requires_approval(&input) {
-            let request = node.approval_request(&ctx, &input)?;
+        if spec.effects.requires_approval(&input) || !asked.is_empty() {
+            let mut request = node.approval_request(&ctx, &input)?;
+            request.capabilities = asked
+                .iter()
+                .map(|name| CapabilityRequest { name: (*name).to_string(), opens: capability_opens(name).to_string() })
+                .collect();
             if ctx.approver.decide(&request).await != Decision::Approved {
                 if ctx.cancel.is_cancelled() {
                     return Err(NodeError::new(ErrorKind::Cancelled, "the run was cancelled while waiting for approval; nothing ran"));
                 }
-                return Err(NodeError::new(
-                    ErrorKind::ApprovalDenied,
-                    format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id),
-                ));
+                return Err(NodeError::new(ErrorKind::ApprovalDenied, denied_message(spec, &ctx.node_id, &asked)));
             }
         }
         node.run(&ctx, input).await
@@ -378,6 +388,23 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
         Err(error) => error.to_outputs(),
     };
     Finished { index, outputs: complete_outputs(spec, outputs), duration: start.elapsed(), cancelled: cancel.is_cancelled() }
+}
+
+/// Why nothing ran, and for requested capabilities which setting would grant them.
+fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&str]) -> String {
+    if asked.is_empty() {
+        return format!("{} `{node_id}` was not approved; nothing ran", spec.id);
+    }
+    let what: Vec<String> = asked.iter().map(|name| format!("{name}=true ({})", capability_opens(name))).collect();
+    let config: Vec<String> = asked.iter().map(|name| format!("\"{name}\": true")).collect();
+    format!(
+        "{} `{node_id}` requested {}, which a person must approve for this run, and it was not approved; nothing ran. \
+         Approve the run when asked (the terminal prompt, or --approve where the operator honours it), or have the node's \
+         author set {} in the node's config to grant it without asking",
+        spec.id,
+        what.join(" and "),
+        config.join(", ")
+    )
 }
 
 /// Adds every declared output port missing from `outputs` as `null`, in spec order first.

@@ -12,7 +12,9 @@
 
 use crate::error::{did_you_mean, suggestions, ValidationError, ValidationErrorKind as Kind};
 use crate::graph::{Edge, Graph, GraphNode};
-use crate::ports::{check_value, edge_compatible, resolve_capped};
+use crate::ports::{check_value, edge_compatible};
+use cheng_node::check::{check_operator, is_capability, resolve_request, Place};
+use cheng_node::policy::{Capability, Policy};
 use cheng_node::engine_ports::EnginePort;
 use cheng_node::{Audience, Lookup, Node, NodeSpec, PortSpec, Registry, Values};
 use serde_json::Value;
@@ -33,6 +35,8 @@ pub(crate) struct Prepared {
     /// For each node, how many edges it waits for.
     pub(crate) upstream_count: Vec<usize>,
     pub(crate) edge_count: usize,
+    /// The operator's policy the graph was validated under (edges are checked against it too).
+    pub(crate) policy: Arc<Policy>,
 }
 
 /// A node with its static input already assembled (defaults ← config ← inputs).
@@ -84,7 +88,7 @@ impl ValidatedGraph {
 }
 
 /// Validates `graph` against `registry`; every problem is reported.
-pub fn validate(registry: &Registry, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
+pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
     let mut errors = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(graph.nodes.len());
     // `None` where the type is unknown: its ports cannot be checked, the type error says why.
@@ -100,8 +104,18 @@ pub fn validate(registry: &Registry, graph: &Graph) -> Result<ValidatedGraph, Ve
         }
         resolved.push(match registry.lookup(&gnode.node_type) {
             Lookup::Found(node) => {
+                if let Some(source) = policy.disabled(&gnode.node_type) {
+                    errors.push(ValidationError::node(
+                        Kind::GatedType,
+                        &gnode.id,
+                        format!(
+                            "{} is disabled by the operator's policy ({source}); ask the machine's operator, who can remove `disabled = true` there",
+                            gnode.node_type
+                        ),
+                    ));
+                }
                 check_engine_ports(node.spec(), gnode, &mut errors);
-                Some((node, static_input(node.spec(), gnode, &mut errors)))
+                Some((node, static_input(node.spec(), policy, gnode, &mut errors)))
             }
             Lookup::Gated(var) => {
                 errors.push(ValidationError::node(
@@ -216,12 +230,14 @@ pub fn validate(registry: &Registry, graph: &Graph) -> Result<ValidatedGraph, Ve
             })
         })
         .collect();
-    Ok(ValidatedGraph { inner: Arc::new(Prepared { nodes, dependents, upstream_count, edge_count: graph.edges.len() }) })
+    Ok(ValidatedGraph {
+        inner: Arc::new(Prepared { nodes, dependents, upstream_count, edge_count: graph.edges.len(), policy: Arc::clone(policy) }),
+    })
 }
 
 /// Defaults ← config ← inputs, checking each value. Every declared input is present in the
 /// result (`null` when unset); engine ports are filled at run time.
-fn static_input(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<ValidationError>) -> Values {
+fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, errors: &mut Vec<ValidationError>) -> Values {
     let mut values = Values::new();
     for port in spec.inputs {
         values.insert(port.name.to_string(), port.default_value().unwrap_or(Value::Null));
@@ -235,10 +251,31 @@ fn static_input(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<Val
         if value.is_null() {
             continue;
         }
-        match check_value(port, value) {
-            Ok(()) => {
-                values.insert(name.clone(), value.clone());
+        // A capability switch: the author's `true` / "ask" / `false`; only `true` turns it on.
+        if is_capability(port) {
+            match Capability::from_json(value) {
+                Some(setting) => match check_operator(policy, spec.id, port, value, Place::Config) {
+                    Ok(()) => {
+                        values.insert(name.clone(), Value::Bool(setting == Capability::Grant));
+                    }
+                    Err(message) => errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message)),
+                },
+                None => errors.push(ValidationError::port(
+                    Kind::WrongType,
+                    &gnode.id,
+                    port.name,
+                    format!("{name} in the node's config must be true, \"ask\" or false, got {value} (in config)"),
+                )),
             }
+            continue;
+        }
+        match check_value(port, value) {
+            Ok(()) => match check_operator(policy, spec.id, port, value, Place::Config) {
+                Ok(()) => {
+                    values.insert(name.clone(), value.clone());
+                }
+                Err(message) => errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message)),
+            },
             Err(message) => errors.push(value_error(gnode, port, "config", value, message)),
         }
     }
@@ -267,16 +304,17 @@ fn static_input(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<Val
             errors.push(value_error(gnode, port, "inputs", value, message));
             continue;
         }
-        let value = if port.audience == Audience::Capped {
-            match resolve_capped(port, gnode.config.get(port.name), value) {
-                Ok(v) => v,
-                Err(message) => {
-                    errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message));
-                    continue;
-                }
-            }
+        let resolved = if port.audience == Audience::Capped {
+            resolve_request(policy, spec.id, port, gnode.config.get(port.name), value)
         } else {
-            value.clone()
+            check_operator(policy, spec.id, port, value, Place::Inputs).map(|()| value.clone())
+        };
+        let value = match resolved {
+            Ok(v) => v,
+            Err(message) => {
+                errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message));
+                continue;
+            }
         };
         values.insert(name.clone(), value);
     }

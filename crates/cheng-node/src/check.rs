@@ -5,7 +5,8 @@
 //! reads can never disagree with what the engine accepted.
 
 use crate::text::json_kind as kind_of;
-use crate::{Audience, PortSpec, PortType};
+use crate::policy::{Capability, Policy};
+use crate::{Audience, NodeSpec, PortSpec, PortType};
 use serde_json::Value;
 
 /// Checks a non-null value against the port's type, range and choices. The message says what was
@@ -48,27 +49,121 @@ fn type_message(ty: &PortType, value: &Value) -> String {
     }
 }
 
-/// The capped-port rule: an agent may request a value, honoured only up to the author's ceiling.
-///
-/// The ceiling is the value the node's config sets, else the spec default. A boolean may be
-/// requested `true` only when the ceiling is `true`; an integer may not exceed the ceiling.
-/// Returns the effective value (request, else config, else default).
-pub fn resolve_capped(port: &PortSpec, config: Option<&Value>, requested: &Value) -> Result<Value, String> {
-    debug_assert_eq!(port.audience, Audience::Capped);
-    let ceiling = config.filter(|v| !v.is_null()).cloned().or_else(|| port.default_value());
+/// Where a value is set: the author's `config` or the agent's `inputs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Config,
+    Inputs,
+}
+
+/// Whether a capped port is one of the capability switches (a boolean the author sets to
+/// `true`, `"ask"` or `false`).
+pub fn is_capability(port: &PortSpec) -> bool {
+    port.audience == Audience::Capped && port.ty == crate::PortType::Boolean
+}
+
+/// The effective ceiling of an integer port before any author config: the lower of the spec's
+/// maximum and the operator's, with the layer that set it (`None` when neither sets one).
+pub fn ceiling(policy: &Policy, node_type: &str, port: &PortSpec) -> Option<(i64, String)> {
+    let operator = policy.max(node_type, port.name);
+    match (port.max, operator) {
+        (Some(spec), Some((op, _))) if spec <= op => Some((spec, "the node's maximum".into())),
+        (_, Some((op, source))) => Some((op, format!("the operator's limit ({source})"))),
+        (Some(spec), None) => Some((spec, "the node's maximum".into())),
+        (None, None) => None,
+    }
+}
+
+/// The operator's bounds on a value already accepted by [`check_value`]: an integer above the
+/// operator's ceiling, a capability switch above the operator's setting, raw shell syntax the
+/// operator has not allowed. The message names the operator's file and the section to edit.
+pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: &Value, place: Place) -> Result<(), String> {
     let name = port.name;
-    match (requested, ceiling.as_ref()) {
-        (Value::Bool(true), ceiling) if ceiling != Some(&Value::Bool(true)) => Err(format!(
-            "{name}=true was requested, but the node's author has not enabled it; the node's author must set \"{name}\": true in the node's config"
-        )),
-        (Value::Number(n), Some(Value::Number(cap))) => match (n.as_i64(), cap.as_i64()) {
+    let where_ = if place == Place::Config { " in the node's config" } else { "" };
+    if let Some(n) = value.as_i64() {
+        if let Some((max, source)) = policy.max(node_type, name).filter(|(max, _)| n > *max) {
+            return Err(format!("{name} {n}{where_} is above the operator's limit {max} ({source}); use at most {max}"));
+        }
+    }
+    if is_capability(port) {
+        let (operator, source) = policy.capability(node_type, name);
+        if let Some(asked) = Capability::from_json(value).filter(|c| *c > operator) {
+            let asked = if place == Place::Inputs { Capability::Ask } else { asked };
+            if place == Place::Config || operator == Capability::Deny {
+                return Err(format!(
+                    "{name} {}{where_} is above the operator's limit {} ({source}); the machine's operator does not allow it{}",
+                    if place == Place::Inputs { "true".to_string() } else { asked.as_str().to_string() },
+                    operator.as_str(),
+                    if operator == Capability::Ask { ", set \"ask\" so that a person approves each run" } else { "" },
+                ));
+            }
+        }
+    }
+    if name == "allow_shell_string" && value == &Value::Bool(true) {
+        let (allowed, source) = policy.shell_syntax(node_type);
+        if !allowed {
+            let file = policy.path().map_or_else(|| format!("{} (or a file named by --policy or ${})", crate::policy::SYSTEM_PATH, crate::policy::ENV_VAR), |p| p.display().to_string());
+            return Err(format!(
+                "allow_shell_string is on{where_}, but the operator's policy does not allow raw shell syntax ({source}); \
+                 the machine's operator must add `shell_syntax = true` under [nodes.\"{node_type}\"] in {file}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The effective setting of a capability switch for one node: the lower of the author's config
+/// (default `"ask"`) and the operator's setting, with the layer that set it.
+pub fn capability_setting(policy: &Policy, node_type: &str, port: &PortSpec, config: Option<&Value>) -> (Capability, String) {
+    let author = config.and_then(Capability::from_json);
+    let (operator, source) = policy.capability(node_type, port.name);
+    match author {
+        Some(a) if a <= operator => (a, "the node's author (the node's config)".into()),
+        None if operator >= Capability::Ask => (Capability::Ask, "the default (\"ask\")".into()),
+        _ => (operator, format!("the operator's policy ({source})")),
+    }
+}
+
+/// The capped-port rule: an agent may request a value, honoured only up to the layers above.
+///
+/// An integer may not exceed the author's config value, else the effective [`ceiling`] (both
+/// already checked by [`check_value`] and [`check_operator`]). A capability switch may be
+/// requested `true` unless its effective setting is `false`; when it is `"ask"` the run asks a
+/// person ([`asked_capabilities`]). Returns the effective value.
+pub fn resolve_request(policy: &Policy, node_type: &str, port: &PortSpec, config: Option<&Value>, requested: &Value) -> Result<Value, String> {
+    debug_assert_eq!(port.audience, Audience::Capped);
+    check_operator(policy, node_type, port, requested, Place::Inputs)?;
+    let name = port.name;
+    match requested {
+        Value::Bool(true) if is_capability(port) => {
+            let (setting, layer) = capability_setting(policy, node_type, port, config);
+            if setting == Capability::Deny {
+                return Err(format!(
+                    "{name}=true was requested, but {layer} sets {name} to false, so it is refused without asking; \
+                     the node's author can set \"{name}\": \"ask\" (a person approves each run) or true in the node's config"
+                ));
+            }
+            Ok(requested.clone())
+        }
+        Value::Number(n) => match (n.as_i64(), config.and_then(Value::as_i64)) {
             (Some(n), Some(cap)) if n > cap => Err(format!(
-                "{name}={n} was requested, above the author's cap of {cap} set in the node's config; ask for at most {cap}, or ask the node's author to raise it"
+                "{name} {n} is above the author's limit {cap} (set in the node's config); ask for at most {cap}, or ask the node's author to raise it"
             )),
             _ => Ok(requested.clone()),
         },
         _ => Ok(requested.clone()),
     }
+}
+
+/// The capability switches this (validated, assembled) input turns on that a person must
+/// approve: requested `true` while their effective setting is `"ask"`.
+pub fn asked_capabilities(policy: &Policy, spec: &NodeSpec, config: &crate::Values, input: &crate::Values) -> Vec<&'static str> {
+    spec.inputs
+        .iter()
+        .filter(|p| is_capability(p) && input.get(p.name) == Some(&Value::Bool(true)))
+        .filter(|p| capability_setting(policy, spec.id, p, config.get(p.name)).0 == Capability::Ask)
+        .map(|p| p.name)
+        .collect()
 }
 
 #[cfg(test)]
@@ -90,19 +185,38 @@ mod tests {
         assert!(check_value(&TIMEOUT, &json!(600000)).is_ok());
     }
 
-    #[test]
-    fn capped_booleans_need_the_author_switch() {
-        assert!(resolve_capped(&NET, None, &json!(true)).unwrap_err().contains("node's config"));
-        assert!(resolve_capped(&NET, Some(&json!(false)), &json!(true)).is_err());
-        assert_eq!(resolve_capped(&NET, Some(&json!(true)), &json!(true)).unwrap(), json!(true));
-        assert_eq!(resolve_capped(&NET, Some(&json!(true)), &json!(false)).unwrap(), json!(false));
+    fn builtin() -> Policy {
+        Policy::builtin()
     }
 
     #[test]
-    fn capped_integers_stay_under_the_ceiling() {
-        let err = resolve_capped(&LIMIT, Some(&json!(512)), &json!(1024)).unwrap_err();
-        assert!(err.contains("cap of 512"), "{err}");
-        assert_eq!(resolve_capped(&LIMIT, Some(&json!(512)), &json!(100)).unwrap(), json!(100));
-        assert!(resolve_capped(&LIMIT, None, &json!(300)).unwrap_err().contains("cap of 256"));
+    fn capability_switches_ask_by_default_and_obey_both_layers() {
+        let p = builtin();
+        // Default "ask": requested true is accepted, then asked.
+        assert_eq!(resolve_request(&p, "n", &NET, None, &json!(true)).unwrap(), json!(true));
+        let err = resolve_request(&p, "n", &NET, Some(&json!(false)), &json!(true)).unwrap_err();
+        assert!(err.contains("node's author") && err.contains("\"ask\""), "{err}");
+        assert_eq!(resolve_request(&p, "n", &NET, Some(&json!(true)), &json!(true)).unwrap(), json!(true));
+        let op = Policy::from_toml_str("[all]\nallow_network = false\n", "/p.toml").unwrap();
+        let err = resolve_request(&op, "n", &NET, Some(&json!(true)), &json!(true)).unwrap_err();
+        assert!(err.contains("operator's limit false") && err.contains("/p.toml"), "{err}");
+        // The author may not go above the operator either.
+        let err = check_operator(&op, "n", &NET, &json!(true), Place::Config).unwrap_err();
+        assert!(err.contains("in the node's config is above the operator's limit"), "{err}");
+    }
+
+    #[test]
+    fn capped_integers_stay_under_the_author_and_the_operator() {
+        let p = builtin();
+        let err = resolve_request(&p, "n", &LIMIT, Some(&json!(512)), &json!(1024)).unwrap_err();
+        assert!(err.contains("author's limit 512"), "{err}");
+        assert_eq!(resolve_request(&p, "n", &LIMIT, Some(&json!(512)), &json!(100)).unwrap(), json!(100));
+        // No author config: the default is not a ceiling.
+        assert_eq!(resolve_request(&p, "n", &LIMIT, None, &json!(300)).unwrap(), json!(300));
+        let op = Policy::from_toml_str("[all]\nmax = { memory_mb = 200 }\n", "/p.toml").unwrap();
+        let err = resolve_request(&op, "n", &LIMIT, None, &json!(300)).unwrap_err();
+        assert_eq!(err, "memory_mb 300 is above the operator's limit 200 (policy /p.toml [all]); use at most 200");
+        assert_eq!(ceiling(&op, "n", &TIMEOUT).unwrap().0, 600000);
+        assert_eq!(ceiling(&op, "n", &LIMIT).unwrap().0, 200);
     }
 }

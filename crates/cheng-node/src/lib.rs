@@ -41,13 +41,14 @@ pub mod failure;
 pub mod input;
 mod node;
 pub mod paths;
+pub mod policy;
 mod registry;
 pub mod schema;
 mod spec;
 pub mod text;
 
 pub use error::{ErrorKind, NodeError};
-pub use node::{ApprovalRequest, Approver, Decision, FixedApprover, Node, RunContext, Values};
+pub use node::{ApprovalRequest, CapabilityRequest, Approver, Decision, FixedApprover, Node, RunContext, Values};
 pub use registry::{Lookup, NodeRegistration, Registry};
 pub use spec::{ApprovalRule, Audience, Control, Effects, NodeSpec, PortSpec, PortType};
 

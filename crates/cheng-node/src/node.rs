@@ -40,6 +40,16 @@ pub struct ApprovalRequest {
     /// Host paths the run asks to read outside the sandbox.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requested_paths: Vec<String>,
+    /// Capability switches the run requests that the author left on "ask" (one card for all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<CapabilityRequest>,
+}
+
+/// One capability on an approval card: the switch and what approving it opens.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CapabilityRequest {
+    pub name: String,
+    pub opens: String,
 }
 
 impl ApprovalRequest {
@@ -51,6 +61,7 @@ impl ApprovalRequest {
             cwd: ctx.workspace.display().to_string(),
             purpose: None,
             requested_paths: Vec::new(),
+            capabilities: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `config` only what the node's author sets (Author and Capped ports), `output` every output.
 //! Engine ports appear in neither input nor config.
 
+use crate::policy::{Capability, Policy};
 use crate::{NodeSpec, PortSpec, PortType};
 use serde_json::{json, Map, Value};
 
@@ -22,7 +23,21 @@ pub fn port_type_schema(ty: &PortType) -> Value {
     }
 }
 
-fn port_schema(port: &PortSpec) -> Value {
+fn port_schema(spec: &NodeSpec, port: &PortSpec, policy: &Policy, side: Side) -> Value {
+    if side == Side::Config && crate::check::is_capability(port) {
+        let (operator, _) = policy.capability(spec.id, port.name);
+        let allowed: Vec<Value> = [(Capability::Grant, json!(true)), (Capability::Ask, json!("ask")), (Capability::Deny, json!(false))]
+            .into_iter()
+            .filter(|(c, _)| *c <= operator)
+            .map(|(_, v)| v)
+            .collect();
+        let default = if operator >= Capability::Ask { json!("ask") } else { json!(false) };
+        return json!({
+            "enum": allowed,
+            "description": format!("{} {CAPABILITY_CONFIG_NOTE}", port.description),
+            "default": default,
+        });
+    }
     let mut schema = match port_type_schema(&port.ty) {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -34,7 +49,7 @@ fn port_schema(port: &PortSpec) -> Value {
     if let Some(min) = port.min {
         schema.insert("minimum".into(), json!(min));
     }
-    if let Some(max) = port.max {
+    if let Some((max, _)) = crate::check::ceiling(policy, spec.id, port) {
         schema.insert("maximum".into(), json!(max));
     }
     if let Some(default) = port.default_value().filter(|d| !d.is_null()) {
@@ -43,11 +58,18 @@ fn port_schema(port: &PortSpec) -> Value {
     Value::Object(schema)
 }
 
-fn object_schema<'a>(title: String, ports: impl Iterator<Item = &'a PortSpec>) -> Value {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Input,
+    Config,
+    Output,
+}
+
+fn object_schema<'a>(spec: &NodeSpec, policy: &Policy, side: Side, title: String, ports: impl Iterator<Item = &'a PortSpec>) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for port in ports {
-        properties.insert(port.name.to_string(), port_schema(port));
+        properties.insert(port.name.to_string(), port_schema(spec, port, policy, side));
         if port.required {
             required.push(port.name);
         }
@@ -65,16 +87,30 @@ fn object_schema<'a>(title: String, ports: impl Iterator<Item = &'a PortSpec>) -
     schema
 }
 
-/// Appended to a Capped port's description in the agent-facing schema, so that an agent knows
-/// a request may be refused.
-pub const CAPPED_NOTE: &str = "(Capped: an agent may request this; it is honoured only up to what the node's author allows in the node's config.)";
+/// Appended to a Capped integer port's description in the agent-facing schema, so that an agent
+/// knows a request may be refused.
+pub const CAPPED_NOTE: &str = "(Capped: an agent may request up to the maximum; the node's author may set a lower limit in the node's config.)";
 
-/// What an agent sees: only Llm and Capped ports (Capped ones say so in their description).
+/// Appended to a capability switch's description in the agent-facing schema.
+pub const CAPABILITY_NOTE: &str = "(Capability: requesting true asks a person to approve this run, unless the node's author granted it in the node's config; refused when the author or the machine's operator set it to false.)";
+
+/// Appended to a capability switch's description in the author's config schema.
+pub const CAPABILITY_CONFIG_NOTE: &str = "(Author setting: true grants it without asking, \"ask\" (default) lets an agent request it with a person approving each run, false refuses it.)";
+
+/// What an agent sees: only Llm and Capped ports (Capped ones say so in their description),
+/// with the effective bounds of the installed policy ([`crate::policy::current`]).
 pub fn input_schema(spec: &NodeSpec) -> Value {
-    let mut schema = object_schema(format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()));
+    input_schema_with(spec, &crate::policy::current())
+}
+
+/// [`input_schema`] under an explicit operator policy.
+pub fn input_schema_with(spec: &NodeSpec, policy: &Policy) -> Value {
+    let mut schema =
+        object_schema(spec, policy, Side::Input, format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()));
     for port in spec.inputs.iter().filter(|p| p.audience == crate::Audience::Capped) {
+        let note = if crate::check::is_capability(port) { CAPABILITY_NOTE } else { CAPPED_NOTE };
         if let Some(Value::String(text)) = schema.pointer_mut(&format!("/properties/{}/description", port.name)) {
-            *text = format!("{text} {CAPPED_NOTE}");
+            *text = format!("{text} {note}");
         }
     }
     schema
@@ -82,22 +118,34 @@ pub fn input_schema(spec: &NodeSpec) -> Value {
 
 /// What the node's author may set in `config`: Author and Capped ports.
 pub fn config_schema(spec: &NodeSpec) -> Value {
-    object_schema(format!("{} config", spec.id), spec.inputs.iter().filter(|p| p.author_settable()))
+    config_schema_with(spec, &crate::policy::current())
+}
+
+/// [`config_schema`] under an explicit operator policy.
+pub fn config_schema_with(spec: &NodeSpec, policy: &Policy) -> Value {
+    object_schema(spec, policy, Side::Config, format!("{} config", spec.id), spec.inputs.iter().filter(|p| p.author_settable()))
 }
 
 pub fn output_schema(spec: &NodeSpec) -> Value {
-    let mut schema = object_schema(format!("{} output", spec.id), spec.outputs.iter());
+    let policy = Policy::builtin();
+    let mut schema = object_schema(spec, &policy, Side::Output, format!("{} output", spec.id), spec.outputs.iter());
     // Outputs may grow new fields without breaking readers.
     schema["additionalProperties"] = json!(true);
     schema
 }
 
-/// The file written to `schemas/<short_name>.json`.
+/// The file written to `schemas/<short_name>.json` (always under the built-in policy, so that
+/// the published files do not depend on the machine that wrote them).
 pub fn node_schemas(spec: &NodeSpec) -> Value {
+    node_schemas_with(spec, &Policy::builtin())
+}
+
+/// [`node_schemas`] under an explicit operator policy (`cheng describe --json`).
+pub fn node_schemas_with(spec: &NodeSpec, policy: &Policy) -> Value {
     json!({
         "id": spec.id,
-        "input": input_schema(spec),
-        "config": config_schema(spec),
+        "input": input_schema_with(spec, policy),
+        "config": config_schema_with(spec, policy),
         "output": output_schema(spec),
     })
 }
@@ -132,8 +180,10 @@ mod tests {
         assert_eq!(props(&input), ["command", "timeout_ms", "allow_net"]);
         assert_eq!(props(&config), ["allow_x", "allow_net"]);
         // The agent is told a capped port may be refused; the author's config is not.
-        assert_eq!(input["properties"]["allow_net"]["description"], format!("capped {CAPPED_NOTE}"));
-        assert_eq!(config["properties"]["allow_net"]["description"], "capped");
+        assert_eq!(input["properties"]["allow_net"]["description"], format!("capped {CAPABILITY_NOTE}"));
+        assert_eq!(config["properties"]["allow_net"]["description"], format!("capped {CAPABILITY_CONFIG_NOTE}"));
+        assert_eq!(config["properties"]["allow_net"]["enum"], json!([true, "ask", false]));
+        assert_eq!(config["properties"]["allow_net"]["default"], "ask");
         assert_eq!(input["properties"]["timeout_ms"]["maximum"], 600000);
         assert!(input["properties"]["timeout_ms"].get("default").is_none());
         assert_eq!(input["additionalProperties"], false);
@@ -142,6 +192,12 @@ mod tests {
             assert_eq!(schema["type"], "object");
         }
         assert!(!props(&output_schema(&SPEC)).is_empty());
+        // The operator's bounds are the published ones.
+        let policy = Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\nallow_net = false\n", "/p.toml");
+        assert!(policy.is_err(), "allow_net is not a capability the policy knows");
+        let policy = Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\n", "/p.toml").unwrap();
+        assert_eq!(input_schema_with(&SPEC, &policy)["properties"]["timeout_ms"]["maximum"], 1000);
+        assert_eq!(config_schema_with(&SPEC, &policy)["properties"]["allow_net"]["enum"], json!([true, "ask", false]));
         let all = node_schemas(&SPEC);
         assert_eq!(all["id"], "test/schema");
         for part in ["input", "config", "output"] {

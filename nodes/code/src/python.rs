@@ -286,6 +286,10 @@ impl Node for CodePython {
         &SPEC
     }
 
+    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<cheng_node::ApprovalRequest, NodeError> {
+        Ok(sandboxed::script_card(ctx, input, "python"))
+    }
+
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let ports = SandboxPorts::read(ctx, &SPEC, &input)?;
         let mut warnings = Vec::new();

@@ -34,7 +34,17 @@ pub const MAX_TIMEOUT_MS: i64 = 300_000;
 pub const MIN_TIMEOUT_MS: i64 = 100;
 /// Re-exported for the spec tables.
 pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
-pub const MEMORY_MAX: i64 = MAX_MEMORY_MB;
+/// The highest memory_mb anyone may set on the code executors (the seed names none): 4096 MB.
+/// Authors and operators may lower it; the sandbox itself could enforce up to `MAX_MEMORY_MB`.
+pub const MEMORY_MAX: i64 = if MAX_MEMORY_MB < 4096 { MAX_MEMORY_MB } else { 4096 };
+
+/// The approval card of a code executor: the script itself (first line when long), so that a
+/// person approving a capability sees what will use it.
+pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::ApprovalRequest {
+    let script = input.get("script").and_then(Value::as_str).unwrap_or("");
+    let shown = if script.chars().count() > 200 { format!("{}…", script.chars().take(200).collect::<String>()) } else { script.to_string() };
+    cheng_node::ApprovalRequest::new(ctx, format!("{lang} script: {shown}"))
+}
 
 /// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s
 /// other three).

@@ -100,6 +100,10 @@ impl Node for CodeShell {
         &SPEC
     }
 
+    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<cheng_node::ApprovalRequest, NodeError> {
+        Ok(sandboxed::script_card(ctx, input, "sh"))
+    }
+
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let ports = SandboxPorts::read(ctx, &SPEC, &input)?;
         let mut warnings = lint(&ports.script, ports.allow_network, ports.allow_filesystem);

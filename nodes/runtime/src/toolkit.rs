@@ -220,7 +220,7 @@ fn switch_warnings(at: &str, spec: &NodeSpec, config: &Values) -> Vec<String> {
         .iter()
         .filter(|p| p.ty == PortType::Boolean && p.name.starts_with("allow_") && config.get(p.name) == Some(&Value::Bool(true)))
         .map(|p| match p.audience {
-            Audience::Capped => format!("{at}: config.{} is on, so a caller may request it", p.name),
+            Audience::Capped => format!("{at}: config.{} is true, so a caller that requests it gets it without a person being asked", p.name),
             _ => format!("{at}: config.{} is on for every call of this tool", p.name),
         })
         .collect()

@@ -177,6 +177,7 @@ fn input_and_config_can_come_from_files() {
     let out = run_cheng(&[
         "run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &format!("@{}", input.display()),
         "--config", &format!("@{}", config.display()), "--approve",
+        "--policy", fixtures().join("policy/shell-syntax.toml").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -90,9 +90,13 @@ fn script_failures_exit_1_with_the_error_code() {
 
 #[test]
 fn limits_above_the_authors_cap_are_refused() {
-    let (code, _, stderr) = run_js(&json!({"script": "1", "timeout_ms": 60000}), &[]);
+    // Without the author's config the ceiling is the node's maximum, not the default.
+    let (code, _, stderr) = run_js(&json!({"script": "1", "timeout_ms": 400000}), &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("timeout_ms"), "{stderr}");
+    assert!(stderr.contains("timeout_ms") && stderr.contains("maximum 300000"), "{stderr}");
+    let (code, _, stderr) = run_js(&json!({"script": "1", "timeout_ms": 60000}), &["--config", r#"{"timeout_ms": 30000}"#]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("timeout_ms 60000 is above the author's limit 30000"), "{stderr}");
     let config = json!({"timeout_ms": 60000, "memory_mb": 512}).to_string();
     let (code, out, stderr) =
         run_js(&json!({"script": "1", "timeout_ms": 60000, "memory_mb": 512}), &["--config", &config]);

@@ -19,10 +19,12 @@ fn code_shell_runs_in_the_sandbox_with_landlock() {
 }
 
 #[test]
-fn an_agent_cannot_turn_on_the_network_itself() {
+fn an_agent_cannot_turn_on_the_network_without_a_person() {
+    // The request goes to a person; with no terminal and no --approve nobody can say yes.
     let (_d, ws) = temp_workspace();
-    let (code, _out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": "true", "allow_network": true}), &[]);
-    assert_eq!(code, 2, "{stderr}");
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": "true", "allow_network": true}), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
     assert!(stderr.contains("allow_network"), "{stderr}");
 }
 

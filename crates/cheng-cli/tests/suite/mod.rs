@@ -4,6 +4,7 @@ mod cli;
 mod code_js;
 mod code_python;
 mod code_shell;
+mod policy;
 mod escapes;
 mod failure_outputs;
 mod fd_hygiene;

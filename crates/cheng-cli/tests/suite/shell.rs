@@ -9,8 +9,16 @@ const NODE: &str = "tools/workspace_shell";
 
 /// Runs the node approved, with `config` as the author's config.
 fn shell(ws: &Path, input: Value, config: Value) -> (i32, Value, String) {
-    let config = config.to_string();
-    run_node(NODE, ws, &input, &["--approve", "--config", &config])
+    // Raw shell needs both the author's switch and the operator's policy.
+    let policy = super::support::fixtures().join("policy/shell-syntax.toml");
+    let mut args = vec!["--approve", "--config"];
+    let config_text = config.to_string();
+    args.push(&config_text);
+    let policy_text = policy.display().to_string();
+    if config["allow_shell_string"] == true {
+        args.extend(["--policy", &policy_text]);
+    }
+    run_node(NODE, ws, &input, &args)
 }
 
 /// The `LOCAL_EXECUTOR_*` code of a failed run, from the output object or (for errors reported

@@ -16,7 +16,7 @@ pub fn fixtures() -> PathBuf {
 /// A `cheng` command with a clean environment for the gates (tests set them explicitly).
 pub fn cheng() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
-    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").stdin(Stdio::null());
+    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_POLICY").stdin(Stdio::null());
     cmd
 }
 

@@ -29,7 +29,7 @@ fn sandbox_root_is_the_canonical_workspace_and_cannot_be_supplied() {
 fn defaults_then_config_then_inputs() {
     let (_dir, options) = workspace();
     let result = run(
-        &engine(),
+        &shell_engine(),
         json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo",
             "config": {"text": "from config", "mode": "b", "allow_shell_string": true},
             "inputs": {"text": "from inputs", "count": null}}]}),
@@ -93,7 +93,7 @@ fn edge_values_feed_inputs_and_are_checked_at_run_time() {
     let d = result.node("d").unwrap();
     assert_eq!(d.status, NodeStatus::Failed);
     assert_eq!(d.outputs["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(d.outputs["error"].as_str().unwrap().contains("cap of 5"));
+    assert!(d.outputs["error"].as_str().unwrap().contains("author's limit 5"));
 }
 
 #[test]

@@ -237,6 +237,15 @@ pub fn engine() -> Engine {
     Engine::new(registry())
 }
 
+/// An engine whose operator policy lets authors turn on raw shell syntax (`allow_shell_string`).
+pub fn shell_engine() -> Engine {
+    let policy = cheng_node::policy::Policy::from_toml_str("[all]\nshell_syntax = true\n", "/test/policy.toml");
+    match policy {
+        Ok(policy) => engine().with_policy(policy),
+        Err(e) => panic!("{e}"),
+    }
+}
+
 pub fn graph(value: Value) -> Graph {
     match Graph::from_value(&value) {
         Ok(graph) => graph,

@@ -158,9 +158,13 @@ fn author_ports_from_inputs_are_rejected() {
                "edges": [{"from": "a.success", "to": "b.allow_shell_string"}]}),
     );
     only(&errs, K::AuthorOnly);
-    // In config it is fine.
+    // In config it is fine, when the operator's policy allows raw shell syntax ...
     let ok = one_node(json!({"id": "e", "type": "test/echo", "config": {"allow_shell_string": true}}));
-    assert!(engine().validate(&graph(ok)).is_ok());
+    assert!(shell_engine().validate(&graph(ok.clone())).is_ok());
+    // ... which the built-in policy does not: the message names the line to add.
+    let errs = errors_of(&engine(), ok);
+    let e = only(&errs, K::AboveCap);
+    assert!(e.message.contains("`shell_syntax = true` under [nodes.\"test/echo\"]"), "{e}");
 }
 
 #[test]
@@ -181,19 +185,20 @@ fn engine_ports_are_rejected_everywhere() {
 
 #[test]
 fn capped_ports_above_the_author_ceiling_are_rejected() {
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"allow_network": true}})));
-    let e = only(&errs, K::AboveCap);
-    assert!(e.message.contains("allow_network") && e.message.contains("node's author must"), "{e}");
+    // A capability left on "ask" (the default) may be requested: a person decides at run time.
+    let ask = one_node(json!({"id": "e", "type": "test/echo", "inputs": {"allow_network": true}}));
+    assert!(engine().validate(&graph(ask)).is_ok());
     let errs = errors_of(
         &engine(),
         one_node(json!({"id": "e", "type": "test/echo", "config": {"allow_network": false}, "inputs": {"allow_network": true}})),
     );
-    only(&errs, K::AboveCap);
+    let e = only(&errs, K::AboveCap);
+    assert!(e.message.contains("allow_network") && e.message.contains("sets allow_network to false"), "{e}");
     let errs = errors_of(
         &engine(),
         one_node(json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 512}, "inputs": {"memory_mb": 1024}})),
     );
-    assert!(only(&errs, K::AboveCap).message.contains("cap of 512"));
+    assert!(only(&errs, K::AboveCap).message.contains("author's limit 512"));
     // The spec maximum still applies to the author.
     let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 9999}})));
     only(&errs, K::OutOfRange);
@@ -259,7 +264,7 @@ fn case_for(kind: K) -> (&'static str, Option<&'static str>, Option<&'static str
             Some("sandbox_root"),
         ),
         K::AboveCap => (
-            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"allow_network": true}}]}"#,
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "config": {"allow_network": false}, "inputs": {"allow_network": true}}]}"#,
             Some("a"),
             Some("allow_network"),
         ),

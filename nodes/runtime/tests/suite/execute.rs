@@ -110,15 +110,23 @@ async fn an_agent_cannot_move_the_sandbox_root() {
 async fn capped_arguments_are_capped_by_the_entrys_config() {
     let (_d, ws) = temp_workspace();
     let args = json!({"text": "hi", "allow_net": true, "limit": 3});
-    let (out, _) = runtime(&ws, json!([{"type": "test/echo", "name": "echo"}]), call("echo", args.clone()), Decision::Denied).await;
+    // Left on "ask" (the default): the request goes to a person, who says no here.
+    let (out, recorder) = runtime(&ws, json!([{"type": "test/echo", "name": "echo"}]), call("echo", args.clone()), Decision::Denied).await;
+    assert_eq!(out["status"], "denied", "{out:?}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+    assert_eq!(recorder.asked(), 1);
+    // Set to false by the author: refused without asking.
+    let exposed = json!([{"type": "test/echo", "name": "echo", "config": {"allow_net": false}}]);
+    let (out, recorder) = runtime(&ws, exposed, call("echo", args.clone()), Decision::Approved).await;
     assert_eq!(out["status"], "invalid", "{out:?}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(errors(&out).contains("tool `echo`, argument `allow_net`: allow_net=true was requested, but the node's author has not enabled it"), "{}", errors(&out));
+    assert!(errors(&out).contains("tool `echo`, argument `allow_net`: allow_net=true was requested, but the node's author (the node's config) sets allow_net to false"), "{}", errors(&out));
+    assert_eq!(recorder.asked(), 0);
 
     let exposed = json!([{"type": "test/echo", "name": "echo", "config": {"allow_net": true, "limit": 2, "mode": "loud"}}]);
     let (out, _) = runtime(&ws, exposed.clone(), call("echo", args), Decision::Denied).await;
     assert_eq!(out["status"], "invalid");
-    assert!(errors(&out).contains("limit=3 was requested, above the author's cap of 2"), "{}", errors(&out));
+    assert!(errors(&out).contains("limit 3 is above the author's limit 2"), "{}", errors(&out));
 
     let (out, _) = runtime(&ws, exposed, call("echo", json!({"text": "hi", "allow_net": true, "limit": 2})), Decision::Denied).await;
     assert_eq!(out["status"], "ok", "{out:?}");

@@ -143,7 +143,7 @@ async fn switches_the_author_turns_on_are_warned_about() {
     let (out, _) = runtime(&ws, exposed, json!({"action": "list_tools", "dry_run": true}), Decision::Denied).await;
     let text = warnings(&out);
     assert!(text.contains("config.allow_shell_string is on for every call of this tool"), "{text}");
-    assert!(text.contains("config.allow_net is on, so a caller may request it"), "{text}");
+    assert!(text.contains("config.allow_net is true, so a caller that requests it gets it without a person being asked"), "{text}");
     assert!(text.contains("dry_run has no effect on list_tools"), "{text}");
 }
 

@@ -127,7 +127,13 @@ pub fn tools(gate_open: bool) -> Registry {
 }
 
 /// An engine whose only node is a runtime over `tools` (what the CLI does, minus the env).
+///
+/// The process's operator policy (which the runtime's inner engine uses) lets authors turn on
+/// raw shell syntax, as a machine whose operator allowed it would.
 pub fn engine(tools: Registry) -> Engine {
+    if let Ok(policy) = cheng_node::policy::Policy::from_toml_str("[all]\nshell_syntax = true\n", "/test/policy.toml") {
+        cheng_node::policy::install(policy);
+    }
     Engine::new(Registry::new().with(ToolRuntime::with_registry(tools)))
 }
 

@@ -1,0 +1,55 @@
+//! The operator's policy in the CLI: loading it at startup (`--policy`, `$CHENG_POLICY`,
+//! `/etc/cheng/policy.toml`, built-in), `cheng policy show`, and refusing `--approve` where the
+//! operator requires a person.
+
+use crate::args::Command;
+use crate::{complain, Exit};
+use cheng_node::policy::{self, Policy};
+use cheng_node::Registry;
+use std::path::Path;
+
+/// Every node type the policy may name: gated ones too (a policy may cover them in advance).
+fn all_specs() -> Vec<&'static cheng_node::NodeSpec> {
+    Registry::from_inventory_with(|_| true).specs().collect()
+}
+
+/// Loads the policy, checks the names it uses and installs it for the process. A bad policy is
+/// a startup error (exit 2) naming the file and the key: never a silent default.
+pub fn load_and_install(flag: Option<&Path>) -> Result<(), Exit> {
+    let loaded = Policy::load(flag).and_then(|p| p.check_names(all_specs()).map(|()| p));
+    match loaded {
+        Ok(p) => {
+            policy::install(p);
+            Ok(())
+        }
+        Err(e) => {
+            complain(e);
+            Err(Exit::Usage)
+        }
+    }
+}
+
+/// `--approve` where the operator's policy sets `honour_approve_flag = false`: a usage error
+/// before anything runs.
+pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
+    let approve = match command {
+        Command::Run(run) => run.approval.approve,
+        Command::Graph { command: crate::args::GraphCommand::Run(run) } => run.approval.approve,
+        _ => false,
+    };
+    let (honoured, source) = policy::current().honour_approve_flag();
+    if approve && !honoured {
+        complain(format!(
+            "--approve is not honoured on this machine: the operator's policy sets honour_approve_flag = false ({source}); \
+             run on a terminal and answer the approval prompt, or ask the machine's operator"
+        ));
+        return Err(Exit::Usage);
+    }
+    Ok(())
+}
+
+/// `cheng policy show`.
+pub fn show() -> Exit {
+    print!("{}", policy::current().show(all_specs()));
+    Exit::Ok
+}

@@ -1,0 +1,468 @@
+//! The operator's policy: the machine-wide layer that bounds every node's author.
+//!
+//! Three layers of control, strictly ordered: the **operator** (this file) bounds the **author**
+//! (a node's `config`), who bounds the **agent** (the node's `inputs`). A value above the layer
+//! above it is refused at validation, with a message naming the layer that set the bound.
+//!
+//! Where the policy comes from, first match wins: `--policy FILE`, else `$CHENG_POLICY`, else
+//! [`SYSTEM_PATH`] when it exists, else the built-in defaults ([`Policy::builtin`]). The file is
+//! TOML; an unknown key, a wrong type or an unreadable file is an error naming the file and the
+//! key, never a silent default.
+//!
+//! ```
+//! use cheng_node::policy::{Capability, Policy};
+//!
+//! let policy = Policy::from_toml_str(r#"
+//!     [all]
+//!     max = { timeout_ms = 120000 }
+//!     [nodes."tools/code_shell"]
+//!     allow_network = false
+//! "#, "/etc/cheng/policy.toml").unwrap();
+//! assert_eq!(policy.max("tools/code_shell", "timeout_ms").unwrap().0, 120000);
+//! assert_eq!(policy.capability("tools/code_shell", "allow_network").0, Capability::Deny);
+//! assert_eq!(policy.capability("tools/code_python", "allow_network").0, Capability::Grant);
+//! ```
+
+use crate::NodeSpec;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// The policy file read when neither `--policy` nor `$CHENG_POLICY` names one.
+pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
+
+/// The environment variable naming a policy file.
+pub const ENV_VAR: &str = "CHENG_POLICY";
+
+/// The capability switches an agent may request on the code executors.
+pub const CAPABILITIES: [&str; 3] = ["allow_network", "allow_filesystem", "allow_full_disk_readonly"];
+
+/// What a capability switch opens, in the words an approval card uses.
+pub fn capability_opens(name: &str) -> &'static str {
+    match name {
+        "allow_network" => "outbound network access from the sandbox (any host, any port)",
+        "allow_filesystem" => "write access to the workspace (files can be created, changed and deleted)",
+        "allow_full_disk_readonly" => "read-only access to the whole disk (every file this user can read)",
+        _ => "a capability beyond the sandbox's defaults",
+    }
+}
+
+/// An author's or operator's setting of a capability switch: `true`, `"ask"` or `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(try_from = "CapabilityText")]
+pub enum Capability {
+    /// `false`: refused at validation; nobody is asked.
+    Deny,
+    /// `"ask"`: an agent may request it; a person approves it for the run.
+    Ask,
+    /// `true`: granted without asking.
+    Grant,
+}
+
+impl Capability {
+    /// From a config value: `true`, `false` or `"ask"`.
+    pub fn from_json(value: &serde_json::Value) -> Option<Capability> {
+        match value {
+            serde_json::Value::Bool(true) => Some(Capability::Grant),
+            serde_json::Value::Bool(false) => Some(Capability::Deny),
+            serde_json::Value::String(s) if s == "ask" => Some(Capability::Ask),
+            _ => None,
+        }
+    }
+
+    /// The TOML/JSON spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Capability::Deny => "false",
+            Capability::Ask => "\"ask\"",
+            Capability::Grant => "true",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CapabilityText {
+    Bool(bool),
+    Word(String),
+}
+
+impl TryFrom<CapabilityText> for Capability {
+    type Error = String;
+    fn try_from(text: CapabilityText) -> Result<Self, String> {
+        match text {
+            CapabilityText::Bool(true) => Ok(Capability::Grant),
+            CapabilityText::Bool(false) => Ok(Capability::Deny),
+            CapabilityText::Word(w) if w == "ask" => Ok(Capability::Ask),
+            CapabilityText::Word(w) => Err(format!("\"{w}\" is not a capability setting; use true, \"ask\" or false")),
+        }
+    }
+}
+
+/// The file's top level.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    /// Whether `--approve` (and other blanket approvals) are honoured. Default true.
+    honour_approve_flag: Option<bool>,
+    /// Rules for every node type.
+    all: Option<Rules>,
+    /// Rules for one node type, by id; they override `all`.
+    #[serde(default)]
+    nodes: BTreeMap<String, Rules>,
+}
+
+/// What the operator may say about a node type (or all of them).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Rules {
+    disabled: Option<bool>,
+    shell_syntax: Option<bool>,
+    env_allow: Option<Vec<String>>,
+    allow_network: Option<Capability>,
+    allow_filesystem: Option<Capability>,
+    allow_full_disk_readonly: Option<Capability>,
+    /// Highest value per integer port, by port name.
+    #[serde(default)]
+    max: BTreeMap<String, i64>,
+}
+
+impl Rules {
+    fn capability(&self, name: &str) -> Option<Capability> {
+        match name {
+            "allow_network" => self.allow_network,
+            "allow_filesystem" => self.allow_filesystem,
+            "allow_full_disk_readonly" => self.allow_full_disk_readonly,
+            _ => None,
+        }
+    }
+}
+
+/// How the policy file was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    Flag,
+    Env,
+    System,
+}
+
+/// Where one effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// No policy said anything: the documented built-in default.
+    Builtin,
+    /// A section of the policy file: `all` or `nodes."tools/x"`.
+    File { path: PathBuf, section: String },
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Builtin => f.write_str("built-in default"),
+            Source::File { path, section } => write!(f, "policy {} [{section}]", path.display()),
+        }
+    }
+}
+
+/// A policy file that could not be used: the message names the file and, where there is one, the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError(pub String);
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// The operator's effective policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    path: Option<PathBuf>,
+    origin: Origin,
+    file: PolicyFile,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::builtin()
+    }
+}
+
+impl Policy {
+    /// The built-in defaults: nothing disabled, shell syntax not allowed, no extra env names,
+    /// no ceilings beyond the specs', capabilities left to the author, `--approve` honoured.
+    pub fn builtin() -> Policy {
+        Policy { path: None, origin: Origin::Builtin, file: PolicyFile::default() }
+    }
+
+    /// Parses policy text; `path` is only used in messages and sources.
+    pub fn from_toml_str(text: &str, path: impl Into<PathBuf>) -> Result<Policy, PolicyError> {
+        let path = path.into();
+        let file: PolicyFile = toml::from_str(text).map_err(|e| {
+            PolicyError(format!(
+                "the policy file {} is not valid: {}(see docs/guides/policy.md for every key)",
+                path.display(),
+                e.to_string().trim_end().to_string() + "\n"
+            ))
+        })?;
+        Ok(Policy { path: Some(path), origin: Origin::Flag, file })
+    }
+
+    /// Reads one policy file (an unreadable file is an error naming it).
+    pub fn from_file(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| PolicyError(format!("cannot read the policy file {}: {e}", path.display())))?;
+        Policy::from_toml_str(&text, path)
+    }
+
+    /// `--policy FILE`, else `$CHENG_POLICY`, else [`SYSTEM_PATH`] when it exists, else built-in.
+    pub fn load(flag: Option<&Path>) -> Result<Policy, PolicyError> {
+        let env = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Policy::load_from(flag, env.as_deref(), Path::new(SYSTEM_PATH))
+    }
+
+    /// [`Policy::load`] with the environment and the system path given (for tests).
+    pub fn load_from(flag: Option<&Path>, env: Option<&Path>, system: &Path) -> Result<Policy, PolicyError> {
+        let (path, origin) = match (flag, env) {
+            (Some(p), _) => (p, Origin::Flag),
+            (None, Some(p)) => (p, Origin::Env),
+            (None, None) if system.exists() => (system, Origin::System),
+            (None, None) => return Ok(Policy::builtin()),
+        };
+        let mut policy = Policy::from_file(path).map_err(|e| match origin {
+            Origin::Flag => PolicyError(format!("{e} (given with --policy)")),
+            Origin::Env => PolicyError(format!("{e} (named by ${ENV_VAR})")),
+            _ => e,
+        })?;
+        policy.origin = origin;
+        Ok(policy)
+    }
+
+    /// The file this policy was read from (`None` for the built-in defaults).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// Checks the names the file uses against the node types there are (gated ones included):
+    /// a section for an unknown type, or a `max` for a port that is not an integer port of it.
+    pub fn check_names<'a>(&self, specs: impl IntoIterator<Item = &'a NodeSpec>) -> Result<(), PolicyError> {
+        let specs: Vec<&NodeSpec> = specs.into_iter().collect();
+        let file = self.path.as_deref().map_or_else(|| "(built-in)".to_string(), |p| p.display().to_string());
+        let mut problems = Vec::new();
+        let integer_port = |spec: &NodeSpec, name: &str| {
+            spec.input(name).is_some_and(|p| p.ty == crate::PortType::Integer)
+        };
+        for (id, rules) in &self.file.nodes {
+            let Some(spec) = specs.iter().find(|s| s.id == id) else {
+                let known: Vec<&str> = specs.iter().map(|s| s.id).collect();
+                problems.push(format!("[nodes.\"{id}\"] names no node type; known types: {}", known.join(", ")));
+                continue;
+            };
+            for port in rules.max.keys().filter(|port| !integer_port(spec, port)) {
+                problems.push(format!("[nodes.\"{id}\"] max.{port}: {id} has no integer port `{port}`"));
+            }
+        }
+        if let Some(all) = &self.file.all {
+            for port in all.max.keys().filter(|port| !specs.iter().any(|s| integer_port(s, port))) {
+                problems.push(format!("[all] max.{port}: no node type has an integer port `{port}`"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(PolicyError(format!("the policy file {file} is not valid: {}", problems.join("; "))))
+        }
+    }
+
+    /// The node-specific rule, else the `all` rule, with where it came from.
+    fn rule<T>(&self, node_type: &str, get: impl Fn(&Rules) -> Option<T>) -> Option<(T, Source)> {
+        let path = self.path.clone()?;
+        if let Some(value) = self.file.nodes.get(node_type).and_then(&get) {
+            return Some((value, Source::File { path, section: format!("nodes.\"{node_type}\"") }));
+        }
+        let value = self.file.all.as_ref().and_then(get)?;
+        Some((value, Source::File { path, section: "all".into() }))
+    }
+
+    /// `Some(source)` when the operator disabled this node type.
+    pub fn disabled(&self, node_type: &str) -> Option<Source> {
+        self.rule(node_type, |r| r.disabled).filter(|(d, _)| *d).map(|(_, s)| s)
+    }
+
+    /// Whether raw shell syntax may be allowed by an author (`allow_shell_string`). Default false.
+    pub fn shell_syntax(&self, node_type: &str) -> (bool, Source) {
+        self.rule(node_type, |r| r.shell_syntax).unwrap_or((false, Source::Builtin))
+    }
+
+    /// Extra environment names agents may set (beyond the node's safe baseline). Default none.
+    pub fn env_allow(&self, node_type: &str) -> (Vec<String>, Source) {
+        self.rule(node_type, |r| r.env_allow.clone()).unwrap_or((Vec::new(), Source::Builtin))
+    }
+
+    /// The highest setting the operator allows for a capability switch. Default `true` (the
+    /// author decides).
+    pub fn capability(&self, node_type: &str, name: &str) -> (Capability, Source) {
+        self.rule(node_type, |r| r.capability(name)).unwrap_or((Capability::Grant, Source::Builtin))
+    }
+
+    /// The operator's ceiling for an integer port, if any.
+    pub fn max(&self, node_type: &str, port: &str) -> Option<(i64, Source)> {
+        self.rule(node_type, |r| r.max.get(port).copied())
+    }
+
+    /// Whether `--approve` is honoured. Default true.
+    pub fn honour_approve_flag(&self) -> (bool, Source) {
+        match (&self.path, self.file.honour_approve_flag) {
+            (Some(path), Some(v)) => (v, Source::File { path: path.clone(), section: "top level".into() }),
+            _ => (true, Source::Builtin),
+        }
+    }
+
+    /// The text `cheng policy show` prints: every effective value and where it came from.
+    pub fn show<'a>(&self, specs: impl IntoIterator<Item = &'a NodeSpec>) -> String {
+        let mut out = match (&self.path, self.origin) {
+            (None, _) => format!("policy: built-in defaults (no --policy, no ${ENV_VAR}, no {SYSTEM_PATH})\n"),
+            (Some(p), Origin::Flag) => format!("policy: {} (from --policy)\n", p.display()),
+            (Some(p), Origin::Env) => format!("policy: {} (from ${ENV_VAR})\n", p.display()),
+            (Some(p), _) => format!("policy: {}\n", p.display()),
+        };
+        let line = |out: &mut String, indent: &str, key: &str, value: String, source: &Source| {
+            out.push_str(&format!("{indent}{:<34} {source}\n", format!("{key} = {value}")));
+        };
+        let (approve, source) = self.honour_approve_flag();
+        line(&mut out, "", "honour_approve_flag", approve.to_string(), &source);
+        for spec in specs {
+            out.push_str(&format!("\n[nodes.\"{}\"]\n", spec.id));
+            let (disabled, source) = match self.disabled(spec.id) {
+                Some(source) => (true, source),
+                None => (false, self.rule(spec.id, |r| r.disabled).map_or(Source::Builtin, |(_, s)| s)),
+            };
+            line(&mut out, "  ", "disabled", disabled.to_string(), &source);
+            if spec.input("allow_shell_string").is_some() {
+                let (allowed, source) = self.shell_syntax(spec.id);
+                line(&mut out, "  ", "shell_syntax", allowed.to_string(), &source);
+            }
+            if spec.input("env").is_some() {
+                let (names, source) = self.env_allow(spec.id);
+                line(&mut out, "  ", "env_allow", format!("{names:?}"), &source);
+            }
+            for name in CAPABILITIES.iter().filter(|n| spec.input(n).is_some()) {
+                let (cap, source) = self.capability(spec.id, name);
+                line(&mut out, "  ", name, cap.as_str().to_string(), &source);
+            }
+            for port in spec.inputs.iter().filter(|p| p.ty == crate::PortType::Integer && p.agent_visible()) {
+                let key = format!("max.{}", port.name);
+                match (self.max(spec.id, port.name), port.max) {
+                    (Some((value, source)), _) => line(&mut out, "  ", &key, value.to_string(), &source),
+                    (None, Some(max)) => out.push_str(&format!("  {:<34} node spec maximum\n", format!("{key} = {max}"))),
+                    (None, None) => out.push_str(&format!("  {:<34} node spec\n", format!("{key} = (none)"))),
+                }
+            }
+        }
+        out
+    }
+}
+
+static CURRENT: OnceLock<Arc<Policy>> = OnceLock::new();
+
+/// Makes `policy` the process's policy (what [`current`] returns). The first call wins; a
+/// later call returns `false` and changes nothing.
+pub fn install(policy: Policy) -> bool {
+    CURRENT.set(Arc::new(policy)).is_ok()
+}
+
+/// The installed policy, else the built-in defaults. Engines and schema rendering without an
+/// explicit policy use this.
+pub fn current() -> Arc<Policy> {
+    match CURRENT.get() {
+        Some(policy) => Arc::clone(policy),
+        None => Arc::new(Policy::builtin()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/etc/cheng/policy.toml";
+
+    #[test]
+    fn node_rules_override_all_and_sources_name_the_section() {
+        let policy = Policy::from_toml_str(
+            "[all]\nmax = { timeout_ms = 100 }\nshell_syntax = true\n[nodes.\"tools/code_shell\"]\nmax = { timeout_ms = 50 }\n",
+            FILE,
+        )
+        .unwrap();
+        let (max, source) = policy.max("tools/code_shell", "timeout_ms").unwrap();
+        assert_eq!(max, 50);
+        assert_eq!(source.to_string(), "policy /etc/cheng/policy.toml [nodes.\"tools/code_shell\"]");
+        let (max, source) = policy.max("tools/code_python", "timeout_ms").unwrap();
+        assert_eq!(max, 100);
+        assert_eq!(source.to_string(), "policy /etc/cheng/policy.toml [all]");
+        assert!(policy.shell_syntax("tools/workspace_shell").0);
+    }
+
+    #[test]
+    fn builtin_defaults() {
+        let policy = Policy::builtin();
+        assert_eq!(policy.shell_syntax("tools/workspace_shell"), (false, Source::Builtin));
+        assert_eq!(policy.capability("tools/code_shell", "allow_network"), (Capability::Grant, Source::Builtin));
+        assert_eq!(policy.honour_approve_flag(), (true, Source::Builtin));
+        assert!(policy.max("tools/code_shell", "timeout_ms").is_none());
+        assert!(policy.disabled("tools/code_shell").is_none());
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_types_name_the_key_and_the_file() {
+        let err = Policy::from_toml_str("[all]\nallow_netwrok = false\n", FILE).unwrap_err().0;
+        assert!(err.contains(FILE) && err.contains("allow_netwrok"), "{err}");
+        let err = Policy::from_toml_str("[all]\nmax = { timeout_ms = \"lots\" }\n", FILE).unwrap_err().0;
+        assert!(err.contains(FILE) && err.contains("timeout_ms") && err.contains("invalid type"), "{err}");
+        let err = Policy::from_toml_str("[all]\nallow_network = \"maybe\"\n", FILE).unwrap_err().0;
+        assert!(err.contains("allow_network") && err.contains("\"ask\""), "{err}");
+        let err = Policy::from_toml_str("honor_approve_flag = false\n", FILE).unwrap_err().0;
+        assert!(err.contains("honor_approve_flag"), "{err}");
+    }
+
+    #[test]
+    fn capability_words() {
+        let policy = Policy::from_toml_str("[all]\nallow_network = \"ask\"\nallow_filesystem = false\n", FILE).unwrap();
+        assert_eq!(policy.capability("x", "allow_network").0, Capability::Ask);
+        assert_eq!(policy.capability("x", "allow_filesystem").0, Capability::Deny);
+        assert!(Capability::Deny < Capability::Ask && Capability::Ask < Capability::Grant);
+    }
+
+    #[test]
+    fn loading_order_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let system = dir.path().join("system.toml");
+        let env = dir.path().join("env.toml");
+        let flag = dir.path().join("flag.toml");
+        // Nothing exists: built-in.
+        assert_eq!(Policy::load_from(None, None, &system).unwrap().origin(), Origin::Builtin);
+        std::fs::write(&system, "honour_approve_flag = false\n").unwrap();
+        std::fs::write(&env, "").unwrap();
+        std::fs::write(&flag, "").unwrap();
+        assert_eq!(Policy::load_from(None, None, &system).unwrap().origin(), Origin::System);
+        assert_eq!(Policy::load_from(None, Some(&env), &system).unwrap().origin(), Origin::Env);
+        assert_eq!(Policy::load_from(Some(&flag), Some(&env), &system).unwrap().origin(), Origin::Flag);
+        // A file named explicitly must exist: never a silent fallback.
+        let missing = dir.path().join("missing.toml");
+        let err = Policy::load_from(Some(&missing), None, &system).unwrap_err().0;
+        assert!(err.contains("missing.toml") && err.contains("--policy"), "{err}");
+        let err = Policy::load_from(None, Some(&missing), &system).unwrap_err().0;
+        assert!(err.contains("CHENG_POLICY"), "{err}");
+        // A directory is unreadable as a file.
+        let err = Policy::load_from(Some(dir.path()), None, &system).unwrap_err().0;
+        assert!(err.contains("cannot read the policy file"), "{err}");
+    }
+}
