@@ -271,9 +271,9 @@ fn env_denylist_is_enforced() {
         assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{name}");
         assert!(message(&out, &stderr).contains(name));
     }
-    let (code, out, _) = shell(&ws, json!({"command": "sh", "args": ["-c", "echo $MODE"], "env": {"MODE": "fast"}}), json!({}));
+    let (code, out, _) = shell(&ws, json!({"command": "sh", "args": ["-c", "echo $LC_ALL"], "env": {"LC_ALL": "C"}}), json!({}));
     assert_eq!(code, 0);
-    assert_eq!(out["stdout"], "fast\n");
+    assert_eq!(out["stdout"], "C\n");
 }
 
 #[test]
@@ -310,9 +310,16 @@ fn host_secrets_never_reach_the_command() {
     assert!(!env.contains("plain-9"), "a host variable outside the allowlist reached the command:\n{env}");
     assert!(env.lines().any(|l| l == "LC_TIME=C"), "the allowlisted LC_TIME is missing:\n{env}");
     assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
-    // The caller's own env input is the one way to pass a credential, and it is explicit.
+    // The caller's own env input is the one way to pass a credential, explicit and only for
+    // names the operator allowed.
     let input = json!({"command": "env", "env": {"MY_API_KEY": "given"}});
-    let (code, out, _) = shell(&ws, input, json!({}));
-    assert_eq!(code, 0);
+    let (code, refused, stderr) = shell(&ws, input.clone(), json!({}));
+    assert_eq!(failure(code, &refused, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(message(&refused, &stderr).contains("adding \"MY_API_KEY\" to env_allow"), "{refused}");
+    let policy = ws.join("env-policy.toml");
+    std::fs::write(&policy, "[nodes.\"tools/workspace_shell\"]\nenv_allow = [\"MY_API_KEY\"]\n").expect("policy");
+    let (code, out, stderr) =
+        run_node(NODE, &ws, &input, &["--approve", "--policy", policy.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stderr}");
     assert!(out["stdout"].as_str().unwrap_or("").lines().any(|l| l == "MY_API_KEY=given"));
 }

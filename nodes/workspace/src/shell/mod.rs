@@ -28,8 +28,11 @@
 //! - **`cwd`** goes through `cheng_node::paths::resolve_existing` (relative, no `..` above the
 //!   root, symlinks resolved and kept inside) and must be a directory.
 //! - **`env`** goes through `cheng_exec::env::build`: the minimal host base plus these
-//!   variables; loader, shell and interpreter hooks (`LD_*`, `BASH_ENV`, `GIT_*`, …) are
-//!   `LOCAL_EXECUTOR_INVALID_INPUT` naming the variable.
+//!   variables; loader, shell and interpreter hooks (`LD_*`, `BASH_ENV`, `GIT_*`, `PATH`, …) are
+//!   `LOCAL_EXECUTOR_INVALID_INPUT` naming the variable, whatever any list says. Then every name
+//!   must be on [`ENV_BASELINE`] (locale, time zone, terminal, colour, CI) or on the operator's
+//!   `env_allow` for this node (docs/guides/policy.md); anything else is
+//!   `LOCAL_EXECUTOR_INVALID_INPUT` naming the name and the line that would allow it.
 //! - **Limits**: `timeout_ms` defaults to 60000 (max 600000). Output is captured head+tail with
 //!   [`STDOUT_CAP`] (1 MiB) for stdout and [`STDERR_CAP`] (256 KiB) for stderr; the totals are
 //!   reported in `summary`. On timeout or cancellation the whole process group gets SIGTERM, then
@@ -152,6 +155,40 @@ struct Plan {
     purpose: Option<String>,
 }
 
+/// Environment names an agent may always set in `env`: locale, time zone, terminal and colour
+/// hints, CI markers. Anything else needs the operator's `env_allow` (policy file).
+pub const ENV_BASELINE: &[&str] = &[
+    "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS",
+    "LINES", "CI", "SOURCE_DATE_EPOCH",
+];
+
+fn env_name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+/// Every name in `env` must be on the baseline or on the operator's `env_allow` for this node.
+/// (Loader and hook variables were refused before this, whatever any list says.)
+fn check_env_allowed<'a>(node_type: &str, names: impl Iterator<Item = &'a String>) -> Result<(), NodeError> {
+    let policy = cheng_node::policy::current();
+    let (allowed, source) = policy.env_allow(node_type);
+    for name in names {
+        let listed = ENV_BASELINE.iter().any(|p| env_name_matches(p, name)) || allowed.iter().any(|p| env_name_matches(p, name));
+        if !listed {
+            let file = policy.path().map_or_else(|| cheng_node::policy::SYSTEM_PATH.to_string(), |p| p.display().to_string());
+            return Err(NodeError::invalid_input(format!(
+                "env.{name} is not an allowed variable name: only the safe baseline ({}) and the operator's env_allow ({source}: {}) may be set; \
+                 the machine's operator can allow it by adding \"{name}\" to env_allow under [nodes.\"{node_type}\"] in {file}",
+                ENV_BASELINE.join(", "),
+                if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") },
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Plan {
     fn from_input(ctx: &RunContext, input: &Values) -> Result<Plan, NodeError> {
         let argv = argv_from_input(input)?;
@@ -164,7 +201,11 @@ impl Plan {
 
         let env = match input.get("env") {
             None | Some(Value::Null) => cheng_exec::env::base(),
-            Some(Value::Object(vars)) => cheng_exec::env::build(vars)?,
+            Some(Value::Object(vars)) => {
+                let env = cheng_exec::env::build(vars)?;
+                check_env_allowed(ctx.node_type, vars.keys())?;
+                env
+            }
             Some(_) => return Err(NodeError::invalid_input("env must be an object of NAME: \"value\" strings")),
         };
 

@@ -251,8 +251,12 @@ async fn cwd_is_resolved_inside_the_workspace() {
 #[tokio::test]
 async fn env_adds_variables_and_refuses_hooks() {
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "sh", "args": ["-c", "echo $GREETING"], "env": {"GREETING": "hi"}})).await;
-    assert_eq!(out["stdout"], "hi\n");
+    let out = ok(&ws, json!({"command": "sh", "args": ["-c", "echo $TZ"], "env": {"TZ": "UTC"}})).await;
+    assert_eq!(out["stdout"], "UTC\n");
+    // A name outside the baseline needs the operator's env_allow.
+    let e = err(&ws, json!({"command": "true", "env": {"GREETING": "hi"}})).await;
+    assert_eq!(e.kind, ErrorKind::InvalidInput);
+    assert!(e.message.contains("env.GREETING is not an allowed variable name") && e.message.contains("env_allow"), "{}", e.message);
     let hook = ws.root.join("hook.sh");
     executable(&hook, "touch pwned\n");
     for (name, value) in [("LD_PRELOAD", "/tmp/x.so"), ("BASH_ENV", hook.to_str().unwrap()), ("PATH", ".")] {
