@@ -78,7 +78,9 @@ fn gate_line(spec: &NodeSpec) -> String {
 fn approval_line(effects: &Effects) -> String {
     match effects {
         Effects::ReadOnly => "never asked; the node only reads".to_string(),
-        Effects::Sandboxed => "asked only for access outside the sandbox (e.g. extra read paths)".to_string(),
+        Effects::Sandboxed => {
+            "asked only for access outside the sandbox (extra read paths, capabilities the author left on \"ask\")".to_string()
+        }
         Effects::Approval(ApprovalRule::Always) => {
             "asked before every run; a denial returns `LOCAL_EXECUTOR_APPROVAL_DENIED` and nothing runs".to_string()
         }
