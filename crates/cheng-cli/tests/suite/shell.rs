@@ -206,8 +206,9 @@ fn whitelist_bypass_attempts_are_denied() {
     let (code, out, stderr) = shell(&ws, json!({"command": "ls"}), config.clone());
     assert_eq!(code, 0, "{stderr}");
     assert!(out["stdout"].as_str().unwrap_or("").contains("ls"));
-    let (code, _, stderr) = shell(&ws, json!({"shell_string": "echo 'x;y'"}), config);
-    assert_eq!(code, 0, "{stderr}");
+    // Even a simple shell string naming a listed program is denied under a whitelist (seed 003).
+    let (code, out, stderr) = shell(&ws, json!({"shell_string": "echo 'x;y'"}), config);
+    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_POLICY_DENIED");
     assert!(!ws.join("pwned").exists(), "the workspace's fake ls ran");
 }
 

@@ -42,17 +42,20 @@ pub(super) fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> 
             if script.contains('\0') {
                 return Err(NodeError::invalid_input("shell_string contains a NUL byte"));
             }
+            // The seed: with a command whitelist, shell strings are denied (even simple ones).
+            if !whitelist.is_empty() {
+                return Err(NodeError::policy_denied(format!(
+                    "shell_string is denied because this node has a command_whitelist ({}); pass command and args instead (e.g. command=\"{}\", args=[...])",
+                    whitelist.join(", "),
+                    whitelist[0]
+                )));
+            }
             match split_simple(script) {
-                Ok(words) if !whitelist.is_empty() || !allow_shell => words,
+                Ok(words) if !allow_shell => words,
                 Ok(_) => vec!["sh".into(), "-c".into(), script.to_string()],
                 Err(Split::Unterminated(quote)) => {
                     return Err(NodeError::invalid_input(format!(
                         "shell_string has an unterminated {quote} quote; close it or use command with args"
-                    )))
-                }
-                Err(Split::Syntax(what)) if !whitelist.is_empty() => {
-                    return Err(NodeError::policy_denied(format!(
-                        "shell_string uses shell syntax ({what}); this node has a command_whitelist, so raw shell syntax is denied even with allow_shell_string on. Pass command and args instead"
                     )))
                 }
                 Err(Split::Syntax(what)) if !allow_shell => {

@@ -21,8 +21,8 @@
 //! - **With `allow_shell_string` on** (and no whitelist) the string runs as `sh -c <string>`.
 //! - **`command_whitelist`**: one program name per line, trimmed; blank lines and lines starting
 //!   with `#` are ignored. When non-empty, only listed names run; a command containing `/` is
-//!   denied; a simple `shell_string` is split and checked like `command`; anything needing a
-//!   shell is denied even with `allow_shell_string` on. A line holding a path or several words is
+//!   denied; every `shell_string` is denied (the seed: "shell strings are denied"), even a
+//!   simple one naming a listed program and even with `allow_shell_string` on. A line holding a path or several words is
 //!   a configuration error (`LOCAL_EXECUTOR_INVALID_INPUT` naming the line). Whitelisting a
 //!   program that runs other programs (`sh`, `env`, `xargs`, `make`) lets it run anything.
 //! - **`cwd`** goes through `cheng_node::paths::resolve_existing` (relative, no `..` above the

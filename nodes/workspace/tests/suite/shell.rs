@@ -234,9 +234,15 @@ async fn whitelist_denies_shell_syntax_even_with_the_switch_on() {
         let e = err(&ws, whitelisted(json!({"shell_string": script, "allow_shell_string": true}))).await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script}");
     }
-    let out = ok(&ws, whitelisted(json!({"shell_string": "echo 'x y'", "allow_shell_string": true}))).await;
+    // The seed: with a whitelist, shell strings are denied, even a simple one naming a listed
+    // program (with or without the author's switch); command and args are the way.
+    for switch in [true, false] {
+        let e = err(&ws, whitelisted(json!({"shell_string": "echo 'x y'", "allow_shell_string": switch}))).await;
+        assert_eq!(e.kind, ErrorKind::PolicyDenied);
+        assert!(e.message.contains("shell_string is denied because this node has a command_whitelist"), "{}", e.message);
+    }
+    let out = ok(&ws, whitelisted(json!({"command": "echo", "args": ["x y"]}))).await;
     assert_eq!(out["stdout"], "x y\n");
-    assert_eq!(out["command_display"], "echo 'x y'", "a simple string runs as argv, not under sh");
     assert!(!ws.root.join("pwned").exists());
 }
 
