@@ -22,8 +22,8 @@ pub fn approver(args: &ApprovalArgs) -> Arc<dyn Approver> {
 /// The card a person reads before deciding.
 fn card(request: &ApprovalRequest) -> String {
     let mut text = format!(
-        "approval needed\n  node:     {} ({})\n  command:  {}\n  cwd:      {}\n",
-        request.node_id, request.node_type, request.command_display, request.cwd
+        "approval needed\n  node:     {} ({})\n  command:  {}\n  workspace: {}\n  cwd:      {} (in the workspace)\n",
+        request.node_id, request.node_type, request.command_display, request.workspace, request.cwd
     );
     if let Some(purpose) = &request.purpose {
         text.push_str(&format!("  purpose:  {purpose}\n"));
@@ -101,13 +101,14 @@ mod tests {
             node_id: "build".into(),
             node_type: "tools/workspace_shell".into(),
             command_display: "cargo test".into(),
-            cwd: "/ws".into(),
+            cwd: "sub".into(),
+            workspace: "/ws".into(),
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
             capabilities: vec![cheng_node::CapabilityRequest { name: "allow_network".into(), opens: "the network".into() }],
         };
         let text = card(&request);
-        for part in ["build", "tools/workspace_shell", "cargo test", "/ws", "run the tests", "/etc/hosts", "allow_network: the network"] {
+        for part in ["build", "tools/workspace_shell", "cargo test", "/ws", "sub (in the workspace)", "run the tests", "/etc/hosts", "allow_network: the network"] {
             assert!(text.contains(part), "{part} missing from {text}");
         }
     }

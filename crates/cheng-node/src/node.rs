@@ -35,7 +35,10 @@ pub struct ApprovalRequest {
     pub node_id: String,
     pub node_type: String,
     pub command_display: String,
+    /// The working directory relative to the workspace (`.` for its root), on every card.
     pub cwd: String,
+    /// The workspace root, named once (absolute host path).
+    pub workspace: String,
     pub purpose: Option<String>,
     /// Host paths the run asks to read outside the sandbox.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -58,7 +61,8 @@ impl ApprovalRequest {
             node_id: ctx.node_id.clone(),
             node_type: ctx.node_type.to_string(),
             command_display,
-            cwd: ctx.workspace.display().to_string(),
+            cwd: ".".to_string(),
+            workspace: ctx.workspace.display().to_string(),
             purpose: None,
             requested_paths: Vec::new(),
             capabilities: Vec::new(),

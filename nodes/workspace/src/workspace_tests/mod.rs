@@ -122,7 +122,7 @@ impl Node for WorkspaceTests {
     fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
         let request = run_request(ctx, input)?;
         let mut approval = ApprovalRequest::new(ctx, command_display(&request.command, &request.args));
-        approval.cwd = request.cwd.display().to_string();
+        approval.cwd = cheng_node::paths::display_relative(&ctx.workspace, &request.cwd);
         Ok(approval)
     }
 
@@ -429,6 +429,21 @@ mod tests {
         let err = WorkspaceTests.approval_request(&ctx, &input).expect_err("a file is no cwd");
         assert_eq!(err.kind, ErrorKind::InvalidInput);
         assert!(err.message.contains("not a directory"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_card_names_the_cwd_relative_to_the_workspace_named_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir(root.join("sub")).expect("mkdir");
+        let ctx = RunContext::for_workspace(SPEC.id, root.clone(), cheng_node::Decision::Approved);
+        let input = json!({"operation": "run", "command": "true", "cwd": "sub"});
+        let card = WorkspaceTests.approval_request(&ctx, &input.as_object().cloned().unwrap_or_default()).expect("card");
+        assert_eq!(card.cwd, "sub");
+        assert_eq!(card.workspace, root.display().to_string());
+        let input = json!({"operation": "run", "command": "true"});
+        let card = WorkspaceTests.approval_request(&ctx, &input.as_object().cloned().unwrap_or_default()).expect("card");
+        assert_eq!(card.cwd, ".");
     }
 
     #[test]

@@ -220,7 +220,9 @@ async fn approval_card_shows_command_and_resolved_cwd() {
     assert!(WorkspaceTests.spec().effects.requires_approval(&input));
     let card = WorkspaceTests.approval_request(&ctx, &input).expect("card");
     assert_eq!(card.command_display, "cargo test --no-fail-fast");
-    assert_eq!(card.cwd, ws.join("cargo").display().to_string());
+    // One form on every card: relative to the workspace, which the card names once.
+    assert_eq!(card.cwd, "cargo");
+    assert_eq!(card.workspace, ws.display().to_string());
     assert_eq!(card.purpose, None);
     let detect = json!({"operation": "detect"});
     assert!(!WorkspaceTests.spec().effects.requires_approval(detect.as_object().unwrap_or(&cheng_node::Values::new())));
