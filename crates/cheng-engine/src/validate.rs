@@ -240,7 +240,9 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
 fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, errors: &mut Vec<ValidationError>) -> Values {
     let mut values = Values::new();
     for port in spec.inputs {
-        values.insert(port.name.to_string(), port.default_value().unwrap_or(Value::Null));
+        // The operator's ceiling bounds defaults too (a 5000 ms default under a 1000 ms limit).
+        let default = cheng_node::schema::effective_default(spec, port, policy).unwrap_or(Value::Null);
+        values.insert(port.name.to_string(), default);
     }
     for (name, value) in &gnode.config {
         let Some(port) = known_port(spec, gnode, name, "config", errors) else { continue };

@@ -10,6 +10,16 @@ use serde_json::{json, Map, Value};
 
 pub const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
 
+/// The default a run gets under `policy`: the spec's, lowered to the operator's ceiling when
+/// that is below it (an operator's `max` bounds defaults too).
+pub fn effective_default(spec: &NodeSpec, port: &PortSpec, policy: &Policy) -> Option<Value> {
+    let default = port.default_value()?;
+    match (default.as_i64(), policy.max(spec.id, port.name)) {
+        (Some(n), Some((max, _))) if n > max => Some(json!(max)),
+        _ => Some(default),
+    }
+}
+
 /// The schema of a port's value.
 pub fn port_type_schema(ty: &PortType) -> Value {
     match ty {
@@ -52,8 +62,12 @@ fn port_schema(spec: &NodeSpec, port: &PortSpec, policy: &Policy, side: Side) ->
     if let Some((max, _)) = crate::check::ceiling(policy, spec.id, port) {
         schema.insert("maximum".into(), json!(max));
     }
-    if let Some(default) = port.default_value().filter(|d| !d.is_null()) {
-        schema.insert("default".into(), default);
+    if let Some(default) = effective_default(spec, port, policy).filter(|d| !d.is_null()) {
+        // `""` is the seeds' "nothing chosen"; it is no value of an enum, so no default is stated.
+        let unlisted = default == "" && (port.choices.is_some() || matches!(port.ty, PortType::Enum(_)));
+        if !unlisted {
+            schema.insert("default".into(), default);
+        }
     }
     Value::Object(schema)
 }

@@ -5,6 +5,7 @@ mod code_js;
 mod code_python;
 mod code_shell;
 mod policy;
+mod schema_meta;
 mod escapes;
 mod failure_outputs;
 mod fd_hygiene;

@@ -137,6 +137,11 @@ fn numeric_ceilings_name_the_layer_that_set_them() {
     let (code, _, stderr) = run_node(SHELL, &ws, &json!({"command": "true", "timeout_ms": 200000}), &["--policy", p]);
     assert_eq!(code, 2);
     assert!(stderr.contains("above the operator's limit 120000"), "{stderr}");
+    // An operator's ceiling below a default lowers the default: the run never exceeds it.
+    let low = policy_file(d.path(), "[all]\nmax = { timeout_ms = 1000 }\n");
+    let sleep = json!({"command": "sleep", "args": ["3"]});
+    let (_, out, stderr) = run_node(SHELL, &ws, &sleep, &["--policy", low.to_str().unwrap(), "--approve"]);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "the 60000 ms default ran past the operator's 1000: {out} {stderr}");
     // memory_mb: 4096 is the highest anyone may set.
     let (code, _, stderr) = run_node(CODE, &ws, &json!({"script": "true", "memory_mb": 8192}), &[]);
     assert_eq!(code, 2);
