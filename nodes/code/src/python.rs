@@ -22,7 +22,9 @@
 //!   `MemoryError` is `LOCAL_EXECUTOR_MEMORY_LIMIT`.
 //! - **Network** is always off (no switch). **memory_mb**: cgroup v2 `memory.max` on a per-run
 //!   group when this process sits in a writable, delegated cgroup v2 subtree (detected once per
-//!   process), with `memory.swap.max` 0 and `pids.max`; otherwise RLIMIT_AS. The warnings and
+//!   process), with `memory.swap.max` 0 and `pids.max`; otherwise RLIMIT_AS. (What the sandbox
+//!   could not enforce is listed in `metrics.sandbox_notes`, not `warnings`, which holds only the
+//!   seed's validation warnings produced before execution.) The warnings and
 //!   `metrics.limits.memory` say which one was enforced; an OOM kill counted in the group's
 //!   `memory.events` is `LOCAL_EXECUTOR_MEMORY_LIMIT`. No cgroup v1 hierarchy is ever touched.
 
@@ -325,14 +327,20 @@ impl Node for CodePython {
 
         let (run, received) = channel.collect(sandboxed::run(ctx, request)).await;
         let run = run?;
-        warnings.extend(sandboxed::enforcement_warnings(&run));
+        // The seed's `warnings` are validation warnings produced before execution; what the
+        // sandbox could not enforce here is a post-run note and goes into `metrics.sandbox_notes`.
+        let notes = sandboxed::enforcement_warnings(&run);
 
         let overflow = received.exceeded().then_some(received.total_bytes);
         let (result, failure) = match sandboxed::oom_failure(&run) {
             Some(oom) => (Value::Null, Some(oom)),
             None => interpret(std::str::from_utf8(&received.bytes).ok(), overflow, &run.output, ports.timeout_ms),
         };
-        Ok(sandboxed::outputs(&run, result, warnings, failure))
+        let mut out = sandboxed::outputs(&run, result, warnings, failure);
+        if let Some(Value::Object(metrics)) = out.get_mut("metrics") {
+            metrics.insert("sandbox_notes".into(), Value::from(notes));
+        }
+        Ok(out)
     }
 }
 

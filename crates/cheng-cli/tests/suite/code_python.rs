@@ -29,6 +29,9 @@ fn code_python_returns_its_result_when_enabled() {
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(value["result"], 6, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(value["stdout"], "hi\n");
+    // Post-run sandbox notes are metrics; `warnings` holds only pre-execution validation warnings.
+    assert!(value["metrics"]["sandbox_notes"].is_array(), "{value}");
+    assert_eq!(value["warnings"], json!([]), "{value}");
 }
 
 #[test]

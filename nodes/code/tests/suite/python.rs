@@ -20,7 +20,8 @@ async fn result_comes_back_through_the_private_channel() {
     assert_eq!(out["result"], 6);
     assert_eq!(out["stdout"], "from the script\n");
     assert_eq!(out["isolation_level"], "bubblewrap");
-    assert!(out["warnings"].to_string().contains("cgroup v2"), "{}", out["warnings"]);
+    assert!(out["metrics"]["sandbox_notes"].to_string().contains("cgroup v2"), "{out:?}");
+    assert_eq!(out["warnings"], json!([]), "post-run notes are metrics, not warnings");
     let out = run(&CodePython, &ws, json!({"script": "x = 1"})).await;
     assert_eq!((out["success"].clone(), out["result"].clone()), (json!(true), json!(null)));
 }
@@ -191,7 +192,9 @@ async fn on_this_machine_the_node_reports_which_memory_limit_it_used() {
     let (_d, ws) = workspace();
     let out = run(&CodePython, &ws, json!({"script": "import resource\nresult = resource.getrlimit(resource.RLIMIT_AS)[0]", "memory_mb": 200})).await;
     assert_eq!(out["success"], true, "{out:?}");
-    let warnings = out["warnings"].to_string();
+    // Post-run sandbox notes live in metrics; `warnings` is for pre-execution validation only.
+    assert_eq!(out["warnings"], json!([]), "{out:?}");
+    let warnings = out["metrics"]["sandbox_notes"].to_string();
     match CgroupV2::detect_once() {
         CgroupV2::Unavailable(why) => {
             assert!(!why.is_empty());
