@@ -39,6 +39,8 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// Serve every node as MCP tools (stdio; both protocol generations).
+    Serve(ServeArgs),
     /// Write or check the JSON Schemas in schemas/ (one file per node).
     Schemas(GenerateArgs),
     /// Write or check the node reference in docs/nodes/ and the error table docs/errors.md.
@@ -120,4 +122,28 @@ pub struct GenerateArgs {
     /// The output directory (default: schemas/ or docs/ under the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Speak MCP over stdin/stdout (one JSON-RPC message per line; logs go to stderr).
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// The workspace root; every path a tool touches resolves inside it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+    /// The tools to offer: the exposed_tools JSON array tools/runtime takes (default: every
+    /// registered node with its default config).
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// How many tool calls may run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// For clients that cannot ask a person (no elicitation): --approve runs gated calls,
+    /// --deny (the default) refuses them and says why.
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
+    /// The largest message accepted, in bytes (default 16 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = cheng_mcp::transport::MAX_MESSAGE)]
+    pub max_message: usize,
 }

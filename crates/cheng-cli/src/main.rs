@@ -43,10 +43,29 @@ fn main() -> ExitCode {
             args::GraphCommand::Run(run) => running::graph_run(run),
             args::GraphCommand::Check { file } => running::graph_check(&file),
         },
+        args::Command::Serve(serve) => serving(serve),
         args::Command::Schemas(gen) => generate::schemas(&gen),
         args::Command::Docs(gen) => generate::docs(&gen),
     };
     ExitCode::from(exit as u8)
+}
+
+/// `cheng serve --stdio`.
+fn serving(args: args::ServeArgs) -> Exit {
+    let options = cheng_mcp::ServeOptions {
+        workspace: args.workspace,
+        tools: args.tools,
+        jobs: args.jobs.map_or_else(cheng_engine::default_jobs, usize::from),
+        fallback: if args.approval.approve { cheng_node::Decision::Approved } else { cheng_node::Decision::Denied },
+        max_message: args.max_message.max(1024),
+    };
+    match cheng_mcp::serve_stdio(options) {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            complain(e);
+            Exit::Usage
+        }
+    }
 }
 
 /// Prints `cheng: <message>` on stderr.
