@@ -99,8 +99,14 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
         let (transport, writer) = transport::LineTransport::new(reader, tokio::io::stdout(), options.max_message);
         let shutdown = server.shutdown.clone();
         let active = server.active.clone();
+        let eof = transport.eof.clone();
         let outcome = match server.serve(transport).await {
-            Ok(running) => running.waiting().await.map(|_| ()).map_err(|e| format!("the MCP session failed: {e}")),
+            // The session ends when stdin does, without waiting for calls still running
+            // (they are cancelled below).
+            Ok(running) => tokio::select! {
+                result = running.waiting() => result.map(|_| ()).map_err(|e| format!("the MCP session failed: {e}")),
+                () = eof.cancelled() => Ok(()),
+            },
             // The client went away before the session started: nothing to do.
             Err(e) => {
                 eprintln!("cheng serve: the session ended before it started: {e}");

@@ -7,7 +7,7 @@ use cheng_engine::{Engine, Graph, GraphNode, RunOptions, ValidatedGraph};
 use cheng_node::{Approver, CancellationToken, Decision, ErrorKind, RunContext, Values};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -93,10 +93,11 @@ impl Server {
             }
         };
         let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if stateless {
+        let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        if stateless && can_elicit {
             self.call_stateless(offered, &params, arguments, &validated, ctx).await
         } else {
-            let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+            // The handshake era asks mid-call; a client that cannot ask gets --approve/--deny.
             let notes = Notes::default();
             let approver = ElicitingApprover { peer: ctx.peer.clone(), can_elicit, fallback: self.fallback, notes: notes.clone() };
             let outputs = self.run(offered, &validated, Arc::new(approver), &ctx).await?;
@@ -269,6 +270,7 @@ fn item_key(i: usize) -> String {
 /// A call refused before anything ran: `isError`, the message, and a failure object.
 fn refusal(kind: ErrorKind, message: String) -> CallToolResult {
     let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+    result.result_type = Some(ResultType::COMPLETE);
     result.structured_content = Some(json!({
         "success": false,
         "error_kind": kind.code(),
@@ -307,6 +309,7 @@ fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolR
     }
     let content = vec![ContentBlock::text(text)];
     let mut result = if success { CallToolResult::success(content) } else { CallToolResult::error(content) };
+    result.result_type = Some(ResultType::COMPLETE);
     result.structured_content = Some(Value::Object(outputs));
     result
 }
@@ -336,7 +339,17 @@ impl ServerHandler for Server {
     }
 }
 
+/// How long a client may cache tools/list (the stateless era's `ttlMs`).
+pub const LIST_TTL_MS: u64 = 5 * 60 * 1000;
+
 /// Lets tests build a listing without a connection.
 pub fn listing(catalog: &Catalog) -> Value {
-    json!({"tools": catalog.tools.iter().map(|t| t.definition.clone()).collect::<Vec<_>>()})
+    // The caching hints of the stateless era (rmcp strips them for older peers): the list is
+    // fixed for the life of the process.
+    json!({
+        "resultType": "complete",
+        "ttlMs": LIST_TTL_MS,
+        "cacheScope": "private",
+        "tools": catalog.tools.iter().map(|t| t.definition.clone()).collect::<Vec<_>>(),
+    })
 }

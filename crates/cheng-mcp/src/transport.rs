@@ -37,6 +37,8 @@ pub struct LineTransport<R> {
     out: mpsc::UnboundedSender<Vec<u8>>,
     /// Request ids (as JSON text) the client cancelled: their responses are not sent.
     cancelled: Arc<Mutex<HashSet<String>>>,
+    /// Cancelled when the input ends (the client closed stdin or went away).
+    pub eof: tokio_util::sync::CancellationToken,
 }
 
 /// Errors writing to the stream.
@@ -57,7 +59,7 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
     pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W, max: usize) -> (Self, tokio::task::JoinHandle<()>) {
         let (out, rx) = mpsc::unbounded_channel();
         let writer_task = tokio::spawn(write_lines(writer, rx));
-        (LineTransport { reader, line: Vec::new(), discarding: false, max, out, cancelled: Arc::default() }, writer_task)
+        (LineTransport { reader, line: Vec::new(), discarding: false, max, out, cancelled: Arc::default(), eof: Default::default() }, writer_task)
     }
 
     fn reply_error(&self, id: Value, code: i64, message: String) {
@@ -245,7 +247,10 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTra
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let line = self.next_line().await?;
+            let Some(line) = self.next_line().await else {
+                self.eof.cancel();
+                return None;
+            };
             if let Some(message) = self.parse(&line) {
                 return Some(message);
             }

@@ -16,3 +16,4 @@ mod setuid_audit;
 mod shell;
 mod tests_node;
 mod truncation;
+mod mcp;
