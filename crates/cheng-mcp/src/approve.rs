@@ -215,7 +215,7 @@ impl Sealer {
         match self.codec.open_json_with::<State>(sealed, &bound) {
             Ok(state) if state.tool == tool => Ok(state),
             Ok(_) => Err(Refusal::Mismatch),
-            Err(RequestStateError::Expired { .. }) => Err(Refusal::Expired),
+            Err(RequestStateError::Expired) => Err(Refusal::Expired),
             Err(_) => Err(Refusal::Mismatch),
         }
     }

@@ -70,12 +70,17 @@ impl Server {
         };
         let arguments = params.arguments.clone().unwrap_or_default();
         let tool = &offered.tool;
+        // The author's presets, as tools/runtime applies them.
+        let inputs = match tool.with_presets(arguments.clone()) {
+            Ok(inputs) => inputs,
+            Err(message) => return Ok(refusal(ErrorKind::PolicyDenied, message).into()),
+        };
         let graph = Graph {
             nodes: vec![GraphNode {
                 id: tool.name.clone(),
                 node_type: tool.spec.id.to_string(),
                 config: tool.config.clone(),
-                inputs: arguments.clone(),
+                inputs,
             }],
             edges: Vec::new(),
         };

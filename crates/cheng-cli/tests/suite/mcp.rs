@@ -329,3 +329,25 @@ fn sleeps(arg: &str) -> Vec<u32> {
     }
     found
 }
+
+#[test]
+fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
+    let (dir, ws) = temp_workspace();
+    git(&ws, &["init", "-q", "."]);
+    let file = dir.path().join("tools.json");
+    std::fs::write(&file, r#"[{"type": "tools/workspace_git", "name": "git_status", "presets": {"operation": "status"}}]"#).expect("write");
+    let mut server = Server::start(&ws, &["--tools", file.to_str().unwrap_or(""), "--approve"]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tool = server.answer(1)["result"]["tools"][0].clone();
+    assert!(tool["inputSchema"]["properties"].get("operation").is_none(), "{tool}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "git_status", "arguments": {}}}));
+    let result = server.answer(2)["result"].clone();
+    assert_eq!(result["structuredContent"]["operation"], "status", "{result}");
+    // The attack: override the author's preset (a commit through a status-only tool).
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "git_status", "arguments": {"operation": "commit", "message": "x", "all": true}}}));
+    let result = server.answer(3)["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("fixed by the toolkit's author"), "{result}");
+}
