@@ -5,14 +5,18 @@ use super::support::{cheng, git, repo_root, require_or_skip_that, run_cheng, tem
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-/// A server on a pipe: send lines, read answers.
+/// How long a test waits for an answer before failing (a missing answer fails, never hangs).
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// A server on a pipe: send lines, read answers (read on a thread, so a missing one times out).
 struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    lines: Receiver<String>,
 }
 
 impl Server {
@@ -28,7 +32,16 @@ impl Server {
             .expect("cheng serve starts");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Server { child, stdin, stdout }
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Server { child, stdin, lines }
     }
 
     fn send_raw(&mut self, bytes: &[u8]) {
@@ -42,9 +55,11 @@ impl Server {
     }
 
     fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("read from the server");
-        assert!(!line.is_empty(), "the server closed stdout");
+        let line = match self.lines.recv_timeout(ANSWER_WAIT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {ANSWER_WAIT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
+        };
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"))
     }
 
