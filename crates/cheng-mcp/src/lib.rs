@@ -95,8 +95,11 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let result = runtime.block_on(async move {
-        let reader = tokio::io::BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-        let (transport, writer) = transport::LineTransport::new(reader, tokio::io::stdout(), options.max_message);
+        // Pipes (how clients launch stdio servers) are driven by the I/O reactor, without a
+        // blocking-thread hand-off per message; anything else falls back to blocking stdio.
+        let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+        let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdin);
+        let (transport, writer) = transport::LineTransport::new(reader, stdout, options.max_message);
         let shutdown = server.shutdown.clone();
         let active = server.active.clone();
         let eof = transport.eof.clone();
