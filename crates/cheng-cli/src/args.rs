@@ -66,6 +66,9 @@ pub struct ApprovalArgs {
     /// Deny every approval request.
     #[arg(long)]
     pub deny: bool,
+    /// Do not log each `--approve` / `--deny` decision on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args)]

@@ -4,6 +4,7 @@
 //! Nodes behind an unset gate variable are not registered and therefore not generated.
 
 use crate::args::GenerateArgs;
+use crate::out::{errln, outln};
 use crate::{complain, Exit};
 use cheng_engine::catalog;
 use cheng_node::{schema, Registry};
@@ -84,7 +85,7 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
                 return Exit::Failed;
             }
         }
-        println!("wrote {} files to {}{}", files.len(), dir.display(), removed_note(extra.len()));
+        let _ = outln!("wrote {} files to {}{}", files.len(), dir.display(), removed_note(extra.len()));
         return Exit::Ok;
     }
     let mut problems = Vec::new();
@@ -97,14 +98,14 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
     }
     problems.extend(extra.iter().map(|rel| format!("extra:   {}", rel.display())));
     if problems.is_empty() {
-        println!("ok: {} files in {} are up to date", files.len(), dir.display());
+        let _ = outln!("ok: {} files in {} are up to date", files.len(), dir.display());
         return Exit::Ok;
     }
     complain(format!("{} is out of date:", dir.display()));
     for problem in &problems {
-        eprintln!("  {problem}");
+        errln!("  {problem}");
     }
-    eprintln!("run `{fix}` to regenerate (gated nodes are generated only when their CHENG_ENABLE_* variable is set; the checked-in files have them unset)");
+    errln!("run `{fix}` to regenerate (gated nodes are generated only when their CHENG_ENABLE_* variable is set; the checked-in files have them unset)");
     Exit::Failed
 }
 

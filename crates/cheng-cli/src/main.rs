@@ -13,6 +13,7 @@ mod approve;
 mod args;
 mod generate;
 mod listing;
+mod out;
 mod running;
 
 use clap::Parser;
@@ -51,5 +52,14 @@ fn main() -> ExitCode {
 
 /// Prints `cheng: <message>` on stderr.
 pub fn complain(message: impl std::fmt::Display) {
-    eprintln!("cheng: {message}");
+    out::errln!("cheng: {message}");
+}
+
+/// `singular` for one, `plural` otherwise ("1 node", "2 nodes", "0 nodes").
+pub fn plural<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
+    if n == 1 {
+        singular
+    } else {
+        plural
+    }
 }

@@ -2,7 +2,8 @@
 
 use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
-use crate::{approve, complain, Exit};
+use crate::out::{errln, outln};
+use crate::{approve, complain, plural, Exit};
 use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
 use cheng_node::{CancellationToken, Registry, Values};
 use serde_json::Value;
@@ -19,7 +20,8 @@ pub fn run(args: RunArgs) -> Exit {
         }
     };
     let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
-    let options = options.approver(approve::approver(&args.approval));
+    let approver = approve::approver(&args.approval, options.cancel.clone(), vec![args.node_type.clone()]);
+    let options = options.approver(approver);
     let engine = Engine::new(Registry::from_inventory());
     let node_type = args.node_type.clone();
     let outcome = with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await });
@@ -58,7 +60,9 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
         }
     };
     let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
-    let mut options = options.approver(approve::approver(&args.approval));
+    let order = validated.ids().map(str::to_string).collect();
+    let approver = approve::approver(&args.approval, options.cancel.clone(), order);
+    let mut options = options.approver(approver);
     if let Some(jobs) = args.jobs {
         options = options.jobs(usize::from(jobs));
     }
@@ -88,8 +92,8 @@ pub fn graph_check(file: &Path) -> Exit {
     let Some(graph) = load(file) else { return Exit::Usage };
     match engine.validate(&graph) {
         Ok(validated) => {
-            println!("ok: {}: {} nodes, {} edges", file.display(), validated.len(), validated.edge_count());
-            Exit::Ok
+            let (nodes, edges) = (validated.len(), validated.edge_count());
+            outln!("ok: {}: {nodes} {}, {edges} {}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
         }
         Err(errors) => {
             print_errors(&format!("{}: invalid graph", file.display()), &errors);
@@ -120,7 +124,7 @@ fn print_errors(what: &str, errors: &[ValidationError]) {
     complain(format!("{what} ({} {noun}):", errors.len()));
     // Each line leads with its stable code, like a node's own errors (`CODE: message`).
     for e in errors {
-        eprintln!("  - {}: {e}", e.kind.error_kind().code());
+        errln!("  - {}: {e}", e.kind.error_kind().code());
     }
 }
 
@@ -182,7 +186,8 @@ fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Optio
 }
 
 fn report_event_errors(sink: Option<&EventFile>) {
-    if let Some(e) = sink.and_then(|s| s.take_error()) {
+    // A closed stderr (or FILE pipe) is a reader that went away, not an error to report.
+    if let Some(e) = sink.and_then(|s| s.take_error()).filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
         complain(format!("--events: writing events failed: {e}"));
     }
 }
@@ -202,8 +207,10 @@ where
     let result = runtime.block_on(async move {
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("cheng: cancelling (Ctrl-C again to exit at once)");
+                // Cancel first: the message must not wait for anything (nor may anything hold
+                // stderr while it waits for a person).
                 cancel.cancel();
+                errln!("\ncheng: cancelling (Ctrl-C again to exit at once)");
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(Exit::Cancelled as i32);
                 }

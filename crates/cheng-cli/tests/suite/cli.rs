@@ -506,7 +506,7 @@ fn on_a_tty_approval_is_an_interactive_prompt() {
     let input = json!({"command": "touch", "args": ["typed"], "purpose": "prove the prompt works"}).to_string();
     let args = ["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input];
     let Some(screen) = under_tty(&args, "n\n") else { return };
-    assert!(screen.contains("Approve? [y/N]"), "{screen}");
+    assert!(screen.contains("Approve? [y]es / [n]o / [a]ll"), "{screen}");
     assert!(screen.contains("touch typed") && screen.contains("prove the prompt works"), "{screen}");
     assert!(screen.contains("LOCAL_EXECUTOR_APPROVAL_DENIED"), "{screen}");
     assert!(!ws.join("typed").exists());

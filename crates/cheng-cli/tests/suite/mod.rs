@@ -15,4 +15,6 @@ mod seccomp;
 mod setuid_audit;
 mod shell;
 mod tests_node;
+mod term_bugs;
 mod truncation;
+mod tty;

@@ -17,7 +17,23 @@ pub fn fixtures() -> PathBuf {
 pub fn cheng() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
     cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").stdin(Stdio::null());
+    without_terminal(&mut cmd);
     cmd
+}
+
+/// Runs `cmd` in a session of its own, without a controlling terminal: cheng asks approvals on
+/// /dev/tty when there is one, and tests run from a developer's terminal must not be asked.
+pub fn without_terminal(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Runs `cheng` with `args` and returns its output.

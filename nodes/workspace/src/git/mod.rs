@@ -351,7 +351,8 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let mut summary = if files.is_empty() {
         format!("No changes to tracked files against {against} (staged and unstaged)")
     } else {
-        format!("{} files changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
+        let noun = if files.len() == 1 { "file" } else { "files" };
+        format!("{} {noun} changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
     };
     if unparsed > 0 {
         summary.push_str(&format!("; {unparsed} numstat lines could not be parsed"));
@@ -461,12 +462,13 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let numstat_text = if meta.stdout.truncated { kept_records(&meta.stdout, '\n') } else { fields[log::FIELDS] };
     let (files, _) = diff::parse_numstat(numstat_text);
     let mut summary = format!(
-        "{} {} by {} on {}: {} files changed",
+        "{} {} by {} on {}: {} {} changed",
         commit["short_hash"].as_str().unwrap_or(""),
         commit["subject"].as_str().unwrap_or(""),
         commit["author"].as_str().unwrap_or(""),
         commit["date"].as_str().unwrap_or(""),
-        files.len()
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" }
     );
     if patch.stdout.truncated {
         summary.push_str(&format!("; output head+tail truncated to max_bytes {}", request.max_bytes));

@@ -204,7 +204,8 @@ async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, No
         format!("No test setup found under {start_rel} ({} entries scanned)", detection.entries)
     } else {
         let listed: Vec<String> = detection.projects.iter().map(describe_project).collect();
-        format!("{} projects under {start_rel}: {}", detection.projects.len(), listed.join("; "))
+        let noun = if detection.projects.len() == 1 { "project" } else { "projects" };
+        format!("{} {noun} under {start_rel}: {}", detection.projects.len(), listed.join("; "))
     };
     if detection.truncated {
         summary.push_str(&format!(
@@ -322,8 +323,10 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
         let kind = proc.error_kind();
         let message = match (kind, failed) {
             (Some(ErrorKind::SpawnFailed), _) => outcome.clone(),
+            (Some(_), Some(1)) => format!("1 test failed; {outcome}"),
             (Some(_), Some(n)) if n > 0 => format!("{n} tests failed; {outcome}"),
             (Some(_), _) => outcome.clone(),
+            (None, Some(1)) => "1 test failed although the command exited 0".to_string(),
             (None, Some(n)) => format!("{n} tests failed although the command exited 0"),
             (None, None) => outcome.clone(),
         };
