@@ -76,15 +76,22 @@ pub struct RunArgs {
     /// A node type such as tools/workspace_shell.
     #[arg(value_name = "TYPE")]
     pub node_type: String,
-    /// The workspace root; every path the node touches resolves inside it.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
-    /// The node's inputs as a JSON object, or @FILE to read it from a file.
-    #[arg(long, value_name = "JSON|@FILE")]
+    /// The workspace root; every path the node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The node's inputs as a JSON object, @FILE to read it from a file, or @- from stdin.
+    #[arg(long, value_name = "JSON|@FILE|@-")]
     pub input: Option<String>,
-    /// The author's config (author-only ports, ceilings) as a JSON object, or @FILE.
-    #[arg(long, value_name = "JSON|@FILE")]
+    /// Set one input port: PORT=TEXT (a string), PORT=@FILE (a file's text) or PORT:=JSON (any
+    /// JSON value); repeatable, applied over --input.
+    #[arg(long = "set", short = 's', value_name = "PORT=VALUE")]
+    pub set: Vec<String>,
+    /// The author's config (author-only ports, ceilings) as a JSON object, @FILE or @-.
+    #[arg(long, value_name = "JSON|@FILE|@-")]
     pub config: Option<String>,
+    /// Set one config port, like --set: PORT=TEXT, PORT=@FILE or PORT:=JSON; repeatable.
+    #[arg(long = "config-set", value_name = "PORT=VALUE")]
+    pub config_set: Vec<String>,
     #[command(flatten)]
     pub approval: ApprovalArgs,
     /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is
@@ -97,9 +104,9 @@ pub struct RunArgs {
 pub struct GraphRunArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The workspace root; every path a node touches resolves inside it.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
+    /// The workspace root; every path a node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub approval: ApprovalArgs,
     /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is

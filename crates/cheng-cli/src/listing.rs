@@ -23,6 +23,7 @@ pub fn nodes(json: bool) -> Exit {
 
 pub fn describe(node_type: &str, json: bool) -> Exit {
     let registry = Registry::from_inventory();
+    let node_type = &crate::set::node_type(&registry, node_type);
     let node = match registry.lookup(node_type) {
         Lookup::Found(node) => node,
         Lookup::Gated(_) | Lookup::Unknown => return unknown_type(registry, node_type),

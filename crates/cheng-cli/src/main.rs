@@ -15,6 +15,7 @@ mod generate;
 mod listing;
 mod out;
 mod running;
+mod set;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -3,28 +3,33 @@
 use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
 use crate::out::{errln, outln};
-use crate::{approve, complain, plural, Exit};
+use crate::{approve, complain, plural, set, Exit};
 use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
 use cheng_node::{CancellationToken, Registry, Values};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(args: RunArgs) -> Exit {
-    let (config, inputs) = match (json_object("--config", args.config.as_deref()), json_object("--input", args.input.as_deref())) {
-        (Ok(config), Ok(inputs)) => (config, inputs),
-        (Err(e), _) | (_, Err(e)) => {
+    let (config, inputs) = match run_values(&args) {
+        Ok(values) => values,
+        Err(e) => {
             complain(e);
             return Exit::Usage;
         }
     };
-    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
-    let approver = approve::approver(&args.approval, options.cancel.clone(), vec![args.node_type.clone()]);
+    let registry = Registry::from_inventory();
+    let node_type = set::node_type(&registry, &args.node_type);
+    let workspace = set::workspace(args.workspace.as_deref());
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
     let options = options.approver(approver);
-    let engine = Engine::new(Registry::from_inventory());
-    let node_type = args.node_type.clone();
-    let outcome = with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await });
+    let engine = Engine::new(registry);
+    let outcome = {
+        let node_type = node_type.clone();
+        with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await })
+    };
     report_event_errors(events.as_deref());
     match outcome {
         Err(e) => {
@@ -32,7 +37,7 @@ pub fn run(args: RunArgs) -> Exit {
             Exit::Usage
         }
         Ok(Err(errors)) => {
-            print_errors(&format!("cannot run {}", args.node_type), &errors);
+            print_errors(&format!("cannot run {node_type}"), &errors);
             Exit::Usage
         }
         Ok(Ok(result)) => {
@@ -59,7 +64,8 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
             return Exit::Usage;
         }
     };
-    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
+    let workspace = set::workspace(args.workspace.as_deref());
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
     let order = validated.ids().map(str::to_string).collect();
     let approver = approve::approver(&args.approval, options.cancel.clone(), order);
     let mut options = options.approver(approver);
@@ -128,41 +134,39 @@ fn print_errors(what: &str, errors: &[ValidationError]) {
     }
 }
 
-/// A JSON object from `JSON` or `@FILE`; absent means `{}`.
-fn json_object(flag: &str, text: Option<&str>) -> Result<Values, String> {
-    let Some(text) = text else { return Ok(Values::new()) };
-    let (source, text) = match text.strip_prefix('@') {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(contents) => (format!("{flag} @{path}"), contents),
-            Err(e) => return Err(format!("{flag} @{path}: cannot read the file: {e}")),
-        },
-        None => (flag.to_string(), text.to_string()),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("{source}: expected a JSON object like {{\"command\": \"ls\"}}, got {}", cheng_node::text::json_kind(&other))),
-        Err(e) => Err(format!("{source}: not valid JSON: {e}")),
+/// The config and inputs of `cheng run`: `--config`/`--input` (JSON, @FILE or @-), then
+/// `--config-set`/`--set` on top.
+fn run_values(args: &RunArgs) -> Result<(Values, Values), String> {
+    if args.input.as_deref() == Some("@-") && args.config.as_deref() == Some("@-") {
+        return Err("--input @- and --config @- both ask for standard input; read one of them from a file".into());
     }
+    let mut stdin = set::read_stdin;
+    let mut config = set::json_object("--config", args.config.as_deref(), &mut stdin)?;
+    let mut inputs = set::json_object("--input", args.input.as_deref(), &mut stdin)?;
+    set::apply("--config-set", &args.config_set, &mut config)?;
+    set::apply("--set", &args.set, &mut inputs)?;
+    Ok((config, inputs))
 }
 
 /// The `--events` sink, kept to report write errors after the run.
 type EventFile = JsonlSink<Box<dyn std::io::Write + Send>>;
 
 /// Run options for a checked workspace, with the event sink the flags ask for.
-fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+    let workspace = workspace.as_path();
     let problem = match std::fs::metadata(workspace) {
         Ok(meta) if meta.is_dir() => None,
         Ok(_) => Some("not a directory".to_string()),
         Err(e) => Some(e.to_string()),
     };
     if let Some(problem) = problem {
-        complain(format!("--workspace {}: {problem}; pass an existing directory", workspace.display()));
+        complain(format!("{source} {}: {problem}; pass an existing directory with --workspace DIR", workspace.display()));
         return None;
     }
     let options = match RunOptions::new(workspace) {
         Ok(options) => options,
         Err(e) => {
-            complain(format!("--workspace {}: {e}", workspace.display()));
+            complain(format!("{source} {}: {e}", workspace.display()));
             return None;
         }
     };

@@ -156,7 +156,6 @@ fn usage_errors_exit_2_naming_the_problem() {
         (vec!["run", SHELL, "--workspace", ws_arg, "--input", "[1]"], "expected a JSON object"),
         (vec!["run", SHELL, "--workspace", ws_arg, "--config", "@/no/such/file"], "--config @/no/such/file"),
         (vec!["run", "tools/nope", "--workspace", ws_arg], "unknown node type `tools/nope`"),
-        (vec!["run", SHELL, "--input", "{}"], "--workspace"),
         (vec!["run", SHELL, "--workspace", ws_arg, "--approve", "--deny"], "cannot be used with"),
     ];
     for (args, needle) in cases {

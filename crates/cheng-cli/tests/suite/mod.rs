@@ -8,6 +8,7 @@ mod escapes;
 mod fd_hygiene;
 mod git;
 mod git_confinement;
+mod inputs;
 mod markdown;
 mod preview;
 mod runtime;
