@@ -98,6 +98,8 @@ pub struct RunArgs {
     /// a FILE to write them to.
     #[arg(long, value_name = "jsonl|FILE")]
     pub events: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::render::OutputArgs,
 }
 
 #[derive(Args)]
@@ -116,6 +118,8 @@ pub struct GraphRunArgs {
     /// How many nodes may run at once (default: the number of CPUs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    #[command(flatten)]
+    pub output: crate::render::OutputArgs,
 }
 
 #[derive(Args)]

@@ -14,6 +14,7 @@ mod args;
 mod generate;
 mod listing;
 mod out;
+mod render;
 mod running;
 mod set;
 

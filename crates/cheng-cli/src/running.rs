@@ -3,7 +3,7 @@
 use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
 use crate::out::{errln, outln};
-use crate::{approve, complain, plural, set, Exit};
+use crate::{approve, complain, plural, render, set, Exit};
 use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
 use cheng_node::{CancellationToken, Registry, Values};
 use serde_json::Value;
@@ -46,7 +46,11 @@ pub fn run(args: RunArgs) -> Exit {
                 NodeStatus::Cancelled => Exit::Cancelled,
                 NodeStatus::Failed | NodeStatus::Skipped => Exit::Failed,
             };
-            match print_json(&Value::Object(result.outputs)) {
+            let printed = match args.output.text_style() {
+                Some(style) => render::node(&node_type, &result.outputs, style).print(),
+                None => print_json(&Value::Object(result.outputs)),
+            };
+            match printed {
                 Exit::Ok => exit,
                 failed => failed,
             }
@@ -85,7 +89,12 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
                 GraphStatus::Failed => Exit::Failed,
                 GraphStatus::Cancelled => Exit::Cancelled,
             };
-            match print_json(&result.to_json()) {
+            let json = result.to_json();
+            let printed = match args.output.text_style() {
+                Some(style) => render::graph(&json, style).print(),
+                None => print_json(&json),
+            };
+            match printed {
                 Exit::Ok => exit,
                 failed => failed,
             }

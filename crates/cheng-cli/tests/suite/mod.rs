@@ -16,6 +16,7 @@ mod seccomp;
 mod setuid_audit;
 mod shell;
 mod tests_node;
+mod text_output;
 mod term_bugs;
 mod truncation;
 mod tty;

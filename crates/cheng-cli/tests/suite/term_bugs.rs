@@ -183,6 +183,12 @@ fn counts_of_one_are_singular() {
     git(&ws, &["add", "a.txt"]);
     git(&ws, &["commit", "-qm", "one"]);
     std::fs::write(ws.join("a.txt"), "b\n").unwrap();
+    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "status"}), &[]);
+    let summary = out["summary"].as_str().unwrap();
+    assert!(summary.contains(": 1 changed path —"), "{summary}");
+    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "branch"}), &[]);
+    let summary = out["summary"].as_str().unwrap();
+    assert!(summary.starts_with("1 local branch;"), "{summary}");
     let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "diff"}), &[]);
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.starts_with("1 file changed"), "{summary}");
@@ -193,6 +199,9 @@ fn counts_of_one_are_singular() {
     let (_, out, _) = run_node("tools/workspace_tests", &ws, &json!({"operation": "detect"}), &[]);
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.starts_with("1 project under"), "{summary}");
+    let (_, out, _) = run_node("tools/workspace_preview", &ws, &json!({"operation": "artifact_summary", "path": "a.txt"}), &[]);
+    let summary = out["summary"].as_str().unwrap();
+    assert!(summary.ends_with(", 1 line"), "{summary}");
     let graph = ws.join("g.json");
     std::fs::write(&graph, json!({"version": 1, "nodes": [{"id": "a", "type": SHELL, "inputs": {"command": "true"}}]}).to_string()).unwrap();
     let out = run_cheng(&["graph", "check", graph.to_str().unwrap()]);

@@ -295,8 +295,9 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
         summary.push_str(": working tree clean");
     } else {
         summary.push_str(&format!(
-            ": {} changed paths — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
-            parsed.files.len()
+            ": {} changed {} — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
+            parsed.files.len(),
+            if parsed.files.len() == 1 { "path" } else { "paths" }
         ));
     }
     if parsed.unparsed > 0 {
@@ -496,10 +497,11 @@ async fn branch(git: &Git, out: &mut Values) -> Result<(), NodeError> {
     let branches = branch::parse(kept_records(&refs.stdout, '\n'));
     let current = symbolic.success().then(|| symbolic.stdout.text.trim().to_string()).filter(|s| !s.is_empty());
     let head_hash = head.success().then(|| head.stdout.text.trim().to_string());
+    let noun = if branches.len() == 1 { "branch" } else { "branches" };
     let summary = match (&current, &head_hash) {
-        (Some(name), Some(_)) => format!("{} local branches; on {name}", branches.len()),
+        (Some(name), Some(_)) => format!("{} local {noun}; on {name}", branches.len()),
         (Some(name), None) => format!("The repository has no commits yet; on branch {name} (unborn)"),
-        (None, Some(hash)) => format!("{} local branches; HEAD detached at {hash}", branches.len()),
+        (None, Some(hash)) => format!("{} local {noun}; HEAD detached at {hash}", branches.len()),
         (None, None) => "HEAD does not point at a branch or a commit".to_string(),
     };
     out.insert("summary".into(), json!(summary));
