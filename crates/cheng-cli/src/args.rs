@@ -25,32 +25,59 @@ pub enum Command {
         json: bool,
     },
     /// Show a node type's ports, defaults, controls, audiences, gate and effects.
+    #[command(after_help = "Examples:\n  cheng describe workspace_git          # short ids work when unambiguous\n  \
+                            cheng describe tools/workspace_shell --json")]
     Describe {
-        /// A node type such as tools/workspace_shell.
+        /// A node type such as tools/workspace_shell (or just workspace_shell).
         #[arg(value_name = "TYPE")]
         node_type: String,
+        /// Print the spec and its JSON Schemas as JSON instead of Markdown.
         #[arg(long)]
         json: bool,
     },
-    /// Run one node and print its output object as JSON.
+    /// Run one node: a summary and its main output on a terminal, its output object as JSON otherwise.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Run or check a graph file.
     Graph {
         #[command(subcommand)]
         command: GraphCommand,
     },
-    /// Write or check the JSON Schemas in schemas/ (one file per node).
+    /// Print a shell completion script: `cheng completions bash > /etc/bash_completion.d/cheng`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// (maintainers, in the cheng repository) Write or check the JSON Schemas in schemas/.
+    #[command(hide = true)]
     Schemas(GenerateArgs),
-    /// Write or check the node reference in docs/nodes/ and the error table docs/errors.md.
+    /// (maintainers, in the cheng repository) Write or check docs/nodes/ and docs/errors.md.
+    #[command(hide = true)]
     Docs(GenerateArgs),
 }
 
+const RUN_EXAMPLES: &str = "Examples:
+  cheng run workspace_git --set operation=diff                 # the patch, in the current directory
+  cheng run workspace_shell -w ~/proj --set command=cargo --set 'args:=[\"test\"]'
+  cheng run code_shell --set script=@build.sh --config-set allow_network:=true
+  cat input.json | cheng run workspace_markdown --input @- --json
+  cheng run workspace_shell --input '{\"command\":\"ls\"}' --approve --quiet";
+
+const GRAPH_RUN_EXAMPLES: &str = "Examples:
+  cheng graph run fixtures/graphs/quickstart.json -w fixtures/workspaces/hello   # asks before each gated node
+  cheng graph run pipeline.json --approve --quiet --json > result.json
+  cheng graph run pipeline.json --events jsonl --jobs 1";
+
 #[derive(Subcommand)]
 pub enum GraphCommand {
-    /// Validate and run a graph; prints {status, nodes: {id: {status, outputs, ...}}}.
+    /// Validate and run a graph: a per-node table on a terminal, otherwise JSON
+    /// {status, nodes: {id: {status, outputs, ...}}}.
+    #[command(after_help = GRAPH_RUN_EXAMPLES)]
     Run(GraphRunArgs),
     /// Validate a graph without running it.
     Check {
+        /// The graph file (JSON, version 1).
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -104,6 +131,7 @@ pub struct RunArgs {
 
 #[derive(Args)]
 pub struct GraphRunArgs {
+    /// The graph file (JSON, version 1).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// The workspace root; every path a node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
@@ -131,7 +159,8 @@ pub struct GenerateArgs {
     /// Exit 1 when any file is missing, stale or extra.
     #[arg(long)]
     pub check: bool,
-    /// The output directory (default: schemas/ or docs/ under the current directory).
+    /// The output directory (default: schemas/ or docs/ under the current directory, which must
+    /// be the root of the cheng repository).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 type Files = BTreeMap<PathBuf, String>;
 
 pub fn schemas(args: &GenerateArgs) -> Exit {
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("schemas"));
+    let Some(dir) = output_dir(args, "schemas") else { return Exit::Usage };
     let registry = Registry::from_inventory();
     let mut files = Files::new();
     for spec in registry.specs() {
@@ -36,7 +36,7 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
 }
 
 pub fn docs(args: &GenerateArgs) -> Exit {
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("docs"));
+    let Some(dir) = output_dir(args, "docs") else { return Exit::Usage };
     let registry = Registry::from_inventory();
     let mut files = Files::new();
     for spec in registry.specs() {
@@ -57,6 +57,22 @@ pub fn docs(args: &GenerateArgs) -> Exit {
 
 /// Writes `files` under `dir` (removing managed files not among them), or checks that `dir`
 /// already holds exactly them.
+/// `--dir`, else `default` under the current directory when that is the cheng repository's root;
+/// elsewhere these maintainer commands say so instead of reporting every file as missing.
+fn output_dir(args: &GenerateArgs, default: &str) -> Option<PathBuf> {
+    if let Some(dir) = &args.dir {
+        return Some(dir.clone());
+    }
+    if Path::new("crates/cheng-cli/Cargo.toml").is_file() {
+        return Some(PathBuf::from(default));
+    }
+    complain(format!(
+        "`cheng {default}` maintains the generated files of the cheng repository, and the current directory \
+         is not its root (no crates/cheng-cli/Cargo.toml here); run it at the repository's root, or pass --dir DIR"
+    ));
+    None
+}
+
 fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool, fix: &str) -> Exit {
     let existing = match existing_files(dir, managed) {
         Ok(existing) => existing,

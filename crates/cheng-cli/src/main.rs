@@ -11,6 +11,7 @@ use cheng_nodes_workspace as _;
 
 mod approve;
 mod args;
+mod complete;
 mod generate;
 mod listing;
 mod out;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             args::GraphCommand::Run(run) => running::graph_run(run),
             args::GraphCommand::Check { file } => running::graph_check(&file),
         },
+        args::Command::Completions { shell } => complete::print(shell),
         args::Command::Schemas(gen) => generate::schemas(&gen),
         args::Command::Docs(gen) => generate::docs(&gen),
     };

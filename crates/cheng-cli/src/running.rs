@@ -4,7 +4,7 @@ use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
 use crate::out::{errln, outln};
 use crate::{approve, complain, plural, render, set, Exit};
-use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
+use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError, ValidationErrorKind};
 use cheng_node::{CancellationToken, Registry, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,7 @@ pub fn run(args: RunArgs) -> Exit {
     let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
     let options = options.approver(approver);
     let engine = Engine::new(registry);
+    let requested = inputs.clone();
     let outcome = {
         let node_type = node_type.clone();
         with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await })
@@ -38,6 +39,9 @@ pub fn run(args: RunArgs) -> Exit {
         }
         Ok(Err(errors)) => {
             print_errors(&format!("cannot run {node_type}"), &errors);
+            for hint in config_hints(&errors, &requested) {
+                errln!("{hint}");
+            }
             Exit::Usage
         }
         Ok(Ok(result)) => {
@@ -141,6 +145,27 @@ fn print_errors(what: &str, errors: &[ValidationError]) {
     for e in errors {
         errln!("  - {}: {e}", e.kind.error_kind().code());
     }
+}
+
+/// For a port refused because only the node's author may set it (or set it that high): the
+/// exact `--config` that sets it as the author, for a person who is the author at the terminal.
+fn config_hints(errors: &[ValidationError], requested: &Values) -> Vec<String> {
+    errors
+        .iter()
+        .filter(|e| matches!(e.kind, ValidationErrorKind::AuthorOnly | ValidationErrorKind::AboveCap))
+        .filter_map(|e| {
+            let port = e.port.as_deref()?;
+            let value = requested.get(port)?;
+            let config = serde_json::json!({ port: value }).to_string();
+            let config = cheng_node::text::shell_quote(&config);
+            let config_set = cheng_node::text::shell_quote(&format!("{port}:={value}"));
+            Some(if e.kind == ValidationErrorKind::AuthorOnly {
+                format!("  hint: {port} is the author's to set: pass --config {config} (or --config-set {config_set}) instead of setting it in the inputs")
+            } else {
+                format!("  hint: as the node's author, raise the cap with --config {config} (or --config-set {config_set})")
+            })
+        })
+        .collect()
 }
 
 /// The config and inputs of `cheng run`: `--config`/`--input` (JSON, @FILE or @-), then

@@ -4,6 +4,7 @@ mod cli;
 mod code_js;
 mod code_python;
 mod code_shell;
+mod conventions;
 mod escapes;
 mod fd_hygiene;
 mod git;
