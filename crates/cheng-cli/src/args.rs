@@ -127,6 +127,11 @@ pub struct RunArgs {
     pub events: Option<PathBuf>,
     #[command(flatten)]
     pub output: crate::render::OutputArgs,
+    /// Exit 1 when the node reports diagnostics of this severity or worse (for CI, as linters
+    /// do): `warning` fails on any finding, `error` on errors only. For nodes with diagnostics
+    /// (tools/workspace_markdown).
+    #[arg(long, value_enum, value_name = "warning|error")]
+    pub fail_on: Option<crate::render::Severity>,
 }
 
 #[derive(Args)]

@@ -18,6 +18,28 @@ pub enum ColorChoice {
     Never,
 }
 
+/// A diagnostic severity threshold (`--fail-on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// How many of `out`'s diagnostics are at `threshold` or worse; `None` when the node reports
+/// no diagnostics at all.
+pub fn failing_diagnostics(out: &Values, threshold: Severity) -> Option<usize> {
+    let diagnostics = out.get("diagnostics")?.as_array()?;
+    Some(
+        diagnostics
+            .iter()
+            .filter(|d| match threshold {
+                Severity::Warning => true,
+                Severity::Error => d["severity"] == "error",
+            })
+            .count(),
+    )
+}
+
 /// What `run` and `graph run` print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum Format {

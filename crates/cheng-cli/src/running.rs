@@ -21,6 +21,10 @@ pub fn run(args: RunArgs) -> Exit {
     };
     let registry = Registry::from_inventory();
     let node_type = set::node_type(&registry, &args.node_type);
+    if args.fail_on.is_some() && registry.get(&node_type).is_some_and(|n| !n.spec().outputs.iter().any(|p| p.name == "diagnostics")) {
+        complain(format!("--fail-on: {node_type} reports no diagnostics; it applies to nodes that do, such as tools/workspace_markdown"));
+        return Exit::Usage;
+    }
     let workspace = set::workspace(args.workspace.as_deref());
     let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
     let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
@@ -45,15 +49,27 @@ pub fn run(args: RunArgs) -> Exit {
             Exit::Usage
         }
         Ok(Ok(result)) => {
-            let exit = match result.status {
+            let mut exit = match result.status {
                 NodeStatus::Succeeded => Exit::Ok,
                 NodeStatus::Cancelled => Exit::Cancelled,
                 NodeStatus::Failed | NodeStatus::Skipped => Exit::Failed,
             };
+            let failing = args.fail_on.map(|threshold| (threshold, render::failing_diagnostics(&result.outputs, threshold)));
             let printed = match args.output.text_style() {
                 Some(style) => render::node(&node_type, &result.outputs, style).print(),
                 None => print_json(&Value::Object(result.outputs)),
             };
+            match failing {
+                Some((threshold, Some(n))) if n > 0 && exit == Exit::Ok => {
+                    let what = if threshold == render::Severity::Error { "error" } else { "finding" };
+                    complain(format!("--fail-on {}: {n} {}", format!("{threshold:?}").to_lowercase(), plural(n, what, &format!("{what}s"))));
+                    exit = Exit::Failed;
+                }
+                Some((_, None)) if result.status == NodeStatus::Succeeded => {
+                    complain("--fail-on: this operation reports no diagnostics (diagnostics and link_check_local do), so it checked nothing");
+                }
+                _ => {}
+            }
             match printed {
                 Exit::Ok => exit,
                 failed => failed,

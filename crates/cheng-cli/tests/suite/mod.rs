@@ -6,6 +6,7 @@ mod code_python;
 mod code_shell;
 mod conventions;
 mod escapes;
+mod fail_on;
 mod fd_hygiene;
 mod git;
 mod git_confinement;
