@@ -31,6 +31,15 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
             return Exit::Failed;
         }
     }
+    match serde_json::to_string_pretty(&crate::graph_schema::graph_schema(&registry)) {
+        Ok(text) => {
+            files.insert(PathBuf::from("graph.json"), text + "\n");
+        }
+        Err(e) => {
+            complain(format!("cannot render the graph schema: {e}"));
+            return Exit::Failed;
+        }
+    }
     let managed = |rel: &Path| rel.parent() == Some(Path::new("")) && rel.extension().is_some_and(|e| e == "json");
     sync(&dir, &files, &managed, args.write, "cheng schemas --write")
 }

@@ -13,6 +13,7 @@ mod approve;
 mod args;
 mod complete;
 mod generate;
+mod graph_schema;
 mod listing;
 mod out;
 mod render;
