@@ -75,6 +75,12 @@ pub enum GraphCommand {
     /// {status, nodes: {id: {status, outputs, ...}}}.
     #[command(after_help = GRAPH_RUN_EXAMPLES)]
     Run(GraphRunArgs),
+    /// Write a starter graph to FILE (never over an existing file), to edit and run.
+    New {
+        /// Where to write the graph.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
     /// Validate a graph without running it.
     Check {
         /// The graph file (JSON, version 1).

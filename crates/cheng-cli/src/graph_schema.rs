@@ -66,6 +66,47 @@ pub fn graph_schema(registry: &Registry) -> Value {
     })
 }
 
+/// The starter `cheng graph new` writes: two nodes, one edge, every key of the format.
+pub const STARTER: &str = r#"{
+  "version": 1,
+  "nodes": [
+    {
+      "id": "list",
+      "type": "tools/workspace_shell",
+      "config": {},
+      "inputs": { "command": "ls", "args": ["-l"], "purpose": "See what the workspace holds" }
+    },
+    {
+      "id": "count",
+      "type": "tools/workspace_shell",
+      "inputs": { "command": "sh", "args": ["-c", "ls | wc -l"] }
+    }
+  ],
+  "edges": [
+    { "from": "list.summary", "to": "count.purpose" }
+  ]
+}
+"#;
+
+/// `cheng graph new FILE`.
+pub fn new_graph(file: &std::path::Path) -> crate::Exit {
+    use std::io::Write;
+    let created = std::fs::OpenOptions::new().write(true).create_new(true).open(file);
+    let written = created.and_then(|mut f| f.write_all(STARTER.as_bytes()));
+    if let Err(e) = written {
+        crate::complain(format!("cannot write {}: {e} (graph new never replaces an existing file)", file.display()));
+        return crate::Exit::Usage;
+    }
+    let name = file.display();
+    crate::out::errln!(
+        "wrote {name}: two workspace_shell nodes and an edge (list.summary feeds count.purpose).\n\
+         Next: `cheng describe TYPE` shows a node's ports; `cheng graph check {name}` validates; \
+         `cheng graph run {name}` runs it (it asks before each command).\n\
+         The format: docs/guides/graphs.md; its JSON Schema: schemas/graph.json."
+    );
+    crate::Exit::Ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         args::Command::Graph { command } => match command {
             args::GraphCommand::Run(run) => running::graph_run(run),
             args::GraphCommand::Check { file } => running::graph_check(&file),
+            args::GraphCommand::New { file } => graph_schema::new_graph(&file),
         },
         args::Command::Completions { shell } => complete::print(shell),
         args::Command::Schemas(gen) => generate::schemas(&gen),

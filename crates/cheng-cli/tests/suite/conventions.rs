@@ -67,3 +67,22 @@ fn an_author_only_or_capped_refusal_shows_the_config_to_add() {
         assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
     }
 }
+
+#[test]
+fn graph_new_writes_a_starter_that_checks_and_runs() {
+    let (_d, ws) = temp_workspace();
+    let file = ws.join("pipeline.json");
+    let file_arg = file.to_str().unwrap();
+    let out = run_cheng(&["graph", "new", file_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cheng graph check"), "{}", text(&out.stderr));
+    let out = run_cheng(&["graph", "check", file_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_cheng(&["graph", "run", file_arg, "-w", ws.to_str().unwrap(), "--approve", "-q", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Never over an existing file.
+    std::fs::write(&file, "mine").unwrap();
+    let out = run_cheng(&["graph", "new", file_arg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
