@@ -11,9 +11,14 @@ use cheng_nodes_workspace as _;
 
 mod approve;
 mod args;
+mod complete;
 mod generate;
+mod graph_schema;
 mod listing;
+mod out;
+mod render;
 mod running;
+mod set;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -42,7 +47,9 @@ fn main() -> ExitCode {
         args::Command::Graph { command } => match command {
             args::GraphCommand::Run(run) => running::graph_run(run),
             args::GraphCommand::Check { file } => running::graph_check(&file),
+            args::GraphCommand::New { file } => graph_schema::new_graph(&file),
         },
+        args::Command::Completions { shell } => complete::print(shell),
         args::Command::Schemas(gen) => generate::schemas(&gen),
         args::Command::Docs(gen) => generate::docs(&gen),
     };
@@ -51,5 +58,14 @@ fn main() -> ExitCode {
 
 /// Prints `cheng: <message>` on stderr.
 pub fn complain(message: impl std::fmt::Display) {
-    eprintln!("cheng: {message}");
+    out::errln!("cheng: {message}");
+}
+
+/// `singular` for one, `plural` otherwise ("1 node", "2 nodes", "0 nodes").
+pub fn plural<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
+    if n == 1 {
+        singular
+    } else {
+        plural
+    }
 }

@@ -354,7 +354,11 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
                 }
                 return Err(NodeError::new(
                     ErrorKind::ApprovalDenied,
-                    format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id),
+                    if ctx.node_id == spec.id {
+                        format!("{} was not approved; nothing ran", spec.id)
+                    } else {
+                        format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id)
+                    },
                 ));
             }
         }

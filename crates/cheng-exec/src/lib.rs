@@ -45,6 +45,7 @@ pub mod env;
 pub mod fds;
 pub mod kill;
 mod reaper;
+pub mod session;
 pub mod spawn;
 mod sys;
 

@@ -17,7 +17,14 @@ pub fn fixtures() -> PathBuf {
 pub fn cheng() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
     cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").stdin(Stdio::null());
+    without_terminal(&mut cmd);
     cmd
+}
+
+/// Runs `cmd` in a session of its own, without a controlling terminal: cheng asks approvals on
+/// /dev/tty when there is one, and tests run from a developer's terminal must not be asked.
+pub fn without_terminal(cmd: &mut Command) {
+    cheng_exec::session::without_controlling_terminal(cmd);
 }
 
 /// Runs `cheng` with `args` and returns its output.

@@ -188,7 +188,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                 .map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
             let mut head = format!("{}: {}, {} ({})", meta.path.as_deref().unwrap_or("content"), meta.size, meta.mime, meta.kind);
             if let Some(lines) = meta.lines {
-                head.push_str(&format!(", {lines} lines"));
+                head.push_str(&format!(", {lines} line{}", if lines == 1 { "" } else { "s" }));
             }
             if let Some(img) = &meta.image {
                 head.push_str(&format!(", {}x{}", img.width, img.height));
