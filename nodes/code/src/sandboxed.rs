@@ -16,7 +16,7 @@
 //!   `error_kind`, `terminal` and `error` (declared as output ports), because
 //!   `NodeError::to_outputs` would drop stdout, stderr and metrics.
 
-use cheng_exec::limits::{MAX_MEMORY_MB, MIN_MEMORY_MB};
+use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{input, paths, ApprovalRequest, ErrorKind, NodeError, PortSpec, PortType, RunContext, Values};

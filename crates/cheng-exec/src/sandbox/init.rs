@@ -193,7 +193,7 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     }
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
-    crate::landlock::confine_writes(&plan.writable)?;
+    super::landlock::confine_writes(&plan.writable)?;
     // Only stdin, stdout and stderr reach the command: whatever reached this step without
     // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
     // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else

@@ -2,7 +2,7 @@
 //! writable boundary the metadata that would turn a write into later code execution, re-mounted
 //! read-only or masked.
 
-use crate::bwrap::Bwrap;
+use super::bwrap::Bwrap;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
