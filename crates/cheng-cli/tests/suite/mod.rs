@@ -11,6 +11,7 @@ mod git_confinement;
 mod markdown;
 mod preview;
 mod runtime;
+mod sandbox_init;
 mod seccomp;
 mod setuid_audit;
 mod shell;

@@ -223,6 +223,21 @@ impl Bwrap {
         self.mount("--dir", None, dest)
     }
 
+    /// A file at `dest` with the given mode holding what bwrap reads from descriptor `fd`
+    /// (which must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]). `source` names
+    /// what the descriptor holds, for [`Bwrap::mounts`].
+    pub fn file(&mut self, fd: std::os::fd::RawFd, source: &Path, dest: &Path, mode: u32) -> &mut Self {
+        let (mode, fd) = (format!("{mode:o}"), fd.to_string());
+        self.push(&["--perms".as_ref(), mode.as_ref(), "--file".as_ref(), fd.as_ref(), dest.as_os_str()]);
+        self.mounts.push(Mount { op: "--file", source: Some(source.to_path_buf()), dest: dest.to_path_buf() });
+        self
+    }
+
+    /// Remounts `dest` (an earlier mount, or the sandbox's root `/`) read-only.
+    pub fn remount_ro(&mut self, dest: &Path) -> &mut Self {
+        self.mount("--remount-ro", None, dest)
+    }
+
     pub fn dev(&mut self, dest: &Path) -> &mut Self {
         self.mount("--dev", None, dest)
     }

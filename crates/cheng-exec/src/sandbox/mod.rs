@@ -229,6 +229,8 @@ pub struct Sandbox {
     env: Vec<(OsString, OsString)>,
     /// The mount operations in `args`.
     mounts: Vec<bwrap::Mount>,
+    /// Host files copied into the view, with the descriptor number bwrap reads each from.
+    files: Vec<(PathBuf, std::os::fd::RawFd)>,
     request: SandboxRequest,
     /// rlimits set on bwrap before it is executed; empty when the init step sets them inside.
     rlimits: Vec<crate::Rlimit>,
@@ -362,6 +364,7 @@ impl Sandbox {
             args: plan.args,
             env: plan.env,
             mounts: plan.mounts,
+            files: plan.files,
             rlimits: plan.rlimits,
             group,
             fallback: plan.fallback,
@@ -377,9 +380,15 @@ impl Sandbox {
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
     /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
     /// bwrap expects the seccomp program on descriptor [`seccomp::SECCOMP_FD`]
-    /// ([`seccomp::program_fd`] makes one).
+    /// ([`seccomp::program_fd`] makes one) and each of [`Sandbox::files`] on its descriptor.
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
+    }
+
+    /// The host files bwrap copies into the view (`--file N`), with the descriptor number N
+    /// each must be open on.
+    pub fn files(&self) -> &[(PathBuf, std::os::fd::RawFd)] {
+        &self.files
     }
 
     /// The mount operations of the command line, in order.
@@ -482,7 +491,15 @@ impl Sandbox {
             .caps(self.request.stdout_cap, self.request.stderr_cap);
         // A fresh descriptor per start: bwrap reads the program to its end.
         let filter = seccomp::program_fd().map_err(|e| e.message)?;
-        let inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
+        let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
+        // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
+        // One that vanished since the host was looked at shows as empty (as /dev/null).
+        for (path, fd) in &self.files {
+            let file = std::fs::File::open(path).or_else(|_| std::fs::File::open("/dev/null")).map_err(|e| {
+                format!("cannot open {} to copy it into the sandbox: {e}", path.display())
+            })?;
+            inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
+        }
         let spec = ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec };
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {

@@ -94,7 +94,15 @@ pub enum SystemEntry {
     Symlink { target: PathBuf, link: PathBuf },
     /// Bind read-only at the same path.
     ReadOnly(PathBuf),
+    /// A small regular file (or a symlink to one), copied into the sandbox's read-only root at
+    /// the same path when the run starts (bwrap's `--file`): what it shows is what a read-only
+    /// bind would show, at one write instead of a bind mount, a remount and a scan of the mount
+    /// table.
+    Copy(PathBuf),
 }
+
+/// Files up to this size are copied into the view ([`SystemEntry::Copy`]); larger ones are bound.
+pub const COPY_MAX_BYTES: u64 = 1 << 20;
 
 /// The read-only system view: the system directories and the /etc subset that exist here.
 pub fn system_view() -> Vec<SystemEntry> {
@@ -113,8 +121,12 @@ pub fn system_view() -> Vec<SystemEntry> {
     }
     for entry in ETC_ENTRIES {
         let path = Path::new(entry);
-        if path.exists() {
-            out.push(SystemEntry::ReadOnly(path.to_path_buf()));
+        // Followed: a symlink is shown as the file it names (as a bind would show it), even
+        // when its target lies outside the view (/etc/resolv.conf -> /run/...).
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() && meta.len() <= COPY_MAX_BYTES => out.push(SystemEntry::Copy(path.to_path_buf())),
+            Ok(_) => out.push(SystemEntry::ReadOnly(path.to_path_buf())),
+            Err(_) => {}
         }
     }
     out

@@ -17,7 +17,12 @@ use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, INIT_PATH, I
 use crate::{Rlimit, RlimitResource};
 use cheng_node::{ErrorKind, NodeError};
 use std::ffi::OsString;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
+
+/// The descriptor of the first copied file ([`SystemEntry::Copy`]) in bwrap; the seccomp program
+/// is on [`seccomp::SECCOMP_FD`] below it.
+pub(crate) const FIRST_FILE_FD: RawFd = seccomp::SECCOMP_FD + 1;
 
 /// The namespace flags of every sandbox. The probe ([`probe_flags`]) checks exactly these on
 /// `true`, so what it tests is what a run uses.
@@ -85,6 +90,9 @@ pub(crate) struct Plan {
     pub env: Vec<(OsString, OsString)>,
     /// The mount operations in `args`, in order.
     pub mounts: Vec<Mount>,
+    /// Host files bwrap copies into the view, each read from the descriptor number given
+    /// (opened for each start of bwrap: it reads them to the end).
+    pub files: Vec<(PathBuf, RawFd)>,
     /// rlimits set on bwrap before exec (empty when the init step sets them inside).
     pub rlimits: Vec<Rlimit>,
     /// The command line and rlimits (with RLIMIT_AS) for a run that cannot join its cgroup group.
@@ -148,6 +156,7 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
         b.uid_gid(host.own_ids.0, host.own_ids.1);
     }
     let mut layout = Layout::default();
+    let mut files = Vec::new();
     if request.full_disk_readonly {
         b.ro_bind(Path::new("/"), Path::new("/"));
         layout.ro_roots.push("/".into());
@@ -173,6 +182,12 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
                     layout.parents(&mut b, path);
                     b.ro_bind_try(path, path);
                     layout.ro_roots.push(path.clone());
+                }
+                SystemEntry::Copy(path) => {
+                    layout.parents(&mut b, path);
+                    let fd = FIRST_FILE_FD + files.len() as RawFd;
+                    b.file(fd, path, path, 0o444);
+                    files.push((path.clone(), fd));
                 }
             }
         }
@@ -203,6 +218,11 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     }
     if let Some(exe) = launcher {
         b.ro_bind(exe, Path::new(INIT_PATH));
+    }
+    if !request.full_disk_readonly {
+        // The root of the view (the directories made above, the copied files) is read-only
+        // like the binds in it; the tmpfs mounts on /tmp and /run stay writable.
+        b.remount_ro(Path::new("/"));
     }
     b.chdir(&request.cwd);
     for flag in CAP_DROP {
@@ -390,6 +410,7 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     Ok(Plan {
         bwrap: host.bwrap.clone(),
         mounts: b.mounts().to_vec(),
+        files,
         args: b.into_args(),
         env: request.env.clone(),
         rlimits,

@@ -19,7 +19,8 @@ fn host(root: bool) -> HostFacts {
         system_view: vec![
             SystemEntry::Symlink { target: "usr/bin".into(), link: "/bin".into() },
             SystemEntry::ReadOnly("/usr".into()),
-            SystemEntry::ReadOnly("/etc/passwd".into()),
+            SystemEntry::Copy("/etc/passwd".into()),
+            SystemEntry::ReadOnly("/etc/ssl".into()),
         ],
     }
 }
@@ -45,7 +46,8 @@ fn argv(plan: &Plan) -> String {
 }
 
 /// The system view of [`host`], after the namespace flags.
-const VIEW: &str = "--symlink usr/bin /bin --ro-bind-try /usr /usr --perms 755 --dir /etc --ro-bind-try /etc/passwd /etc/passwd \
+const VIEW: &str = "--symlink usr/bin /bin --ro-bind-try /usr /usr --perms 755 --dir /etc --perms 444 --file 4 /etc/passwd \
+                    --ro-bind-try /etc/ssl /etc/ssl \
                     --dev /dev --proc /proc --perms 1777 --size 134217728 --tmpfs /tmp --perms 755 --size 1048576 --tmpfs /run";
 /// The init step's rlimits for memory_mb 128 (RLIMIT_AS first).
 const RLIMITS: &str = "--rlimit as=134217728 --rlimit fsize=1073741824 --rlimit nofile=1024 --rlimit core=0 --rlimit nproc=256";
@@ -57,7 +59,7 @@ fn default_unprivileged() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net --unshare-user \
          --seccomp 3 --uid 1000 --gid 1000 {VIEW} --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --chdir /work/ws --cap-drop ALL \
+         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws --cap-drop ALL \
          -- /run/cheng-init __sandbox-init {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
@@ -78,10 +80,13 @@ fn default_unprivileged() {
     assert_eq!(
         ops,
         [
-            "--symlink /bin", "--ro-bind-try /usr", "--dir /etc", "--ro-bind-try /etc/passwd", "--dev /dev", "--proc /proc",
-            "--tmpfs /tmp", "--tmpfs /run", "--dir /work", "--ro-bind /work/ws", "--ro-bind /run/cheng-init",
+            "--symlink /bin", "--ro-bind-try /usr", "--dir /etc", "--file /etc/passwd", "--ro-bind-try /etc/ssl", "--dev /dev",
+            "--proc /proc", "--tmpfs /tmp", "--tmpfs /run", "--dir /work", "--ro-bind /work/ws", "--ro-bind /run/cheng-init",
+            "--remount-ro /",
         ]
     );
+    // The copied file is read from the descriptor the argv names, right after seccomp's.
+    assert_eq!(plan.files, [(PathBuf::from("/etc/passwd"), 4)]);
 }
 
 #[test]
@@ -90,7 +95,7 @@ fn default_as_root_drops_to_the_run_uid_inside() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --chdir /work/ws {ROOT_CAPS} \
+         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
          -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
@@ -116,7 +121,7 @@ fn allow_filesystem_binds_the_workspace_writable_and_protects_its_metadata() {
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /work --bind /work/ws /work/ws \
          --ro-bind /work/ws/.git /work/ws/.git --ro-bind /dev/null /work/ws/.bashrc \
-         --ro-bind {INIT} /run/cheng-init --chdir /work/ws {ROOT_CAPS} \
+         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
          -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev --write /work/ws \
          -- /bin/sh -c true"
     );
@@ -166,7 +171,7 @@ fn request_read_paths_are_bound_read_only_at_their_own_path() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /data --ro-bind /data/ref /data/ref --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --chdir /work/ws {ROOT_CAPS} \
+         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
          -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
