@@ -151,26 +151,54 @@ fn minimal_line() -> Bare {
     )
 }
 
+/// CPU time (user + system) of this process and of every child it has waited for, in ms: the
+/// children's share covers everything below them that was waited for in turn (bwrap, the
+/// sandbox, cheng's reaper), so a delta around one call is that call's CPU time.
+fn cpu_ms() -> f64 {
+    let total = |who| {
+        // SAFETY: getrusage fills a plain struct.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; the pointer is valid for the call.
+        unsafe { libc::getrusage(who, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    total(libc::RUSAGE_SELF) + total(libc::RUSAGE_CHILDREN)
+}
+
+/// Wall and CPU ms per call of one measurement.
+#[derive(Default)]
+struct Series {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+/// One named measurement: a call returning its wall time in ms.
+type Job<'a> = (&'a str, Box<dyn FnMut() -> f64 + 'a>);
+
 /// Runs every measurement once per round, in an order that rotates every round.
-fn interleave(rounds: usize, mut jobs: Vec<(&str, Box<dyn FnMut() -> f64 + '_>)>) -> Vec<(String, Vec<f64>)> {
+fn interleave(rounds: usize, mut jobs: Vec<Job<'_>>) -> Vec<(String, Series)> {
     // Warm up (probe, page cache, interpreter lookup).
     for (_, job) in jobs.iter_mut() {
         job();
     }
-    let mut out: Vec<(String, Vec<f64>)> = jobs.iter().map(|(name, _)| (name.to_string(), Vec::new())).collect();
+    let mut out: Vec<(String, Series)> = jobs.iter().map(|(name, _)| (name.to_string(), Series::default())).collect();
     let n = jobs.len();
     for round in 0..rounds {
         for k in 0..n {
             let i = (round + k) % n;
+            let before = cpu_ms();
             let took = (jobs[i].1)();
-            out[i].1.push(took);
+            out[i].1.cpu.push(cpu_ms() - before);
+            out[i].1.wall.push(took);
         }
     }
     out
 }
 
-fn get<'a>(results: &'a [(String, Vec<f64>)], name: &str) -> &'a [f64] {
-    results.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice()).unwrap_or(&[])
+fn get<'a>(results: &'a [(String, Series)], name: &str) -> &'a Series {
+    static EMPTY: Series = Series { wall: Vec::new(), cpu: Vec::new() };
+    results.iter().find(|(n, _)| n == name).map(|(_, v)| v).unwrap_or(&EMPTY)
 }
 
 fn main() {
@@ -222,26 +250,47 @@ fn main() {
             ("cli", Box::new(|| ms(cli.run()))),
         ],
     );
-    let m = |name: &str| median(get(&results, name));
+    let m = |name: &str| median(&get(&results, name).wall);
+    let c = |name: &str| median(&get(&results, name).cpu);
     let (node, own_ms, minimal_ms) = (m("node"), m("own"), m("minimal"));
     println!("code_shell `true` (medians of {n}, interleaved):");
     println!("  node in process {node:.2} ms/call");
     println!("  vs the minimal bwrap line {minimal_ms:.2} ms: {:.2}x (target <= 1.5x)", node / minimal_ms);
     println!("  vs the node's own bwrap line {own_ms:.2} ms: {:.2}x (target <= 1.1x)", node / own_ms);
     println!("  `cheng run tools/code_shell` (CLI, a fresh process) {:.2} ms/call: {:.2}x the minimal line", m("cli"), m("cli") / minimal_ms);
-    println!("  where the time goes (ms, medians; each row a separate measurement):");
-    println!("    minimal bwrap line, `true`                         {minimal_ms:6.2}");
-    println!("    + the node's view (own mounts, seccomp), `true`    {:6.2}  (+{:.2})", m("view true"), m("view true") - minimal_ms);
-    println!("    + `sh -c true` instead of `true`                   {:6.2}  (+{:.2})", m("view sh"), m("view sh") - m("view true"));
-    println!("    + the init step (own line, complete)               {:6.2}  (+{:.2})", own_ms, own_ms - m("view sh"));
-    println!("    + cheng in process (setup {:.2} ms, reaper, capture) {:6.2}  (+{:.2})", median(&setup), node, node - own_ms);
     println!(
-        "    init step outside any sandbox: helper {:.2} ms, cheng multi-call {:.2} ms, `/bin/true` alone {:.2} ms, `sh -c true` {:.2} ms",
-        m("helper true"),
-        m("cheng true"),
-        m("true"),
-        m("sh true")
+        "  CPU time (user + system, whole process tree): node {:.2} ms, minimal line {:.2} ms: {:.2}x; own line {:.2} ms: {:.2}x",
+        c("node"),
+        c("minimal"),
+        c("node") / c("minimal"),
+        c("own"),
+        c("node") / c("own")
     );
+    println!("  where the time goes (medians per call; each row a separate measurement):");
+    println!("    {:<52} {:>8} {:>8}", "", "wall ms", "CPU ms");
+    let rows = [
+        ("minimal bwrap line, `true`", "minimal", None),
+        ("+ the node's view (mounts, copies, seccomp), `true`", "view true", Some("minimal")),
+        ("+ `sh -c true` instead of `true`", "view sh", Some("view true")),
+        ("+ the init step (= the node's own line)", "own", Some("view sh")),
+        ("+ cheng in process (= the node)", "node", Some("own")),
+    ];
+    for (label, name, prev) in rows {
+        match prev {
+            None => println!("    {label:<52} {:>8.2} {:>8.2}", m(name), c(name)),
+            Some(p) => println!("    {label:<52} {:>+8.2} {:>+8.2}   (total {:.2} / {:.2})", m(name) - m(p), c(name) - c(p), m(name), c(name)),
+        }
+    }
+    println!("    cheng's setup before bwrap starts (metrics.sandbox_setup_ms): {:.2} ms", median(&setup));
+    println!("    outside any sandbox (wall / CPU ms):");
+    for (label, name) in [
+        ("`cheng-sandbox-init __sandbox-init … -- /bin/true`", "helper true"),
+        ("`cheng __sandbox-init … -- /bin/true` (multi-call)", "cheng true"),
+        ("`/bin/true`", "true"),
+        ("`sh -c true`", "sh true"),
+    ] {
+        println!("      {label:<52} {:>6.2} {:>6.2}", m(name), c(name));
+    }
     let shown: Vec<String> = own.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     println!("  own line: {} {}", own.program.display(), shown.join(" "));
     println!("  mount operations in the own line: {}", sandbox.mounts().len());
@@ -273,7 +322,7 @@ fn main() {
             ("minimal", Box::new(|| ms(minimal.run()))),
         ],
     );
-    let m = |name: &str| median(get(&results, name));
+    let m = |name: &str| median(&get(&results, name).wall);
     println!(
         "code_python `{script}`: node {:.2} ms/call, own bwrap line {:.2} ms ({:.2}x, target <= 1.1x), minimal bwrap line `true` {:.2} ms",
         m("node"),
