@@ -1,11 +1,15 @@
 //! The bubblewrap sandbox the code executors run in.
 //!
-//! [`Sandbox::prepare`] checks bwrap (fail closed: [`ErrorKind::SandboxUnavailable`], never a
-//! host fallback), builds the command line and decides every limit; [`Sandbox::run`] runs it
-//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and reports what was
-//! enforced.
+//! A plan, then a run. [`Sandbox::prepare`] gathers the host's facts ([`HostFacts`]: fail closed
+//! with [`ErrorKind::SandboxUnavailable`] when there is no bwrap, never a host fallback), then this
+//! run's facts (making the masking placeholders and the cgroup group it needs), then calls the
+//! pure `plan::plan`, which decides the whole command line, its mounts and every limit from those
+//! facts alone (and is unit-tested with facts built by hand). [`Sandbox::run`] runs the plan
+//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and
+//! reports what was enforced.
 //!
-//! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
+//! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
+//! files copied into a root that is then remounted read-only) or the whole disk read-only
 //! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
 //! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
 //! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
