@@ -3,6 +3,8 @@
 //! The binary only wires flags to the libraries: node specs come from `cheng-node`, validation,
 //! scheduling, approval and events from `cheng-engine`, rendering from `cheng_engine::catalog`.
 
+#![forbid(unsafe_code)]
+
 // Linked so that their inventory registrations are present.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;

@@ -15,6 +15,7 @@ mod inputs;
 mod markdown;
 mod preview;
 mod runtime;
+mod sandbox_init;
 mod seccomp;
 mod setuid_audit;
 mod shell;
