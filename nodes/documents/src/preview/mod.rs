@@ -278,10 +278,9 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
     budget.check()?;
     Ok(match operation {
         Operation::Markdown => {
-            let (html, in_markdown) = sanitize::render_markdown_bounded(text, || budget.check())?;
-            let flat = flatten::flatten(&html, || budget.check())?;
-            drop(html);
-            let flattened = in_markdown + flat.dropped;
+            let rendered = sanitize::render_markdown_bounded(text, || budget.check())?;
+            let flat = sanitize::flatten_rendered(rendered, || budget.check())?;
+            let flattened = flat.dropped;
             if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
                 let (text, _) = bound(Operation::Markdown, &flat.html, max_bytes);
                 Rendered { format: "html", text, flattened, bounded: true }

@@ -3,6 +3,7 @@ mod links;
 mod markdownlint;
 mod nesting;
 mod node;
+mod one_pass;
 mod preview;
 mod slugger;
 mod suggestions;
