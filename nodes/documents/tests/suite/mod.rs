@@ -1,4 +1,6 @@
+mod analysis_checks;
 mod fixtures;
+mod link_listing;
 mod links;
 mod markdownlint;
 mod nesting;
