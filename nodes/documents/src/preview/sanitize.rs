@@ -15,6 +15,7 @@ use crate::markdown::document::options;
 use crate::markdown::document::Document;
 use crate::markdown::slug::Slugger;
 use crate::preview::flatten::{flatten, Flattened, MAX_DEPTH};
+use crate::preview::prefix;
 use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use ammonia::Builder;
 use std::collections::{HashSet, VecDeque};
@@ -48,11 +49,26 @@ pub struct MarkdownHtml {
 /// its ancestor's (a deeper block ends with a line break). `check` runs every
 /// [`CHECK_EVERY_EVENTS`] events.
 ///
+/// Lines stacking more container markers than [`prefix::LINE_DEPTH`] are bounded first
+/// ([`prefix::bound`]); the levels left unopened count as flattened.
+///
 /// One pulldown-cmark pass: each heading's events are held back until the heading ends, when
 /// its anchor is known (the same text and slugger as [`Document`]'s outline). Explicit `{#id}`s
 /// reserve their slug for the whole document, earlier headings included, so the first one met
 /// restarts the rendering after one more pass that collects them all.
 pub fn render_markdown_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+    // Markers stacked past the bound on one line become text before pulldown-cmark sees them.
+    let bounded = prefix::bound(markdown);
+    let (markdown, unopened) = match &bounded {
+        Some((text, levels)) => (text.as_str(), *levels),
+        None => (markdown, 0),
+    };
+    let mut rendered = render_markdown_unprefixed(markdown, &mut check)?;
+    rendered.flattened += unopened;
+    Ok(rendered)
+}
+
+fn render_markdown_unprefixed<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
     match render_pass(markdown, None, &mut check)? {
         Some(rendered) => Ok(rendered),
         None => {

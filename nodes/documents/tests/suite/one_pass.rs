@@ -19,7 +19,11 @@ fn outline_ids(markdown: &str) -> Vec<String> {
 
 #[test]
 fn one_pass_anchors_match_the_outline() {
-    let deep = ">".repeat(MAX_DEPTH + 20);
+    // A list nested by indentation, one level per line, deeper than the bound: the heading
+    // after it sits past MAX_DEPTH containers (a list level counts two: list and item).
+    let levels = MAX_DEPTH / 2 + 10;
+    let nest: String = (0..levels).map(|i| format!("{}- x\n", "  ".repeat(i))).collect();
+    let deep = format!("{nest}{}- ", "  ".repeat(levels));
     let cases = [
         "# A\n\n## A\n\n### A 1\n\n# A\n".to_string(),
         // An explicit id reserves its slug for earlier headings too.
@@ -27,7 +31,7 @@ fn one_pass_anchors_match_the_outline() {
         "# x {.c #a-1}\n\n# a\n\n# a\n\n# a\n".to_string(),
         "# ![logo](l.png) Title `code` *em*\n\nSetext\nover two lines\n===\n\n# Title code em\n".to_string(),
         // A heading flattened past the depth bound still takes its anchor, as in the outline.
-        format!("# h\n\n{deep} # h\n\n# h\n\n{deep} # i {{#h-3}}\n\n# h\n"),
+        format!("# h\n\n{deep}# h\n\n# h\n\n{deep}# i {{#h-3}}\n\n# h\n"),
     ];
     for markdown in &cases {
         let ids = heading_ids(&render_markdown(markdown));
@@ -35,7 +39,7 @@ fn one_pass_anchors_match_the_outline() {
         let expected: Vec<String> = doc
             .headings
             .iter()
-            .filter(|h| !markdown[..h.range.start].rsplit('\n').next().is_some_and(|l| l.starts_with(&deep)))
+            .filter(|h| !markdown[..h.range.start].rsplit('\n').next().is_some_and(|l| l.starts_with(&"  ".repeat(levels))))
             .map(|h| h.anchor.clone())
             .collect();
         assert_eq!(ids, expected, "{markdown:?} (outline: {:?})", outline_ids(markdown));
