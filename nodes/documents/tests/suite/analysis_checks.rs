@@ -21,3 +21,17 @@ fn a_failing_check_stops_every_operation_part_way() {
         assert_eq!(calls, 2, "{op:?}: the second checkpoint, inside the parse, stops it");
     }
 }
+
+#[test]
+fn markers_stacked_past_the_bound_are_text_and_positions_stay() {
+    use cheng_nodes_documents::markdown::Document;
+    use cheng_nodes_documents::preview::prefix::LINE_DEPTH;
+    let deep = ">".repeat(LINE_DEPTH + 1000);
+    let text = format!("# T\n\n{deep} [a](x.md)\n\n[b](y.md)\n");
+    let doc = Document::parse(&text);
+    let dests: Vec<&str> = doc.links.iter().map(|l| l.dest.as_ref()).collect();
+    assert_eq!(dests, ["x.md", "y.md"]);
+    // Offsets are the original text's.
+    assert_eq!(&text[doc.links[0].range.clone()], "[a](x.md)");
+    assert_eq!(&text[doc.links[1].range.clone()], "[b](y.md)");
+}
