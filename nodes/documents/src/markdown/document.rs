@@ -395,10 +395,11 @@ impl<'a> Document<'a> {
                     if let Some(last) = open_links.last_mut() {
                         last.1 = true;
                     }
-                    let lower = html.trim_start().to_ascii_lowercase();
-                    if lower.starts_with("<a ") || lower.starts_with("<a>") {
-                        in_html_anchor = !lower.contains("</a>");
-                    } else if lower.starts_with("</a") {
+                    let tag = html.trim_start().as_bytes();
+                    let starts = |prefix: &[u8]| tag.len() >= prefix.len() && tag[..prefix.len()].eq_ignore_ascii_case(prefix);
+                    if starts(b"<a ") || starts(b"<a>") {
+                        in_html_anchor = !html.to_ascii_lowercase().contains("</a>");
+                    } else if starts(b"</a") {
                         in_html_anchor = false;
                     }
                 }
@@ -411,14 +412,21 @@ impl<'a> Document<'a> {
     }
 
     fn scan_html(&mut self, html: &str, offset: usize) {
-        if let Some(re) = HTML_ANCHOR.as_ref() {
+        // Every pattern below needs an `=` (an attribute value) or `<img`: most raw HTML (`<b>`,
+        // `</div>`) has neither and skips the regexes.
+        let has_value = memchr::memchr(b'=', html.as_bytes()).is_some();
+        let has_img = html.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img"));
+        if !has_value && !has_img {
+            return;
+        }
+        if let Some(re) = HTML_ANCHOR.as_ref().filter(|_| has_value) {
             for cap in re.captures_iter(html) {
                 if let Some(m) = cap.get(1).or_else(|| cap.get(2)).or_else(|| cap.get(3)) {
                     self.html_anchors.insert(m.as_str().to_string());
                 }
             }
         }
-        if let (Some(tag), Some(attr)) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref()) {
+        if let (Some(tag), Some(attr), true) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref(), has_value) {
             for t in tag.captures_iter(html) {
                 let (Some(whole), Some(name)) = (t.get(0), t.get(1)) else { continue };
                 let image = name.as_str().eq_ignore_ascii_case("img");
@@ -432,7 +440,7 @@ impl<'a> Document<'a> {
                 }
             }
         }
-        if let (Some(img), Some(alt)) = (HTML_IMG.as_ref(), HTML_ALT.as_ref()) {
+        if let (Some(img), Some(alt), true) = (HTML_IMG.as_ref(), HTML_ALT.as_ref(), has_img) {
             for m in img.find_iter(html) {
                 if !alt.is_match(m.as_str()) {
                     self.html_images_without_alt.push(offset + m.start());
