@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo bench -p cheng-nodes-documents --bench nesting`. `CHENG_BENCH_BYTES` sets the
 //! input size, `CHENG_BENCH_FAMILY` / `CHENG_BENCH_OP` keep the families / operations whose
-//! name contains the value, `CHENG_BENCH_RUNS` (default 1) takes the best of N runs. Each line
+//! name contains the value (`CHENG_BENCH_FAMILY_EXACT` set: the family named exactly so), `CHENG_BENCH_RUNS` (default 1) takes the best of N runs. Each line
 //! prints the family, a baseline measured in the same run (`pulldown`: one bare pulldown-cmark
 //! pass over the same bytes with the nodes' options, the floor of any Markdown operation that
 //! parses everything) and, per operation, the milliseconds of one whole node run (reading the
@@ -42,7 +42,8 @@ fn main() {
     );
     let mut worst = 0.0f64;
     for (name, generate) in families::FAMILIES {
-        if !name.contains(family_filter.as_str()) {
+        let exact = std::env::var_os("CHENG_BENCH_FAMILY_EXACT").is_some();
+        if (exact && *name != family_filter) || !name.contains(family_filter.as_str()) {
             continue;
         }
         let text = generate(bytes);
