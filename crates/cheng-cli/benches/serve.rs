@@ -4,6 +4,9 @@
 //! `cargo bench -p cheng-cli --bench serve`. `CHENG_BENCH_ITERS` (default 200) sets the samples
 //! per measurement; `CHENG_SOAK_READS` (10000) and `CHENG_SOAK_SHELLS` (1000) the soak's calls.
 
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 // Linked so that the in-process baseline finds the real nodes.
 use cheng_nodes_documents as _;
 

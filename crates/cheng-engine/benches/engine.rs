@@ -6,34 +6,14 @@
 //! node roughly flat from 1k to 100k (linear growth).
 //!
 //! `cargo bench -p cheng-engine --bench engine`
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_engine::{Engine, Graph, RunOptions};
 use cheng_node::*;
+use cheng_test_support::Noop;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-struct NoOp;
-static NOOP: NodeSpec = NodeSpec {
-    id: "bench/noop",
-    title: "No-op",
-    description: "Returns its input port `x` unchanged.",
-    category: "bench",
-    inputs: &[PortSpec::input("x", PortType::Any, "Anything").default("null"), PortSpec::sandbox_root()],
-    outputs: &[PortSpec::output("x", PortType::Any, "The same value")],
-    gate: None,
-    effects: Effects::ReadOnly,
-};
-
-#[async_trait]
-impl Node for NoOp {
-    fn spec(&self) -> &'static NodeSpec {
-        &NOOP
-    }
-    async fn run(&self, _ctx: &RunContext, mut input: Values) -> Result<Values, NodeError> {
-        let x = input.remove("x").unwrap_or(Value::Null);
-        Ok(Values::from_iter([("x".to_string(), x)]))
-    }
-}
 
 fn graph(n: usize, chain: bool) -> Graph {
     let nodes: Vec<Value> = (0..n)
@@ -61,7 +41,7 @@ fn per_node_us(d: Duration, n: usize) -> f64 {
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let engine = Engine::new(Registry::new().with(NoOp));
+    let engine = Engine::new(Registry::new().with(Noop));
     let dir = tempfile::tempdir().expect("tempdir");
     println!("engine overhead per node (best of 3; {} jobs)", cheng_engine::default_jobs());
     println!(

@@ -38,16 +38,10 @@ impl RunOptions {
     /// Options for `workspace` (canonicalised; it must be an existing directory): one job per CPU,
     /// approvals denied, no events, a fresh cancellation token.
     pub fn new(workspace: impl AsRef<Path>) -> std::io::Result<Self> {
-        let path = workspace.as_ref();
-        let workspace = path.canonicalize().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("workspace {}: {e}", path.display()))
+        let workspace = cheng_node::paths::canonical_root(workspace.as_ref()).map_err(|e| {
+            let kind = if e.kind == ErrorKind::NotFound { std::io::ErrorKind::NotFound } else { std::io::ErrorKind::NotADirectory };
+            std::io::Error::new(kind, e.message)
         })?;
-        if !workspace.is_dir() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotADirectory,
-                format!("workspace {} is not a directory", path.display()),
-            ));
-        }
         Ok(RunOptions {
             workspace,
             jobs: default_jobs(),
@@ -215,7 +209,6 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         events: Arc::clone(&events),
         cancel: cancel.clone(),
     });
-    let workspace_value = Value::String(options.workspace.display().to_string());
 
     let mut results: Vec<Option<NodeResult>> = (0..n).map(|_| None).collect();
     let mut waiting = graph.upstream_count.clone();
@@ -227,7 +220,6 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         while running.len() < jobs && !cancel.is_cancelled() {
             let Some(i) = ready.pop_front() else { break };
             let prepared = &graph.nodes[i];
-            let input = assemble_input(prepared, &graph.nodes, &results, &workspace_value);
             let ctx = RunContext {
                 node_id: prepared.id.clone(),
                 node_type: prepared.spec.id,
@@ -235,6 +227,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 cancel: cancel.clone(),
                 approver: Arc::clone(&approver),
             };
+            let input = assemble_input(prepared, &graph.nodes, &results, &ctx);
             if events.enabled() {
                 events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
             }
@@ -310,12 +303,12 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
 }
 
 /// The node's static input plus edge values (checked against the target port now that they are
-/// known) plus `sandbox_root`. An edge carrying `null` leaves the port unset.
+/// known) plus the engine ports rendered from `ctx`. An edge carrying `null` leaves the port unset.
 fn assemble_input(
     prepared: &PreparedNode,
     nodes: &[PreparedNode],
     results: &[Option<NodeResult>],
-    workspace: &Value,
+    ctx: &RunContext,
 ) -> Result<Values, NodeError> {
     let mut input = prepared.base.clone();
     for edge in &prepared.incoming {
@@ -341,16 +334,9 @@ fn assemble_input(
         };
         input.insert(edge.port.name.to_string(), value);
     }
-    // Injected last so nothing else can set it.
-    inject_engine_ports(prepared.spec, &mut input, workspace);
+    // Injected last so nothing else can set them.
+    ctx.inject_engine_ports(prepared.spec, &mut input)?;
     Ok(input)
-}
-
-/// Sets `sandbox_root` (when the spec declares it) to the canonical workspace root.
-pub(crate) fn inject_engine_ports(spec: &NodeSpec, input: &mut Values, workspace: &Value) {
-    for port in spec.inputs.iter().filter(|p| p.audience == Audience::Engine && p.name == "sandbox_root") {
-        input.insert(port.name.to_string(), workspace.clone());
-    }
 }
 
 /// One node: approval when the spec gates this input, then `run`; always an output object.
@@ -368,7 +354,11 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
                 }
                 return Err(NodeError::new(
                     ErrorKind::ApprovalDenied,
-                    format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id),
+                    if ctx.node_id == spec.id {
+                        format!("{} was not approved; nothing ran", spec.id)
+                    } else {
+                        format!("{} `{}` was not approved; nothing ran", spec.id, ctx.node_id)
+                    },
                 ));
             }
         }

@@ -13,6 +13,7 @@
 use crate::error::{did_you_mean, suggestions, ValidationError, ValidationErrorKind as Kind};
 use crate::graph::{Edge, Graph, GraphNode};
 use crate::ports::{check_value, edge_compatible, resolve_capped};
+use cheng_node::engine_ports::EnginePort;
 use cheng_node::{Audience, Lookup, Node, NodeSpec, PortSpec, Registry, Values};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -76,7 +77,8 @@ impl ValidatedGraph {
     pub fn planned_input(&self, id: &str, workspace: &std::path::Path) -> Option<(Arc<dyn Node>, Values)> {
         let prepared = self.inner.nodes.iter().find(|n| n.id == id)?;
         let mut input = prepared.base.clone();
-        crate::run::inject_engine_ports(prepared.spec, &mut input, &Value::String(workspace.display().to_string()));
+        // Validation refused specs with engine ports the engine does not fill, so this cannot fail.
+        cheng_node::engine_ports::inject(prepared.spec, &mut input, workspace).ok()?;
         Some((Arc::clone(&prepared.node), input))
     }
 }
@@ -97,7 +99,10 @@ pub fn validate(registry: &Registry, graph: &Graph) -> Result<ValidatedGraph, Ve
             ));
         }
         resolved.push(match registry.lookup(&gnode.node_type) {
-            Lookup::Found(node) => Some((node, static_input(node.spec(), gnode, &mut errors))),
+            Lookup::Found(node) => {
+                check_engine_ports(node.spec(), gnode, &mut errors);
+                Some((node, static_input(node.spec(), gnode, &mut errors)))
+            }
             Lookup::Gated(var) => {
                 errors.push(ValidationError::node(
                     Kind::GatedType,
@@ -276,6 +281,24 @@ fn static_input(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<Val
         values.insert(name.clone(), value);
     }
     values
+}
+
+/// A spec declaring an engine port the engine does not fill is refused: the node would
+/// otherwise run with it silently unset.
+fn check_engine_ports(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<ValidationError>) {
+    for port in spec.inputs.iter().filter(|p| p.audience == Audience::Engine) {
+        if EnginePort::from_name(port.name).is_none() {
+            errors.push(ValidationError::port(
+                Kind::UnknownPort,
+                &gnode.id,
+                port.name,
+                format!(
+                    "{} declares engine port `{}`, which the engine does not fill; this is a bug in the node type, report it",
+                    spec.id, port.name
+                ),
+            ));
+        }
+    }
 }
 
 fn known_port(

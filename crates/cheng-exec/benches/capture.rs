@@ -6,6 +6,8 @@
 //! Also reports this process's peak RSS (VmHWM), which must stay within cap + 16 MiB.
 //!
 //! `cargo bench -p cheng-exec --bench capture` (set CHENG_BENCH_BYTES to change the size).
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_exec::{ProcessSpec, Termination};
 use cheng_node::CancellationToken;

@@ -11,6 +11,8 @@
 //! after one that wrote every file (each is also asked for its `security.capability` attribute).
 //!
 //! `cargo bench -p cheng-exec --bench protect` (`-- 10000` for one size only)
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_exec::sandbox::audit::{audit, Since};
 use cheng_exec::sandbox::mounts::protect;

@@ -195,72 +195,95 @@ macro_rules! args {
 
 // Thin wrappers; each returns the value or -errno. Pointers must be valid for the call.
 pub unsafe fn read(fd: RawFd, buf: *mut u8, len: usize) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_read, fd, buf, len) }
 }
 pub unsafe fn write(fd: RawFd, buf: *const u8, len: usize) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_write, fd, buf, len) }
 }
 pub unsafe fn openat(path: *const libc::c_char, flags: libc::c_int) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_openat, libc::AT_FDCWD, path, flags, 0) }
 }
 pub unsafe fn close(fd: RawFd) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_close, fd) }
 }
 pub unsafe fn close_range(first: libc::c_uint, last: libc::c_uint) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_close_range, first, last, 0) }
 }
 pub unsafe fn getdents64(fd: RawFd, buf: *mut u8, len: usize) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_getdents64, fd, buf, len) }
 }
 pub unsafe fn dupfd_cloexec(fd: RawFd, min: RawFd) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, min) }
 }
 pub unsafe fn dup3(from: RawFd, to: RawFd) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_dup3, from, to, 0) }
 }
 pub unsafe fn prlimit(resource: libc::c_int, new: *const libc::rlimit, old: *mut libc::rlimit) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_prlimit64, 0, resource, new, old) }
 }
 pub unsafe fn sigprocmask(how: libc::c_int, set: *const u64, old: *mut u64) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_rt_sigprocmask, how, set, old, 8) }
 }
 pub unsafe fn sigaction(sig: libc::c_int, new: *const KernelSigaction, old: *mut KernelSigaction) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_rt_sigaction, sig, new, old, 8) }
 }
 pub unsafe fn signalfd(mask: *const u64, flags: libc::c_int) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_signalfd4, -1 as RawFd, mask, 8, flags) }
 }
 pub unsafe fn ppoll(fds: *mut libc::pollfd, n: usize) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_ppoll, fds, n, 0, 0, 8) }
 }
 pub unsafe fn prctl(option: libc::c_int, arg: usize) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_prctl, option, arg, 0, 0, 0) }
 }
 pub unsafe fn kill(pid: i32, sig: libc::c_int) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_kill, pid, sig) }
 }
 pub unsafe fn wait4(pid: i32, status: *mut libc::c_int, options: libc::c_int) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_wait4, pid, status, options, 0) }
 }
 pub unsafe fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: libc::c_int) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_waitid, idtype, id, info, options, 0) }
 }
 pub unsafe fn getrusage(who: libc::c_int, usage: *mut libc::rusage) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_getrusage, who, usage) }
 }
 pub unsafe fn getpid() -> i32 {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_getpid) as i32 }
 }
 pub unsafe fn setpgid(pid: i32, pgid: i32) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_setpgid, pid, pgid) }
 }
 pub unsafe fn chdir(path: *const libc::c_char) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_chdir, path) }
 }
 pub unsafe fn execve(path: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> isize {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_execve, path, argv, envp) }
 }
 pub unsafe fn exit_group(code: i32) -> ! {
+    // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe {
         args!(libc::SYS_exit_group, code);
     }

@@ -45,6 +45,11 @@ impl ErrorKind {
         ErrorKind::Internal,
     ];
 
+    /// The kind whose [`code`](Self::code) is `code`.
+    pub fn from_code(code: &str) -> Option<ErrorKind> {
+        Self::ALL.iter().copied().find(|k| k.code() == code)
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             ErrorKind::InvalidInput => "LOCAL_EXECUTOR_INVALID_INPUT",
@@ -95,7 +100,7 @@ impl ErrorKind {
             ErrorKind::Signalled => "The program was killed by a signal it did not ask for.",
             ErrorKind::MemoryLimit => "The program or script exceeded its memory limit.",
             ErrorKind::OutputLimit => "The output exceeded a hard limit that truncation cannot satisfy.",
-            ErrorKind::ScriptError => "The script raised an error or its result could not be converted to JSON.",
+            ErrorKind::ScriptError => "The script raised an error or its result could not be converted to JSON; or a test run reported failed tests although it exited 0.",
             ErrorKind::SandboxUnavailable => "The sandbox (bubblewrap, namespaces, the interpreter inside it) cannot be set up; nothing ran on the host instead.",
             ErrorKind::Internal => "A bug in cheng; please report it with the message.",
         }
@@ -136,11 +141,8 @@ impl NodeError {
     /// The failure as an output object: `success:false`, `summary`, `error_kind`, `terminal`, `error`.
     pub fn to_outputs(&self) -> Map<String, Value> {
         let mut out = Map::new();
-        out.insert("success".into(), json!(false));
         out.insert("summary".into(), json!(format!("{}: {}", self.kind.code(), self.message)));
-        out.insert("error_kind".into(), json!(self.kind.code()));
-        out.insert("terminal".into(), json!(self.terminal));
-        out.insert("error".into(), json!(self.message));
+        crate::failure::fill::<()>(&mut out, &Err(self.clone()));
         out
     }
 }

@@ -34,7 +34,10 @@
 //! assert_eq!(schema["properties"]["text"]["type"], "string");
 //! ```
 
+pub mod check;
+pub mod engine_ports;
 mod error;
+pub mod failure;
 pub mod input;
 mod node;
 pub mod paths;

@@ -29,6 +29,36 @@ impl NodeSpec {
         self.outputs.iter().find(|p| p.name == name)
     }
 
+    /// What is wrong with this spec, one sentence each (empty when nothing): an engine port the
+    /// engine does not fill, a default that is not valid JSON or that validation would refuse
+    /// (other than `""`, the seeds' "nothing chosen"),
+    /// a failure output declared with the wrong type or wording. Registration tests assert it is
+    /// empty for every linked node.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for port in self.inputs {
+            if port.audience == Audience::Engine && crate::engine_ports::EnginePort::from_name(port.name).is_none() {
+                problems.push(format!("{}: engine port `{}` is not one the engine fills", self.id, port.name));
+            }
+            match (port.default, port.default_value()) {
+                (Some(text), None) => problems.push(format!("{}: default of `{}` is not JSON: {text}", self.id, port.name)),
+                // `""` is the seeds' "nothing chosen" for an operation; the node names the choices.
+                (_, Some(value)) if !value.is_null() && value != "" => {
+                    if let Err(message) = crate::check::check_value(port, &value) {
+                        problems.push(format!("{}: default of `{}` fails its own spec: {message}", self.id, port.name));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for port in self.outputs {
+            if let Err(message) = crate::failure::declared_as(port) {
+                problems.push(format!("{}: {message}", self.id));
+            }
+        }
+        problems
+    }
+
     /// The last path segment of the id, used for file names: `workspace_shell`.
     pub fn short_name(&self) -> &'static str {
         self.id.rsplit('/').next().unwrap_or(self.id)
@@ -207,7 +237,8 @@ impl PortSpec {
         Self::input(name, ty, description)
     }
 
-    /// The engine-injected `sandbox_root` port every workspace-bound node declares.
+    /// The engine-injected `sandbox_root` port every workspace-bound node declares (rendered from
+    /// `RunContext::workspace`, see `engine_ports`).
     pub const fn sandbox_root() -> Self {
         Self::input(
             "sandbox_root",
@@ -289,6 +320,35 @@ mod tests {
         let detect = json!({"operation": "detect"});
         assert!(effects.requires_approval(run.as_object().unwrap()));
         assert!(!effects.requires_approval(detect.as_object().unwrap()));
+    }
+
+    #[test]
+    fn problems_name_unknown_engine_ports_bad_defaults_and_failure_ports() {
+        static BAD: NodeSpec = NodeSpec {
+            id: "test/bad",
+            title: "Bad",
+            description: "",
+            category: "test",
+            inputs: &[
+                PortSpec::sandbox_root(),
+                PortSpec::input("secret_root", PortType::String, "").audience(Audience::Engine),
+                PortSpec::input("timeout_ms", PortType::Integer, "").default("0").min(1),
+                PortSpec::input("mode", PortType::String, "").default("nope"),
+            ],
+            outputs: &[
+                PortSpec::output("terminal", PortType::String, ""),
+                PortSpec::output("error_kind", PortType::String, "my own words"),
+            ],
+            gate: None,
+            effects: Effects::ReadOnly,
+        };
+        let problems = BAD.problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert!(problems[0].contains("engine port `secret_root`"), "{}", problems[0]);
+        assert!(problems[1].contains("`timeout_ms` fails its own spec"), "{}", problems[1]);
+        assert!(problems[2].contains("`mode` is not JSON"), "{}", problems[2]);
+        assert!(problems[3].contains("`terminal` must be boolean"), "{}", problems[3]);
+        assert!(problems[4].contains("`error_kind` must use"), "{}", problems[4]);
     }
 
     #[test]

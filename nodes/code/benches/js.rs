@@ -3,6 +3,8 @@
 //! Targets: ≤ 1 ms per call in process, and ≥ 80× faster than `node -e`. Run with
 //! `cargo bench -p cheng-nodes-code --bench js`. The baseline needs Node.js on PATH
 //! (`apt-get install -y nodejs`); without it only the in-process figure is printed.
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

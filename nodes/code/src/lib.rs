@@ -2,6 +2,8 @@
 //! (feature `python`, registered when CHENG_ENABLE_CODE_PYTHON is set) and `tools/code_js`
 //! (feature `js`, QuickJS in process, registered when CHENG_ENABLE_CODE_JS is set).
 
+#![forbid(unsafe_code)]
+
 mod ports;
 pub mod result;
 pub mod sandboxed;

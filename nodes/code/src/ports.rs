@@ -1,6 +1,6 @@
 //! Port specs the code executors share, so a port that means the same on two nodes reads the
 //! same on both (the python and js seed tables word their outputs identically; shell and python
-//! share working_subdir and request_read_paths).
+//! share working_subdir and request_read_paths). The failure outputs are `cheng_node::failure`'s.
 
 use cheng_node::{PortSpec, PortType};
 
@@ -31,11 +31,4 @@ pub const SCRIPT_OUTPUTS: [PortSpec; 6] = [
     PortSpec::output("stdout", PortType::String, "Standard output stream"),
     PortSpec::output("stderr", PortType::String, "Standard error stream"),
     PortSpec::output("warnings", PortType::Array(&PortType::String), "Validation warnings produced before execution"),
-];
-
-/// The failure ports every code executor adds to its seed outputs; `success` is each node's own.
-pub const ERROR_OUTPUTS: [PortSpec; 3] = [
-    PortSpec::output("error_kind", PortType::String, "The LOCAL_EXECUTOR_* code when success is false (NON_ZERO_EXIT, TIMED_OUT, MEMORY_LIMIT, SCRIPT_ERROR, ...), else null"),
-    PortSpec::output("terminal", PortType::Boolean, "Whether retrying the same request cannot help, when success is false; else null"),
-    PortSpec::output("error", PortType::String, "What went wrong, in one sentence, when success is false; else null"),
 ];

@@ -29,10 +29,10 @@
 use crate::ports;
 use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::channel::Channel;
 use cheng_exec::sandbox::IO_DIR;
-use cheng_node::{async_trait, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{async_trait, failure, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -96,9 +96,9 @@ const OUTPUTS: &[PortSpec] = &[
     ports::SCRIPT_OUTPUTS[4],
     ports::SCRIPT_OUTPUTS[5],
     sandboxed::SUCCESS_OUTPUT,
-    ports::ERROR_OUTPUTS[0],
-    ports::ERROR_OUTPUTS[1],
-    ports::ERROR_OUTPUTS[2],
+    failure::ERROR_KIND,
+    failure::TERMINAL,
+    failure::ERROR,
 ];
 
 static SPEC: NodeSpec = NodeSpec {
@@ -287,7 +287,7 @@ impl Node for CodePython {
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        let ports = SandboxPorts::read(ctx, &input, false)?;
+        let ports = SandboxPorts::read(ctx, &SPEC, &input)?;
         let mut warnings = Vec::new();
         if ports.script.trim().is_empty() {
             warnings.push("script is empty: result will be null".to_string());
@@ -326,7 +326,7 @@ impl Node for CodePython {
         let overflow = received.exceeded().then_some(received.total_bytes);
         let (result, failure) = match sandboxed::oom_failure(&run) {
             Some(oom) => (Value::Null, Some(oom)),
-            None => interpret(std::str::from_utf8(&received.bytes).ok(), overflow, &run.output),
+            None => interpret(std::str::from_utf8(&received.bytes).ok(), overflow, &run.output, ports.timeout_ms),
         };
         Ok(sandboxed::outputs(&run, result, warnings, failure))
     }
@@ -334,8 +334,8 @@ impl Node for CodePython {
 
 /// The result and failure from the channel (its text, and its size when it carried more than
 /// the channel keeps) and the process outcome.
-fn interpret(channel: Option<&str>, overflow: Option<u64>, out: &cheng_exec::ProcessOutput) -> (Value, Option<(ErrorKind, String)>) {
-    let process_failure = sandboxed::classify(out);
+fn interpret(channel: Option<&str>, overflow: Option<u64>, out: &cheng_exec::ProcessOutput, timeout_ms: u64) -> (Value, Option<(ErrorKind, String)>) {
+    let process_failure = sandboxed::classify(out, timeout_ms);
     if let Some((kind @ (ErrorKind::TimedOut | ErrorKind::Cancelled), message)) = process_failure {
         return (Value::Null, Some((kind, message)));
     }
@@ -428,22 +428,22 @@ mod tests {
 
     #[test]
     fn results_and_errors_come_from_the_channel() {
-        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), None, &exited(0, ""));
+        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), None, &exited(0, ""), 5000);
         assert_eq!((v, f), (serde_json::json!([1, 2]), None));
-        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), None, &exited(1, ""));
+        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), None, &exited(1, ""), 5000);
         let (kind, msg) = f.unwrap();
         assert_eq!(kind, ErrorKind::ScriptError);
         assert!(msg.contains("line 3"), "{msg}");
-        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), None, &exited(1, ""));
+        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), None, &exited(1, ""), 5000);
         assert!(f.unwrap().1.contains("type set"));
-        let (_, f) = interpret(None, None, &exited(1, "MemoryError\n"));
+        let (_, f) = interpret(None, None, &exited(1, "MemoryError\n"), 5000);
         assert_eq!(f.unwrap().0, ErrorKind::MemoryLimit);
         // The runner's own refusal and a channel flooded by the script both name the limit.
-        let (_, f) = interpret(Some(r#"{"error":"too_large","type":"str","message":"","bytes":20000000}"#), None, &exited(1, ""));
+        let (_, f) = interpret(Some(r#"{"error":"too_large","type":"str","message":"","bytes":20000000}"#), None, &exited(1, ""), 5000);
         let (kind, msg) = f.unwrap();
         assert_eq!(kind, ErrorKind::OutputLimit);
         assert!(msg.contains("16 MiB result limit") && msg.contains("20000000 bytes"), "{msg}");
-        let (v, f) = interpret(Some(r#"{"ok": true, "result": 1}"#), Some(419_430_426), &exited(0, ""));
+        let (v, f) = interpret(Some(r#"{"ok": true, "result": 1}"#), Some(419_430_426), &exited(0, ""), 5000);
         let (kind, msg) = f.unwrap();
         assert_eq!((v, kind), (Value::Null, ErrorKind::OutputLimit));
         assert!(msg.contains("16 MiB result limit") && msg.contains("419430426 bytes"), "{msg}");

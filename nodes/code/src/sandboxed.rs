@@ -13,13 +13,15 @@
 //!   (`requested_paths` names it); a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
 //! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
 //!   signal or hits its memory limit still returns every seed output, plus `success:false`,
-//!   `error_kind`, `terminal` and `error` (declared as output ports), because
+//!   `error_kind`, `terminal` and `error` (`cheng_node::failure`), because
 //!   `NodeError::to_outputs` would drop stdout, stderr and metrics.
+//! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
+//!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::limits::{MAX_MEMORY_MB, MIN_MEMORY_MB};
+use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::{ProcessOutput, Termination};
-use cheng_node::{input, paths, ApprovalRequest, ErrorKind, NodeError, PortSpec, PortType, RunContext, Values};
+use cheng_node::{failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext, Values};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,19 +29,16 @@ use std::time::Duration;
 /// Per-stream capture cap (head+tail).
 pub const STDOUT_CAP: usize = 1 << 20;
 pub const STDERR_CAP: usize = 256 << 10;
-pub const DEFAULT_TIMEOUT_MS: i64 = 5000;
 pub const MAX_TIMEOUT_MS: i64 = 300_000;
-pub const DEFAULT_MEMORY_MB: i64 = 128;
 /// Smallest accepted timeout: bwrap alone needs a few milliseconds.
 pub const MIN_TIMEOUT_MS: i64 = 100;
 /// Re-exported for the spec tables.
 pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
 pub const MEMORY_MAX: i64 = MAX_MEMORY_MB;
 
-/// The `success` port both sandboxed nodes add to the seed's outputs (see `ports::ERROR_OUTPUTS`).
-pub const SUCCESS_OUTPUT: PortSpec = PortSpec::output(
-    "success",
-    PortType::Boolean,
+/// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s
+/// other three).
+pub const SUCCESS_OUTPUT: PortSpec = failure::success(
     "Whether the script ran and exited 0 (added to the seed table: failures keep stdout, stderr and metrics)",
 );
 
@@ -58,8 +57,11 @@ pub struct SandboxPorts {
 }
 
 impl SandboxPorts {
-    /// Reads and checks the ports; `network_port` is false for code_python (no such switch).
-    pub fn read(ctx: &RunContext, values: &Values, network_port: bool) -> Result<Self, NodeError> {
+    /// Reads the ports through `spec` (its defaults and ranges); a switch the spec does not
+    /// declare (code_python has no `allow_network`) is off.
+    pub fn read(ctx: &RunContext, spec: &'static NodeSpec, values: &Values) -> Result<Self, NodeError> {
+        let int = |name: &str| input::int(values, input::port(spec, name)?);
+        let switch = |name: &str| spec.input(name).map_or(Ok(false), |port| input::boolean(values, port));
         let script = input::opt_str(values, "script")
             .ok_or_else(|| NodeError::invalid_input("script is required: the code to run"))?
             .to_string();
@@ -70,16 +72,9 @@ impl SandboxPorts {
                 paths::display_relative(&ctx.workspace, &cwd)
             )));
         }
-        let timeout_ms = input::i64_or(values, "timeout_ms", DEFAULT_TIMEOUT_MS);
-        if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-            return Err(NodeError::invalid_input(format!(
-                "timeout_ms {timeout_ms} is out of range: use {MIN_TIMEOUT_MS}..={MAX_TIMEOUT_MS}"
-            )));
-        }
-        let memory_mb = input::i64_or(values, "memory_mb", DEFAULT_MEMORY_MB);
-        if !(MEMORY_MIN..=MEMORY_MAX).contains(&memory_mb) {
-            return Err(NodeError::invalid_input(format!("memory_mb {memory_mb} is out of range: use {MEMORY_MIN}..={MEMORY_MAX}")));
-        }
+        // In range by the spec's own check (`input::int`), so never negative.
+        let timeout_ms = int("timeout_ms")?.unsigned_abs();
+        let memory_mb = int("memory_mb")?.unsigned_abs();
         let mut read_paths = Vec::new();
         for (i, raw) in input::string_list(values, "request_read_paths")?.into_iter().enumerate() {
             let path = PathBuf::from(&raw);
@@ -99,12 +94,12 @@ impl SandboxPorts {
             script,
             input: values.get("input").cloned().unwrap_or(Value::Null),
             cwd,
-            allow_filesystem: input::bool_or(values, "allow_filesystem", false),
-            allow_full_disk_readonly: input::bool_or(values, "allow_full_disk_readonly", false),
-            allow_network: network_port && input::bool_or(values, "allow_network", false),
+            allow_filesystem: switch("allow_filesystem")?,
+            allow_full_disk_readonly: switch("allow_full_disk_readonly")?,
+            allow_network: switch("allow_network")?,
             read_paths,
-            timeout_ms: timeout_ms as u64,
-            memory_mb: memory_mb as u64,
+            timeout_ms,
+            memory_mb,
         })
     }
 
@@ -161,8 +156,9 @@ pub async fn run(ctx: &RunContext, request: SandboxRequest) -> Result<SandboxRun
     sandbox.run(&ctx.cancel).await
 }
 
-/// The failure class of a finished run, from the process outcome and stderr.
-pub fn classify(out: &ProcessOutput) -> Option<(ErrorKind, String)> {
+/// The failure class of a finished run, from the process outcome and stderr; `timeout_ms` is
+/// the limit the run had.
+pub fn classify(out: &ProcessOutput, timeout_ms: u64) -> Option<(ErrorKind, String)> {
     // bwrap reports a signal-killed child as exit status 128 + signal.
     let signal = out.signal.or_else(|| out.exit_code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
     let stderr = &out.stderr.text;
@@ -170,7 +166,10 @@ pub fn classify(out: &ProcessOutput) -> Option<(ErrorKind, String)> {
     let memory = memory_words.iter().any(|w| stderr.contains(w));
     match out.termination {
         Termination::TimedOut => {
-            return Some((ErrorKind::TimedOut, format!("the script ran longer than timeout_ms ({} ms) and the whole sandbox was killed", out.duration_ms())))
+            return Some((
+                ErrorKind::TimedOut,
+                format!("the script ran longer than timeout_ms ({timeout_ms} ms) and the whole sandbox was killed; raise timeout_ms (at most {MAX_TIMEOUT_MS}) or do less work"),
+            ))
         }
         Termination::Cancelled => return Some((ErrorKind::Cancelled, "the run was cancelled and the whole sandbox was killed".into())),
         _ => {}
@@ -245,24 +244,42 @@ pub fn outputs(run: &SandboxRun, result: Value, warnings: Vec<String>, failure: 
     out.insert("stdout".into(), json!(run.output.stdout.text));
     out.insert("stderr".into(), json!(run.output.stderr.text));
     out.insert("warnings".into(), json!(warnings));
-    match failure {
-        None => {
-            out.insert("success".into(), json!(true));
-            out.insert("error_kind".into(), Value::Null);
-            out.insert("terminal".into(), Value::Null);
-            out.insert("error".into(), Value::Null);
-        }
-        Some((kind, message)) => {
-            out.insert("success".into(), json!(false));
-            out.insert("error_kind".into(), json!(kind.code()));
-            out.insert("terminal".into(), json!(kind.terminal()));
-            out.insert("error".into(), json!(message));
-        }
-    }
+    let result = match failure {
+        None => Ok(()),
+        Some((kind, message)) => Err(NodeError::new(kind, message)),
+    };
+    failure::fill(&mut out, &result);
     out
 }
 
 /// Warnings describing what the sandbox enforced differently from the ideal.
 pub fn enforcement_warnings(run: &SandboxRun) -> Vec<String> {
     run.enforcement.warnings.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timed_out(duration_ms: u64) -> ProcessOutput {
+        ProcessOutput {
+            exit_code: None,
+            termination: Termination::TimedOut,
+            signal: None,
+            duration: Duration::from_millis(duration_ms),
+            stdout: cheng_node::text::head_tail(b"", 16),
+            stderr: cheng_node::text::head_tail(b"", 16),
+            spawn_error: None,
+            usage: None,
+        }
+    }
+
+    #[test]
+    fn the_timeout_error_names_the_limit_not_the_measured_time() {
+        // Killing a sandbox takes a while: the run lasts longer than its limit.
+        let (kind, message) = classify(&timed_out(1873), 1500).expect("a failure");
+        assert_eq!(kind, ErrorKind::TimedOut);
+        assert!(message.contains("timeout_ms (1500 ms)"), "{message}");
+        assert!(!message.contains("1873"), "{message}");
+    }
 }

@@ -11,11 +11,11 @@
 //! - **Warnings** come from a look at the script before it runs (network tools with
 //!   `allow_network` off, writes into the workspace with `allow_filesystem` off, `sudo`/`su`, an
 //!   empty script) and from the sandbox (what it could not enforce here).
-//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::limits`); min 16, max 65536.
+//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::sandbox::SandboxLimits`); min 16, max 65536.
 
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_node::{async_trait, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{async_trait, failure, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::Value;
 use std::ffi::OsString;
 
@@ -72,9 +72,9 @@ const OUTPUTS: &[PortSpec] = &[
     PortSpec::output("stderr", PortType::String, "Standard error"),
     PortSpec::output("warnings", PortType::Array(&PortType::String), "Script validation warnings"),
     sandboxed::SUCCESS_OUTPUT,
-    ports::ERROR_OUTPUTS[0],
-    ports::ERROR_OUTPUTS[1],
-    ports::ERROR_OUTPUTS[2],
+    failure::ERROR_KIND,
+    failure::TERMINAL,
+    failure::ERROR,
 ];
 
 static SPEC: NodeSpec = NodeSpec {
@@ -101,7 +101,7 @@ impl Node for CodeShell {
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        let ports = SandboxPorts::read(ctx, &input, true)?;
+        let ports = SandboxPorts::read(ctx, &SPEC, &input)?;
         let mut warnings = lint(&ports.script, ports.allow_network, ports.allow_filesystem);
         ports.approve_read_paths(ctx, "code_shell").await?;
 
@@ -124,7 +124,7 @@ impl Node for CodeShell {
 
         let run = sandboxed::run(ctx, request).await?;
         warnings.extend(sandboxed::enforcement_warnings(&run));
-        let failure = sandboxed::classify(&run.output);
+        let failure = sandboxed::classify(&run.output, ports.timeout_ms);
         let result = if failure.is_none() && !run.output.stdout.truncated { parse_result(&run.output.stdout.text) } else { Value::Null };
         Ok(sandboxed::outputs(&run, result, warnings, failure))
     }

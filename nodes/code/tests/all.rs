@@ -1,3 +1,5 @@
 //! Integration tests, compiled into one binary (cases in `suite/`).
+// A test: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod suite;

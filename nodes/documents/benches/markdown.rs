@@ -7,6 +7,8 @@
 //! large document touches fresh memory on every run: see docs/performance.md).
 //! Run with `cargo bench -p cheng-nodes-documents --bench markdown`; `CHENG_BENCH_SIZES=1,10`
 //! picks the sizes in MB.
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_nodes_documents::markdown::diagnostics::check;
 use cheng_nodes_documents::markdown::document::options;
@@ -79,6 +81,7 @@ fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> Timing {
 fn usage() -> (u64, f64) {
     // SAFETY: getrusage only writes into the zeroed struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: getrusage writes only into `usage`.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
         return (0, 0.0);
     }

@@ -13,6 +13,8 @@
 //! assert_eq!(tree[0].children[1].anchor, "set-up-1");
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod markdown;
 pub mod preview;
 pub mod source;

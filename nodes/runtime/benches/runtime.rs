@@ -7,37 +7,19 @@
 //! - list_tools: a toolkit of the five workspace and document nodes (functions + schemas).
 //!
 //! `cargo bench -p cheng-nodes-runtime --bench runtime`
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_nodes_documents as _;
 use cheng_nodes_workspace as _;
 
 use cheng_engine::{Engine, RunOptions};
-use cheng_node::{async_trait, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry, RunContext, Values};
+use cheng_node::{Registry, Values};
 use cheng_nodes_runtime::ToolRuntime;
+use cheng_test_support::Noop;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-
-struct Noop;
-static NOOP: NodeSpec = NodeSpec {
-    id: "bench/noop",
-    title: "No-op",
-    description: "Returns its text.",
-    category: "bench",
-    inputs: &[PortSpec::input("text", PortType::String, "Text").default("\"\"")],
-    outputs: &[PortSpec::output("text", PortType::String, "The same text")],
-    gate: None,
-    effects: Effects::ReadOnly,
-};
-#[async_trait]
-impl Node for Noop {
-    fn spec(&self) -> &'static NodeSpec {
-        &NOOP
-    }
-    async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        Ok(input)
-    }
-}
 
 fn object(value: Value) -> Values {
     value.as_object().cloned().unwrap_or_default()
@@ -80,8 +62,8 @@ fn main() {
     let direct = Engine::new(Registry::new().with(Noop));
     let via = Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::new().with(Noop))));
     let config = object(json!({"exposed_tools": [{"type": "bench/noop", "name": "noop"}]}));
-    let call = object(json!({"action": "execute", "tool_call": {"name": "noop", "arguments": {"text": "hi"}}}));
-    let dry = object(json!({"action": "execute", "dry_run": true, "tool_call": {"name": "noop", "arguments": {"text": "hi"}}}));
+    let call = object(json!({"action": "execute", "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}));
+    let dry = object(json!({"action": "execute", "dry_run": true, "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}));
     let inventory = Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::from_inventory_with(|_| false))));
     let toolkit = object(json!({"exposed_tools": [
         {"type": "tools/workspace_git"}, {"type": "tools/workspace_shell"}, {"type": "tools/workspace_tests"},
@@ -91,7 +73,7 @@ fn main() {
 
     rt.block_on(async {
         let base = time(N, || async {
-            black_box(direct.run_node("bench/noop", Values::new(), object(json!({"text": "hi"})), options.clone()).await.is_ok());
+            black_box(direct.run_node("bench/noop", Values::new(), object(json!({"x": "hi"})), options.clone()).await.is_ok());
         })
         .await;
         let execute = time(N, || async {

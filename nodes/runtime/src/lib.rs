@@ -74,7 +74,7 @@ pub use outcome::Status;
 pub use toolkit::{Entry, Tool, Toolkit};
 
 use cheng_engine::Engine;
-use cheng_node::{input, Audience, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry, RunContext, Values};
+use cheng_node::{failure, input, Audience, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry, RunContext, Values};
 use outcome::Outcome;
 use serde_json::Value;
 
@@ -82,6 +82,8 @@ use serde_json::Value;
 pub const ID: &str = "tools/runtime";
 
 const ACTIONS: &[&str] = &["list_tools", "execute"];
+
+const DRY_RUN: PortSpec = PortSpec::input("dry_run", PortType::Boolean, "Validate only, do not dispatch").default("false");
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: ID,
@@ -94,7 +96,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::input("exposed_tools", PortType::Array(&PortType::Object), "Curated toolkit")
             .default("[]")
             .audience(Audience::Author),
-        PortSpec::input("dry_run", PortType::Boolean, "Validate only, do not dispatch").default("false"),
+        DRY_RUN,
     ],
     outputs: &[
         PortSpec::output("status", PortType::String, "Runtime operation status"),
@@ -102,10 +104,10 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("result", PortType::Any, "Tool execution result"),
         PortSpec::output("errors", PortType::Array(&PortType::String), "Configuration errors"),
         PortSpec::output("warnings", PortType::Array(&PortType::String), "Configuration warnings"),
-        PortSpec::output("success", PortType::Boolean, "Whether status is ok or validated (added to the seed table: drives exit codes and graph scheduling)"),
-        PortSpec::output("error_kind", PortType::String, "The LOCAL_EXECUTOR_* code when success is false (the tool's own code when it ran and failed), else null"),
-        PortSpec::output("terminal", PortType::Boolean, "Whether retrying the same request cannot help, when success is false; else null"),
-        PortSpec::output("error", PortType::String, "What went wrong, in one sentence, when success is false; else null"),
+        failure::success("Whether status is ok or validated (added to the seed table: drives exit codes and graph scheduling)"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     // The runtime itself changes nothing; each tool it runs is gated by its own effects.
@@ -156,7 +158,7 @@ impl Node for ToolRuntime {
             _ => &[],
         };
         let toolkit = Toolkit::parse(&engine, entries);
-        let dry_run = input::bool_or(&input, "dry_run", false);
+        let dry_run = input::boolean(&input, &DRY_RUN)?;
         let tool_call = input.get("tool_call").filter(|v| !v.is_null());
         let outcome = match input::opt_str(&input, "action").unwrap_or("list_tools") {
             "execute" => execute::execute(&engine, &toolkit, ctx, tool_call, dry_run).await,

@@ -1,6 +1,6 @@
 //! The runtime's output object: `status` and the seed's ports, plus the house failure fields.
 
-use cheng_node::{ErrorKind, NodeError, Values};
+use cheng_node::{failure, ErrorKind, NodeError, Values};
 use serde_json::{json, Value};
 
 /// The value of the `status` output.
@@ -57,6 +57,15 @@ impl Failure {
     pub fn from_error(error: &NodeError) -> Self {
         Failure { code: error.kind.code().to_string(), terminal: error.terminal, message: error.message.clone() }
     }
+
+    /// The failure as the `NodeError` the failure outputs are filled from (a tool's own
+    /// `error_kind` is always a `LOCAL_EXECUTOR_*` code; anything else is reported as internal).
+    fn to_error(&self) -> NodeError {
+        match ErrorKind::from_code(&self.code) {
+            Some(kind) => NodeError { kind, message: self.message.clone(), terminal: self.terminal },
+            None => NodeError::internal(format!("{} (unknown error kind {:?})", self.message, self.code)),
+        }
+    }
 }
 
 /// One action's result, rendered by [`Outcome::into_outputs`].
@@ -87,17 +96,18 @@ impl Outcome {
 
     /// The output object, every declared port present, in spec order.
     pub fn into_outputs(self) -> Values {
-        let failure = self.failure;
+        let result = match (self.status.success(), &self.failure) {
+            (true, _) => Ok(()),
+            (false, Some(failure)) => Err(failure.to_error()),
+            (false, None) => Err(NodeError::internal(format!("status {} carries no failure; this is a bug in cheng", self.status.as_str()))),
+        };
         let mut out = Values::new();
         out.insert("status".into(), json!(self.status.as_str()));
         out.insert("functions".into(), self.functions.map_or(Value::Null, Value::Array));
         out.insert("result".into(), self.result);
         out.insert("errors".into(), json!(self.errors));
         out.insert("warnings".into(), json!(self.warnings));
-        out.insert("success".into(), json!(self.status.success()));
-        out.insert("error_kind".into(), failure.as_ref().map_or(Value::Null, |f| json!(f.code)));
-        out.insert("terminal".into(), failure.as_ref().map_or(Value::Null, |f| json!(f.terminal)));
-        out.insert("error".into(), failure.map_or(Value::Null, |f| json!(f.message)));
+        failure::fill(&mut out, &result);
         out
     }
 }
@@ -133,6 +143,6 @@ mod tests {
         let out = Outcome::new(Status::Validated).into_outputs();
         assert_eq!(out["success"], true);
         assert_eq!(out["error_kind"], Value::Null);
-        assert_eq!(out["terminal"], Value::Null);
+        assert_eq!(out["terminal"], false);
     }
 }

@@ -2,6 +2,8 @@
 //! of the same tree in the same run (targets: under 50 ms and at most 2x).
 //!
 //! Run: `cargo bench -p cheng-nodes-workspace --bench detect`
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_node::{Decision, Node, RunContext};
 use cheng_nodes_workspace::WorkspaceTests;

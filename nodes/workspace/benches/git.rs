@@ -2,31 +2,17 @@
 //! `git status --porcelain=v2` in the same run (target: at most 1.2x).
 //!
 //! Run: `cargo bench -p cheng-nodes-workspace --bench git`
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_node::{Decision, Node, RunContext};
 use cheng_nodes_workspace::WorkspaceGit;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use cheng_test_support::git;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FILES: usize = 10_000;
 const ROUNDS: usize = 25;
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.invalid")
-        .stdout(Stdio::null())
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
-}
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();

@@ -2,6 +2,8 @@
 //! `std::process::Command::new("true").status()`, N iterations each, in the same run.
 //!
 //! `cargo bench -p cheng-nodes-workspace --bench shell` (CHENG_BENCH_ITERS to change N).
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_node::{Decision, Registry, RunContext, Values};
 // Linked for its `inventory` registrations.

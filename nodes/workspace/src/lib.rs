@@ -4,9 +4,10 @@
 //! registers it with `inventory::submit!`.
 
 mod git;
+mod program;
 mod shell;
-mod testing;
+mod workspace_tests;
 
 pub use git::WorkspaceGit;
-pub use shell::WorkspaceShell;
-pub use testing::WorkspaceTests;
+pub use shell::{WorkspaceShell, STDERR_CAP, STDOUT_CAP};
+pub use workspace_tests::WorkspaceTests;

@@ -69,7 +69,7 @@ fn util(name: &str) -> Option<PathBuf> {
 /// Whether cheng can run as uid 65534 with a working sandbox here; prints why when not.
 pub fn unprivileged_sandbox_works() -> bool {
     let skip = |why: String| require_or_skip_that(&why, false);
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return skip("root (the tests must start as root to switch to uid 65534)".into());
     }
     let (Some(setpriv), Some(_)) = (util("setpriv"), util("prlimit")) else {
@@ -441,7 +441,7 @@ fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
     }
 }
 
-/// The attack on nested repositories through the real binary: `sub/.git` (hooks and
+/// The attack on nested repositories through the real binary: `sub/.git` (hooks and
 /// config) and `sub2/.git` naming `sub2-gitdir/` stay as they were with allow_filesystem.
 #[test]
 fn nested_repositories_cannot_be_written_with_allow_filesystem() {
@@ -538,9 +538,7 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
     // The three sleeps themselves running (not merely a shell naming them).
     let sleeps = format!("^{pattern}[123]$");
     let started = eventually(|| pids_matching(&sleeps).len() == 3);
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    // SAFETY: plain kill(2) on the child this test spawned.
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    send_signal(child.id(), "INT");
     let out = child.wait_with_output().expect("cheng exits");
     let gone = eventually(|| pids_matching(&pattern).is_empty());
     let survivors = pids_matching(&pattern);

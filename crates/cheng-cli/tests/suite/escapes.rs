@@ -34,8 +34,7 @@ impl Drop for Sweep {
     fn drop(&mut self) {
         for secs in &self.0 {
             for pid in processes(&["sleep", secs]) {
-                // SAFETY: plain kill(2) of a sleep this test started.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                send_signal(pid, "KILL");
             }
         }
     }
@@ -84,7 +83,7 @@ fn spawn_cheng(args: &[&str]) -> Child {
 }
 
 #[test]
-fn the_issues_setsid_command_leaves_nothing_running() {
+fn setsid_dash_f_sleep_leaves_nothing_running() {
     let _sweep = Sweep(vec!["82.9001"]);
     let (_d, ws) = temp_workspace();
     let input = json!({"command": "setsid", "args": ["-f", "sleep", "82.9001"]});
@@ -126,8 +125,7 @@ fn an_interrupt_leaves_no_escaped_grandchild() {
     let input = shell_input(&escaping(&sleeps, "sleep 1000"));
     let child = spawn_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"]);
     assert!(all_running(&sleeps), "the escapes did not start: {:?}", survivors(&sleeps));
-    // SAFETY: plain kill(2) of the cheng we spawned.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert!(send_signal(child.id(), "INT"), "kill -INT {}", child.id());
     let out = child.wait_with_output().expect("cheng exits");
     let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     assert_eq!(out.status.code(), Some(130), "{value}");

@@ -19,14 +19,7 @@ fn outside_repo(root: &Path) -> String {
 }
 
 fn plain_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&cheng_test_support::plain_git(dir, args).stdout).into_owned()
 }
 
 /// Exit status, error kind and message of a run that must fail; stdout and stderr together must

@@ -1,4 +1,4 @@
-//! Issue 9's setuid attack through the real `cheng` binary (with its sandbox init step), as
+//! The setuid attack through the real `cheng` binary (with its sandbox init step), as
 //! root: a writable run makes a setuid (or setgid) file in the workspace, by chmod in code_shell
 //! and by creating it with the bits in code_python. Whatever stops it (the seccomp filter, or
 //! the audit after the run), nothing privileged is left on the host, nobody who runs the file
@@ -12,8 +12,7 @@ use std::process::Command;
 
 /// bwrap and root are what this attack needs; in CI their absence is a failure, not a skip.
 fn runs_here() -> bool {
-    // SAFETY: geteuid has no failure modes.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = is_root();
     let ok = root && bwrap_works();
     if !ok {
         assert!(std::env::var_os("CI").is_none(), "the setuid attack tests need root and bubblewrap in CI");
@@ -69,7 +68,7 @@ fn code_shell_cannot_leave_a_setuid_root_shell() {
 fn code_python_cannot_create_a_setuid_file() {
     if !runs_here() { return; }
     let (_d, ws) = temp_workspace();
-    // As measured in the issue: created with the bits in its mode (a later write by an
+    // Created with the bits in its mode (a later write by an
     // unprivileged uid would clear them, so the file stays empty).
     let script = "import os\nfd = os.open('t2', os.O_CREAT | os.O_WRONLY, 0o4755)\nos.close(fd)\nresult = oct(os.stat('t2').st_mode)";
     let input = json!({"allow_filesystem": true, "script": script}).to_string();

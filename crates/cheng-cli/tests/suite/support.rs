@@ -17,7 +17,14 @@ pub fn fixtures() -> PathBuf {
 pub fn cheng() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
     cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").stdin(Stdio::null());
+    without_terminal(&mut cmd);
     cmd
+}
+
+/// Runs `cmd` in a session of its own, without a controlling terminal: cheng asks approvals on
+/// /dev/tty when there is one, and tests run from a developer's terminal must not be asked.
+pub fn without_terminal(cmd: &mut Command) {
+    cheng_exec::session::without_controlling_terminal(cmd);
 }
 
 /// Runs `cheng` with `args` and returns its output.
@@ -38,12 +45,7 @@ pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: 
     (out.status.code().unwrap_or(-1), value, stderr)
 }
 
-/// A fresh canonical temporary workspace.
-pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, root)
-}
+pub use cheng_test_support::{git, temp_workspace};
 
 /// Whether `tool` is an executable on PATH.
 pub fn on_path(tool: &str) -> bool {
@@ -92,18 +94,19 @@ pub fn bwrap_works() -> bool {
     require_or_skip_that("a bubblewrap that can create namespaces", works)
 }
 
-/// Runs git in `dir` with host configuration ignored and a fixed identity; panics when git fails.
-pub fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Fixture")
-        .env("GIT_AUTHOR_EMAIL", "fixture@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Fixture")
-        .env("GIT_COMMITTER_EMAIL", "fixture@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+/// Sends `signal` (`INT`, `KILL`, …) to process `pid` with kill(1), so the tests need no
+/// `unsafe` (the workspace forbids it outside cheng-exec). Whether kill(1) succeeded.
+pub fn send_signal(pid: impl std::fmt::Display, signal: &str) -> bool {
+    Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this process runs as root: `/proc/self` belongs to the effective uid.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }

@@ -2,6 +2,7 @@ mod nodes;
 
 mod approval;
 mod cancel;
+mod engine_ports;
 mod inject;
 mod schedule;
 mod validation;

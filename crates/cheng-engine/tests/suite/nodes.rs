@@ -98,7 +98,7 @@ impl Node for Fail {
         &FAIL
     }
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        if input::bool_or(&input, "err", false) {
+        if input::boolean(&input, &FAIL.inputs[0])? {
             return Err(NodeError::new(ErrorKind::NotFound, "no such thing"));
         }
         Ok(obj(json!({ "success": false, "summary": "failed on purpose", "error_kind": "LOCAL_EXECUTOR_NON_ZERO_EXIT" })))
@@ -181,7 +181,7 @@ impl Node for Sleep {
         self.started.fetch_add(1, Ordering::SeqCst);
         let now = self.current.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak.fetch_max(now, Ordering::SeqCst);
-        let ms = input::i64_or(&input, "ms", 10) as u64;
+        let ms = input::int(&input, &SLEEP.inputs[0])?.unsigned_abs();
         let cancelled = tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(ms)) => false,
             () = ctx.cancel.cancelled() => true,

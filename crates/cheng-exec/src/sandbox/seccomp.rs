@@ -279,7 +279,7 @@ mod tests {
         let mut read = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut read).unwrap();
         assert_eq!(read, program_bytes().unwrap());
-        let mut b = crate::bwrap::Bwrap::new();
+        let mut b = crate::sandbox::bwrap::Bwrap::new();
         b.seccomp(SECCOMP_FD);
         let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(args, ["--seccomp", "3"]);
@@ -302,7 +302,7 @@ mod tests {
             let file = path("f");
             std::fs::write(base.join("f"), "x").unwrap();
             let mut r = Vec::new();
-            // SAFETY (all calls below): raw system calls on NUL-terminated paths this test owns.
+            // SAFETY: (all calls below) raw system calls on NUL-terminated paths this test owns.
             unsafe {
                 r.push(("fchmodat 4755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o4755, 0))));
                 r.push(("fchmodat 2755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o2755, 0))));

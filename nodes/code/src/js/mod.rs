@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::{
+    failure,
     input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
 };
 use serde_json::{json, Value};
@@ -53,9 +54,7 @@ pub const ID: &str = "tools/code_js";
 /// The environment variable that must be set for the node to be registered.
 pub const GATE: &str = "CHENG_ENABLE_CODE_JS";
 
-const DEFAULT_TIMEOUT_MS: i64 = 5000;
 const MAX_TIMEOUT_MS: i64 = 300_000;
-const DEFAULT_MEMORY_MB: i64 = 128;
 /// QuickJS allocates inside cheng's own process: keep the ceiling well below a host's memory.
 const MAX_MEMORY_MB: i64 = 2048;
 /// How long after the deadline the engine waits for a script stuck in a native operation.
@@ -96,10 +95,10 @@ static OUTPUTS: &[PortSpec] = &[
     ports::SCRIPT_OUTPUTS[3],
     ports::SCRIPT_OUTPUTS[4],
     ports::SCRIPT_OUTPUTS[5],
-    PortSpec::output("success", PortType::Boolean, "Whether the script ran and produced a result (added to the seed table: failures keep stdout, stderr and metrics)"),
-    ports::ERROR_OUTPUTS[0],
-    ports::ERROR_OUTPUTS[1],
-    ports::ERROR_OUTPUTS[2],
+    failure::success("Whether the script ran and produced a result (added to the seed table: failures keep stdout, stderr and metrics)"),
+    failure::ERROR_KIND,
+    failure::TERMINAL,
+    failure::ERROR,
 ];
 
 pub static SPEC: NodeSpec = NodeSpec {
@@ -145,23 +144,15 @@ impl Node for CodeJs {
     }
 }
 
-/// Reads and range-checks the limits (the engine validated them already; direct callers may not have).
+/// Reads the limits through the spec (its defaults and ranges: the engine's own check, for
+/// direct callers that did not go through the engine).
 fn limits_from(input: &Values) -> Result<Limits, NodeError> {
-    let timeout_ms = input::i64_or(input, "timeout_ms", DEFAULT_TIMEOUT_MS);
-    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-        return Err(NodeError::invalid_input(format!(
-            "timeout_ms is {timeout_ms}; it must be between 1 and {MAX_TIMEOUT_MS}"
-        )));
-    }
-    let memory_mb = input::i64_or(input, "memory_mb", DEFAULT_MEMORY_MB);
-    if !(1..=MAX_MEMORY_MB).contains(&memory_mb) {
-        return Err(NodeError::invalid_input(format!(
-            "memory_mb is {memory_mb}; it must be between 1 and {MAX_MEMORY_MB}"
-        )));
-    }
+    let timeout_ms = input::int(input, input::port(&SPEC, "timeout_ms")?)?.unsigned_abs();
+    let memory_mb = usize::try_from(input::int(input, input::port(&SPEC, "memory_mb")?)?)
+        .map_err(|_| NodeError::internal("memory_mb passed its range check but is not a size"))?;
     Ok(Limits {
-        timeout: Duration::from_millis(timeout_ms as u64),
-        memory_bytes: memory_mb as usize * 1024 * 1024,
+        timeout: Duration::from_millis(timeout_ms),
+        memory_bytes: memory_mb * 1024 * 1024,
         max_stack_bytes: MAX_STACK_BYTES,
     })
 }
@@ -299,22 +290,17 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
 fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
     warnings.extend(outcome.warnings.iter().cloned());
     let mut out = Values::new();
-    let (result, success, error_kind, terminal, error) = match &outcome.result {
-        Ok(value) => (value.clone(), true, Value::Null, Value::Null, Value::Null),
-        Err(failure) => {
-            (Value::Null, false, json!(failure.kind.code()), json!(failure.kind.terminal()), json!(failure.message))
-        }
+    let result = match &outcome.result {
+        Ok(value) => Ok(value.clone()),
+        Err(failed) => Err(NodeError::new(failed.kind, failed.message.clone())),
     };
-    out.insert("result".into(), result);
+    out.insert("result".into(), result.as_ref().map_or(Value::Null, Value::clone));
     out.insert("isolation_level".into(), json!("quickjs"));
     out.insert("metrics".into(), outcome.metrics_json());
     out.insert("stdout".into(), json!(outcome.stdout.text));
     out.insert("stderr".into(), json!(outcome.stderr.text));
     out.insert("warnings".into(), json!(warnings));
-    out.insert("success".into(), json!(success));
-    out.insert("error_kind".into(), error_kind);
-    out.insert("terminal".into(), terminal);
-    out.insert("error".into(), error);
+    failure::fill(&mut out, &result);
     out
 }
 

@@ -175,7 +175,7 @@ async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
     }
 }
 
-/// The attack of issue 9: a setuid copy of a shell made in a writable workspace. Whatever stops
+/// The setuid attack: a setuid copy of a shell made in a writable workspace. Whatever stops
 /// it first (the seccomp filter refuses the chmod; without it, the audit after the run removes
 /// the bit), no setuid file is left on the host, and when the chmod went through the warning
 /// names the file.

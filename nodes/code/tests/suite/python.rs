@@ -1,7 +1,7 @@
 //! tools/code_python against the real sandbox.
 
 use super::sandbox_support::*;
-use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::{Sandbox, SandboxRequest};
 use cheng_node::{Decision, ErrorKind, Registry};
 use cheng_nodes_code::python::CodePython;

@@ -8,13 +8,14 @@
 pub mod artifact;
 pub mod flatten;
 pub mod html_text;
+pub mod prefix;
 pub mod sanitize;
 
 use crate::source::{read_text, resolve_file, MAX_TEXT_BYTES};
-use cheng_node::input::{non_empty_str, opt_str};
+use cheng_node::input::{self, non_empty_str, opt_str};
 use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
-use cheng_node::{Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use flatten::MAX_DEPTH;
 use cheng_node::CancellationToken;
 use serde_json::{json, Value};
@@ -23,6 +24,12 @@ use std::time::{Duration, Instant};
 pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
 /// Default and largest preview size.
 pub const MAX_PREVIEW_BYTES: i64 = 524_288;
+
+/// `max_bytes`: the spec is the only place its default (the maximum) and range live.
+const MAX_BYTES: PortSpec = PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
+    .default("524288")
+    .min(1)
+    .max(MAX_PREVIEW_BYTES);
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_preview",
@@ -40,15 +47,12 @@ pub static SPEC: NodeSpec = NodeSpec {
         )
         .default("null"),
         PortSpec::input("content", PortType::String, "Inline source text when no workspace file is involved").default("null"),
-        PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
-            .default("null")
-            .min(1)
-            .max(MAX_PREVIEW_BYTES),
+        MAX_BYTES,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
         PortSpec::output("operation", PortType::String, "Preview operation that was executed"),
-        PortSpec::output("success", PortType::Boolean, "Whether the preview succeeded"),
+        failure::success("Whether the preview succeeded"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the preview result"),
         PortSpec::output("format", PortType::String, "Output format: html, text, or metadata"),
         PortSpec::output("preview", PortType::String, "Rendered or derived preview text (bounded)"),
@@ -59,9 +63,9 @@ pub static SPEC: NodeSpec = NodeSpec {
         ),
         PortSpec::output("source_bytes", PortType::Integer, "Size of the source content in bytes"),
         PortSpec::output("source_path", PortType::String, "Source file path when the preview was from a workspace file"),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     effects: Effects::ReadOnly,
@@ -113,17 +117,8 @@ impl Node for WorkspacePreview {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let operation = Operation::parse(&input)?;
-        let max_bytes = match input.get("max_bytes") {
-            None | Some(Value::Null) => MAX_PREVIEW_BYTES,
-            Some(v) => match v.as_i64() {
-                Some(n) if (1..=MAX_PREVIEW_BYTES).contains(&n) => n,
-                _ => {
-                    return Err(NodeError::invalid_input(format!(
-                        "max_bytes must be an integer from 1 to {MAX_PREVIEW_BYTES} (got {v}); omit it for the maximum"
-                    )))
-                }
-            },
-        } as usize;
+        let max_bytes = usize::try_from(input::int(&input, &MAX_BYTES)?)
+            .map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
         let source = match (non_empty_str(&input, "path"), opt_str(&input, "content")) {
             (Some(path), _) => Source::Path(path.to_string()),
             (None, Some(content)) => Source::Content(content.to_string()),
@@ -176,6 +171,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
+    failure::fill::<()>(&mut out, &Ok(()));
     let mut flattened_count = 0usize;
     let mut pre_bounded = false;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
@@ -193,7 +189,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                 .map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
             let mut head = format!("{}: {}, {} ({})", meta.path.as_deref().unwrap_or("content"), meta.size, meta.mime, meta.kind);
             if let Some(lines) = meta.lines {
-                head.push_str(&format!(", {lines} lines"));
+                head.push_str(&format!(", {lines} line{}", if lines == 1 { "" } else { "s" }));
             }
             if let Some(img) = &meta.image {
                 head.push_str(&format!(", {}x{}", img.width, img.height));
@@ -278,10 +274,9 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
     budget.check()?;
     Ok(match operation {
         Operation::Markdown => {
-            let (html, in_markdown) = sanitize::render_markdown_bounded(text, || budget.check())?;
-            let flat = flatten::flatten(&html, || budget.check())?;
-            drop(html);
-            let flattened = in_markdown + flat.dropped;
+            let rendered = sanitize::render_markdown_bounded(text, || budget.check())?;
+            let flat = sanitize::flatten_rendered(rendered, || budget.check())?;
+            let flattened = flat.dropped;
             if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
                 let (text, _) = bound(Operation::Markdown, &flat.html, max_bytes);
                 Rendered { format: "html", text, flattened, bounded: true }
@@ -335,33 +330,50 @@ pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, boo
 /// The last position at or before `head` and the first at or after `tail` that lie outside any
 /// tag (attribute values may hold raw `<` and `>`, so quotes are tracked) on a char boundary.
 fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
-    #[derive(PartialEq)]
-    enum State {
-        Text,
-        Tag,
-        Double,
-        Single,
-    }
-    let mut state = State::Text;
+    // Text runs are found with memchr (the cut is made up to 16 times on texts of many MiB).
+    let bytes = html.as_bytes();
     let mut head_end = 0;
     let mut tail_start = html.len();
-    for (i, b) in html.bytes().enumerate() {
-        if state == State::Text && html.is_char_boundary(i) {
-            if i <= head {
-                head_end = i;
-            } else if i >= tail && i >= head_end {
-                tail_start = i;
-                break;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Text from `i` up to and including the next `<` (at `open`).
+        let open = memchr::memchr(b'<', &bytes[i..]).map_or(bytes.len(), |k| i + k);
+        let last = open.min(bytes.len() - 1);
+        if i <= head {
+            let mut p = last.min(head);
+            while p > i && !html.is_char_boundary(p) {
+                p -= 1;
+            }
+            if html.is_char_boundary(p) {
+                head_end = p;
             }
         }
-        state = match (state, b) {
-            (State::Text, b'<') => State::Tag,
-            (State::Tag, b'>') => State::Text,
-            (State::Tag, b'"') => State::Double,
-            (State::Tag, b'\'') => State::Single,
-            (State::Double, b'"') | (State::Single, b'\'') => State::Tag,
-            (s, _) => s,
-        };
+        let mut p = i.max(head + 1).max(tail).max(head_end);
+        while p <= last && !html.is_char_boundary(p) {
+            p += 1;
+        }
+        if p <= last {
+            tail_start = p;
+            break;
+        }
+        // Inside a tag from `open + 1`: quoted attribute values may hold `>`.
+        let mut j = open + 1;
+        loop {
+            let Some(k) = bytes.get(j..).and_then(|rest| memchr::memchr3(b'>', b'"', b'\'', rest)) else {
+                j = bytes.len();
+                break;
+            };
+            let at = j + k;
+            if bytes[at] == b'>' {
+                j = at + 1;
+                break;
+            }
+            j = match memchr::memchr(bytes[at], &bytes[at + 1..]) {
+                Some(close) => at + 1 + close + 1,
+                None => bytes.len(),
+            };
+        }
+        i = j;
     }
     (head_end, tail_start.max(head_end))
 }
@@ -370,6 +382,57 @@ fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use cheng_node::Decision;
+
+    /// The byte-at-a-time scan [`html_cut_points`] replaced.
+    fn cut_points_bytewise(html: &str, head: usize, tail: usize) -> (usize, usize) {
+        #[derive(PartialEq)]
+        enum State {
+            Text,
+            Tag,
+            Double,
+            Single,
+        }
+        let mut state = State::Text;
+        let mut head_end = 0;
+        let mut tail_start = html.len();
+        for (i, b) in html.bytes().enumerate() {
+            if state == State::Text && html.is_char_boundary(i) {
+                if i <= head {
+                    head_end = i;
+                } else if i >= tail && i >= head_end {
+                    tail_start = i;
+                    break;
+                }
+            }
+            state = match (state, b) {
+                (State::Text, b'<') => State::Tag,
+                (State::Tag, b'>') => State::Text,
+                (State::Tag, b'"') => State::Double,
+                (State::Tag, b'\'') => State::Single,
+                (State::Double, b'"') | (State::Single, b'\'') => State::Tag,
+                (s, _) => s,
+            };
+        }
+        (head_end, tail_start.max(head_end))
+    }
+
+    #[test]
+    fn cut_points_match_the_bytewise_scan() {
+        let samples = [
+            "<p>héllo <a href=\"x>y\" title='a\"b>'>wörld</a> &amp; <b>z</b></p><p>tail ü</p>",
+            "plain text only, no tags at all ééé",
+            "<a href=\"unterminated",
+            "<<<>>> <x y='>'> text",
+            "",
+        ];
+        for html in samples {
+            for head in 0..=html.len() + 1 {
+                for tail in [0, head, head + 1, html.len() / 2, html.len().saturating_sub(3), html.len(), html.len() + 2] {
+                    assert_eq!(html_cut_points(html, head, tail), cut_points_bytewise(html, head, tail), "{html:?} {head} {tail}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_time_limit_stops_a_preview_inside_the_pipeline() {

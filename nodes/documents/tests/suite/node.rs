@@ -33,7 +33,7 @@ fn specs_match_the_seed() {
             ("operation", Some("\"\""), None, None),
             ("path", Some("null"), None, None),
             ("content", Some("null"), None, None),
-            ("max_bytes", Some("null"), Some(1), Some(524_288)),
+            ("max_bytes", Some("524288"), Some(1), Some(524_288)),
             ("sandbox_root", Some("null"), None, None),
         ]
     );

@@ -179,7 +179,7 @@ async fn dry_run_of_a_read_only_tool_needs_no_approval() {
     assert_eq!(out["result"]["requires_approval"], false);
     assert_eq!(out["result"]["approval"], Value::Null);
     assert_eq!(out["result"]["input"]["operation"], "log");
-    assert_eq!(out["result"]["input"]["max_count"], Value::Null);
+    assert_eq!(out["result"]["input"]["max_count"], 20, "the dry run shows the default that will apply");
 }
 
 #[tokio::test]

@@ -12,8 +12,7 @@ use cheng_node::{
 };
 use cheng_nodes_runtime::ToolRuntime;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -203,28 +202,7 @@ pub fn names(out: &Values) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A fresh canonical temporary workspace.
-pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, root)
-}
-
-/// Runs `git` for fixture building with a fixed identity and no host configuration.
-pub fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Fixture")
-        .env("GIT_AUTHOR_EMAIL", "fixture@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Fixture")
-        .env("GIT_COMMITTER_EMAIL", "fixture@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
+pub use cheng_test_support::{git, temp_workspace};
 
 /// A repository with one committed file and one untracked file.
 pub fn repo(dir: &Path) {

@@ -46,19 +46,26 @@ mod status;
 mod validate;
 
 use cheng_exec::ProcessOutput;
-use cheng_node::input::{i64_or, non_empty_str, opt_str, string_list};
+use cheng_node::input::{self, non_empty_str, opt_str, string_list};
 use cheng_node::paths::{display_relative, resolve_existing};
 use cheng_node::text::Bounded;
-use cheng_node::{async_trait, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{async_trait, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use command::Git;
 use serde_json::{json, Value};
 
-/// Default of `max_bytes`.
-pub const DEFAULT_MAX_BYTES: i64 = 262_144;
 /// Largest accepted `max_bytes` (16 MiB): the most any one git output is held in memory.
 pub const MAX_MAX_BYTES: i64 = 16 << 20;
-pub const DEFAULT_MAX_COUNT: i64 = 20;
 pub const MAX_MAX_COUNT: i64 = 100;
+
+/// `max_bytes` and `max_count`: the spec is the only place their defaults and ranges live.
+const MAX_BYTES: PortSpec = PortSpec::input("max_bytes", PortType::Integer, "Output byte cap (default 262144).")
+    .default("262144")
+    .min(1)
+    .max(MAX_MAX_BYTES);
+const MAX_COUNT: PortSpec = PortSpec::input("max_count", PortType::Integer, "For log: number of commits (default 20, max 100)")
+    .default("20")
+    .min(1)
+    .max(MAX_MAX_COUNT);
 
 const OPERATIONS: &[&str] = &["status", "diff", "log", "show", "branch"];
 
@@ -81,19 +88,13 @@ static SPEC: NodeSpec = NodeSpec {
         .default("[]"),
         PortSpec::input("revision", PortType::String, "For show: local revision (HEAD, branch name, commit hash).")
             .default("null"),
-        PortSpec::input("max_bytes", PortType::Integer, "Output byte cap (default 262144).")
-            .default("null")
-            .min(1)
-            .max(MAX_MAX_BYTES),
-        PortSpec::input("max_count", PortType::Integer, "For log: number of commits (default 20, max 100)")
-            .default("null")
-            .min(1)
-            .max(MAX_MAX_COUNT),
+        MAX_BYTES,
+        MAX_COUNT,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
         PortSpec::output("operation", PortType::String, "Git operation that was executed"),
-        PortSpec::output("success", PortType::Boolean, "Whether the operation succeeded"),
+        failure::success("Whether the operation succeeded"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the operation result"),
         PortSpec::output("files", PortType::Any, "Structured status entries (changed/staged/untracked files)"),
         PortSpec::output("commits", PortType::Any, "Structured log entries (hash/author/date/subject)"),
@@ -102,9 +103,9 @@ static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("stdout", PortType::String, "Raw capped stdout text (diff/show output)"),
         PortSpec::output("stdout_truncated", PortType::Boolean, "True when stdout was head+tail truncated due to byte cap"),
         PortSpec::output("stderr", PortType::String, "Raw capped stderr text"),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     effects: Effects::ReadOnly,
@@ -143,7 +144,7 @@ impl Node for WorkspaceGit {
             _ => branch(&git, &mut out).await?,
         }
         if out.get("success") == Some(&Value::Null) {
-            out.insert("success".into(), json!(true));
+            failure::fill::<()>(&mut out, &Ok(()));
         }
         let repo = display_relative(&ctx.workspace, &git.toplevel);
         if repo != "." {
@@ -181,19 +182,10 @@ fn parse_request(input: &Values) -> Result<Request, NodeError> {
             "revision applies to show and log, not to {operation}; leave it unset"
         )));
     }
-    let max_bytes = i64_or(input, "max_bytes", DEFAULT_MAX_BYTES);
-    if !(1..=MAX_MAX_BYTES).contains(&max_bytes) {
-        return Err(NodeError::invalid_input(format!(
-            "max_bytes {max_bytes} is out of range; use 1..={MAX_MAX_BYTES} (default {DEFAULT_MAX_BYTES})"
-        )));
-    }
-    let max_count = i64_or(input, "max_count", DEFAULT_MAX_COUNT);
-    if !(1..=MAX_MAX_COUNT).contains(&max_count) {
-        return Err(NodeError::invalid_input(format!(
-            "max_count {max_count} is out of range; the max is {MAX_MAX_COUNT} (min 1, default {DEFAULT_MAX_COUNT})"
-        )));
-    }
-    Ok(Request { operation, pathspecs, revision, max_bytes: max_bytes as usize, max_count })
+    let max_bytes = input::int(input, &MAX_BYTES)?;
+    let max_count = input::int(input, &MAX_COUNT)?;
+    let max_bytes = usize::try_from(max_bytes).map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
+    Ok(Request { operation, pathspecs, revision, max_bytes, max_count })
 }
 
 /// Every output port, null, with `operation` set.
@@ -214,12 +206,9 @@ fn git_failed(out: &mut Values, what: &str, proc: &ProcessOutput) {
     let code = proc.exit_code.map_or("no exit status".to_string(), |c| format!("exit status {c}"));
     let message = format!("{what} failed ({code}): {first}");
     let kind = proc.error_kind().unwrap_or(ErrorKind::NonZeroExit);
-    out.insert("success".into(), json!(false));
     out.insert("summary".into(), json!(message));
     out.insert("stderr".into(), json!(proc.stderr.text));
-    out.insert("error_kind".into(), json!(kind.code()));
-    out.insert("terminal".into(), json!(kind.terminal()));
-    out.insert("error".into(), json!(message));
+    failure::fill::<()>(out, &Err(NodeError::new(kind, message)));
 }
 
 /// The complete part of a possibly truncated structured output: the head before the omitted
@@ -295,8 +284,9 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
         summary.push_str(": working tree clean");
     } else {
         summary.push_str(&format!(
-            ": {} changed paths — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
-            parsed.files.len()
+            ": {} changed {} — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
+            parsed.files.len(),
+            if parsed.files.len() == 1 { "path" } else { "paths" }
         ));
     }
     if parsed.unparsed > 0 {
@@ -351,7 +341,8 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let mut summary = if files.is_empty() {
         format!("No changes to tracked files against {against} (staged and unstaged)")
     } else {
-        format!("{} files changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
+        let noun = if files.len() == 1 { "file" } else { "files" };
+        format!("{} {noun} changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
     };
     if unparsed > 0 {
         summary.push_str(&format!("; {unparsed} numstat lines could not be parsed"));
@@ -461,12 +452,13 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let numstat_text = if meta.stdout.truncated { kept_records(&meta.stdout, '\n') } else { fields[log::FIELDS] };
     let (files, _) = diff::parse_numstat(numstat_text);
     let mut summary = format!(
-        "{} {} by {} on {}: {} files changed",
+        "{} {} by {} on {}: {} {} changed",
         commit["short_hash"].as_str().unwrap_or(""),
         commit["subject"].as_str().unwrap_or(""),
         commit["author"].as_str().unwrap_or(""),
         commit["date"].as_str().unwrap_or(""),
-        files.len()
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" }
     );
     if patch.stdout.truncated {
         summary.push_str(&format!("; output head+tail truncated to max_bytes {}", request.max_bytes));
@@ -494,10 +486,11 @@ async fn branch(git: &Git, out: &mut Values) -> Result<(), NodeError> {
     let branches = branch::parse(kept_records(&refs.stdout, '\n'));
     let current = symbolic.success().then(|| symbolic.stdout.text.trim().to_string()).filter(|s| !s.is_empty());
     let head_hash = head.success().then(|| head.stdout.text.trim().to_string());
+    let noun = if branches.len() == 1 { "branch" } else { "branches" };
     let summary = match (&current, &head_hash) {
-        (Some(name), Some(_)) => format!("{} local branches; on {name}", branches.len()),
+        (Some(name), Some(_)) => format!("{} local {noun}; on {name}", branches.len()),
         (Some(name), None) => format!("The repository has no commits yet; on branch {name} (unborn)"),
-        (None, Some(hash)) => format!("{} local branches; HEAD detached at {hash}", branches.len()),
+        (None, Some(hash)) => format!("{} local {noun}; HEAD detached at {hash}", branches.len()),
         (None, None) => "HEAD does not point at a branch or a commit".to_string(),
     };
     out.insert("summary".into(), json!(summary));
@@ -527,7 +520,7 @@ mod tests {
     #[test]
     fn max_count_over_the_limit_cites_the_max() {
         let err = parse_request(&input(json!({"operation": "log", "max_count": 101}))).err().unwrap();
-        assert!(err.message.contains("max is 100"), "{}", err.message);
+        assert!(err.message.contains("maximum 100"), "{}", err.message);
         assert!(parse_request(&input(json!({"operation": "log", "max_count": 100}))).is_ok());
     }
 

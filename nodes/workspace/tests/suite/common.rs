@@ -4,7 +4,8 @@
 use cheng_node::{Decision, Node, NodeError, RunContext, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+pub use cheng_test_support::{git, init_repo, temp_workspace};
 
 /// The repository root (for `fixtures/`).
 pub fn repo_root() -> PathBuf {
@@ -15,52 +16,11 @@ pub fn fixtures() -> PathBuf {
     repo_root().join("fixtures")
 }
 
-/// A fresh canonical temporary workspace.
-pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, root)
-}
-
 /// Runs `node` on `workspace` with `input` (an object), as the engine would after approval.
 pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Result<Values, NodeError> {
     let ctx = RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
     let input = input.as_object().cloned().unwrap_or_default();
     node.run(&ctx, input).await
-}
-
-/// Runs `git` for fixture building with a fixed identity and no host configuration.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Fixture")
-        .env("GIT_AUTHOR_EMAIL", "fixture@example.invalid")
-        .env("GIT_COMMITTER_NAME", "Fixture")
-        .env("GIT_COMMITTER_EMAIL", "fixture@example.invalid")
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A repository at `dir` with `main` checked out and the given files committed.
-pub fn init_repo(dir: &Path, files: &[(&str, &str)]) {
-    std::fs::create_dir_all(dir).expect("mkdir");
-    git(dir, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
-    for (name, content) in files {
-        let path = dir.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(path, content).expect("write");
-    }
-    if !files.is_empty() {
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-qm", "initial commit"]);
-    }
 }
 
 /// The `error_kind` code of a failed run, whether reported as `Err` or as outputs.

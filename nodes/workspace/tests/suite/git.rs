@@ -22,12 +22,7 @@ fn hostile_repo(repo: &Path, marker: &Path) {
 
 /// Plain git with the repository's own configuration, as any user would run it.
 fn plain_git(repo: &Path, args: &[&str]) {
-    let _ = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output();
+    let _ = cheng_test_support::plain_git(repo, args);
 }
 
 #[tokio::test]
@@ -338,7 +333,7 @@ async fn defaults_max_count_20_max_bytes_262144_and_show_head() {
     assert_eq!(log["commits"].as_array().map(Vec::len), Some(20));
     let over = run(&WorkspaceGit, &ws, json!({"operation": "log", "max_count": 101})).await.expect_err("101");
     assert_eq!(over.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(over.message.contains("max is 100"), "{}", over.message);
+    assert!(over.message.contains("maximum 100"), "{}", over.message);
 
     let show = run(&WorkspaceGit, &ws, json!({"operation": "show"})).await.expect("show");
     assert_eq!(show["commits"][0]["subject"], "change 24", "revision defaults to HEAD");

@@ -10,7 +10,6 @@ use super::common::*;
 use cheng_nodes_workspace::WorkspaceGit;
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const SECRET: &str = "outside-secret-subject";
 const OPERATIONS: [&str; 5] = ["status", "diff", "log", "show", "branch"];
@@ -29,13 +28,7 @@ fn outside_repo() -> (tempfile::TempDir, PathBuf, String) {
 
 /// Plain git in `dir`, as a user would run it (host configuration ignored): stdout and stderr.
 fn plain_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git runs");
+    let out = cheng_test_support::plain_git(dir, args);
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 

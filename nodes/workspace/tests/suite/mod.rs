@@ -1,4 +1,5 @@
 mod common;
 mod git;
 mod git_confinement;
-mod testing;
+mod shell;
+mod workspace_tests;

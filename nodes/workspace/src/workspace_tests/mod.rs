@@ -23,25 +23,24 @@ mod parsers;
 use detect::DEFAULT_LIMITS;
 
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
-use cheng_node::input::{i64_or, non_empty_str, opt_str, string_list};
-use cheng_node::paths::{display_relative, resolve_existing};
+use cheng_node::input::{non_empty_str, string_list};
+use crate::program::{check_args, check_program, resolve_cwd};
+use cheng_node::paths::display_relative;
 use cheng_node::text::Bounded;
 use cheng_node::{
-    async_trait, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
+    async_trait, failure, input, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
     RunContext, Values,
 };
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const DEFAULT_TIMEOUT_MS: i64 = 300_000;
-pub const MAX_TIMEOUT_MS: i64 = 600_000;
+/// `timeout_ms`: the spec is the only place its default (300000) and range live.
+const TIMEOUT_MS: PortSpec = crate::program::timeout_ms("For run: wall-clock budget in ms (default 300000, max 600000)", "300000");
 /// Bytes of each stream kept for parsing.
 pub const CAPTURE_CAP: usize = 4 << 20;
 /// Bytes of each stream returned in `stdout` / `stderr`.
 pub const OUTPUT_CAP: usize = 256 << 10;
-/// At most this many arguments.
-pub const MAX_ARGS: usize = 1024;
 
 const OPERATIONS: &[&str] = &["detect", "run"];
 
@@ -67,15 +66,12 @@ static SPEC: NodeSpec = NodeSpec {
         .default("[]"),
         PortSpec::input("cwd", PortType::String, "Directory relative to the workspace root (project subdirectory in a monorepo)")
             .default("null"),
-        PortSpec::input("timeout_ms", PortType::Integer, "For run: wall-clock budget in ms (default 300000, max 600000)")
-            .default("null")
-            .min(1)
-            .max(MAX_TIMEOUT_MS),
+        TIMEOUT_MS,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
         PortSpec::output("operation", PortType::String, "Test operation that was executed (detect or run)"),
-        PortSpec::output("success", PortType::Boolean, "Whether the operation succeeded"),
+        failure::success("Whether the operation succeeded"),
         PortSpec::output("summary", PortType::String, "Human-readable summary of the test result"),
         PortSpec::output(
             "detected_project",
@@ -96,9 +92,9 @@ static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("stdout_truncated", PortType::Boolean, "True when stdout was head+tail truncated due to byte cap"),
         PortSpec::output("stderr", PortType::String, "Capped stderr text (head+tail truncated when over the cap)"),
         PortSpec::output("stderr_truncated", PortType::Boolean, "True when stderr was head+tail truncated due to byte cap"),
-        PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)"),
-        PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried"),
-        PortSpec::output("error", PortType::String, "Error message when the operation failed"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
     ],
     gate: None,
     effects: Effects::Approval(ApprovalRule::Operations(&["run"])),
@@ -156,24 +152,12 @@ fn run_request(ctx: &RunContext, input: &Values) -> Result<RunRequest, NodeError
             "command is required for run and is never inferred; pick one of detect's suggested commands, e.g. command \"cargo\" with args [\"test\"]",
         )
     })?;
-    if command.contains('\0') || command.len() > 4096 {
-        return Err(NodeError::invalid_input("command must be a program name or path without NUL bytes, at most 4096 bytes"));
-    }
+    check_program(command)?;
     let args = string_list(input, "args")?;
-    if args.len() > MAX_ARGS {
-        return Err(NodeError::invalid_input(format!("args has {} entries; at most {MAX_ARGS} are accepted", args.len())));
-    }
-    if let Some(i) = args.iter().position(|a| a.contains('\0')) {
-        return Err(NodeError::invalid_input(format!("args[{i}] contains a NUL byte")));
-    }
-    let timeout_ms = i64_or(input, "timeout_ms", DEFAULT_TIMEOUT_MS);
-    if !(1..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
-        return Err(NodeError::invalid_input(format!(
-            "timeout_ms {timeout_ms} is out of range; use 1..={MAX_TIMEOUT_MS} (default {DEFAULT_TIMEOUT_MS})"
-        )));
-    }
-    let cwd = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
-    Ok(RunRequest { command: command.to_string(), args, cwd, timeout: Duration::from_millis(timeout_ms as u64) })
+    check_args(&args)?;
+    let timeout_ms = input::int(input, &TIMEOUT_MS)?;
+    let cwd = resolve_cwd(&ctx.workspace, input)?;
+    Ok(RunRequest { command: command.to_string(), args, cwd, timeout: Duration::from_millis(timeout_ms.unsigned_abs()) })
 }
 
 /// Every output port, null, with `operation` set.
@@ -187,10 +171,7 @@ fn blank_outputs(operation: &str) -> Values {
 }
 
 async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
-    let start = resolve_existing(&ctx.workspace, opt_str(input, "cwd"), "cwd")?;
-    if !start.is_dir() {
-        return Err(NodeError::invalid_input(format!("cwd {:?} is not a directory", opt_str(input, "cwd").unwrap_or(""))));
-    }
+    let start = resolve_cwd(&ctx.workspace, input)?;
     let workspace = ctx.workspace.clone();
     let walk_start = start.clone();
     let detection = tokio::task::spawn_blocking(move || detect::detect(&workspace, &walk_start, DEFAULT_LIMITS))
@@ -204,7 +185,8 @@ async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, No
         format!("No test setup found under {start_rel} ({} entries scanned)", detection.entries)
     } else {
         let listed: Vec<String> = detection.projects.iter().map(describe_project).collect();
-        format!("{} projects under {start_rel}: {}", detection.projects.len(), listed.join("; "))
+        let noun = if detection.projects.len() == 1 { "project" } else { "projects" };
+        format!("{} {noun} under {start_rel}: {}", detection.projects.len(), listed.join("; "))
     };
     if detection.truncated {
         summary.push_str(&format!(
@@ -213,7 +195,7 @@ async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, No
         ));
     }
     let mut out = blank_outputs("detect");
-    out.insert("success".into(), json!(true));
+    failure::fill::<()>(&mut out, &Ok(()));
     out.insert("summary".into(), json!(summary));
     out.insert(
         "detected_project".into(),
@@ -296,7 +278,6 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
 
     let exited_zero = proc.success();
     let success = exited_zero && failed.unwrap_or(0) == 0;
-    out.insert("success".into(), json!(success));
 
     let outcome = proc.summary(display);
     let counted = match &counts {
@@ -318,19 +299,21 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
     };
     out.insert("summary".into(), json!(format!("{counted} — {outcome}")));
 
-    if !success {
-        let kind = proc.error_kind();
-        let message = match (kind, failed) {
-            (Some(ErrorKind::SpawnFailed), _) => outcome.clone(),
-            (Some(_), Some(n)) if n > 0 => format!("{n} tests failed; {outcome}"),
-            (Some(_), _) => outcome.clone(),
-            (None, Some(n)) => format!("{n} tests failed although the command exited 0"),
-            (None, None) => outcome.clone(),
+    let result = if success {
+        Ok(())
+    } else {
+        let tests = |n: u64| if n == 1 { "1 test failed".to_string() } else { format!("{n} tests failed") };
+        let error = match (proc.error_kind(), failed) {
+            (Some(ErrorKind::SpawnFailed), _) => NodeError::new(ErrorKind::SpawnFailed, outcome.clone()),
+            (Some(kind), Some(n)) if n > 0 => NodeError::new(kind, format!("{}; {outcome}", tests(n))),
+            (Some(kind), _) => NodeError::new(kind, outcome.clone()),
+            // The runner reported failed tests but exited 0: the tests' own error, not the exit.
+            (None, Some(n)) => NodeError::new(ErrorKind::ScriptError, format!("{} although the command exited 0", tests(n))),
+            (None, None) => NodeError::new(ErrorKind::NonZeroExit, outcome.clone()),
         };
-        out.insert("error_kind".into(), json!(kind.map(|k| k.code())));
-        out.insert("terminal".into(), json!(kind.is_some_and(|k| k.terminal())));
-        out.insert("error".into(), json!(message));
-    }
+        Err(error)
+    };
+    failure::fill(&mut out, &result);
     out
 }
 
@@ -435,6 +418,19 @@ mod tests {
         let err = run_request(&ctx, &input(json!({"command": "true", "timeout_ms": 600_001}))).err().expect("over the max");
         assert!(err.message.contains("600000"), "{}", err.message);
         assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.max), Some(600_000));
+    }
+
+    #[test]
+    fn run_cwd_must_be_a_directory_before_anybody_is_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::write(root.join("Cargo.toml"), "[package]\n").expect("write");
+        let ctx = RunContext::for_workspace(SPEC.id, root, cheng_node::Decision::Approved);
+        let input = json!({"operation": "run", "command": "true", "cwd": "Cargo.toml"});
+        let input = input.as_object().cloned().unwrap_or_default();
+        let err = WorkspaceTests.approval_request(&ctx, &input).expect_err("a file is no cwd");
+        assert_eq!(err.kind, ErrorKind::InvalidInput);
+        assert!(err.message.contains("not a directory"), "{}", err.message);
     }
 
     #[test]
