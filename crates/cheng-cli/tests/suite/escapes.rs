@@ -7,7 +7,7 @@
 use super::support::*;
 use serde_json::{json, Value};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SHELL: &str = "tools/workspace_shell";
 
@@ -40,23 +40,12 @@ impl Drop for Sweep {
     }
 }
 
-fn poll(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
-}
-
 fn all_gone(sleeps: &[&str]) -> bool {
-    poll(Duration::from_secs(10), || sleeps.iter().all(|s| processes(&["sleep", s]).is_empty()))
+    eventually(Duration::from_secs(10), || sleeps.iter().all(|s| processes(&["sleep", s]).is_empty()))
 }
 
 fn all_running(sleeps: &[&str]) -> bool {
-    poll(Duration::from_secs(20), || sleeps.iter().all(|s| !processes(&["sleep", s]).is_empty()))
+    eventually(Duration::from_secs(20), || sleeps.iter().all(|s| !processes(&["sleep", s]).is_empty()))
 }
 
 fn survivors(sleeps: &[&str]) -> Vec<(String, Vec<i32>)> {

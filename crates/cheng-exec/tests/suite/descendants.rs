@@ -188,8 +188,8 @@ fn one_runs_end_does_not_kill_another_runs_escaped_processes() {
 
 #[test]
 fn resource_usage_still_counts_the_command() {
-    let out = run(sh("i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; setsid -f sleep 82.701"));
     let _sweep = Sweep(vec![vec!["sleep", "82.701"]]);
+    let out = run(sh(&format!("{BURN_CPU}; setsid -f sleep 82.701")));
     let usage = out.usage.expect("the reaper reports usage");
     assert!(usage.peak_rss_kb > 0);
     assert!(usage.cpu_user_ms + usage.cpu_sys_ms > 0, "{usage:?}");

@@ -87,8 +87,11 @@ fn background_children_do_not_outlive_their_leader_or_hold_capture_open() {
 fn a_process_that_left_the_group_cannot_hold_the_run_open() {
     // setsid escapes the process group; the drain after exit is bounded, so the run ends long
     // before the escaped sleep does.
+    // A duration unique to this test process, so that the guard kills this sleep and no other.
+    let secs = format!("20.{}", std::process::id());
+    let _guard = cheng_test_support::KillOnDrop::new(&["-xf", &format!("sleep {secs}")]);
     let started = Instant::now();
-    let out = run(sh("setsid sleep 20 & echo hi"));
+    let out = run(sh(&format!("setsid sleep {secs} & echo hi")));
     assert_eq!(out.stdout.text, "hi\n");
     assert!(started.elapsed() < Duration::from_secs(15), "capture waited for the escaped process");
 }

@@ -3,7 +3,7 @@
 
 use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::CancellationToken;
-use std::time::Duration;
+pub use cheng_test_support::eventually;
 
 /// A multi-threaded runtime like the CLI's.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -20,19 +20,6 @@ pub fn sh(script: &str) -> ProcessSpec {
     ProcessSpec::new("sh", ["-c", script], std::env::temp_dir())
 }
 
-/// Waits up to `limit` for `cond`, polling; for facts that settle asynchronously (a process
-/// that was SIGKILLed disappearing from /proc).
-pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
-}
-
 /// Whether process `pid` exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -41,3 +28,8 @@ pub fn alive(pid: i32) -> bool {
         .flatten()
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
+
+/// A shell loop that burns CPU until the shell itself has used at least two clock ticks
+/// (utime + stime in /proc/$$/stat, 10-20 ms): a fixed iteration count can finish inside one tick
+/// on a fast machine and be reported as 0 ms.
+pub const BURN_CPU: &str = "while :; do read -r _ _ _ _ _ _ _ _ _ _ _ _ _ u s _ < /proc/$$/stat; [ $((u + s)) -ge 2 ] && break; done";
