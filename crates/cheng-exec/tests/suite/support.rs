@@ -15,6 +15,16 @@ pub fn run(spec: ProcessSpec) -> ProcessOutput {
     runtime().block_on(cheng_exec::run(spec, &CancellationToken::new()))
 }
 
+/// Runs `spec` to completion on a thread of its own, failing the test when it is not over within
+/// `limit` (polled with [`eventually`]): for runs that must not wait for a process they leave
+/// behind. `limit` is when the test gives up, not a speed claim, so it is generous; a run that
+/// did wait would take its leftover's whole (much longer) life.
+pub fn run_within(limit: std::time::Duration, spec: ProcessSpec) -> ProcessOutput {
+    let handle = std::thread::spawn(move || run(spec));
+    assert!(eventually(limit, || handle.is_finished()), "the run was not over after {limit:?}: it waited for something");
+    handle.join().expect("the run's thread")
+}
+
 /// `sh -c script` in the system temp directory.
 pub fn sh(script: &str) -> ProcessSpec {
     ProcessSpec::new("sh", ["-c", script], std::env::temp_dir())
