@@ -295,9 +295,12 @@ fn unprivileged_fork_bombs_are_bounded() {
     assert!(!out["stdout"].as_str().unwrap_or("").contains("started 1000"), "1000 processes started: {out}");
     assert!(out["stderr"].as_str().unwrap_or("").contains("fork"), "{out}");
     // A bomb that would double 12 times (8190 processes), cut short by the limit and the timeout.
+    // The script's own shell starts it before the limit is reached and then execs its sleep, so
+    // that it never needs a fork itself: were it to fork after the bomb, it could lose the race for
+    // the last process slot, fail ("Cannot fork") and end the run before the timeout.
     let uid_arg = uid.to_string();
     let _guard = KillOnDrop::new(&["-U", &uid_arg]);
-    let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12";
+    let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12 & exec sleep 3";
     let (_, out, _, stderr) = run_unprivileged_as(uid, "tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 1500}), None, &[]);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out} {stderr}");
     // Nothing of the uid's is left (it is this test's alone, so any survivor is the bomb's).
