@@ -6,6 +6,8 @@ use cheng_node::{Decision, Node, NodeError, RunContext, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+pub use cheng_test_support::{eventually, none_left, pgrep, KillOnDrop};
+
 /// A canonical temporary workspace.
 pub fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
