@@ -29,14 +29,18 @@ pub enum Command {
         json: bool,
     },
     /// Show a node type's ports, defaults, controls, audiences, gate and effects.
+    #[command(after_help = "Examples:\n  cheng describe workspace_git          # short ids work when unambiguous\n  \
+                            cheng describe tools/workspace_shell --json")]
     Describe {
-        /// A node type such as tools/workspace_shell.
+        /// A node type such as tools/workspace_shell (or just workspace_shell).
         #[arg(value_name = "TYPE")]
         node_type: String,
+        /// Print the spec and its JSON Schemas as JSON instead of Markdown.
         #[arg(long)]
         json: bool,
     },
-    /// Run one node and print its output object as JSON.
+    /// Run one node: a summary and its main output on a terminal, its output object as JSON otherwise.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Run or check a graph file.
     Graph {
@@ -48,11 +52,33 @@ pub enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Write or check the JSON Schemas in schemas/ (one file per node).
+    /// Serve every node as MCP tools (stdio; both protocol generations).
+    Serve(ServeArgs),
+    /// Print a shell completion script: `cheng completions bash > /etc/bash_completion.d/cheng`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// (maintainers, in the cheng repository) Write or check the JSON Schemas in schemas/.
+    #[command(hide = true)]
     Schemas(GenerateArgs),
-    /// Write or check the node reference in docs/nodes/ and the error table docs/errors.md.
+    /// (maintainers, in the cheng repository) Write or check docs/nodes/ and docs/errors.md.
+    #[command(hide = true)]
     Docs(GenerateArgs),
 }
+
+const RUN_EXAMPLES: &str = "Examples:
+  cheng run workspace_git --set operation=diff                 # the patch, in the current directory
+  cheng run workspace_shell -w ~/proj --set command=cargo --set 'args:=[\"test\"]'
+  cheng run code_shell --set script=@build.sh --config-set allow_network:=true
+  cat input.json | cheng run workspace_markdown --input @- --json
+  cheng run workspace_shell --input '{\"command\":\"ls\"}' --approve --quiet";
+
+const GRAPH_RUN_EXAMPLES: &str = "Examples:
+  cheng graph run fixtures/graphs/quickstart.json -w fixtures/workspaces/hello   # asks before each gated node
+  cheng graph run pipeline.json --approve --quiet --json > result.json
+  cheng graph run pipeline.json --events jsonl --jobs 1";
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
@@ -62,10 +88,19 @@ pub enum PolicyCommand {
 
 #[derive(Subcommand)]
 pub enum GraphCommand {
-    /// Validate and run a graph; prints {status, nodes: {id: {status, outputs, ...}}}.
+    /// Validate and run a graph: a per-node table on a terminal, otherwise JSON
+    /// {status, nodes: {id: {status, outputs, ...}}}.
+    #[command(after_help = GRAPH_RUN_EXAMPLES)]
     Run(GraphRunArgs),
+    /// Write a starter graph to FILE (never over an existing file), to edit and run.
+    New {
+        /// Where to write the graph.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
     /// Validate a graph without running it.
     Check {
+        /// The graph file (JSON, version 1).
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
@@ -81,6 +116,9 @@ pub struct ApprovalArgs {
     /// Deny every approval request.
     #[arg(long)]
     pub deny: bool,
+    /// Do not log each `--approve` / `--deny` decision on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 #[derive(Args)]
@@ -88,30 +126,45 @@ pub struct RunArgs {
     /// A node type such as tools/workspace_shell.
     #[arg(value_name = "TYPE")]
     pub node_type: String,
-    /// The workspace root; every path the node touches resolves inside it.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
-    /// The node's inputs as a JSON object, or @FILE to read it from a file.
-    #[arg(long, value_name = "JSON|@FILE")]
+    /// The workspace root; every path the node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// The node's inputs as a JSON object, @FILE to read it from a file, or @- from stdin.
+    #[arg(long, value_name = "JSON|@FILE|@-")]
     pub input: Option<String>,
-    /// The author's config (author-only ports, ceilings) as a JSON object, or @FILE.
-    #[arg(long, value_name = "JSON|@FILE")]
+    /// Set one input port: PORT=TEXT (a string), PORT=@FILE (a file's text) or PORT:=JSON (any
+    /// JSON value); repeatable, applied over --input.
+    #[arg(long = "set", short = 's', value_name = "PORT=VALUE")]
+    pub set: Vec<String>,
+    /// The author's config (author-only ports, ceilings) as a JSON object, @FILE or @-.
+    #[arg(long, value_name = "JSON|@FILE|@-")]
     pub config: Option<String>,
+    /// Set one config port, like --set: PORT=TEXT, PORT=@FILE or PORT:=JSON; repeatable.
+    #[arg(long = "config-set", value_name = "PORT=VALUE")]
+    pub config_set: Vec<String>,
     #[command(flatten)]
     pub approval: ApprovalArgs,
     /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is
     /// a FILE to write them to.
     #[arg(long, value_name = "jsonl|FILE")]
     pub events: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: crate::render::OutputArgs,
+    /// Exit 1 when the node reports diagnostics of this severity or worse (for CI, as linters
+    /// do): `warning` fails on any finding, `error` on errors only. For nodes with diagnostics
+    /// (tools/workspace_markdown).
+    #[arg(long, value_enum, value_name = "warning|error")]
+    pub fail_on: Option<crate::render::Severity>,
 }
 
 #[derive(Args)]
 pub struct GraphRunArgs {
+    /// The graph file (JSON, version 1).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// The workspace root; every path a node touches resolves inside it.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
+    /// The workspace root; every path a node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub approval: ApprovalArgs,
     /// Write run events as JSON lines: `jsonl` (or `-`) streams them to stderr, anything else is
@@ -121,6 +174,8 @@ pub struct GraphRunArgs {
     /// How many nodes may run at once (default: the number of CPUs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
+    #[command(flatten)]
+    pub output: crate::render::OutputArgs,
 }
 
 #[derive(Args)]
@@ -132,7 +187,32 @@ pub struct GenerateArgs {
     /// Exit 1 when any file is missing, stale or extra.
     #[arg(long)]
     pub check: bool,
-    /// The output directory (default: schemas/ or docs/ under the current directory).
+    /// The output directory (default: schemas/ or docs/ under the current directory, which must
+    /// be the root of the cheng repository).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Speak MCP over stdin/stdout (one JSON-RPC message per line; logs go to stderr).
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// The workspace root; every path a tool touches resolves inside it.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+    /// The tools to offer: the exposed_tools JSON array tools/runtime takes (default: every
+    /// registered node with its default config).
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// How many tool calls may run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// For clients that cannot ask a person (no elicitation): --approve runs gated calls,
+    /// --deny (the default) refuses them and says why.
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
+    /// The largest message accepted, in bytes (default 16 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = cheng_mcp::transport::MAX_MESSAGE)]
+    pub max_message: usize,
 }

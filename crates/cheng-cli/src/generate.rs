@@ -4,6 +4,7 @@
 //! Nodes behind an unset gate variable are not registered and therefore not generated.
 
 use crate::args::GenerateArgs;
+use crate::out::{errln, outln};
 use crate::{complain, Exit};
 use cheng_engine::catalog;
 use cheng_node::{schema, Registry};
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 type Files = BTreeMap<PathBuf, String>;
 
 pub fn schemas(args: &GenerateArgs) -> Exit {
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("schemas"));
+    let Some(dir) = output_dir(args, "schemas") else { return Exit::Usage };
     let registry = Registry::from_inventory();
     let mut files = Files::new();
     for spec in registry.specs() {
@@ -30,12 +31,21 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
             return Exit::Failed;
         }
     }
+    match serde_json::to_string_pretty(&crate::graph_schema::graph_schema(&registry)) {
+        Ok(text) => {
+            files.insert(PathBuf::from("graph.json"), text + "\n");
+        }
+        Err(e) => {
+            complain(format!("cannot render the graph schema: {e}"));
+            return Exit::Failed;
+        }
+    }
     let managed = |rel: &Path| rel.parent() == Some(Path::new("")) && rel.extension().is_some_and(|e| e == "json");
     sync(&dir, &files, &managed, args.write, "cheng schemas --write")
 }
 
 pub fn docs(args: &GenerateArgs) -> Exit {
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("docs"));
+    let Some(dir) = output_dir(args, "docs") else { return Exit::Usage };
     let registry = Registry::from_inventory();
     let mut files = Files::new();
     for spec in registry.specs() {
@@ -56,6 +66,22 @@ pub fn docs(args: &GenerateArgs) -> Exit {
 
 /// Writes `files` under `dir` (removing managed files not among them), or checks that `dir`
 /// already holds exactly them.
+/// `--dir`, else `default` under the current directory when that is the cheng repository's root;
+/// elsewhere these maintainer commands say so instead of reporting every file as missing.
+fn output_dir(args: &GenerateArgs, default: &str) -> Option<PathBuf> {
+    if let Some(dir) = &args.dir {
+        return Some(dir.clone());
+    }
+    if Path::new("crates/cheng-cli/Cargo.toml").is_file() {
+        return Some(PathBuf::from(default));
+    }
+    complain(format!(
+        "`cheng {default}` maintains the generated files of the cheng repository, and the current directory \
+         is not its root (no crates/cheng-cli/Cargo.toml here); run it at the repository's root, or pass --dir DIR"
+    ));
+    None
+}
+
 fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool, fix: &str) -> Exit {
     let existing = match existing_files(dir, managed) {
         Ok(existing) => existing,
@@ -84,7 +110,7 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
                 return Exit::Failed;
             }
         }
-        println!("wrote {} files to {}{}", files.len(), dir.display(), removed_note(extra.len()));
+        let _ = outln!("wrote {} files to {}{}", files.len(), dir.display(), removed_note(extra.len()));
         return Exit::Ok;
     }
     let mut problems = Vec::new();
@@ -97,14 +123,14 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
     }
     problems.extend(extra.iter().map(|rel| format!("extra:   {}", rel.display())));
     if problems.is_empty() {
-        println!("ok: {} files in {} are up to date", files.len(), dir.display());
+        let _ = outln!("ok: {} files in {} are up to date", files.len(), dir.display());
         return Exit::Ok;
     }
     complain(format!("{} is out of date:", dir.display()));
     for problem in &problems {
-        eprintln!("  {problem}");
+        errln!("  {problem}");
     }
-    eprintln!("run `{fix}` to regenerate (gated nodes are generated only when their CHENG_ENABLE_* variable is set; the checked-in files have them unset)");
+    errln!("run `{fix}` to regenerate (gated nodes are generated only when their CHENG_ENABLE_* variable is set; the checked-in files have them unset)");
     Exit::Failed
 }
 

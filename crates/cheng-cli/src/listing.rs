@@ -1,6 +1,6 @@
 //! `cheng nodes` and `cheng describe`.
 
-use crate::{complain, Exit};
+use crate::{complain, out, Exit};
 use cheng_engine::{catalog, Engine, Graph, ValidationErrorKind};
 use cheng_node::{schema, Lookup, Registry};
 use serde_json::Value;
@@ -14,14 +14,16 @@ pub fn nodes(json: bool) -> Exit {
     let width = registry.specs().map(|s| s.id.len()).max().unwrap_or(0);
     let category = registry.specs().map(|s| s.category.len()).max().unwrap_or(0);
     let effects = registry.specs().map(|s| s.effects.describe().len()).max().unwrap_or(0);
+    let mut text = String::new();
     for spec in registry.specs() {
-        println!("{:<width$}  {:<category$}  {:<effects$}  {}", spec.id, spec.category, spec.effects.describe(), spec.title);
+        text.push_str(&format!("{:<width$}  {:<category$}  {:<effects$}  {}\n", spec.id, spec.category, spec.effects.describe(), spec.title));
     }
-    Exit::Ok
+    out::print(&text)
 }
 
 pub fn describe(node_type: &str, json: bool) -> Exit {
     let registry = Registry::from_inventory();
+    let node_type = &crate::set::node_type(&registry, node_type);
     let node = match registry.lookup(node_type) {
         Lookup::Found(node) => node,
         Lookup::Gated(_) | Lookup::Unknown => return unknown_type(registry, node_type),
@@ -32,8 +34,7 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
         value["schemas"] = schema::node_schemas_with(spec, &cheng_node::policy::current());
         print_json(&value)
     } else {
-        print!("{}", catalog::node_markdown_with(spec, &cheng_node::policy::current()));
-        Exit::Ok
+        out::print(&catalog::node_markdown_with(spec, &cheng_node::policy::current()))
     }
 }
 
@@ -50,10 +51,7 @@ fn unknown_type(registry: Registry, node_type: &str) -> Exit {
 
 pub fn print_json(value: &Value) -> Exit {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => {
-            println!("{text}");
-            Exit::Ok
-        }
+        Ok(text) => out::print(&format!("{text}\n")),
         Err(e) => {
             complain(format!("cannot render JSON: {e}"));
             Exit::Failed

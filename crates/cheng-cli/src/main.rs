@@ -3,6 +3,8 @@
 //! The binary only wires flags to the libraries: node specs come from `cheng-node`, validation,
 //! scheduling, approval and events from `cheng-engine`, rendering from `cheng_engine::catalog`.
 
+#![forbid(unsafe_code)]
+
 // Linked so that their inventory registrations are present.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
@@ -11,10 +13,15 @@ use cheng_nodes_workspace as _;
 
 mod approve;
 mod args;
+mod complete;
 mod generate;
+mod graph_schema;
 mod listing;
+mod out;
 mod policy;
+mod render;
 mod running;
+mod set;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -54,14 +61,44 @@ fn main() -> ExitCode {
         args::Command::Graph { command } => match command {
             args::GraphCommand::Run(run) => running::graph_run(run),
             args::GraphCommand::Check { file } => running::graph_check(&file),
+            args::GraphCommand::New { file } => graph_schema::new_graph(&file),
         },
+        args::Command::Serve(serve) => serving(serve),
+        args::Command::Completions { shell } => complete::print(shell),
         args::Command::Schemas(gen) => generate::schemas(&gen),
         args::Command::Docs(gen) => generate::docs(&gen),
     };
     ExitCode::from(exit as u8)
 }
 
+/// `cheng serve --stdio`.
+fn serving(args: args::ServeArgs) -> Exit {
+    let options = cheng_mcp::ServeOptions {
+        workspace: args.workspace,
+        tools: args.tools,
+        jobs: args.jobs.map_or_else(cheng_engine::default_jobs, usize::from),
+        fallback: if args.approval.approve { cheng_node::Decision::Approved } else { cheng_node::Decision::Denied },
+        max_message: args.max_message.max(1024),
+    };
+    match cheng_mcp::serve_stdio(options) {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            complain(e);
+            Exit::Usage
+        }
+    }
+}
+
 /// Prints `cheng: <message>` on stderr.
 pub fn complain(message: impl std::fmt::Display) {
-    eprintln!("cheng: {message}");
+    out::errln!("cheng: {message}");
+}
+
+/// `singular` for one, `plural` otherwise ("1 node", "2 nodes", "0 nodes").
+pub fn plural<'a>(n: usize, singular: &'a str, plural: &'a str) -> &'a str {
+    if n == 1 {
+        singular
+    } else {
+        plural
+    }
 }

@@ -35,6 +35,7 @@ pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
     let approve = match command {
         Command::Run(run) => run.approval.approve,
         Command::Graph { command: crate::args::GraphCommand::Run(run) } => run.approval.approve,
+        Command::Serve(serve) => serve.approval.approve,
         _ => false,
     };
     let (honoured, source) = policy::current().honour_approve_flag();
@@ -50,6 +51,5 @@ pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
 
 /// `cheng policy show`.
 pub fn show() -> Exit {
-    print!("{}", policy::current().show(all_specs()));
-    Exit::Ok
+    crate::out::print(&policy::current().show(all_specs()))
 }

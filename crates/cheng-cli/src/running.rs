@@ -2,27 +2,39 @@
 
 use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
-use crate::{approve, complain, Exit};
-use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError};
+use crate::out::{errln, outln};
+use crate::{approve, complain, plural, render, set, Exit};
+use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError, ValidationErrorKind};
 use cheng_node::{CancellationToken, Registry, Values};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(args: RunArgs) -> Exit {
-    let (config, inputs) = match (json_object("--config", args.config.as_deref()), json_object("--input", args.input.as_deref())) {
-        (Ok(config), Ok(inputs)) => (config, inputs),
-        (Err(e), _) | (_, Err(e)) => {
+    let (config, inputs) = match run_values(&args) {
+        Ok(values) => values,
+        Err(e) => {
             complain(e);
             return Exit::Usage;
         }
     };
-    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
-    let options = options.approver(approve::approver(&args.approval));
-    let engine = Engine::new(Registry::from_inventory());
-    let node_type = args.node_type.clone();
-    let outcome = with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await });
+    let registry = Registry::from_inventory();
+    let node_type = set::node_type(&registry, &args.node_type);
+    if args.fail_on.is_some() && registry.get(&node_type).is_some_and(|n| !n.spec().outputs.iter().any(|p| p.name == "diagnostics")) {
+        complain(format!("--fail-on: {node_type} reports no diagnostics; it applies to nodes that do, such as tools/workspace_markdown"));
+        return Exit::Usage;
+    }
+    let workspace = set::workspace(args.workspace.as_deref());
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
+    let options = options.approver(approver);
+    let engine = Engine::new(registry);
+    let requested = inputs.clone();
+    let outcome = {
+        let node_type = node_type.clone();
+        with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await })
+    };
     report_event_errors(events.as_deref());
     match outcome {
         Err(e) => {
@@ -30,16 +42,35 @@ pub fn run(args: RunArgs) -> Exit {
             Exit::Usage
         }
         Ok(Err(errors)) => {
-            print_errors(&format!("cannot run {}", args.node_type), &errors);
+            print_errors(&format!("cannot run {node_type}"), &errors);
+            for hint in config_hints(&errors, &requested) {
+                errln!("{hint}");
+            }
             Exit::Usage
         }
         Ok(Ok(result)) => {
-            let exit = match result.status {
+            let mut exit = match result.status {
                 NodeStatus::Succeeded => Exit::Ok,
                 NodeStatus::Cancelled => Exit::Cancelled,
                 NodeStatus::Failed | NodeStatus::Skipped => Exit::Failed,
             };
-            match print_json(&Value::Object(result.outputs)) {
+            let failing = args.fail_on.map(|threshold| (threshold, render::failing_diagnostics(&result.outputs, threshold)));
+            let printed = match args.output.text_style() {
+                Some(style) => render::node(&node_type, &result.outputs, style).print(),
+                None => print_json(&Value::Object(result.outputs)),
+            };
+            match failing {
+                Some((threshold, Some(n))) if n > 0 && exit == Exit::Ok => {
+                    let what = if threshold == render::Severity::Error { "error" } else { "finding" };
+                    complain(format!("--fail-on {}: {n} {}", format!("{threshold:?}").to_lowercase(), plural(n, what, &format!("{what}s"))));
+                    exit = Exit::Failed;
+                }
+                Some((_, None)) if result.status == NodeStatus::Succeeded => {
+                    complain("--fail-on: this operation reports no diagnostics (diagnostics and link_check_local do), so it checked nothing");
+                }
+                _ => {}
+            }
+            match printed {
                 Exit::Ok => exit,
                 failed => failed,
             }
@@ -57,8 +88,11 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
             return Exit::Usage;
         }
     };
-    let Some((options, events)) = options(&args.workspace, args.events.as_deref()) else { return Exit::Usage };
-    let mut options = options.approver(approve::approver(&args.approval));
+    let workspace = set::workspace(args.workspace.as_deref());
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let order = validated.ids().map(str::to_string).collect();
+    let approver = approve::approver(&args.approval, options.cancel.clone(), order);
+    let mut options = options.approver(approver);
     if let Some(jobs) = args.jobs {
         options = options.jobs(usize::from(jobs));
     }
@@ -75,7 +109,12 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
                 GraphStatus::Failed => Exit::Failed,
                 GraphStatus::Cancelled => Exit::Cancelled,
             };
-            match print_json(&result.to_json()) {
+            let json = result.to_json();
+            let printed = match args.output.text_style() {
+                Some(style) => render::graph(&json, style).print(),
+                None => print_json(&json),
+            };
+            match printed {
                 Exit::Ok => exit,
                 failed => failed,
             }
@@ -88,8 +127,8 @@ pub fn graph_check(file: &Path) -> Exit {
     let Some(graph) = load(file) else { return Exit::Usage };
     match engine.validate(&graph) {
         Ok(validated) => {
-            println!("ok: {}: {} nodes, {} edges", file.display(), validated.len(), validated.edge_count());
-            Exit::Ok
+            let (nodes, edges) = (validated.len(), validated.edge_count());
+            outln!("ok: {}: {nodes} {}, {edges} {}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
         }
         Err(errors) => {
             print_errors(&format!("{}: invalid graph", file.display()), &errors);
@@ -120,45 +159,64 @@ fn print_errors(what: &str, errors: &[ValidationError]) {
     complain(format!("{what} ({} {noun}):", errors.len()));
     // Each line leads with its stable code, like a node's own errors (`CODE: message`).
     for e in errors {
-        eprintln!("  - {}: {e}", e.kind.error_kind().code());
+        errln!("  - {}: {e}", e.kind.error_kind().code());
     }
 }
 
-/// A JSON object from `JSON` or `@FILE`; absent means `{}`.
-fn json_object(flag: &str, text: Option<&str>) -> Result<Values, String> {
-    let Some(text) = text else { return Ok(Values::new()) };
-    let (source, text) = match text.strip_prefix('@') {
-        Some(path) => match std::fs::read_to_string(path) {
-            Ok(contents) => (format!("{flag} @{path}"), contents),
-            Err(e) => return Err(format!("{flag} @{path}: cannot read the file: {e}")),
-        },
-        None => (flag.to_string(), text.to_string()),
-    };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("{source}: expected a JSON object like {{\"command\": \"ls\"}}, got {}", cheng_node::text::json_kind(&other))),
-        Err(e) => Err(format!("{source}: not valid JSON: {e}")),
+/// For a port refused because only the node's author may set it (or set it that high): the
+/// exact `--config` that sets it as the author, for a person who is the author at the terminal.
+fn config_hints(errors: &[ValidationError], requested: &Values) -> Vec<String> {
+    errors
+        .iter()
+        .filter(|e| matches!(e.kind, ValidationErrorKind::AuthorOnly | ValidationErrorKind::AboveCap))
+        .filter_map(|e| {
+            let port = e.port.as_deref()?;
+            let value = requested.get(port)?;
+            let config = serde_json::json!({ port: value }).to_string();
+            let config = cheng_node::text::shell_quote(&config);
+            let config_set = cheng_node::text::shell_quote(&format!("{port}:={value}"));
+            Some(if e.kind == ValidationErrorKind::AuthorOnly {
+                format!("  hint: {port} is the author's to set: pass --config {config} (or --config-set {config_set}) instead of setting it in the inputs")
+            } else {
+                format!("  hint: as the node's author, raise the cap with --config {config} (or --config-set {config_set})")
+            })
+        })
+        .collect()
+}
+
+/// The config and inputs of `cheng run`: `--config`/`--input` (JSON, @FILE or @-), then
+/// `--config-set`/`--set` on top.
+fn run_values(args: &RunArgs) -> Result<(Values, Values), String> {
+    if args.input.as_deref() == Some("@-") && args.config.as_deref() == Some("@-") {
+        return Err("--input @- and --config @- both ask for standard input; read one of them from a file".into());
     }
+    let mut stdin = set::read_stdin;
+    let mut config = set::json_object("--config", args.config.as_deref(), &mut stdin)?;
+    let mut inputs = set::json_object("--input", args.input.as_deref(), &mut stdin)?;
+    set::apply("--config-set", &args.config_set, &mut config)?;
+    set::apply("--set", &args.set, &mut inputs)?;
+    Ok((config, inputs))
 }
 
 /// The `--events` sink, kept to report write errors after the run.
 type EventFile = JsonlSink<Box<dyn std::io::Write + Send>>;
 
 /// Run options for a checked workspace, with the event sink the flags ask for.
-fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+    let workspace = workspace.as_path();
     let problem = match std::fs::metadata(workspace) {
         Ok(meta) if meta.is_dir() => None,
         Ok(_) => Some("not a directory".to_string()),
         Err(e) => Some(e.to_string()),
     };
     if let Some(problem) = problem {
-        complain(format!("--workspace {}: {problem}; pass an existing directory", workspace.display()));
+        complain(format!("{source} {}: {problem}; pass an existing directory with --workspace DIR", workspace.display()));
         return None;
     }
     let options = match RunOptions::new(workspace) {
         Ok(options) => options,
         Err(e) => {
-            complain(format!("--workspace {}: {e}", workspace.display()));
+            complain(format!("{source} {}: {e}", workspace.display()));
             return None;
         }
     };
@@ -182,7 +240,8 @@ fn options(workspace: &Path, events: Option<&Path>) -> Option<(RunOptions, Optio
 }
 
 fn report_event_errors(sink: Option<&EventFile>) {
-    if let Some(e) = sink.and_then(|s| s.take_error()) {
+    // A closed stderr (or FILE pipe) is a reader that went away, not an error to report.
+    if let Some(e) = sink.and_then(|s| s.take_error()).filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
         complain(format!("--events: writing events failed: {e}"));
     }
 }
@@ -202,8 +261,10 @@ where
     let result = runtime.block_on(async move {
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("cheng: cancelling (Ctrl-C again to exit at once)");
+                // Cancel first: the message must not wait for anything (nor may anything hold
+                // stderr while it waits for a person).
                 cancel.cancel();
+                errln!("\ncheng: cancelling (Ctrl-C again to exit at once)");
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(Exit::Cancelled as i32);
                 }

@@ -392,16 +392,17 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
 
 /// Why nothing ran, and for requested capabilities which setting would grant them.
 fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&str]) -> String {
+    // A single-node run's id is its type: name it once.
+    let who = if node_id == spec.id { spec.id.to_string() } else { format!("{} `{node_id}`", spec.id) };
     if asked.is_empty() {
-        return format!("{} `{node_id}` was not approved; nothing ran", spec.id);
+        return format!("{who} was not approved; nothing ran");
     }
     let what: Vec<String> = asked.iter().map(|name| format!("{name}=true ({})", capability_opens(name))).collect();
     let config: Vec<String> = asked.iter().map(|name| format!("\"{name}\": true")).collect();
     format!(
-        "{} `{node_id}` requested {}, which a person must approve for this run, and it was not approved; nothing ran. \
+        "{who} requested {}, which a person must approve for this run, and it was not approved; nothing ran. \
          Approve the run when asked (the terminal prompt, or --approve where the operator honours it), or have the node's \
          author set {} in the node's config to grant it without asking",
-        spec.id,
         what.join(" and "),
         config.join(", ")
     )

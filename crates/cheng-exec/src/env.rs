@@ -249,9 +249,10 @@ mod tests {
     #[test]
     fn denylisted_variables_are_rejected_by_name() {
         for name in [
-            "PATH", "path", "LD_PRELOAD", "LD_LIBRARY_PATH", "ld_audit", "DYLD_INSERT_LIBRARIES", "BASH_ENV",
-            "ENV", "BASH_FUNC_ls%%", "IFS", "PS4", "SHELLOPTS", "NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONPATH",
-            "PERL5OPT", "RUBYOPT", "GIT_DIR", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL",
+            "PATH", "path", "LD_PRELOAD", "ld_preload", "LD_LIBRARY_PATH", "LD_AUDIT", "ld_audit",
+            "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "BASH_ENV", "ENV", "BASH_FUNC_ls%%", "BASH_FUNC_true()",
+            "IFS", "PS4", "SHELLOPTS", "NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "RUBYOPT",
+            "GIT_DIR", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "GIT_EXEC_PATH",
         ] {
             let err = build(&map(json!({ name: "x" }))).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{name}");

@@ -4,7 +4,7 @@
 //! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `fds`
 //! (closing inherited descriptors), `reaper` (the per-run child subreaper), `spawn`
 //! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
-//! and `bwrap`, `limits`, `landlock` and `sandbox` for the sandboxed executors.
+//! and `sandbox` (bubblewrap, limits, Landlock, seccomp, the init step) for the sandboxed executors.
 //!
 //! The public API (stable; other crates build on it):
 //!
@@ -45,13 +45,11 @@ pub mod env;
 pub mod fds;
 pub mod kill;
 mod reaper;
+pub mod session;
 pub mod spawn;
 mod sys;
 
 // The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
-pub mod bwrap;
-pub mod landlock;
-pub mod limits;
 pub mod sandbox;
 
 pub use spawn::{run, run_with_stdout_bytes};

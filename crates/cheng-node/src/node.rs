@@ -49,7 +49,7 @@ pub struct ApprovalRequest {
 }
 
 /// One capability on an approval card: the switch and what approving it opens.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct CapabilityRequest {
     pub name: String,
     pub opens: String,

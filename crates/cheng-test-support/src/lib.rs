@@ -1,5 +1,6 @@
 //! Helpers shared by cheng's test suites and benchmarks (a dev-dependency only): hermetic git
-//! fixtures, temporary workspaces and a no-op node.
+//! fixtures, temporary workspaces, a no-op node, and polling for facts that settle on their own
+//! (processes leaving, processes starting) instead of fixed sleeps.
 //!
 //! Everything here panics on failure: a fixture that cannot be built is a broken test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -7,7 +8,8 @@
 use cheng_node::{async_trait, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A fresh canonical temporary workspace (keep the `TempDir` alive while it is used).
 pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
@@ -86,5 +88,60 @@ impl Node for Noop {
     async fn run(&self, _ctx: &RunContext, mut input: Values) -> Result<Values, NodeError> {
         let x = input.remove("x").unwrap_or(Value::Null);
         Ok(Values::from_iter([("x".to_string(), x)]))
+    }
+}
+
+/// How often [`eventually`] looks again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `cond` until it holds or `limit` has passed (then looks one last time); whether it held.
+///
+/// For facts that settle asynchronously: a killed process leaving /proc, a spawned one appearing,
+/// a run finishing. Use it instead of a fixed sleep before a check (too short on a loaded machine,
+/// wasted on an idle one) and instead of asserting on elapsed wall-clock time: `limit` is only the
+/// point at which the test gives up, so make it generous. Blocking: in an async test call it from
+/// `tokio::task::spawn_blocking` when tasks beside it must go on meanwhile.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(POLL);
+    }
+    cond()
+}
+
+/// Host pids of the processes `pgrep args...` selects, e.g. `["-f", "^sleep 97\\.31$"]` (the
+/// full command line) or `["-x", name]` (the process name); empty when none. Panics when pgrep
+/// cannot run.
+pub fn pgrep(args: &[&str]) -> Vec<u32> {
+    let out = Command::new("pgrep").args(args).stderr(Stdio::null()).output().expect("pgrep runs (procps)");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Whether no process [`pgrep`] `args` selects is left, polling up to 20 s.
+pub fn none_left(args: &[&str]) -> bool {
+    eventually(Duration::from_secs(20), || pgrep(args).is_empty())
+}
+
+/// Kills (SIGKILL, by pid) every process [`pgrep`] `args` selects when dropped, so a test whose
+/// attack may leave a process running (an escaped `setsid sleep`, a fork bomb) cleans up after
+/// itself whether it passes or fails. Give the processes names no other test uses (e.g. with the
+/// test process's id in them): the guard kills whatever matches.
+pub struct KillOnDrop(Vec<String>);
+
+impl KillOnDrop {
+    pub fn new(args: &[&str]) -> Self {
+        KillOnDrop(args.iter().map(|a| a.to_string()).collect())
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let args: Vec<&str> = self.0.iter().map(String::as_str).collect();
+        for pid in pgrep(&args) {
+            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).stderr(Stdio::null()).status();
+        }
     }
 }

@@ -31,7 +31,7 @@
 use crate::ports;
 use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::channel::Channel;
 use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{async_trait, failure, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};

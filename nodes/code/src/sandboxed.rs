@@ -18,7 +18,7 @@
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::limits::{MAX_MEMORY_MB, MIN_MEMORY_MB};
+use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext, Values};

@@ -11,7 +11,7 @@
 //! - **Warnings** come from a look at the script before it runs (network tools with
 //!   `allow_network` off, writes into the workspace with `allow_filesystem` off, `sudo`/`su`, an
 //!   empty script) and from the sandbox (what it could not enforce here).
-//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::limits`); min 16, max 4096 (the
+//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::sandbox::SandboxLimits`); min 16, max 4096 (the
 //!   seed names no maximum; docs/guides/policy.md).
 
 use crate::ports;

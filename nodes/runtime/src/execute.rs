@@ -25,12 +25,20 @@ pub(crate) async fn execute(engine: &Engine, toolkit: &Toolkit, ctx: &RunContext
     let Some(tool) = &entry.tool else {
         return misconfigured(entry, &call.name);
     };
+    let arguments = match tool.with_presets(call.arguments.clone()) {
+        Ok(arguments) => arguments,
+        Err(message) => {
+            let mut outcome = Outcome::refused(Status::Invalid, ErrorKind::PolicyDenied, true, vec![message]);
+            outcome.warnings = entry.warnings.clone();
+            return outcome;
+        }
+    };
     let graph = Graph {
         nodes: vec![GraphNode {
             id: tool.name.clone(),
             node_type: tool.spec.id.to_string(),
             config: tool.config.clone(),
-            inputs: call.arguments.clone(),
+            inputs: arguments,
         }],
         edges: Vec::new(),
     };

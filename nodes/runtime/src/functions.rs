@@ -18,9 +18,24 @@ pub fn function(tool: &Tool) -> Value {
         "function": {
             "name": tool.name,
             "description": description(tool),
-            "parameters": schema::input_schema(tool.spec),
+            "parameters": parameters(tool),
         }
     })
+}
+
+/// The node's agent-facing input schema minus the ports the author preset.
+pub fn parameters(tool: &Tool) -> Value {
+    let mut parameters = schema::input_schema(tool.spec);
+    if tool.presets.is_empty() {
+        return parameters;
+    }
+    if let Some(Value::Object(properties)) = parameters.get_mut("properties") {
+        properties.retain(|name, _| !tool.presets.contains_key(name));
+    }
+    if let Some(Value::Array(required)) = parameters.get_mut("required") {
+        required.retain(|name| !name.as_str().is_some_and(|n| tool.presets.contains_key(n)));
+    }
+    parameters
 }
 
 fn description(tool: &Tool) -> String {
@@ -72,7 +87,7 @@ mod tests {
 
     #[test]
     fn approval_is_stated_in_the_description() {
-        let tool = Tool { name: "g".into(), spec: &GATED, description: GATED.description.into(), config: Values::new() };
+        let tool = Tool { name: "g".into(), spec: &GATED, description: GATED.description.into(), config: Values::new(), presets: Values::new() };
         let f = function(&tool);
         assert_eq!(
             f["function"]["description"],

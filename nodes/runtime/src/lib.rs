@@ -3,7 +3,8 @@
 //!
 //! The node's author curates the toolkit in `exposed_tools` (an author-only port, so an agent
 //! can never widen its own toolkit). Each entry names a node type, optionally a function name,
-//! a description and the author's config for that node:
+//! a description, the author's config for that node and `presets` (agent ports the author fixes
+//! and hides from the model, e.g. `{"command": "cargo"}` so the model gives only `args`):
 //!
 //! ```json
 //! [ { "type": "tools/workspace_git" },
@@ -68,7 +69,7 @@ mod functions;
 mod outcome;
 mod toolkit;
 
-pub use functions::function;
+pub use functions::{function, parameters};
 pub use outcome::Status;
 pub use toolkit::{Entry, Tool, Toolkit};
 

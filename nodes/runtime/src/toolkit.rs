@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// The keys an entry may have.
-const ENTRY_KEYS: &[&str] = &["type", "name", "description", "config"];
+const ENTRY_KEYS: &[&str] = &["type", "name", "description", "config", "presets"];
 
 /// Longest function name (the limit LLM function-calling APIs share).
 pub const MAX_NAME_LEN: usize = 64;
@@ -26,6 +26,27 @@ pub struct Tool {
     pub description: String,
     /// The author's config for the node (its author ports, capped ceilings, defaults).
     pub config: Values,
+    /// Agent ports the author fixed (`presets`): hidden from the function's parameters, set on
+    /// every call, and refused when a call sets them.
+    pub presets: Values,
+}
+
+impl Tool {
+    /// The call's arguments with the presets applied; a call that sets a preset port is refused
+    /// (naming the port and the author's value), so a model cannot override the author.
+    pub fn with_presets(&self, mut arguments: Values) -> Result<Values, String> {
+        let fixed: Vec<&String> = self.presets.keys().filter(|k| arguments.contains_key(k.as_str())).collect();
+        if let Some(port) = fixed.first() {
+            return Err(format!(
+                "tool `{}`: `{port}` is fixed by the toolkit's author to {}; remove it from the arguments",
+                self.name, self.presets[port.as_str()]
+            ));
+        }
+        for (port, value) in &self.presets {
+            arguments.insert(port.clone(), value.clone());
+        }
+        Ok(arguments)
+    }
 }
 
 /// One `exposed_tools` entry: its tool when usable, else what is wrong with it.
@@ -105,7 +126,7 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
         return entry;
     };
     for key in fields.keys().filter(|k| !ENTRY_KEYS.contains(&k.as_str())) {
-        entry.errors.push(format!("{at}: unknown key `{key}`; an entry has only `type`, `name`, `description` and `config`"));
+        entry.errors.push(format!("{at}: unknown key `{key}`; an entry has only `type`, `name`, `description`, `config` and `presets`"));
     }
     let node_type = match fields.get("type") {
         Some(Value::String(t)) if !t.is_empty() => Some(t.as_str()),
@@ -153,6 +174,14 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
             Values::new()
         }
     };
+    let presets = match fields.get("presets") {
+        None | Some(Value::Null) => Values::new(),
+        Some(Value::Object(presets)) => presets.clone(),
+        Some(other) => {
+            entry.errors.push(format!("{at}: `presets` must be an object of the node's agent ports, got {}", kind_of(other)));
+            Values::new()
+        }
+    };
     let Some(node_type) = node_type else { return entry };
     // Named for messages from here on.
     let at = match &entry.name {
@@ -163,7 +192,8 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
         entry.errors.push(format!("{at}: a toolkit cannot expose {} itself (no recursion); expose the tools it would offer directly", crate::ID));
         return entry;
     }
-    check_config(engine, &at, node_type, &config, &mut entry.errors);
+    check_presets(engine, &at, node_type, &presets, &mut entry.errors);
+    check_config(engine, &at, node_type, &config, &presets, &mut entry.errors);
     if !entry.errors.is_empty() {
         return entry;
     }
@@ -174,7 +204,7 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
     let spec = node.spec();
     entry.warnings.extend(switch_warnings(&at, spec, &config));
     let name = entry.name.clone().unwrap_or_default();
-    entry.tool = Some(Tool { name, spec, description: description.unwrap_or_else(|| spec.description.to_string()), config });
+    entry.tool = Some(Tool { name, spec, description: description.unwrap_or_else(|| spec.description.to_string()), config, presets });
     entry
 }
 
@@ -195,9 +225,9 @@ fn check_name(name: &str) -> Result<(), String> {
 /// The engine's validation of the type and config, as a one-node graph without inputs. Missing
 /// required agent ports are the caller's to supply, so they are not configuration errors; a
 /// missing required author port is.
-fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, errors: &mut Vec<String>) {
+fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, presets: &Values, errors: &mut Vec<String>) {
     let graph = Graph {
-        nodes: vec![GraphNode { id: "tool".into(), node_type: node_type.into(), config: config.clone(), inputs: Values::new() }],
+        nodes: vec![GraphNode { id: "tool".into(), node_type: node_type.into(), config: config.clone(), inputs: presets.clone() }],
         edges: Vec::new(),
     };
     let Err(problems) = engine.validate(&graph) else { return };
@@ -211,6 +241,22 @@ fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, err
             Some(port) => format!("{at}: config.{port}: {}", problem.message),
             None => format!("{at}: {}", problem.message),
         });
+    }
+}
+
+/// Presets name agent ports only: author ports belong in `config`, engine ports are the engine's.
+/// Their values are checked with the config, as the call's inputs.
+fn check_presets(engine: &Engine, at: &str, node_type: &str, presets: &Values, errors: &mut Vec<String>) {
+    let Some(spec) = engine.registry().get(node_type).map(|node| node.spec()) else { return };
+    for port in presets.keys() {
+        match spec.input(port) {
+            Some(p) if p.agent_visible() => {}
+            Some(p) if p.audience == Audience::Engine => {
+                errors.push(format!("{at}: presets.{port}: `{port}` is set by the engine; it cannot be preset"))
+            }
+            Some(_) => errors.push(format!("{at}: presets.{port}: `{port}` is an author port; set it in `config` instead")),
+            None => errors.push(format!("{at}: presets.{port}: {node_type} has no input `{port}`")),
+        }
     }
 }
 

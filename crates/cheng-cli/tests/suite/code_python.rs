@@ -3,18 +3,6 @@ use super::support::*;
 use serde_json::json;
 
 #[test]
-fn code_python_is_absent_without_its_env_var() {
-    let out = run_cheng(&["nodes"]);
-    let listing = String::from_utf8_lossy(&out.stdout);
-    assert!(listing.contains("tools/code_shell"), "{listing}");
-    assert!(!listing.contains("tools/code_python"), "{listing}");
-    let (_d, ws) = temp_workspace();
-    let (code, _out, stderr) = run_node("tools/code_python", &ws, &json!({"script": "result = 1"}), &[]);
-    assert_eq!(code, 2);
-    assert!(stderr.contains("CHENG_ENABLE_CODE_PYTHON"), "{stderr}");
-}
-
-#[test]
 fn code_python_returns_its_result_when_enabled() {
     if !bwrap_works() {
         return;
@@ -180,40 +168,3 @@ fn full_disk_readonly_shows_host_files_to_python_and_never_lets_them_be_written(
     }
 }
 
-/// tools/runtime lists an exposed tools/code_python only when CHENG_ENABLE_CODE_PYTHON is set;
-/// otherwise it is omitted and the error names the variable.
-#[test]
-fn code_python_is_listed_by_tools_runtime_only_when_its_gate_is_set() {
-    let (_d, ws) = temp_workspace();
-    let config = json!({"exposed_tools": [{"type": "tools/workspace_git"}, {"type": "tools/code_python", "name": "py"}]}).to_string();
-    let list = json!({"action": "list_tools"}).to_string();
-    let list_tools = |gate: bool| {
-        let mut cmd = cheng();
-        if gate {
-            cmd.env("CHENG_ENABLE_CODE_PYTHON", "1");
-        }
-        let out = cmd
-            .args(["run", "tools/runtime", "--workspace", ws.to_str().unwrap(), "--config", &config, "--input", &list])
-            .output()
-            .unwrap();
-        let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let names: Vec<String> = value["functions"]
-            .as_array()
-            .map(|fs| fs.iter().filter_map(|f| f["function"]["name"].as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
-        (out.status.code(), value, names)
-    };
-    let (code, out, names) = list_tools(false);
-    assert_eq!(code, Some(1), "a broken curation reports success:false: {out}");
-    assert_eq!(out["status"], "error", "{out}");
-    assert_eq!(names, ["workspace_git"]);
-    assert!(
-        out["errors"].to_string().contains("tools/code_python is disabled; set CHENG_ENABLE_CODE_PYTHON=1 to enable it"),
-        "{}",
-        out["errors"]
-    );
-    let (code, out, names) = list_tools(true);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(out["status"], "ok");
-    assert_eq!(names, ["workspace_git", "py"]);
-}

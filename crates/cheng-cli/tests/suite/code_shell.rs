@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The unprivileged uid/gid the tests run cheng as.
 pub const NOBODY: u32 = 65534;
@@ -132,11 +132,16 @@ fn nobody_cheng() -> Option<PathBuf> {
 
 /// A directory under `parent` owned by uid 65534, world-traversable.
 pub fn nobody_dir(parent: &str) -> (tempfile::TempDir, PathBuf) {
+    owned_dir(parent, NOBODY)
+}
+
+/// A directory under `parent` owned by `uid` (group 65534), world-traversable.
+fn owned_dir(parent: &str, uid: u32) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::Builder::new().prefix("cheng-nobody-").tempdir_in(parent).expect("tempdir");
     let path = dir.path().canonicalize().expect("canonical");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown to 65534");
+    std::os::unix::fs::chown(&path, Some(uid), Some(NOBODY)).expect("chown");
     (dir, path)
 }
 
@@ -149,11 +154,24 @@ pub fn run_unprivileged(
     config: Option<&serde_json::Value>,
     envs: &[(&str, &str)],
 ) -> (i32, serde_json::Value, String, String) {
+    run_unprivileged_as(NOBODY, node, ws, input, config, envs)
+}
+
+/// [`run_unprivileged`] as `uid` (group 65534).
+fn run_unprivileged_as(
+    uid: u32,
+    node: &str,
+    ws: &Path,
+    input: &serde_json::Value,
+    config: Option<&serde_json::Value>,
+    envs: &[(&str, &str)],
+) -> (i32, serde_json::Value, String, String) {
     let mut cmd = Command::new(util("prlimit").expect("prlimit"));
     cmd.arg(format!("--nproc={OUTER_NPROC}:{OUTER_NPROC}"))
         .arg("--")
         .arg(util("setpriv").expect("setpriv"))
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(format!("--reuid={uid}"))
+        .args(["--regid=65534", "--clear-groups", "--"])
         .arg(nobody_cheng().expect("unprivileged_sandbox_works() checked the binary"))
         .args(["run", node, "--workspace"])
         .arg(ws)
@@ -165,6 +183,9 @@ pub fn run_unprivileged(
     cmd.env_remove("CHENG_ENABLE_CODE_PYTHON")
         .env_remove("CHENG_ENABLE_CODE_JS")
         .env_remove("CHENG_PYTHON")
+        .env("LANG", "C")
+        .env("LC_ALL", "C")
+        .env_remove("LANGUAGE")
         .envs(envs.iter().copied())
         .current_dir("/")
         .stdin(Stdio::null())
@@ -184,19 +205,17 @@ pub fn run_unprivileged(
         let _ = err_pipe.read_to_string(&mut s);
         s
     });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if started.elapsed() > WALL_CLOCK {
-            // cheng dies; bwrap follows (--die-with-parent) and takes its pid namespace along.
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("cheng as uid 65534 ran longer than {WALL_CLOCK:?} and was killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut status = None;
+    if !eventually(WALL_CLOCK, || {
+        status = child.try_wait().expect("wait");
+        status.is_some()
+    }) {
+        // cheng dies; bwrap follows (--die-with-parent) and takes its pid namespace along.
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("cheng as uid {uid} ran longer than {WALL_CLOCK:?} and was killed");
+    }
+    let status = status.expect("eventually saw it exit");
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
     let value = serde_json::from_str(&stdout).unwrap_or(serde_json::Value::Null);
@@ -255,27 +274,39 @@ fn unprivileged_writes_land_in_the_workspace_only() {
     assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "inside\n");
 }
 
+/// A uid of this test process's own, never 65534: RLIMIT_NPROC counts every process of a uid on
+/// the host (and, through the sandbox's user namespace, against the outer limit), so a test that
+/// drives it to the limit must not share its uid with the unprivileged tests running beside it,
+/// here or in another checkout running the same suite. Far above any uid or subordinate-uid range
+/// a system hands out; unique while this process lives, as its pid is.
+fn own_uid() -> u32 {
+    2_000_000_000 + std::process::id()
+}
+
 #[test]
 fn unprivileged_fork_bombs_are_bounded() {
     if !unprivileged_sandbox_works() {
         return;
     }
-    let (_d, ws) = nobody_dir("/tmp");
+    let uid = own_uid();
+    let (_d, ws) = owned_dir("/tmp", uid);
     // 1000 sleeping children must not all start (RLIMIT_NPROC 256 inside the namespace).
     let script = "i=0; while [ $i -lt 1000 ]; do sleep 5 & i=$((i+1)); done; echo started $i";
-    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 4000}), None, &[]);
+    let (_, out, _, stderr) = run_unprivileged_as(uid, "tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 4000}), None, &[]);
     assert_eq!(out["success"], false, "{out} {stderr}");
     assert!(!out["stdout"].as_str().unwrap_or("").contains("started 1000"), "1000 processes started: {out}");
     assert!(out["stderr"].as_str().unwrap_or("").contains("fork"), "{out}");
     // A bomb that would double 12 times (8190 processes), cut short by the limit and the timeout.
-    let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12";
-    let started = Instant::now();
-    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 1500}), None, &[]);
-    assert!(started.elapsed() < Duration::from_secs(30), "the run took {:?}", started.elapsed());
+    // The script's own shell starts it before the limit is reached and then execs its sleep, so
+    // that it never needs a fork itself: were it to fork after the bomb, it could lose the race for
+    // the last process slot, fail ("Cannot fork") and end the run before the timeout.
+    let uid_arg = uid.to_string();
+    let _guard = KillOnDrop::new(&["-U", &uid_arg]);
+    let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12 & exec sleep 3";
+    let (_, out, _, stderr) = run_unprivileged_as(uid, "tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 1500}), None, &[]);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out} {stderr}");
-    std::thread::sleep(Duration::from_millis(700));
-    let left = Command::new("pgrep").args(["-f", "bomb_6651"]).output().unwrap();
-    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+    // Nothing of the uid's is left (it is this test's alone, so any survivor is the bomb's).
+    assert!(none_left(&["-U", &uid_arg]), "fork bomb processes survived: {:?}", pgrep(&["-U", &uid_arg]));
 }
 
 #[test]
@@ -499,24 +530,6 @@ fn a_denied_read_path_runs_nothing() {
     assert_eq!(std::fs::read_to_string(ws.join("marker.txt")).unwrap_or_default(), "ran\n");
 }
 
-/// Host pids whose command line contains `pattern` (pgrep -f).
-fn pids_matching(pattern: &str) -> Vec<u32> {
-    let out = Command::new("pgrep").args(["-f", pattern]).output().expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
-}
-
-/// Polls (bounded: 20 s) until `done` holds; false when it never did.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    true
-}
-
 /// Ctrl-C (SIGINT to cheng) in the middle of a code_shell run: exit 130, and the script's
 /// children and grandchildren (one of them in its own session) are gone from the host.
 #[test]
@@ -537,17 +550,15 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
         .spawn()
         .expect("spawn cheng");
     let pattern = format!("sleep {tag}");
+    // Cleans up, by pid, whatever cheng failed to.
+    let _guard = KillOnDrop::new(&["-f", &pattern]);
     // The three sleeps themselves running (not merely a shell naming them).
     let sleeps = format!("^{pattern}[123]$");
-    let started = eventually(|| pids_matching(&sleeps).len() == 3);
+    let started = eventually(Duration::from_secs(20), || pgrep(&["-f", &sleeps]).len() == 3);
     send_signal(child.id(), "INT");
     let out = child.wait_with_output().expect("cheng exits");
-    let gone = eventually(|| pids_matching(&pattern).is_empty());
-    let survivors = pids_matching(&pattern);
-    for pid in &survivors {
-        // Clean up what cheng failed to, by pid.
-        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-    }
+    let gone = none_left(&["-f", &pattern]);
+    let survivors = pgrep(&["-f", &pattern]);
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert!(started, "the script's processes never all started: {value} {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(130), "{value} {}", String::from_utf8_lossy(&out.stderr));

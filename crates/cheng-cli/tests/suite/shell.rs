@@ -1,4 +1,7 @@
-//! `cheng run tools/workspace_shell`: behaviour, policy and attacks through the real binary.
+//! `cheng run tools/workspace_shell` through the real binary: exit codes and the wiring the node
+//! cannot show by itself (approval flags, the author's `--config`, the engine-injected root, the
+//! process environment cheng itself was started with). The node's behaviour and policy are tested
+//! in nodes/workspace/tests/suite/shell.rs; the environment and kill rules in cheng-exec.
 #![allow(unused_imports)]
 use super::support::*;
 
@@ -33,7 +36,7 @@ fn failure(code: i32, out: &Value, stderr: &str) -> String {
     stderr[start..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect()
 }
 
-/// The human-readable message of a failed run (output `error` or stderr).
+/// The failure's message: the output's `error`, else what cheng printed on stderr.
 fn message(out: &Value, stderr: &str) -> String {
     out.get("error").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| stderr.to_string())
 }
@@ -74,87 +77,11 @@ fn denied_approval_runs_nothing() {
 }
 
 #[test]
-fn neither_or_both_of_command_and_shell_string_is_invalid() {
-    let (_d, ws) = temp_workspace();
-    for input in [json!({}), json!({"command": "ls", "shell_string": "ls"})] {
-        let (code, out, stderr) = shell(&ws, input.clone(), json!({}));
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{input}");
-        let text = message(&out, &stderr);
-        assert!(text.contains("command") && text.contains("shell_string"), "{text}");
-    }
-}
-
-#[test]
-fn timeout_kills_a_script_and_its_background_grandchild() {
-    let (_d, ws) = temp_workspace();
-    let input = json!({"command": "sh", "args": ["-c", "echo $$; sleep 1000 & echo $!; sleep 1000"], "timeout_ms": 500});
-    let (code, out, _) = shell(&ws, input, json!({}));
-    assert_eq!(code, 1);
-    assert_eq!(out["termination"], "timed_out");
-    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
-    let pids: Vec<u32> = out["stdout"].as_str().unwrap_or("").lines().filter_map(|l| l.parse().ok()).collect();
-    assert_eq!(pids.len(), 2, "{out}");
-    for pid in pids {
-        let gone = (0..250).any(|_| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
-                .unwrap_or(false);
-            if alive {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            !alive
-        });
-        assert!(gone, "process {pid} outlived the timeout");
-    }
-}
-
-#[test]
 fn timeout_above_the_maximum_is_rejected_not_clamped() {
     let (_d, ws) = temp_workspace();
     let (code, _, stderr) = shell(&ws, json!({"command": "true", "timeout_ms": 700000}), json!({}));
     assert_eq!(code, 2);
     assert!(stderr.contains("600000"), "{stderr}");
-}
-
-#[test]
-fn a_missing_program_is_spawn_failed() {
-    let (_d, ws) = temp_workspace();
-    let (code, out, _) = shell(&ws, json!({"command": "no-such-program-cheng"}), json!({}));
-    assert_eq!(code, 1);
-    assert_eq!(out["termination"], "spawn_failed");
-    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_SPAWN_FAILED");
-}
-
-#[test]
-fn output_flood_is_bounded_and_stderr_flood_does_not_deadlock() {
-    let (_d, ws) = temp_workspace();
-    let script = "head -c 30000000 /dev/zero | tr '\\0' x; head -c 30000000 /dev/zero >&2; echo";
-    let (code, out, stderr) = shell(&ws, json!({"command": "sh", "args": ["-c", script], "timeout_ms": 120000}), json!({}));
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(out["stdout_truncated"], true);
-    assert_eq!(out["stderr_truncated"], true);
-    assert!(out["stdout"].as_str().unwrap_or("").len() <= (1 << 20) + 64);
-    assert!(out["stdout"].as_str().unwrap_or("").contains("...[omitted "));
-}
-
-#[test]
-fn shell_syntax_is_denied_by_default_and_nothing_runs() {
-    let (_d, ws) = temp_workspace();
-    for script in ["touch pwned;id", "touch pwned | cat", "touch $HOME", "touch `id`", "touch pwned > out"] {
-        let (code, out, stderr) = shell(&ws, json!({"shell_string": script}), json!({}));
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_POLICY_DENIED", "{script}");
-        assert!(message(&out, &stderr).contains("allow_shell_string"));
-    }
-    assert!(!ws.join("pwned").exists());
-    assert!(!ws.join("out").exists());
-}
-
-#[test]
-fn a_simple_shell_string_runs_as_argv() {
-    let (_d, ws) = temp_workspace();
-    let (code, out, stderr) = shell(&ws, json!({"shell_string": "echo 'a;b' \"c d\""}), json!({}));
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(out["stdout"], "a;b c d\n");
 }
 
 #[test]
@@ -181,100 +108,6 @@ fn sandbox_root_cannot_be_supplied() {
     let (code, out, _) = shell(&ws, json!({"command": "pwd"}), json!({}));
     assert_eq!(code, 0);
     assert_eq!(out["stdout"].as_str().unwrap_or("").trim_end(), ws.to_str().unwrap_or(""));
-}
-
-#[test]
-fn whitelist_bypass_attempts_are_denied() {
-    let (_d, ws) = temp_workspace();
-    let fake = ws.join("ls");
-    std::fs::write(&fake, "#!/bin/sh\ntouch pwned\n").expect("write fake ls");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let config = json!({"command_whitelist": "ls\necho", "allow_shell_string": true});
-    for input in [
-        json!({"command": "/bin/ls"}),
-        json!({"command": "./ls"}),
-        json!({"command": "id"}),
-        json!({"shell_string": "ls;id"}),
-        json!({"shell_string": "ls | id"}),
-        json!({"shell_string": "./ls"}),
-        json!({"shell_string": "/bin/ls -la"}),
-    ] {
-        let (code, out, stderr) = shell(&ws, input.clone(), config.clone());
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_POLICY_DENIED", "{input}");
-    }
-    let (code, out, stderr) = shell(&ws, json!({"command": "ls"}), config.clone());
-    assert_eq!(code, 0, "{stderr}");
-    assert!(out["stdout"].as_str().unwrap_or("").contains("ls"));
-    // Even a simple shell string naming a listed program is denied under a whitelist (seed 003).
-    let (code, out, stderr) = shell(&ws, json!({"shell_string": "echo 'x;y'"}), config);
-    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(!ws.join("pwned").exists(), "the workspace's fake ls ran");
-}
-
-#[test]
-fn cwd_escapes_are_refused() {
-    let (_d, ws) = temp_workspace();
-    let outside = tempfile::tempdir().expect("tempdir");
-    std::os::unix::fs::symlink(outside.path(), ws.join("link")).expect("symlink");
-    for cwd in ["..", "../..", "/etc", "link"] {
-        let (code, out, stderr) = shell(&ws, json!({"command": "touch", "args": ["pwned"], "cwd": cwd}), json!({}));
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE", "{cwd}");
-    }
-    assert!(!outside.path().join("pwned").exists());
-}
-
-#[test]
-fn env_denylist_is_enforced() {
-    let (_d, ws) = temp_workspace();
-    // Every variable the policy lists (prefix rules by several members and spellings), each
-    // with a value that would do harm if it reached the child.
-    let hook = ws.join("hook.sh");
-    std::fs::write(&hook, "touch pwned\n").expect("write hook");
-    let hook = hook.to_str().expect("utf-8 path");
-    for (name, value) in [
-        ("PATH", "."),
-        ("path", "."),
-        ("LD_PRELOAD", "/tmp/evil.so"),
-        ("LD_LIBRARY_PATH", "."),
-        ("LD_AUDIT", "/tmp/evil.so"),
-        ("ld_preload", "/tmp/evil.so"),
-        ("DYLD_INSERT_LIBRARIES", "/tmp/evil.dylib"),
-        ("DYLD_LIBRARY_PATH", "."),
-        ("BASH_ENV", hook),
-        ("ENV", hook),
-        ("BASH_FUNC_echo%%", "() { touch pwned; }"),
-        ("BASH_FUNC_true()", "() { touch pwned; }"),
-        ("IFS", "/"),
-        ("PS4", "$(touch pwned)"),
-        ("SHELLOPTS", "xtrace"),
-        ("NODE_OPTIONS", "--require ./pwn.js"),
-        ("PYTHONSTARTUP", hook),
-        ("PYTHONPATH", "."),
-        ("PERL5OPT", "-Mpwn"),
-        ("RUBYOPT", "-rpwn"),
-        ("GIT_DIR", "/etc"),
-        ("GIT_SSH_COMMAND", "touch pwned"),
-        ("GIT_CONFIG_GLOBAL", hook),
-        ("GIT_EXEC_PATH", "."),
-    ] {
-        let input = json!({"command": "bash", "args": ["-c", "echo ran"], "env": { name: value }});
-        let (code, out, stderr) = shell(&ws, input, json!({}));
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{name}");
-        let text = message(&out, &stderr);
-        assert!(text.contains(name) && text.contains("may not be set"), "{name}: {text}");
-        assert!(!text.contains("ran\n") && out.get("stdout").is_none_or(Value::is_null), "{name}: the command ran: {out}");
-    }
-    assert!(!ws.join("pwned").exists());
-    for name in ["LD_PRELOAD", "PATH", "BASH_ENV", "GIT_DIR", "NODE_OPTIONS"] {
-        let input = json!({"command": "true", "env": { name: "x" }});
-        let (code, out, stderr) = shell(&ws, input, json!({}));
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{name}");
-        assert!(message(&out, &stderr).contains(name));
-    }
-    let (code, out, _) = shell(&ws, json!({"command": "sh", "args": ["-c", "echo $LC_ALL"], "env": {"LC_ALL": "C"}}), json!({}));
-    assert_eq!(code, 0);
-    assert_eq!(out["stdout"], "C\n");
 }
 
 #[test]

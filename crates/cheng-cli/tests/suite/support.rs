@@ -13,11 +13,26 @@ pub fn fixtures() -> PathBuf {
     repo_root().join("fixtures")
 }
 
-/// A `cheng` command with a clean environment for the gates (tests set them explicitly).
+/// A `cheng` command with a clean environment for the gates (tests set them explicitly), in the
+/// C locale: cheng passes `LANG`/`LC_*` on to the commands it runs, and tests match their English
+/// messages ("No such file or directory"), which another locale would translate.
 pub fn cheng() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
-    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_POLICY").stdin(Stdio::null());
+    cmd.env_remove("CHENG_ENABLE_CODE_PYTHON")
+        .env_remove("CHENG_ENABLE_CODE_JS")
+        .env_remove("CHENG_POLICY")
+        .env("LANG", "C")
+        .env("LC_ALL", "C")
+        .env_remove("LANGUAGE")
+        .stdin(Stdio::null());
+    without_terminal(&mut cmd);
     cmd
+}
+
+/// Runs `cmd` in a session of its own, without a controlling terminal: cheng asks approvals on
+/// /dev/tty when there is one, and tests run from a developer's terminal must not be asked.
+pub fn without_terminal(cmd: &mut Command) {
+    cheng_exec::session::without_controlling_terminal(cmd);
 }
 
 /// Runs `cheng` with `args` and returns its output.
@@ -38,7 +53,7 @@ pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: 
     (out.status.code().unwrap_or(-1), value, stderr)
 }
 
-pub use cheng_test_support::{git, temp_workspace};
+pub use cheng_test_support::{eventually, git, none_left, pgrep, temp_workspace, KillOnDrop};
 
 /// Whether `tool` is an executable on PATH.
 pub fn on_path(tool: &str) -> bool {

@@ -20,7 +20,6 @@ fn cancelling_stops_running_nodes_and_marks_pending_ones() {
         "edges": [{"from": "long.termination", "to": "after.text"}]}));
     let validated = engine.validate(&graph).unwrap();
     let rt = runtime();
-    let started = std::time::Instant::now();
     let trigger = cancel.clone();
     let result = rt.block_on(async {
         tokio::spawn(async move {
@@ -29,7 +28,8 @@ fn cancelling_stops_running_nodes_and_marks_pending_ones() {
         });
         engine.run(&validated, options.jobs(1).cancel(cancel)).await
     });
-    assert!(started.elapsed() < Duration::from_secs(30), "cancellation did not stop the run");
+    // No wall-clock bound: a run cancellation did not stop would end 60 s later with `long`
+    // finished, not cancelled, which the status checks below catch.
     assert_eq!(result.status, GraphStatus::Cancelled);
     let long = result.node("long").unwrap();
     assert_eq!(long.status, NodeStatus::Cancelled);

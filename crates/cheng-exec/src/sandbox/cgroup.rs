@@ -16,7 +16,7 @@
 //! its only member, cheng first moves itself into the leaf [`SUPERVISOR`] (the pattern systemd
 //! documents for delegated services); other members make the cgroup limit unavailable.
 //!
-//! [`CgroupV2::Delegated`]: crate::limits::CgroupV2::Delegated
+//! [`CgroupV2::Delegated`]: super::limits::CgroupV2::Delegated
 
 use std::fs::OpenOptions;
 use std::io;

@@ -10,6 +10,12 @@
 //! embedders) get the same sandbox without Landlock, with the uid drop done by `setpriv`, and a
 //! warning saying so.
 //!
+//! What runs inside is, when it exists, the small dedicated executable [`HELPER_NAME`] found
+//! next to the running binary (built and installed with `cheng`: it is a second binary of the
+//! `cheng-cli` package, whose `main` is [`main`]); otherwise the running binary itself. Both
+//! run the same code; the helper only starts faster (it is a fraction of the size of `cheng`,
+//! so the dynamic loader has far fewer relocations to apply and pages to fault in).
+//!
 //! Right before exec it closes every descriptor above 2, so only stdin, stdout and stderr reach
 //! the sandboxed command, whatever the process that started bwrap left open.
 //!
@@ -25,7 +31,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The argv[1] that selects the init step.
 pub const INIT_ARG: &str = "__sandbox-init";
 
+/// The dedicated init executable looked for next to the running binary.
+pub const HELPER_NAME: &str = "cheng-sandbox-init";
+
 static LAUNCHER: AtomicBool = AtomicBool::new(false);
+/// A helper named by [`use_helper`] (benchmarks and tests, whose binary lives elsewhere).
+static HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 /// Call first thing in `main`. When argv[1] is [`INIT_ARG`], runs the init step and exits (or
 /// execs); otherwise records that this binary can launch sandboxes and returns.
@@ -36,7 +47,22 @@ pub fn run_if_requested() {
         LAUNCHER.store(true, Ordering::Relaxed);
         return;
     }
-    let rest: Vec<OsString> = args.collect();
+    init(args.collect())
+}
+
+/// `main` of the dedicated helper ([`HELPER_NAME`]): argv[1] must be [`INIT_ARG`]. Runs the
+/// init step and never returns.
+pub fn main() -> ! {
+    let mut args = std::env::args_os();
+    let _program = args.next();
+    if args.next().as_deref() != Some(OsStr::new(INIT_ARG)) {
+        eprintln!("cheng sandbox init: this program is cheng's sandbox init step; bubblewrap starts it as `{HELPER_NAME} {INIT_ARG} ... -- CMD`");
+        std::process::exit(126);
+    }
+    init(args.collect())
+}
+
+fn init(rest: Vec<OsString>) -> ! {
     let message = match parse(&rest).and_then(|plan| apply_and_exec(&plan)) {
         Ok(never) => match never {},
         Err(message) => message,
@@ -45,12 +71,34 @@ pub fn run_if_requested() {
     std::process::exit(126);
 }
 
-/// The running binary, when it called [`run_if_requested`] (and so can be the sandbox's init).
+/// Use `path` as the init executable (it must run [`main`]); for binaries that are not next to
+/// one, such as a benchmark built by cargo. The first call wins.
+pub fn use_helper(path: impl Into<PathBuf>) {
+    let _ = HELPER.set(path.into());
+}
+
+/// The init step to bind into the sandbox when the running binary called [`run_if_requested`]:
+/// the helper named by [`use_helper`], else [`HELPER_NAME`] next to the running binary, else the
+/// running binary itself. `None` when the running binary did not opt in. Looked up once.
 pub fn launcher() -> Option<PathBuf> {
     if !LAUNCHER.load(Ordering::Relaxed) {
         return None;
     }
-    std::env::current_exe().ok().and_then(|p| p.canonicalize().ok())
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let exe = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok())?;
+            let named = HELPER.get().cloned();
+            let sibling = exe.parent().map(|dir| dir.join(HELPER_NAME));
+            let helper = named.into_iter().chain(sibling).find(|p| is_executable_file(p)).and_then(|p| p.canonicalize().ok());
+            Some(helper.unwrap_or(exe))
+        })
+        .clone()
+}
+
+fn is_executable_file(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What the init step does, parsed from its argv.
@@ -193,7 +241,7 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     }
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
-    crate::landlock::confine_writes(&plan.writable)?;
+    super::landlock::confine_writes(&plan.writable)?;
     // Only stdin, stdout and stderr reach the command: whatever reached this step without
     // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
     // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else

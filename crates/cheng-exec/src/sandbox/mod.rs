@@ -1,11 +1,15 @@
 //! The bubblewrap sandbox the code executors run in.
 //!
-//! [`Sandbox::prepare`] checks bwrap (fail closed: [`ErrorKind::SandboxUnavailable`], never a
-//! host fallback), builds the command line and decides every limit; [`Sandbox::run`] runs it
-//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and reports what was
-//! enforced.
+//! A plan, then a run. [`Sandbox::prepare`] gathers the host's facts ([`HostFacts`]: fail closed
+//! with [`ErrorKind::SandboxUnavailable`] when there is no bwrap, never a host fallback), then this
+//! run's facts (making the masking placeholders and the cgroup group it needs), then calls the
+//! pure `plan::plan`, which decides the whole command line, its mounts and every limit from those
+//! facts alone (and is unit-tested with facts built by hand). [`Sandbox::run`] runs the plan
+//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and
+//! reports what was enforced.
 //!
-//! The view: system directories read-only ([`mounts::system_view`]) or the whole disk read-only
+//! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
+//! files copied into a root that is then remounted read-only) or the whole disk read-only
 //! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
 //! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
 //! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
@@ -28,15 +32,22 @@
 //! named output FIFOs ([`channel`]), which store nothing on the host.
 
 pub mod audit;
+pub(crate) mod bwrap;
 pub mod cgroup;
 pub mod channel;
-pub mod idmap;
+pub(crate) mod host;
+pub(crate) mod idmap;
 pub mod init;
+pub(crate) mod landlock;
+pub(crate) mod limits;
 pub mod mounts;
+pub(crate) mod plan;
 pub mod seccomp;
 
-use crate::bwrap::{self, Bwrap};
-use crate::limits::{CgroupV2, SandboxLimits};
+pub use bwrap::{Mount, BWRAP_ENV};
+pub use host::HostFacts;
+pub use limits::{CgroupV2, SandboxLimits, MAX_MEMORY_MB, MIN_MEMORY_MB};
+
 use crate::{ProcessOutput, ProcessSpec};
 use cheng_node::{ErrorKind, NodeError};
 use serde_json::{json, Value};
@@ -199,7 +210,7 @@ pub struct Enforcement {
 impl Enforcement {
     /// The `limits` object for `metrics`.
     pub fn to_json(&self) -> Value {
-        let mut v = crate::limits::report(&self.limits, &self.nproc, &self.memory, self.timeout.as_millis() as u64);
+        let mut v = limits::report(&self.limits, &self.nproc, &self.memory, self.timeout.as_millis() as u64);
         if let Value::Object(map) = &mut v {
             map.insert("identity".into(), json!(self.identity));
             map.insert("network".into(), json!(self.network));
@@ -214,8 +225,16 @@ impl Enforcement {
 /// A prepared sandbox run.
 #[derive(Debug)]
 pub struct Sandbox {
+    /// cheng runs as root (from the host facts).
+    root: bool,
     bwrap: PathBuf,
     args: Vec<OsString>,
+    /// bwrap's environment (passed on to the sandbox).
+    env: Vec<(OsString, OsString)>,
+    /// The mount operations in `args`.
+    mounts: Vec<bwrap::Mount>,
+    /// Host files copied into the view, with the descriptor number bwrap reads each from.
+    files: Vec<(PathBuf, std::os::fd::RawFd)>,
     request: SandboxRequest,
     /// rlimits set on bwrap before it is executed; empty when the init step sets them inside.
     rlimits: Vec<crate::Rlimit>,
@@ -243,363 +262,121 @@ pub struct SandboxRun {
     pub cgroup: Option<cgroup::GroupReport>,
 }
 
-/// The namespace flags every sandbox uses; probed once per process.
-fn namespace_flags(root: bool) -> Vec<&'static str> {
-    let mut flags = vec![
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-net",
-        "--unshare-cgroup-try",
-    ];
-    if !root {
-        flags.push("--unshare-user");
-    }
-    flags.extend(["--cap-drop", "ALL"]);
-    flags
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no failure modes.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn own_ids() -> (u32, u32) {
-    // SAFETY: getuid/getgid have no failure modes.
-    unsafe { (libc::getuid(), libc::getgid()) }
-}
-
-fn system_tool(name: &str) -> Option<PathBuf> {
-    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+/// Checks that a sandbox can be built here: bwrap is found and creates the namespaces every run
+/// uses (the same flags, from [`plan::probe_flags`]). Fails closed with SANDBOX_UNAVAILABLE and
+/// a sentence naming the fix. Probes at most once per process.
+pub fn check_available() -> Result<(), NodeError> {
+    let host = HostFacts::gather(None)?;
+    bwrap::probe(&host.bwrap, &plan::probe_flags(host.root, false))
 }
 
 fn unavailable(message: impl Into<String>) -> NodeError {
     NodeError::new(ErrorKind::SandboxUnavailable, message)
 }
 
+/// Finds out what the plan needs to know about this run's paths, and makes what must exist
+/// before bwrap starts: the masking placeholders of a writable boundary and the run's cgroup
+/// group. Returns the facts and the two guards (dropping them undoes what was made).
+fn gather_run(
+    request: &SandboxRequest,
+    host: &HostFacts,
+) -> Result<(plan::RunFacts, mounts::Placeholders, Option<cgroup::RunGroup>), NodeError> {
+    let mut warnings = Vec::new();
+    let ids = sandbox_ids();
+    let closed = if request.full_disk_readonly && host.root {
+        let bound = request.extra_ro.iter().chain(&request.read_paths).chain(std::iter::once(&request.boundary));
+        closed_ancestors(bound)
+    } else {
+        Vec::new()
+    };
+    let protections = if request.writable {
+        mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
+            unavailable(format!("cannot prepare the protected metadata of {}: {e}; nothing ran", request.boundary.display()))
+        })?
+    } else {
+        mounts::Placeholders::default()
+    };
+    if let Some(io) = &request.io_dir {
+        for name in &request.io_outputs {
+            use std::os::unix::fs::FileTypeExt;
+            let fifo = std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
+            if !fifo {
+                return Err(NodeError::internal(format!(
+                    "the sandbox output {name} is not a FIFO made by cheng_exec::sandbox::channel; a regular file would store what the script writes on the host"
+                )));
+            }
+        }
+    }
+    let (memory, group) = match &request.memory_cgroup {
+        Some(CgroupV2::Delegated(parent)) => {
+            let limits = SandboxLimits::with_memory_mb(request.memory_mb);
+            let group_limits = cgroup::GroupLimits { memory_bytes: limits.memory_bytes, pids: limits.nproc };
+            match cgroup::RunGroup::create(parent, group_limits, &mut warnings) {
+                Ok(group) => (plan::MemoryFact::Group(group.describe()), Some(group)),
+                Err(why) => (plan::MemoryFact::GroupFailed(why), None),
+            }
+        }
+        Some(CgroupV2::Unavailable(why)) => (plan::MemoryFact::Unavailable(why.clone()), None),
+        None => (plan::MemoryFact::Rlimit, None),
+    };
+    let mut owners = Vec::new();
+    let boundary_listable = world_listable(&request.boundary);
+    if host.root {
+        let boundary_needed = request.writable || !boundary_listable;
+        let paths = boundary_needed.then_some(&request.boundary).into_iter().chain(&request.read_paths);
+        for path in paths {
+            let target = idmap::IdmapTarget::for_path(path)
+                .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
+            owners.push(target);
+        }
+    }
+    let facts = plan::RunFacts {
+        ids,
+        closed_ancestors: closed,
+        boundary_listable,
+        owners,
+        protections: protections.list().to_vec(),
+        warnings,
+        memory,
+    };
+    Ok((facts, protections, group))
+}
+
 impl Sandbox {
     /// Checks bwrap and builds the command line. Fails closed with SANDBOX_UNAVAILABLE.
+    ///
+    /// Three steps: the host's facts ([`HostFacts::gather`]), this run's facts and the
+    /// placeholders and cgroup group it needs (`gather_run`), then the pure [`plan::plan`].
     pub fn prepare(request: SandboxRequest) -> Result<Sandbox, NodeError> {
         let setup_started = Instant::now();
         if request.command.is_empty() {
             return Err(NodeError::internal("sandbox request without a command"));
         }
-        let bwrap = bwrap::locate(request.bwrap.as_deref())?;
-        let root = is_root();
+        let host = HostFacts::gather(request.bwrap.as_deref())?;
         // A probe that already failed in this process fails every later run up front; otherwise
         // the run itself is the probe (see `run`).
-        if let Some(Err(e)) = bwrap::probed(&bwrap, &namespace_flags(root)) {
+        if let Some(Err(e)) = bwrap::probed(&host.bwrap, &plan::probe_flags(host.root, request.network)) {
             return Err(e);
         }
-
-        let mut warnings = Vec::new();
-        let launcher = if request.use_launcher { init::launcher() } else { None };
-        let limits = SandboxLimits::with_memory_mb(request.memory_mb);
-        let (sandbox_uid, sandbox_gid) = sandbox_ids();
-        let landlock_abi = crate::landlock::kernel_abi();
         // Fail closed: no filter, no run (the program is compiled once per process).
         seccomp::program_bytes()?;
-
-        let mut b = Bwrap::new();
-        b.flag("--die-with-parent").flag("--new-session");
-        // bwrap applies it just before it executes the first program inside (see `attempt`).
-        b.seccomp(seccomp::SECCOMP_FD);
-        b.flag("--unshare-pid").flag("--unshare-ipc").flag("--unshare-uts").flag("--unshare-cgroup-try");
-        if !request.network {
-            b.flag("--unshare-net");
-        }
-        if !root {
-            let (uid, gid) = own_ids();
-            b.flag("--unshare-user").uid_gid(uid, gid);
-        }
-        let mut layout = Layout::default();
-        if request.full_disk_readonly {
-            b.ro_bind(Path::new("/"), Path::new("/"));
-            layout.ro_roots.push("/".into());
-            if root {
-                // The sandbox uid must reach what is bound for it (an interpreter under a 0700
-                // /root, an approved read path, the workspace), but in the whole-disk view their
-                // host ancestors are in the way. The topmost ancestor it may not enter is
-                // replaced by an empty tmpfs holding only those paths: it could not see anything
-                // else there anyway.
-                let bound = request.extra_ro.iter().chain(&request.read_paths).chain(std::iter::once(&request.boundary));
-                for dir in closed_ancestors(bound) {
-                    b.tmpfs(&dir, 0o755, Some(1 << 20));
-                    layout.writable_roots.push(dir.clone());
-                    layout.made.push(dir);
-                }
-            }
-        } else {
-            for entry in mounts::system_view() {
-                match entry {
-                    mounts::SystemEntry::Symlink { target, link } => {
-                        b.symlink(&target, &link);
-                    }
-                    mounts::SystemEntry::ReadOnly(path) => {
-                        layout.parents(&mut b, &path);
-                        b.ro_bind_try(&path, &path);
-                        layout.ro_roots.push(path);
-                    }
-                }
-            }
-        }
-        b.dev(Path::new("/dev")).proc(Path::new("/proc"));
-        // Private, size-bounded scratch space (tmpfs pages count against memory, not RLIMIT_AS).
-        b.tmpfs(Path::new("/tmp"), 0o1777, Some(limits.memory_bytes));
-        b.tmpfs(Path::new("/run"), 0o755, Some(1 << 20));
-        layout.made.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
-        layout.writable_roots.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
-        for path in request.extra_ro.iter().chain(&request.read_paths) {
-            layout.parents(&mut b, path);
-            b.ro_bind(path, path);
-            layout.ro_roots.push(path.clone());
-        }
-        layout.parents(&mut b, &request.boundary);
-        if request.writable {
-            b.bind(&request.boundary, &request.boundary);
-        } else {
-            b.ro_bind(&request.boundary, &request.boundary);
-        }
-        let protections = if request.writable {
-            let list = mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
-                unavailable(format!(
-                    "cannot prepare the protected metadata of {}: {e}; nothing ran",
-                    request.boundary.display()
-                ))
-            })?;
-            mounts::apply(&mut b, list.list());
-            list
-        } else {
-            mounts::Placeholders::default()
-        };
-        if let Some(io) = &request.io_dir {
-            b.ro_bind(io, Path::new(IO_DIR));
-            for name in &request.io_outputs {
-                use std::os::unix::fs::FileTypeExt;
-                let fifo = std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
-                if !fifo {
-                    return Err(NodeError::internal(format!(
-                        "the sandbox output {name} is not a FIFO made by cheng_exec::sandbox::channel; a regular file would store what the script writes on the host"
-                    )));
-                }
-                b.bind(&io.join(name), &Path::new(IO_DIR).join(name));
-            }
-        }
-        if let Some(exe) = &launcher {
-            b.ro_bind(exe, Path::new(INIT_PATH));
-        }
-        b.chdir(&request.cwd);
-        b.flag("--cap-drop").flag("ALL");
-        if root {
-            // Only for the uid drop inside, which clears them again (and the bounding set).
-            b.cap_add("CAP_SETUID").cap_add("CAP_SETGID").cap_add("CAP_SETPCAP");
-            // bwrap's own --chdir into an idmapped workspace whose owner now appears as the
-            // sandbox uid (a private 0700 workspace denies root without it).
-            b.cap_add("CAP_DAC_READ_SEARCH");
-        }
-
-        // memory_mb: the run's own cgroup v2 group when one can be made, else RLIMIT_AS.
-        let group = match &request.memory_cgroup {
-            Some(CgroupV2::Delegated(parent)) => {
-                let group_limits = cgroup::GroupLimits { memory_bytes: limits.memory_bytes, pids: limits.nproc };
-                match cgroup::RunGroup::create(parent, group_limits, &mut warnings) {
-                    Ok(group) => {
-                        warnings.push(format!("memory_mb enforced as {} (RLIMIT_AS not set)", group.describe()));
-                        Some(group)
-                    }
-                    Err(why) => {
-                        warnings.push(format!(
-                            "cgroup v2 memory limit not applied ({why}); memory_mb enforced as {} instead",
-                            rlimit_as_phrase(request.memory_mb)
-                        ));
-                        None
-                    }
-                }
-            }
-            Some(CgroupV2::Unavailable(why)) => {
-                warnings.push(format!(
-                    "memory_mb enforced as {}: no cgroup v2 memory limit here ({why}); cgroup v1 hierarchies are never touched",
-                    rlimit_as_phrase(request.memory_mb)
-                ));
-                None
-            }
-            None => None,
-        };
-        let memory = group.as_ref().map(cgroup::RunGroup::describe).unwrap_or_else(|| rlimit_as_phrase(request.memory_mb));
-        // Every rlimit, RLIMIT_NPROC included; without RLIMIT_AS when `with_as` is false.
-        let all_rlimits = |with_as: bool| -> Vec<crate::Rlimit> {
-            limits.rlimits(true).into_iter().filter(|l| with_as || l.resource != crate::RlimitResource::AddressSpace).collect()
-        };
-
-        // The chain inside: [init step | setpriv | prlimit] then the command.
-        let mut writable_roots: Vec<PathBuf> = vec!["/tmp".into(), "/dev".into()];
-        if request.io_dir.is_some() {
-            writable_roots.extend(request.io_outputs.iter().map(|name| Path::new(IO_DIR).join(name)));
-        }
-        if request.writable {
-            writable_roots.push(request.boundary.clone());
-        }
-        // With the init step, the rlimits are set inside (see `init`), not on bwrap.
-        let init_argv = |with_as: bool| -> Vec<OsString> {
-            let plan = init::InitPlan {
-                drop_to: root.then_some((sandbox_uid, sandbox_gid)),
-                rlimits: all_rlimits(with_as),
-                writable: writable_roots.clone(),
-                command: request.command.clone(),
-            };
-            let mut argv: Vec<OsString> = vec![INIT_PATH.into()];
-            argv.extend(plan.to_args());
-            argv
-        };
-        let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (&launcher, root) {
-            (Some(_), _) => {
-                let argv = init_argv(group.is_none());
-                let landlock = match landlock_abi {
-                    Some(abi) => format!(
-                        "enforced (ABI {abi}): writes only under {}",
-                        writable_roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-                    ),
-                    None => {
-                        warnings.push("Landlock is not supported by this kernel: writes are confined by the read-only mounts only".into());
-                        "not supported by this kernel".into()
-                    }
-                };
-                let identity = if root {
-                    format!("uid {sandbox_uid} (cheng runs as root; unprivileged per-run uid set by cheng's sandbox init step)")
-                } else {
-                    format!("uid {} (cheng's own, in a user namespace)", own_ids().0)
-                };
-                let nproc = if root {
-                    format!("RLIMIT_NPROC {} on uid {sandbox_uid}", limits.nproc)
-                } else {
-                    format!("RLIMIT_NPROC {} set inside the user namespace", limits.nproc)
-                };
-                (identity, nproc, landlock, argv)
-            }
-            (None, true) => {
-                let setpriv = system_tool("setpriv").ok_or_else(|| {
-                    unavailable(
-                        "cheng runs as root and this binary has no sandbox init step, so the drop to an unprivileged uid needs \
-                         setpriv (util-linux), which is not installed; nothing ran. Install util-linux or run through the `cheng` binary",
-                    )
-                })?;
-                warnings.push(
-                    "Landlock not applied: this binary has no sandbox init step (the `cheng` binary has one); writes are confined by the read-only mounts only"
-                        .into(),
-                );
-                let mut argv: Vec<OsString> = vec![
-                    setpriv.into(),
-                    format!("--reuid={sandbox_uid}").into(),
-                    format!("--regid={sandbox_gid}").into(),
-                    "--clear-groups".into(),
-                    "--inh-caps=-all".into(),
-                    "--bounding-set=-all".into(),
-                    "--no-new-privs".into(),
-                    "--".into(),
-                ];
-                argv.extend(request.command.iter().cloned());
-                (
-                    format!("uid {sandbox_uid} (cheng runs as root; unprivileged per-run uid set by setpriv)"),
-                    format!("RLIMIT_NPROC {} on uid {sandbox_uid}", limits.nproc),
-                    "not applied (no sandbox init step in this binary)".into(),
-                    argv,
-                )
-            }
-            (None, false) => {
-                warnings.push(
-                    "Landlock not applied: this binary has no sandbox init step (the `cheng` binary has one); writes are confined by the read-only mounts only"
-                        .into(),
-                );
-                let mut argv = Vec::new();
-                let nproc = match system_tool("prlimit") {
-                    Some(prlimit) => {
-                        argv.push(prlimit.into_os_string());
-                        argv.push(format!("--nproc={}", limits.nproc).into());
-                        argv.push("--".into());
-                        format!("RLIMIT_NPROC {} set inside the user namespace by prlimit", limits.nproc)
-                    }
-                    None => {
-                        warnings.push("RLIMIT_NPROC not enforced: prlimit (util-linux) is not installed and this binary has no sandbox init step".into());
-                        "not enforced".into()
-                    }
-                };
-                argv.extend(request.command.iter().cloned());
-                (
-                    format!("uid {} (cheng's own, in a user namespace)", own_ids().0),
-                    nproc,
-                    "not applied (no sandbox init step in this binary)".into(),
-                    argv,
-                )
-            }
-        };
-        // The same command line with RLIMIT_AS, for a run that cannot join its cgroup group.
-        let fallback = group.as_ref().map(|_| {
-            let mut fb = b.clone();
-            let (args, rlimits) = match &launcher {
-                Some(_) => (init_argv(true), Vec::new()),
-                None => (inner.clone(), limits.rlimits(root)),
-            };
-            fb.command(args);
-            (fb.into_args(), rlimits)
-        });
-        b.command(inner);
-
-        let mut idmaps = Vec::new();
-        if root {
-            let mut targets = Vec::new();
-            // Writable: always (writes must land owned by the owner). Read-only: when the
-            // sandbox uid could not otherwise list it (a private workspace such as a 0700 home).
-            if request.writable || !world_listable(&request.boundary) {
-                targets.push(&request.boundary);
-            }
-            targets.extend(&request.read_paths);
-            for path in targets {
-                let target = idmap::IdmapTarget::for_path(path)
-                    .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
-                if target.owner_uid != sandbox_uid {
-                    idmaps.push(target);
-                }
-            }
-        }
-        let filesystem = match (request.writable, idmaps.iter().any(|t| t.path == request.boundary)) {
-            (false, true) => "workspace read-only through an idmapped mount (owner shown as the sandbox uid)",
-            (false, false) => "workspace read-only",
-            (true, true) => "workspace writable through an idmapped mount (owner shown as the sandbox uid); protected metadata read-only",
-            (true, false) => "workspace writable; protected metadata read-only",
-        };
-        let enforcement = Enforcement {
-            limits,
-            timeout: request.timeout,
-            identity,
-            network: if request.network { "host network shared" } else { "none (private network namespace)" },
-            filesystem,
-            landlock,
-            seccomp: format!(
-                "enforced ({} filter installed by bubblewrap before the first program inside): refuses {}",
-                std::env::consts::ARCH,
-                seccomp::REFUSES
-            ),
-            memory,
-            nproc,
-            warnings,
-        };
+        let (facts, protections, group) = gather_run(&request, &host)?;
+        let plan = plan::plan(&request, &host, &facts)?;
         Ok(Sandbox {
-            bwrap,
-            args: b.into_args(),
-            rlimits: match (&launcher, &group) {
-                (Some(_), _) => Vec::new(),
-                (None, Some(_)) => limits.rlimits(root).into_iter().filter(|l| l.resource != crate::RlimitResource::AddressSpace).collect(),
-                (None, None) => limits.rlimits(root),
-            },
+            root: host.root,
+            bwrap: plan.bwrap,
+            args: plan.args,
+            env: plan.env,
+            mounts: plan.mounts,
+            files: plan.files,
+            rlimits: plan.rlimits,
             group,
-            fallback,
+            fallback: plan.fallback,
             request,
             protections,
-            idmaps,
-            ids: (sandbox_uid, sandbox_gid),
-            enforcement,
+            idmaps: plan.idmaps,
+            ids: facts.ids,
+            enforcement: plan.enforcement,
             setup_started,
         })
     }
@@ -607,9 +384,20 @@ impl Sandbox {
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
     /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
     /// bwrap expects the seccomp program on descriptor [`seccomp::SECCOMP_FD`]
-    /// ([`seccomp::program_fd`] makes one).
+    /// ([`seccomp::program_fd`] makes one) and each of [`Sandbox::files`] on its descriptor.
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
+    }
+
+    /// The host files bwrap copies into the view (`--file N`), with the descriptor number N
+    /// each must be open on.
+    pub fn files(&self) -> &[(PathBuf, std::os::fd::RawFd)] {
+        &self.files
+    }
+
+    /// The mount operations of the command line, in order.
+    pub fn mounts(&self) -> &[Mount] {
+        &self.mounts
     }
 
     pub fn enforcement(&self) -> &Enforcement {
@@ -676,7 +464,7 @@ impl Sandbox {
             // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
             // namespaces here at all (a stand-in binary, a policy that kills it). The probe
             // (once per process) tells which.
-            bwrap::probe(&self.bwrap, &namespace_flags(is_root()))?;
+            bwrap::probe(&self.bwrap, &plan::probe_flags(self.root, self.request.network))?;
         }
         Ok(SandboxRun { output, setup, enforcement: self.enforcement, cgroup: report })
     }
@@ -702,12 +490,20 @@ impl Sandbox {
         idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
     ) -> Result<(ProcessOutput, Duration), String> {
         let spec = ProcessSpec::new(&self.bwrap, args, "/")
-            .env(self.request.env.clone())
+            .env(self.env.clone())
             .timeout(self.request.timeout)
             .caps(self.request.stdout_cap, self.request.stderr_cap);
         // A fresh descriptor per start: bwrap reads the program to its end.
         let filter = seccomp::program_fd().map_err(|e| e.message)?;
-        let inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
+        let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
+        // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
+        // One that vanished since the host was looked at shows as empty (as /dev/null).
+        for (path, fd) in &self.files {
+            let file = std::fs::File::open(path).or_else(|_| std::fs::File::open("/dev/null")).map_err(|e| {
+                format!("cannot open {} to copy it into the sandbox: {e}", path.display())
+            })?;
+            inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
+        }
         let spec = ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec };
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {
@@ -743,35 +539,6 @@ fn closed_ancestors<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Vec<PathBuf
         }
     }
     out
-}
-
-/// Creates, mode 0755, the parents of bind destinations that no read-only bind provides.
-#[derive(Debug, Default)]
-struct Layout {
-    ro_roots: Vec<PathBuf>,
-    /// tmpfs mounts, where missing parents can always be made.
-    writable_roots: Vec<PathBuf>,
-    made: Vec<PathBuf>,
-}
-
-impl Layout {
-    fn parents(&mut self, b: &mut Bwrap, dest: &Path) {
-        let mut ancestors: Vec<&Path> = dest.ancestors().skip(1).collect();
-        ancestors.reverse();
-        for dir in ancestors {
-            if dir == Path::new("/") || self.made.iter().any(|m| m == dir) {
-                continue;
-            }
-            let in_ro = self.ro_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
-            let in_tmpfs = self.writable_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
-            if in_ro > in_tmpfs {
-                // Inside a read-only bind: it exists there or cannot be made.
-                return;
-            }
-            b.dir(dir, 0o755);
-            self.made.push(dir.to_path_buf());
-        }
-    }
 }
 
 /// bwrap's or the init step's own failure (as opposed to the program's), from the output.

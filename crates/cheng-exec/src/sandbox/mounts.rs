@@ -2,7 +2,7 @@
 //! writable boundary the metadata that would turn a write into later code execution, re-mounted
 //! read-only or masked.
 
-use crate::bwrap::Bwrap;
+use super::bwrap::Bwrap;
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,15 @@ pub enum SystemEntry {
     Symlink { target: PathBuf, link: PathBuf },
     /// Bind read-only at the same path.
     ReadOnly(PathBuf),
+    /// A small regular file (or a symlink to one), copied into the sandbox's read-only root at
+    /// the same path when the run starts (bwrap's `--file`): what it shows is what a read-only
+    /// bind would show, at one write instead of a bind mount, a remount and a scan of the mount
+    /// table.
+    Copy(PathBuf),
 }
+
+/// Files up to this size are copied into the view ([`SystemEntry::Copy`]); larger ones are bound.
+pub const COPY_MAX_BYTES: u64 = 1 << 20;
 
 /// The read-only system view: the system directories and the /etc subset that exist here.
 pub fn system_view() -> Vec<SystemEntry> {
@@ -111,13 +119,24 @@ pub fn system_view() -> Vec<SystemEntry> {
             _ => {}
         }
     }
-    for entry in ETC_ENTRIES {
-        let path = Path::new(entry);
-        if path.exists() {
-            out.push(SystemEntry::ReadOnly(path.to_path_buf()));
-        }
-    }
+    out.extend(ETC_ENTRIES.iter().filter_map(|entry| etc_entry(Path::new(entry))));
     out
+}
+
+/// How one /etc entry is shown: copied when it is a small regular file everyone may read
+/// (symlinks followed: a symlink is shown as the file it names, as a bind would show it, even
+/// when its target lies outside the view, such as /etc/resolv.conf -> /run/...), bound read-only
+/// otherwise (directories, large files, and files others may not read, whose permissions a copy
+/// would not keep); `None` when it does not exist.
+pub(crate) fn etc_entry(path: &Path) -> Option<SystemEntry> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let world_readable = meta.permissions().mode() & 0o004 != 0;
+    Some(if meta.is_file() && meta.len() <= COPY_MAX_BYTES && world_readable {
+        SystemEntry::Copy(path.to_path_buf())
+    } else {
+        SystemEntry::ReadOnly(path.to_path_buf())
+    })
 }
 
 /// How one protected name is handled.
@@ -404,6 +423,29 @@ impl Drop for Placeholders {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_small_world_readable_files_are_copied_into_the_view() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        std::fs::write(path("hosts"), "127.0.0.1 localhost\n").unwrap();
+        std::fs::set_permissions(path("hosts"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        // A file only its owner may read: a copy (mode 0444 inside) would hand it to the
+        // sandbox uid, a bind keeps its permissions.
+        std::fs::write(path("secret.conf"), "token").unwrap();
+        std::fs::set_permissions(path("secret.conf"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(path("big"), vec![b'x'; COPY_MAX_BYTES as usize + 1]).unwrap();
+        std::fs::set_permissions(path("big"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(path("hosts"), path("link")).unwrap();
+        std::fs::create_dir(path("ssl")).unwrap();
+        assert_eq!(etc_entry(&path("hosts")), Some(SystemEntry::Copy(path("hosts"))));
+        assert_eq!(etc_entry(&path("link")), Some(SystemEntry::Copy(path("link"))), "symlinks are followed");
+        assert_eq!(etc_entry(&path("secret.conf")), Some(SystemEntry::ReadOnly(path("secret.conf"))));
+        assert_eq!(etc_entry(&path("big")), Some(SystemEntry::ReadOnly(path("big"))));
+        assert_eq!(etc_entry(&path("ssl")), Some(SystemEntry::ReadOnly(path("ssl"))));
+        assert_eq!(etc_entry(&path("missing")), None);
+    }
 
     #[test]
     fn existing_names_are_read_only_and_missing_ones_masked_then_cleaned() {

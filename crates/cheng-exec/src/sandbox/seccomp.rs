@@ -279,7 +279,7 @@ mod tests {
         let mut read = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut read).unwrap();
         assert_eq!(read, program_bytes().unwrap());
-        let mut b = crate::bwrap::Bwrap::new();
+        let mut b = crate::sandbox::bwrap::Bwrap::new();
         b.seccomp(SECCOMP_FD);
         let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(args, ["--seccomp", "3"]);

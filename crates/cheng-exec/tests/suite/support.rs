@@ -3,7 +3,7 @@
 
 use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::CancellationToken;
-use std::time::Duration;
+pub use cheng_test_support::eventually;
 
 /// A multi-threaded runtime like the CLI's.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -15,22 +15,19 @@ pub fn run(spec: ProcessSpec) -> ProcessOutput {
     runtime().block_on(cheng_exec::run(spec, &CancellationToken::new()))
 }
 
+/// Runs `spec` to completion on a thread of its own, failing the test when it is not over within
+/// `limit` (polled with [`eventually`]): for runs that must not wait for a process they leave
+/// behind. `limit` is when the test gives up, not a speed claim, so it is generous; a run that
+/// did wait would take its leftover's whole (much longer) life.
+pub fn run_within(limit: std::time::Duration, spec: ProcessSpec) -> ProcessOutput {
+    let handle = std::thread::spawn(move || run(spec));
+    assert!(eventually(limit, || handle.is_finished()), "the run was not over after {limit:?}: it waited for something");
+    handle.join().expect("the run's thread")
+}
+
 /// `sh -c script` in the system temp directory.
 pub fn sh(script: &str) -> ProcessSpec {
     ProcessSpec::new("sh", ["-c", script], std::env::temp_dir())
-}
-
-/// Waits up to `limit` for `cond`, polling; for facts that settle asynchronously (a process
-/// that was SIGKILLed disappearing from /proc).
-pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = std::time::Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
 }
 
 /// Whether process `pid` exists and is not a zombie.
@@ -41,3 +38,8 @@ pub fn alive(pid: i32) -> bool {
         .flatten()
         .is_some_and(|state| state != 'Z' && state != 'X')
 }
+
+/// A shell loop that burns CPU until the shell itself has used at least two clock ticks
+/// (utime + stime in /proc/$$/stat, 10-20 ms): a fixed iteration count can finish inside one tick
+/// on a fast machine and be reported as 0 ms.
+pub const BURN_CPU: &str = "while :; do read -r _ _ _ _ _ _ _ _ _ _ _ _ _ u s _ < /proc/$$/stat; [ $((u + s)) -ge 2 ] && break; done";

@@ -5,6 +5,7 @@ mod protect;
 mod sandbox_support;
 mod seccomp;
 mod shell;
+mod view;
 #[cfg(feature = "python")]
 mod python;
 mod result_cap;

@@ -1,7 +1,7 @@
 //! tools/code_python against the real sandbox.
 
 use super::sandbox_support::*;
-use cheng_exec::limits::CgroupV2;
+use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::{Sandbox, SandboxRequest};
 use cheng_node::{Decision, ErrorKind, Registry};
 use cheng_nodes_code::python::CodePython;
@@ -76,7 +76,8 @@ async fn the_network_is_always_off() {
     let out = run(&CodePython, &ws, json!({"script": script})).await;
     // Refused by the private namespace's own loopback: the attempt ran and found nothing there.
     assert_eq!(out["result"], "blocked: ConnectionRefusedError", "{out:?}");
-    std::thread::sleep(Duration::from_millis(100));
+    // No wait needed: a connect() that succeeded had its handshake completed by the kernel, so the
+    // connection would already be queued on the listener when the script returned.
     assert!(l.accept().is_err(), "the listener saw a connection");
 }
 
@@ -316,12 +317,14 @@ async fn a_fork_bomb_is_bounded() {
     // The real thing, under a short timeout, named so the host can look for survivors.
     // (Each process naps when the bound refuses a fork, so that the bomb does not also starve the
     // CPU of the tests running beside it.)
-    let script = "import ctypes, os, time\nctypes.CDLL(None).prctl(15, b'pyfork_5519', 0, 0, 0)\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)";
+    // The name (15 bytes at most: a comm) carries this test process's id, so that only its own
+    // processes are looked for (and killed).
+    let name = format!("pf{}", std::process::id());
+    let _guard = KillOnDrop::new(&["-x", &name]);
+    let script = format!("import ctypes, os, time\nctypes.CDLL(None).prctl(15, b'{name}', 0, 0, 0)\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)");
     let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 2000})).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let left = std::process::Command::new("pgrep").args(["-x", "pyfork_5519"]).output().unwrap();
-    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+    assert!(none_left(&["-x", &name]), "fork bomb processes survived: {:?}", pgrep(&["-x", &name]));
 }
 
 #[tokio::test]
@@ -340,13 +343,15 @@ async fn a_gibibyte_of_output_is_capped_and_the_result_still_arrives() {
 async fn a_timeout_kills_grandchildren() {
     if !sandbox_available() { return; }
     let (_d, ws) = workspace();
-    let script = "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 97.41'])\nsubprocess.Popen(['setsid', 'sleep', '97.42'])\ntime.sleep(97.43)";
+    // Durations unique to this test process, so that pgrep -f finds only these sleeps.
+    let tag = format!("97.4{}", std::process::id());
+    let pattern = format!("sleep {tag}[12]$");
+    let _guard = KillOnDrop::new(&["-f", &pattern]);
+    let script = format!("import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep {tag}1'])\nsubprocess.Popen(['setsid', 'sleep', '{tag}2'])\ntime.sleep(97.43)");
     let out = run(&CodePython, &ws, json!({"script": script, "timeout_ms": 700})).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let left = std::process::Command::new("pgrep").args(["-f", "sleep 97.4"]).output().unwrap();
-    assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+    assert!(none_left(&["-f", &pattern]), "left behind: {:?}", pgrep(&["-f", &pattern]));
 }
 
 #[tokio::test]

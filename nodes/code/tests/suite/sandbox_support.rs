@@ -6,6 +6,8 @@ use cheng_node::{Decision, Node, NodeError, RunContext, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+pub use cheng_test_support::{eventually, none_left, pgrep, KillOnDrop};
+
 /// A canonical temporary workspace.
 pub fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -42,9 +44,7 @@ pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Values {
 /// Whether the sandbox can be built here (see [`require_or_skip`]): CI installs bubblewrap, and
 /// there a silent skip would turn every attack test into one that cannot fail.
 pub fn sandbox_available() -> bool {
-    let ok = cheng_exec::bwrap::locate(None)
-        .and_then(|b| cheng_exec::bwrap::probe(&b, &["--unshare-pid", "--unshare-net"]))
-        .is_ok();
+    let ok = cheng_exec::sandbox::check_available().is_ok();
     require_or_skip_that("a bubblewrap that can create namespaces (apt-get install bubblewrap)", ok)
 }
 

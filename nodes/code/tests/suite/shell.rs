@@ -234,12 +234,14 @@ async fn a_fork_bomb_is_bounded() {
     assert!(!out["stdout"].as_str().unwrap().contains("started 1000"), "1000 processes started: {out:?}");
     assert_eq!(out["success"], false, "{out:?}");
     // The real thing, under a short timeout (the script outlasts it, so it can never pass by exiting 0 in time).
-    let out = run(&CodeShell, &ws, json!({"script": "bomb_7731() { bomb_7731 | bomb_7731 & }; bomb_7731; sleep 5", "timeout_ms": 2000})).await;
+    // Named after this test process, so that only its own processes are looked for (and killed).
+    let bomb = format!("bomb_7731_{}", std::process::id());
+    let _guard = KillOnDrop::new(&["-f", &bomb]);
+    let script = format!("{bomb}() {{ {bomb} | {bomb} & }}; {bomb}; sleep 5");
+    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 2000})).await;
     assert_eq!(out["success"], false, "{out:?}");
     // Nothing of either run survives on the host.
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let left = std::process::Command::new("pgrep").args(["-f", "bomb_7731"]).output().unwrap();
-    assert!(left.stdout.is_empty(), "fork bomb processes survived: {}", String::from_utf8_lossy(&left.stdout));
+    assert!(none_left(&["-f", &bomb]), "fork bomb processes survived: {:?}", pgrep(&["-f", &bomb]));
 }
 
 #[tokio::test]
@@ -267,12 +269,15 @@ async fn a_gibibyte_of_output_is_capped() {
 async fn a_timeout_kills_grandchildren() {
     if !sandbox_available() { return; }
     let (_d, ws) = workspace();
-    let out = run(&CodeShell, &ws, json!({"script": "sh -c 'sleep 97.31' & (setsid sleep 97.32 &); sleep 97.33", "timeout_ms": 500})).await;
+    // Durations unique to this test process, so that pgrep -f finds only these sleeps.
+    let tag = format!("97.3{}", std::process::id());
+    let pattern = format!("^sleep {tag}[123]$");
+    let _guard = KillOnDrop::new(&["-f", &pattern]);
+    let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
+    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 500})).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let left = std::process::Command::new("pgrep").args(["-f", "sleep 97.3"]).output().unwrap();
-    assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+    assert!(none_left(&["-f", &pattern]), "left behind: {:?}", pgrep(&["-f", &pattern]));
 }
 
 #[tokio::test]
@@ -479,24 +484,6 @@ async fn the_script_runs_with_no_new_privs_and_no_capabilities() {
     assert!(!out["stdout"].as_str().unwrap().contains("mounted"), "{out:?}");
 }
 
-/// Host pids of processes whose command line contains `pattern` (pgrep -f).
-fn pids_matching(pattern: &str) -> Vec<u32> {
-    let out = std::process::Command::new("pgrep").args(["-f", pattern]).output().expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
-}
-
-/// Polls (bounded: 20 s) until `done` holds; false when it never did.
-async fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !done() {
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    true
-}
-
 /// Cancelling a run mid-way (the engine's CancellationToken) kills the script's children and
 /// grandchildren, including one that left the process group with setsid: counted on the host
 /// before and after.
@@ -511,12 +498,14 @@ async fn cancelling_mid_run_kills_grandchildren() {
     let cancel = ctx.cancel.clone();
     let input = with_defaults(&CodeShell, json!({"script": script, "timeout_ms": 60000}));
     let pattern = format!("sleep {tag}");
+    // Cleans up, by pid, whatever the sandbox failed to.
+    let _guard = KillOnDrop::new(&["-f", &pattern]);
     let watcher = {
         let pattern = pattern.clone();
-        tokio::spawn(async move {
+        tokio::task::spawn_blocking(move || {
             // The three sleeps themselves running (not merely a shell naming them): then cancel.
             let sleeps = format!("^{pattern}[123]$");
-            let started = eventually(|| pids_matching(&sleeps).len() == 3).await;
+            let started = eventually(Duration::from_secs(20), || pgrep(&["-f", &sleeps]).len() == 3);
             cancel.cancel();
             started
         })
@@ -525,11 +514,5 @@ async fn cancelling_mid_run_kills_grandchildren() {
     assert!(watcher.await.unwrap(), "the script's processes never all started: {out:?}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "cancelled", "{out:?}");
-    let gone = eventually(|| pids_matching(&pattern).is_empty()).await;
-    let survivors = pids_matching(&pattern);
-    for pid in &survivors {
-        // Clean up what the sandbox failed to, by pid.
-        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-    }
-    assert!(gone, "left behind after cancellation: {survivors:?}");
+    assert!(none_left(&["-f", &pattern]), "left behind after cancellation: {:?}", pgrep(&["-f", &pattern]));
 }

@@ -221,10 +221,15 @@ impl<'a> Document<'a> {
             bare_urls: Vec::new(),
             html_links: Vec::new(),
         };
+        // Container markers stacked past the preview's depth bound on one line are parsed as
+        // text (same offsets), as the preview renders them: millions of open containers cost
+        // pulldown-cmark far more per byte than text.
+        let bounded = crate::preview::prefix::bound(text);
+        let source = bounded.as_ref().map_or(text, |(s, _)| s.as_str());
         let mut broken = Vec::new();
         let mut events = 0usize;
         let mut stopped = None;
-        let checked = parser(text, &mut broken).into_offset_iter().map_while(|event| {
+        let checked = parser(source, &mut broken).into_offset_iter().map_while(|event| {
             events += 1;
             if events.is_multiple_of(CHECK_EVERY_EVENTS) {
                 if let Err(e) = check() {
@@ -234,7 +239,7 @@ impl<'a> Document<'a> {
             }
             Some(event)
         });
-        doc.walk(checked);
+        doc.walk(checked, source);
         if let Some(e) = stopped {
             return Err(e);
         }
@@ -243,7 +248,21 @@ impl<'a> Document<'a> {
         Ok(doc)
     }
 
-    fn walk<I: Iterator<Item = (Event<'a>, Range<usize>)>>(&mut self, events: I) {
+    /// Borrows a string of the parsed `source` (`text`, or a copy with the same offsets) from
+    /// `text` when both hold the same bytes there.
+    fn rebase<'s>(&self, s: pulldown_cmark::CowStr<'s>, source: &'s str) -> Cow<'a, str> {
+        if let pulldown_cmark::CowStr::Borrowed(b) = &s {
+            let offset = (b.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+            if let Some(original) = offset.checked_add(b.len()).filter(|end| *end <= source.len()).and_then(|end| self.text.get(offset..end)) {
+                if std::ptr::eq(source, self.text) || original == *b {
+                    return Cow::Borrowed(original);
+                }
+            }
+        }
+        Cow::Owned(s.into_string())
+    }
+
+    fn walk<'s, I: Iterator<Item = (Event<'s>, Range<usize>)>>(&mut self, events: I, source: &'s str) {
         let text = self.text;
         // Open heading: (level, start, explicit id, text with line breaks as `\n`).
         let mut heading: Option<(u8, usize, Option<String>, String)> = None;
@@ -312,7 +331,7 @@ impl<'a> Document<'a> {
                     self.links.push(Link {
                         image: false,
                         link_type,
-                        dest: cow(dest_url),
+                        dest: self.rebase(dest_url, source),
                         range: range.clone(),
                         text_empty: true,
                     });
@@ -323,7 +342,7 @@ impl<'a> Document<'a> {
                     self.links.push(Link {
                         image: true,
                         link_type,
-                        dest: cow(dest_url),
+                        dest: self.rebase(dest_url, source),
                         range: range.clone(),
                         text_empty: true,
                     });
@@ -376,10 +395,11 @@ impl<'a> Document<'a> {
                     if let Some(last) = open_links.last_mut() {
                         last.1 = true;
                     }
-                    let lower = html.trim_start().to_ascii_lowercase();
-                    if lower.starts_with("<a ") || lower.starts_with("<a>") {
-                        in_html_anchor = !lower.contains("</a>");
-                    } else if lower.starts_with("</a") {
+                    let tag = html.trim_start().as_bytes();
+                    let starts = |prefix: &[u8]| tag.len() >= prefix.len() && tag[..prefix.len()].eq_ignore_ascii_case(prefix);
+                    if starts(b"<a ") || starts(b"<a>") {
+                        in_html_anchor = !html.to_ascii_lowercase().contains("</a>");
+                    } else if starts(b"</a") {
                         in_html_anchor = false;
                     }
                 }
@@ -392,14 +412,21 @@ impl<'a> Document<'a> {
     }
 
     fn scan_html(&mut self, html: &str, offset: usize) {
-        if let Some(re) = HTML_ANCHOR.as_ref() {
+        // Every pattern below needs an `=` (an attribute value) or `<img`: most raw HTML (`<b>`,
+        // `</div>`) has neither and skips the regexes.
+        let has_value = memchr::memchr(b'=', html.as_bytes()).is_some();
+        let has_img = html.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img"));
+        if !has_value && !has_img {
+            return;
+        }
+        if let Some(re) = HTML_ANCHOR.as_ref().filter(|_| has_value) {
             for cap in re.captures_iter(html) {
                 if let Some(m) = cap.get(1).or_else(|| cap.get(2)).or_else(|| cap.get(3)) {
                     self.html_anchors.insert(m.as_str().to_string());
                 }
             }
         }
-        if let (Some(tag), Some(attr)) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref()) {
+        if let (Some(tag), Some(attr), true) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref(), has_value) {
             for t in tag.captures_iter(html) {
                 let (Some(whole), Some(name)) = (t.get(0), t.get(1)) else { continue };
                 let image = name.as_str().eq_ignore_ascii_case("img");
@@ -413,7 +440,7 @@ impl<'a> Document<'a> {
                 }
             }
         }
-        if let (Some(img), Some(alt)) = (HTML_IMG.as_ref(), HTML_ALT.as_ref()) {
+        if let (Some(img), Some(alt), true) = (HTML_IMG.as_ref(), HTML_ALT.as_ref(), has_img) {
             for m in img.find_iter(html) {
                 if !alt.is_match(m.as_str()) {
                     self.html_images_without_alt.push(offset + m.start());
@@ -492,14 +519,6 @@ impl<'a> Document<'a> {
 
     pub fn line_text(&self, i: usize) -> &'a str {
         &self.text[self.lines.range(i)]
-    }
-}
-
-/// pulldown-cmark's string as a standard `Cow`, borrowing whenever it borrows.
-fn cow(s: pulldown_cmark::CowStr<'_>) -> Cow<'_, str> {
-    match s {
-        pulldown_cmark::CowStr::Borrowed(b) => Cow::Borrowed(b),
-        other => Cow::Owned(other.into_string()),
     }
 }
 

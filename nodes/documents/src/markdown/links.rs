@@ -68,6 +68,7 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
         limits,
         files_read: 0,
         bytes_read: 0,
+        listings: HashMap::new(),
     };
     checker.own_anchors = Anchors::Known(doc.anchors().into_iter().map(str::to_string).collect());
     for link in &doc.links {
@@ -160,6 +161,22 @@ struct Checker<'r> {
     limits: Limits,
     files_read: usize,
     bytes_read: u64,
+    /// Directory names, by workspace-relative directory.
+    listings: HashMap<String, Listing>,
+}
+
+/// Links into one directory before its names are listed (see [`Checker::listing`]).
+const LIST_AFTER_LINKS: usize = 64;
+/// Largest directory listed.
+const MAX_LISTED: usize = 1 << 20;
+
+/// A directory's names, for [`Checker::listing`].
+enum Listing {
+    /// Links into it so far.
+    Counting(usize),
+    Names(HashSet<std::ffi::OsString>),
+    /// Not listable (or too large): every target is resolved.
+    Unlisted,
 }
 
 /// What a target file offers for fragment checks.
@@ -272,6 +289,15 @@ impl Checker<'_> {
         if let Some(known) = self.targets.get(&rel) {
             return known.clone();
         }
+        if let Some(name) = parts.last() {
+            let dir = parts[..parts.len() - 1].join("/");
+            if self.listing(&dir).is_some_and(|names| !names.contains(std::ffi::OsStr::new(name))) {
+                // Not in its directory: what resolving would find, without a path walk.
+                let outcome = Target::Missing(format!("looked for {rel} in the workspace"));
+                self.targets.insert(rel, outcome.clone());
+                return outcome;
+            }
+        }
         let outcome = match resolve_existing(self.root, Some(&rel), "link") {
             Ok(path) => Target::Found(Rc::new(path)),
             Err(e) if e.kind == ErrorKind::PathOutsideWorkspace => {
@@ -282,6 +308,46 @@ impl Checker<'_> {
         };
         self.targets.insert(rel, outcome.clone());
         outcome
+    }
+
+    /// The names in workspace directory `dir` (relative, `""` for the root), once links into it
+    /// are many: a document with hundreds of thousands of links to missing files would otherwise
+    /// walk the path (a `readlink` per component) for each. Only a name's absence is taken from
+    /// the listing; a present name is still resolved (symlinks, the workspace boundary), so the
+    /// outcome is the same as resolving. `None`: few links so far, or not listable.
+    fn listing(&mut self, dir: &str) -> Option<&HashSet<std::ffi::OsString>> {
+        let entry = self.listings.entry(dir.to_string()).or_insert(Listing::Counting(0));
+        if let Listing::Counting(n) = entry {
+            *n += 1;
+            if *n < LIST_AFTER_LINKS {
+                return None;
+            }
+            // Only a directory inside the workspace is listed (a symlinked one leading out is not).
+            let listed = if dir.is_empty() { Ok(self.root.to_path_buf()) } else { resolve_existing(self.root, Some(dir), "link") };
+            *entry = match listed.ok().map(std::fs::read_dir) {
+                Some(Ok(read)) => {
+                    let mut names = HashSet::new();
+                    let mut complete = true;
+                    for item in read {
+                        match item {
+                            Ok(item) if names.len() < MAX_LISTED => {
+                                names.insert(item.file_name());
+                            }
+                            _ => {
+                                complete = false;
+                                break;
+                            }
+                        }
+                    }
+                    if complete { Listing::Names(names) } else { Listing::Unlisted }
+                }
+                _ => Listing::Unlisted,
+            };
+        }
+        match entry {
+            Listing::Names(names) => Some(names),
+            _ => None,
+        }
     }
 
     fn anchors_of(&mut self, path: &Path) -> &Anchors {

@@ -127,17 +127,45 @@ impl Node for WorkspaceMarkdown {
         }
         let root = ctx.workspace.clone();
         let path = path.to_string();
+        let cancel = ctx.cancel.clone();
         tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + TIME_LIMIT;
+            let check = || {
+                if cancel.is_cancelled() {
+                    return Err(NodeError::new(cheng_node::ErrorKind::Cancelled, "cancelled while analysing the Markdown file"));
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(NodeError::new(
+                        cheng_node::ErrorKind::TimedOut,
+                        format!("the analysis took longer than its {} s limit and was stopped; analyse a smaller file", TIME_LIMIT.as_secs()),
+                    ));
+                }
+                Ok(())
+            };
             let file = read_text(&root, &path, "path", MAX_TEXT_BYTES)?;
-            Ok(analyze(&root, &file, operation))
+            check()?;
+            analyze_checked(&root, &file, operation, check)
         })
         .await
         .map_err(|e| NodeError::internal(format!("markdown analysis stopped unexpectedly: {e}")))?
     }
 }
 
+/// Longest one analysis may run; the parse checks this (and cancellation) every
+/// [`document::CHECK_EVERY_EVENTS`] events, and again before the operation's own work. Every
+/// input up to the size cap takes far less (docs/performance.md).
+pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs one operation on a file already read, producing the node's full output object.
 pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
+    match analyze_checked(root, file, operation, || Ok::<(), std::convert::Infallible>(())) {
+        Ok(out) => out,
+        Err(never) => match never {},
+    }
+}
+
+/// [`analyze`], calling `check` while parsing and between steps; its error stops the analysis.
+pub fn analyze_checked<E>(root: &Path, file: &TextFile, operation: Operation, check: impl FnMut() -> Result<(), E>) -> Result<Values, E> {
     std::thread::scope(|scope| {
         // format_suggestions on a large file: the sweep's text-only groundwork runs on a second
         // thread while this one parses.
@@ -156,20 +184,22 @@ pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
             Some(Err(panic)) => std::panic::resume_unwind(panic),
             None => suggestions::Prepared::new(&file.text),
         };
-        analyze_with(root, file, operation, prepared)
+        analyze_with(root, file, operation, prepared, check)
     })
 }
 
 /// Texts at least this long get a second thread where work can overlap.
 const PARALLEL_MIN_BYTES: usize = 256 * 1024;
 
-fn analyze_with<'t>(
+fn analyze_with<'t, E>(
     root: &Path,
     file: &'t TextFile,
     operation: Operation,
     prepared: impl FnOnce() -> suggestions::Prepared<'t>,
-) -> Values {
-    let doc = Document::parse(&file.text);
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<Values, E> {
+    let doc = Document::parse_checked(&file.text, &mut check)?;
+    check()?;
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
     out.insert("path".into(), json!(file.display));
@@ -265,7 +295,8 @@ fn analyze_with<'t>(
         }
     };
     out.insert("summary".into(), json!(summary));
-    out
+    check()?;
+    Ok(out)
 }
 
 fn diagnostics_summary(display: &str, found: &[Diagnostic]) -> String {

@@ -1,8 +1,11 @@
+mod analysis_checks;
 mod fixtures;
+mod link_listing;
 mod links;
 mod markdownlint;
 mod nesting;
 mod node;
+mod one_pass;
 mod preview;
 mod slugger;
 mod suggestions;

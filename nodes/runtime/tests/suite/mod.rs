@@ -3,3 +3,4 @@ mod support;
 mod execute;
 mod list;
 mod gates;
+mod presets;

@@ -284,8 +284,9 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
         summary.push_str(": working tree clean");
     } else {
         summary.push_str(&format!(
-            ": {} changed paths — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
-            parsed.files.len()
+            ": {} changed {} — {staged} staged, {unstaged} unstaged, {untracked} untracked, {conflicted} conflicted",
+            parsed.files.len(),
+            if parsed.files.len() == 1 { "path" } else { "paths" }
         ));
     }
     if parsed.unparsed > 0 {
@@ -340,7 +341,8 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let mut summary = if files.is_empty() {
         format!("No changes to tracked files against {against} (staged and unstaged)")
     } else {
-        format!("{} files changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
+        let noun = if files.len() == 1 { "file" } else { "files" };
+        format!("{} {noun} changed, +{added} -{deleted}: working tree against {against}, staged and unstaged", files.len())
     };
     if unparsed > 0 {
         summary.push_str(&format!("; {unparsed} numstat lines could not be parsed"));
@@ -450,12 +452,13 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let numstat_text = if meta.stdout.truncated { kept_records(&meta.stdout, '\n') } else { fields[log::FIELDS] };
     let (files, _) = diff::parse_numstat(numstat_text);
     let mut summary = format!(
-        "{} {} by {} on {}: {} files changed",
+        "{} {} by {} on {}: {} {} changed",
         commit["short_hash"].as_str().unwrap_or(""),
         commit["subject"].as_str().unwrap_or(""),
         commit["author"].as_str().unwrap_or(""),
         commit["date"].as_str().unwrap_or(""),
-        files.len()
+        files.len(),
+        if files.len() == 1 { "file" } else { "files" }
     );
     if patch.stdout.truncated {
         summary.push_str(&format!("; output head+tail truncated to max_bytes {}", request.max_bytes));
@@ -483,10 +486,11 @@ async fn branch(git: &Git, out: &mut Values) -> Result<(), NodeError> {
     let branches = branch::parse(kept_records(&refs.stdout, '\n'));
     let current = symbolic.success().then(|| symbolic.stdout.text.trim().to_string()).filter(|s| !s.is_empty());
     let head_hash = head.success().then(|| head.stdout.text.trim().to_string());
+    let noun = if branches.len() == 1 { "branch" } else { "branches" };
     let summary = match (&current, &head_hash) {
-        (Some(name), Some(_)) => format!("{} local branches; on {name}", branches.len()),
+        (Some(name), Some(_)) => format!("{} local {noun}; on {name}", branches.len()),
         (Some(name), None) => format!("The repository has no commits yet; on branch {name} (unborn)"),
-        (None, Some(hash)) => format!("{} local branches; HEAD detached at {hash}", branches.len()),
+        (None, Some(hash)) => format!("{} local {noun}; HEAD detached at {hash}", branches.len()),
         (None, None) => "HEAD does not point at a branch or a commit".to_string(),
     };
     out.insert("summary".into(), json!(summary));

@@ -185,7 +185,8 @@ async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, No
         format!("No test setup found under {start_rel} ({} entries scanned)", detection.entries)
     } else {
         let listed: Vec<String> = detection.projects.iter().map(describe_project).collect();
-        format!("{} projects under {start_rel}: {}", detection.projects.len(), listed.join("; "))
+        let noun = if detection.projects.len() == 1 { "project" } else { "projects" };
+        format!("{} {noun} under {start_rel}: {}", detection.projects.len(), listed.join("; "))
     };
     if detection.truncated {
         summary.push_str(&format!(
@@ -301,12 +302,13 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
     let result = if success {
         Ok(())
     } else {
+        let tests = |n: u64| if n == 1 { "1 test failed".to_string() } else { format!("{n} tests failed") };
         let error = match (proc.error_kind(), failed) {
             (Some(ErrorKind::SpawnFailed), _) => NodeError::new(ErrorKind::SpawnFailed, outcome.clone()),
-            (Some(kind), Some(n)) if n > 0 => NodeError::new(kind, format!("{n} tests failed; {outcome}")),
+            (Some(kind), Some(n)) if n > 0 => NodeError::new(kind, format!("{}; {outcome}", tests(n))),
             (Some(kind), _) => NodeError::new(kind, outcome.clone()),
             // The runner reported failed tests but exited 0: the tests' own error, not the exit.
-            (None, Some(n)) => NodeError::new(ErrorKind::ScriptError, format!("{n} tests failed although the command exited 0")),
+            (None, Some(n)) => NodeError::new(ErrorKind::ScriptError, format!("{} although the command exited 0", tests(n))),
             (None, None) => NodeError::new(ErrorKind::NonZeroExit, outcome.clone()),
         };
         Err(error)

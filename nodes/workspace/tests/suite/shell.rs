@@ -103,27 +103,16 @@ async fn non_zero_exit_keeps_output_and_is_not_terminal() {
 
 #[tokio::test]
 async fn timeout_kills_and_reports_timed_out() {
+    // That the whole process group dies (grandchildren, escapes) is cheng-exec's kill and
+    // descendants suites; here, what the node reports.
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "sh", "args": ["-c", "echo $$; sleep 1000 & echo $!; sleep 1000"], "timeout_ms": 300})).await;
+    let out = ok(&ws, json!({"command": "sleep", "args": ["1000"], "timeout_ms": 300})).await;
     assert_eq!(out["success"], false);
     assert_eq!(out["termination"], "timed_out");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
     assert_eq!(out["terminal"], false);
     assert_eq!(out["exit_code"], Value::Null);
     assert!(out["error"].as_str().unwrap().contains("timeout_ms 300"), "{}", out["error"]);
-    let pids: Vec<i32> = out["stdout"].as_str().unwrap().lines().filter_map(|l| l.parse().ok()).collect();
-    for pid in pids {
-        let gone = (0..250).any(|_| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
-                .unwrap_or(false);
-            if alive {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            !alive
-        });
-        assert!(gone, "background sleep {pid} survived the timeout");
-    }
 }
 
 #[tokio::test]

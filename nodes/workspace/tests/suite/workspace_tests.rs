@@ -196,7 +196,6 @@ async fn run_failures_are_reported_with_stable_codes() {
         .expect("run");
     assert_eq!(out["termination"], "timed_out");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
-    assert!(out["duration_ms"].as_u64().unwrap_or(u64::MAX) < 10_000);
     // Output that no parser knows: counts are null and the summary says so.
     let out = run(&WorkspaceTests, &ws, json!({"operation": "run", "command": "echo", "args": ["all good"]})).await.expect("run");
     assert_eq!(out["success"], true);

@@ -25,7 +25,12 @@ const SEARCH_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin"
 /// The bwrap binary to run: `override_path`, else `$CHENG_BWRAP`, else the first `bwrap` in the
 /// system directories. The error is SANDBOX_UNAVAILABLE with an install hint.
 pub fn locate(override_path: Option<&Path>) -> Result<PathBuf, NodeError> {
-    let configured = override_path.map(Path::to_path_buf).or_else(|| std::env::var_os(BWRAP_ENV).map(PathBuf::from));
+    locate_in(override_path, std::env::var_os(BWRAP_ENV), SEARCH_DIRS)
+}
+
+/// [`locate`] with the environment variable's value and the search directories given.
+pub(crate) fn locate_in(override_path: Option<&Path>, env: Option<OsString>, search: &[&str]) -> Result<PathBuf, NodeError> {
+    let configured = override_path.map(Path::to_path_buf).or_else(|| env.map(PathBuf::from));
     if let Some(path) = configured {
         return if is_executable(&path) {
             Ok(path)
@@ -37,11 +42,11 @@ pub fn locate(override_path: Option<&Path>) -> Result<PathBuf, NodeError> {
             )))
         };
     }
-    SEARCH_DIRS.iter().map(|dir| Path::new(dir).join("bwrap")).find(|p| is_executable(p)).ok_or_else(|| {
+    search.iter().map(|dir| Path::new(dir).join("bwrap")).find(|p| is_executable(p)).ok_or_else(|| {
         unavailable(format!(
             "bubblewrap (bwrap) is not installed (looked in {}); nothing ran and nothing runs on the host \
              instead. Install it: apt-get install bubblewrap / dnf install bubblewrap, or set {BWRAP_ENV}=/path/to/bwrap",
-            SEARCH_DIRS.join(", ")
+            search.join(", ")
         ))
     })
 }
@@ -141,10 +146,20 @@ pub fn hint(stderr: &str) -> &'static str {
     }
 }
 
+/// One mount operation of a bwrap command line (`--ro-bind SRC DEST` is `{ op: "--ro-bind",
+/// source: Some(SRC), dest: DEST }`; a symlink's source is its target).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub op: &'static str,
+    pub source: Option<PathBuf>,
+    pub dest: PathBuf,
+}
+
 /// A bwrap command line, built flag by flag.
 #[derive(Debug, Clone, Default)]
 pub struct Bwrap {
     args: Vec<OsString>,
+    mounts: Vec<Mount>,
 }
 
 impl Bwrap {
@@ -162,20 +177,31 @@ impl Bwrap {
         self.push(&[flag.as_ref()])
     }
 
+    /// A mount operation `op SRC DEST` (or `op DEST` without a source), recorded in [`Bwrap::mounts`].
+    fn mount(&mut self, op: &'static str, src: Option<&Path>, dest: &Path) -> &mut Self {
+        self.mounts.push(Mount { op, source: src.map(Path::to_path_buf), dest: dest.to_path_buf() });
+        self.args.push(op.into());
+        if let Some(src) = src {
+            self.args.push(src.as_os_str().to_os_string());
+        }
+        self.args.push(dest.as_os_str().to_os_string());
+        self
+    }
+
     pub fn ro_bind(&mut self, src: &Path, dest: &Path) -> &mut Self {
-        self.push(&["--ro-bind".as_ref(), src.as_os_str(), dest.as_os_str()])
+        self.mount("--ro-bind", Some(src), dest)
     }
 
     pub fn ro_bind_try(&mut self, src: &Path, dest: &Path) -> &mut Self {
-        self.push(&["--ro-bind-try".as_ref(), src.as_os_str(), dest.as_os_str()])
+        self.mount("--ro-bind-try", Some(src), dest)
     }
 
     pub fn bind(&mut self, src: &Path, dest: &Path) -> &mut Self {
-        self.push(&["--bind".as_ref(), src.as_os_str(), dest.as_os_str()])
+        self.mount("--bind", Some(src), dest)
     }
 
     pub fn symlink(&mut self, target: &Path, link: &Path) -> &mut Self {
-        self.push(&["--symlink".as_ref(), target.as_os_str(), link.as_os_str()])
+        self.mount("--symlink", Some(target), link)
     }
 
     /// A tmpfs with the given mode and (when set) size in bytes.
@@ -186,22 +212,38 @@ impl Bwrap {
             let size = size.to_string();
             self.push(&["--size".as_ref(), size.as_ref()]);
         }
-        self.push(&["--tmpfs".as_ref(), dest.as_os_str()])
+        self.mount("--tmpfs", None, dest)
     }
 
     /// A directory with the given mode (bwrap would otherwise create missing parents 0700,
     /// which an unprivileged uid cannot traverse).
     pub fn dir(&mut self, dest: &Path, mode: u32) -> &mut Self {
         let mode = format!("{mode:o}");
-        self.push(&["--perms".as_ref(), mode.as_ref(), "--dir".as_ref(), dest.as_os_str()])
+        self.push(&["--perms".as_ref(), mode.as_ref()]);
+        self.mount("--dir", None, dest)
+    }
+
+    /// A file at `dest` with the given mode holding what bwrap reads from descriptor `fd`
+    /// (which must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]). `source` names
+    /// what the descriptor holds, for [`Bwrap::mounts`].
+    pub fn file(&mut self, fd: std::os::fd::RawFd, source: &Path, dest: &Path, mode: u32) -> &mut Self {
+        let (mode, fd) = (format!("{mode:o}"), fd.to_string());
+        self.push(&["--perms".as_ref(), mode.as_ref(), "--file".as_ref(), fd.as_ref(), dest.as_os_str()]);
+        self.mounts.push(Mount { op: "--file", source: Some(source.to_path_buf()), dest: dest.to_path_buf() });
+        self
+    }
+
+    /// Remounts `dest` (an earlier mount, or the sandbox's root `/`) read-only.
+    pub fn remount_ro(&mut self, dest: &Path) -> &mut Self {
+        self.mount("--remount-ro", None, dest)
     }
 
     pub fn dev(&mut self, dest: &Path) -> &mut Self {
-        self.push(&["--dev".as_ref(), dest.as_os_str()])
+        self.mount("--dev", None, dest)
     }
 
     pub fn proc(&mut self, dest: &Path) -> &mut Self {
-        self.push(&["--proc".as_ref(), dest.as_os_str()])
+        self.mount("--proc", None, dest)
     }
 
     pub fn chdir(&mut self, dir: &Path) -> &mut Self {
@@ -237,6 +279,11 @@ impl Bwrap {
 
     pub fn args(&self) -> &[OsString] {
         &self.args
+    }
+
+    /// The mount operations so far, in order.
+    pub fn mounts(&self) -> &[Mount] {
+        &self.mounts
     }
 
     pub fn into_args(self) -> Vec<OsString> {
@@ -283,6 +330,38 @@ mod tests {
         assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
         assert!(err.message.contains("/nonexistent/bwrap"), "{}", err.message);
         assert!(err.terminal);
+    }
+
+    #[test]
+    fn an_absent_bwrap_fails_closed_and_says_how_to_install_it() {
+        // No bwrap in the searched directories and none configured: whatever this machine has.
+        let empty = tempfile::tempdir().unwrap();
+        let dir = empty.path().to_str().unwrap();
+        let err = locate_in(None, None, &[dir]).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
+        assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE");
+        assert!(err.message.contains("is not installed") && err.message.contains(dir), "{}", err.message);
+        assert!(err.message.contains("apt-get install bubblewrap") && err.message.contains(BWRAP_ENV), "{}", err.message);
+        assert!(err.terminal);
+        // A file that is not executable does not count.
+        std::fs::write(empty.path().join("bwrap"), "").unwrap();
+        assert!(locate_in(None, None, &[dir]).is_err());
+    }
+
+    #[test]
+    fn a_present_bwrap_is_found_in_the_search_dirs_or_where_configured() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bwrap = dir.path().join("bwrap");
+        std::fs::write(&bwrap, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        let search = [empty.path().to_str().unwrap(), dir.path().to_str().unwrap()];
+        assert_eq!(locate_in(None, None, &search).unwrap(), bwrap);
+        // The environment variable wins over the search, the request over both.
+        assert_eq!(locate_in(None, Some(bwrap.clone().into()), &[]).unwrap(), bwrap);
+        let err = locate_in(Some(Path::new("/nonexistent/bwrap")), Some(bwrap.into()), &search).unwrap_err();
+        assert!(err.message.contains("/nonexistent/bwrap"), "{}", err.message);
     }
 
     #[test]

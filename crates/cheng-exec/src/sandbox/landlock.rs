@@ -21,15 +21,6 @@ pub enum LandlockOutcome {
     NotEnforced,
 }
 
-impl LandlockOutcome {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            LandlockOutcome::Full => "enforced",
-            LandlockOutcome::Partial => "partially enforced",
-            LandlockOutcome::NotEnforced => "not supported by this kernel",
-        }
-    }
-}
 
 /// Restricts writes of the calling thread to `writable` (paths that do not exist are skipped).
 /// Reads and execution stay as the mounts allow. Sets no_new_privs as Landlock requires.

@@ -1,0 +1,267 @@
+//! `cheng serve --stdio`: round trips through the MCP server against their baselines, measured in
+//! the same run, and a soak of many calls in one server process.
+//!
+//! `cargo bench -p cheng-cli --bench serve`. `CHENG_BENCH_ITERS` (default 200) sets the samples
+//! per measurement; `CHENG_SOAK_READS` (10000) and `CHENG_SOAK_SHELLS` (1000) the soak's calls.
+
+// A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// Linked so that the in-process baseline finds the real nodes.
+use cheng_nodes_documents as _;
+
+use cheng_engine::{Engine, RunOptions};
+use cheng_node::Registry;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Conn {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: i64,
+}
+
+impl Conn {
+    fn start(workspace: &Path, env: &[(&str, &str)]) -> Conn {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
+        cmd.args(["serve", "--stdio", "--approve", "--workspace"]).arg(workspace);
+        cmd.env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_ENABLE_CODE_PYTHON");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("cheng serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut conn = Conn { child, stdin, stdout, next: 1 };
+        conn.rpc("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
+        conn.notify("notifications/initialized");
+        conn
+    }
+
+    fn notify(&mut self, method: &str) {
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": method})).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn rpc(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("write");
+        self.stdin.flush().expect("flush");
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed stdout");
+            let message: Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == json!(id) {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+        }
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let result = self.rpc("tools/call", json!({"name": name, "arguments": arguments}));
+        assert_eq!(result["isError"], false, "{name}: {result}");
+        result
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn iters() -> usize {
+    std::env::var("CHENG_BENCH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
+}
+
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time(mut f: impl FnMut()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Open descriptors, direct children and resident memory (KiB) of `pid`.
+fn footprint(pid: u32) -> (usize, usize, u64) {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    let mut children = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The parent pid is the second field after the parenthesised command name.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            children += 1;
+        }
+    }
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
+    (fds, children, rss)
+}
+
+fn bwrap_works() -> bool {
+    Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().canonicalize().expect("canonical");
+    let doc = "# Title\n\n## Part\n\ntext with a [link](#part)\n".repeat(20);
+    std::fs::write(ws.join("doc.md"), doc).expect("write");
+    let n = iters();
+    let mut conn = Conn::start(&ws, &[]);
+    let targets = &mut Vec::<String>::new();
+
+    // tools/list.
+    for _ in 0..20 {
+        conn.rpc("tools/list", json!({}));
+    }
+    let list = median((0..n).map(|_| time(|| drop(conn.rpc("tools/list", json!({}))))).collect());
+    println!("tools/list round trip ({} tools): {:.0} µs (median of {n})", conn.rpc("tools/list", json!({}))["tools"].as_array().map_or(0, Vec::len), us(list));
+    targets.push(format!("tools/list < 5 ms: {}", if list < Duration::from_millis(5) { "met" } else { "MISSED" }));
+
+    // A read-only call through the server against the same node run in process by the engine.
+    let input = json!({"operation": "outline", "path": "doc.md"});
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let engine = Engine::new(Registry::from_inventory());
+    let in_process = || {
+        let options = RunOptions::new(&ws).expect("options");
+        let inputs = input.as_object().cloned().unwrap_or_default();
+        let result = runtime.block_on(engine.run_node("tools/workspace_markdown", Default::default(), inputs, options)).expect("valid");
+        assert_eq!(result.outputs["success"], true);
+    };
+    let (mut served, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        conn.call("workspace_markdown", input.clone());
+        in_process();
+    }
+    for _ in 0..n {
+        served.push(time(|| drop(conn.call("workspace_markdown", input.clone()))));
+        direct.push(time(in_process));
+    }
+    let (served, direct) = (median(served), median(direct));
+    let ratio = us(served) / us(direct);
+    println!("workspace_markdown outline: server {:.0} µs, in process {:.0} µs, ratio {ratio:.2}×", us(served), us(direct));
+    targets.push(format!("read-only round trip ≤ 1.2× in process: {} ({ratio:.2}×)", if ratio <= 1.2 { "met" } else { "MISSED" }));
+
+    // code_shell `true` through the server against the bare bubblewrap line.
+    if bwrap_works() {
+        let bare = || {
+            let ok = Command::new("bwrap")
+                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent", "true"])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "bare bwrap failed");
+        };
+        let (mut served, mut raw) = (Vec::new(), Vec::new());
+        let rounds = (n / 4).max(10);
+        for _ in 0..3 {
+            conn.call("code_shell", json!({"script": "true"}));
+        }
+        for _ in 0..rounds {
+            served.push(time(|| drop(conn.call("code_shell", json!({"script": "true"})))));
+            raw.push(time(bare));
+        }
+        let (served, raw) = (median(served), median(raw));
+        let ratio = us(served) / us(raw);
+        println!("code_shell true: server {:.0} µs, bare bwrap {:.0} µs, ratio {ratio:.2}×", us(served), us(raw));
+        targets.push(format!("code_shell true ≤ 1.6× bare bwrap: {} ({ratio:.2}×)", if ratio <= 1.6 { "met" } else { "MISSED" }));
+    } else {
+        println!("code_shell: skipped (bubblewrap cannot create namespaces here)");
+    }
+
+    // code_js through the server against `node -e` on the same script.
+    let node = Command::new("node").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if node {
+        let mut js = Conn::start(&ws, &[("CHENG_ENABLE_CODE_JS", "1")]);
+        let script = "let s = 0; for (let i = 0; i < 1000; i++) s += i; s";
+        for _ in 0..5 {
+            js.call("code_js", json!({"script": script}));
+        }
+        let (mut served, mut raw) = (Vec::new(), Vec::new());
+        for _ in 0..(n / 4).max(10) {
+            served.push(time(|| drop(js.call("code_js", json!({"script": script})))));
+            raw.push(time(|| {
+                let ok = Command::new("node").args(["-e", &format!("{script}; console.log(s)")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+                assert!(ok);
+            }));
+        }
+        let (served, raw) = (median(served), median(raw));
+        let ratio = us(raw) / us(served);
+        println!("code_js: server {:.0} µs, node -e {:.0} µs, server {ratio:.0}× faster", us(served), us(raw));
+        targets.push(format!("code_js ≥ 200× faster than node -e: {} ({ratio:.0}×)", if ratio >= 200.0 { "met" } else { "MISSED" }));
+    } else {
+        println!("code_js: skipped (node is not installed)");
+    }
+
+    // Soak: many calls in one process; descriptors, children and memory return to the warm-up's.
+    let reads = env_count("CHENG_SOAK_READS", 10_000);
+    let shells = env_count("CHENG_SOAK_SHELLS", 1_000);
+    let mut soak = Conn::start(&ws, &[]);
+    for _ in 0..200 {
+        soak.call("workspace_markdown", input.clone());
+    }
+    for _ in 0..20 {
+        soak.call("workspace_shell", json!({"command": "true"}));
+    }
+    let before = footprint(soak.pid());
+    let started = Instant::now();
+    for i in 0..reads.max(shells) {
+        if i < reads {
+            soak.call("workspace_markdown", input.clone());
+        }
+        if i < shells {
+            soak.call("workspace_shell", json!({"command": "true"}));
+        }
+    }
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let after = footprint(soak.pid());
+    println!(
+        "soak: {reads} workspace_markdown + {shells} workspace_shell true in {:.1} s; fds {} -> {}, children {} -> {}, RSS {} -> {} KiB ({:+} KiB)",
+        took.as_secs_f64(),
+        before.0,
+        after.0,
+        before.1,
+        after.1,
+        before.2,
+        after.2,
+        after.2 as i64 - before.2 as i64
+    );
+    let steady = after.0 <= before.0 && after.1 <= before.1 && after.2 <= before.2 + 8 * 1024;
+    targets.push(format!("soak: fds and children back to warm-up, RSS within +8 MiB: {}", if steady { "met" } else { "MISSED" }));
+
+    println!("\ntargets:");
+    for t in targets.iter() {
+        println!("  {t}");
+    }
+}

@@ -1,0 +1,88 @@
+//! Command-line conventions: completions, examples in --help, maintainer commands out of the
+//! way, refusals that show the exact flag to add.
+use super::support::*;
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_cheng(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(script.contains("cheng") && script.contains("workspace"), "{shell}: {script}");
+    }
+    let out = run_cheng(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn help_shows_examples_and_hides_maintainer_commands() {
+    for args in [&["run", "--help"][..], &["graph", "run", "--help"][..], &["describe", "--help"][..]] {
+        let out = run_cheng(args);
+        assert!(text(&out.stdout).contains("Examples:"), "{args:?}: {}", text(&out.stdout));
+    }
+    let help = text(&run_cheng(&["--help"]).stdout);
+    assert!(help.contains("completions"), "{help}");
+    assert!(!help.contains("schemas") && !help.contains("  docs"), "{help}");
+}
+
+#[test]
+fn maintainer_commands_outside_the_repository_say_so() {
+    let (_d, elsewhere) = temp_workspace();
+    for what in ["schemas", "docs"] {
+        let out = cheng().args([what, "--check"]).current_dir(&elsewhere).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("not its root") && !stderr.contains("missing:"), "{stderr}");
+        assert!(!elsewhere.join(what).exists());
+    }
+}
+
+#[test]
+fn an_author_only_or_capped_refusal_shows_the_config_to_add() {
+    let (_d, ws) = temp_workspace();
+    let ws_arg = ws.to_str().unwrap();
+    let cases = [
+        ("tools/workspace_shell", "command=true", "allow_shell_string:=true", r#"--config '{"allow_shell_string":true}'"#),
+        ("tools/code_shell", "script=true", "timeout_ms:=60000", r#"--config '{"timeout_ms":60000}'"#),
+    ];
+    for (node, base, set, hint) in cases {
+        let out = cheng().args(["run", node, "-w", ws_arg, "--deny", "--set", set, "--set", base]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(hint), "{node}: expected {hint} in {stderr}");
+        // The hint works: with that config the refusal is gone (no validation error, exit 2).
+        // An author-only port moves from the inputs to the config; a capped one stays requested.
+        let config = hint.trim_start_matches("--config '").trim_end_matches('\'');
+        let request: &[&str] = if node == "tools/workspace_shell" { &[] } else { &["--set", set] };
+        let out = cheng()
+            .args(["run", node, "-w", ws_arg, "--deny", "-q", "--set", base, "--config", config])
+            .args(request)
+            .output()
+            .unwrap();
+        assert!(!text(&out.stderr).contains("hint:"), "{}", text(&out.stderr));
+        assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn graph_new_writes_a_starter_that_checks_and_runs() {
+    let (_d, ws) = temp_workspace();
+    let file = ws.join("pipeline.json");
+    let file_arg = file.to_str().unwrap();
+    let out = run_cheng(&["graph", "new", file_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cheng graph check"), "{}", text(&out.stderr));
+    let out = run_cheng(&["graph", "check", file_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_cheng(&["graph", "run", file_arg, "-w", ws.to_str().unwrap(), "--approve", "-q", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Never over an existing file.
+    std::fs::write(&file, "mine").unwrap();
+    let out = run_cheng(&["graph", "new", file_arg]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}

@@ -1,0 +1,368 @@
+//! `cheng serve --stdio`: the raw protocol's robustness, and the official MCP Python SDK client
+//! (`tests/mcp/client.py`) in its three connection modes.
+
+use super::support::{cheng, git, repo_root, require_or_skip_that, run_cheng, temp_workspace};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for an answer before failing (a missing answer fails, never hangs).
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// A server on a pipe: send lines, read answers (read on a thread, so a missing one times out).
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(workspace: &Path, extra: &[&str]) -> Server {
+        let mut child = cheng()
+            .args(["serve", "--stdio", "--workspace"])
+            .arg(workspace)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cheng serve starts");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Server { child, stdin, lines }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to the server");
+        stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(format!("{message}\n").as_bytes());
+    }
+
+    fn read(&mut self) -> Value {
+        let line = match self.lines.recv_timeout(ANSWER_WAIT) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {ANSWER_WAIT:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
+        };
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"))
+    }
+
+    /// Reads until the answer to `id` (other messages are skipped).
+    fn answer(&mut self, id: i64) -> Value {
+        loop {
+            let message = self.read();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+        let answer = self.answer(0);
+        assert_eq!(answer["result"]["protocolVersion"], "2025-06-18", "{answer}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn negotiates_every_handshake_revision_and_offers_the_newest_otherwise() {
+    let (_dir, ws) = temp_workspace();
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut server = Server::start(&ws, &[]);
+        server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+        let answer = server.answer(1);
+        assert_eq!(answer["result"]["protocolVersion"], answered, "asked {asked}: {answer}");
+        assert_eq!(answer["result"]["serverInfo"]["name"], "cheng");
+    }
+}
+
+#[test]
+fn malformed_lines_unknown_methods_and_bad_params_are_answered_and_the_server_goes_on() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start(&ws, &[]);
+    // Before the handshake and after it: a line that is not JSON.
+    server.send_raw(b"{not json\n");
+    let answer = server.read();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null);
+    server.initialize();
+    server.send_raw(b"][\n");
+    assert_eq!(server.read()["error"]["code"], -32700);
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}));
+    assert_eq!(server.answer(2)["error"]["code"], -32601);
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}));
+    let answer = server.answer(3);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("`name`"), "the error names the field: {answer}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "no_such_tool"}}));
+    let answer = server.answer(4);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("no_such_tool"), "{answer}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    assert_eq!(server.answer(5)["result"], json!({}));
+}
+
+#[test]
+fn a_message_over_the_cap_is_refused_without_being_held_and_the_server_goes_on() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start(&ws, &["--max-message", "65536"]);
+    server.initialize();
+    // 1 MiB of one string, no newline until the end: far over the 64 KiB cap.
+    let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n", "a".repeat(1 << 20));
+    server.send_raw(big.as_bytes());
+    let answer = server.read();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("65536"), "the error names the cap: {answer}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "ping"}));
+    assert_eq!(server.answer(10)["result"], json!({}));
+}
+
+#[test]
+fn input_schemas_never_show_author_or_engine_ports_and_calls_that_set_them_are_errors() {
+    let (_dir, ws) = temp_workspace();
+    let forbidden = forbidden_ports();
+    let mut server = Server::start(&ws, &[]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tools = server.answer(1)["result"]["tools"].as_array().cloned().unwrap_or_default();
+    assert!(tools.len() >= 5, "every registered node is offered: {tools:?}");
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap_or("");
+        let shown: Vec<&String> = tool["inputSchema"]["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+        for port in forbidden[name].as_array().into_iter().flatten() {
+            assert!(!shown.iter().any(|s| Some(s.as_str()) == port.as_str()), "{name} shows {port}");
+        }
+        assert_ne!(name, "runtime", "tools/runtime does not expose itself");
+    }
+    // Setting an engine port is refused with the message `cheng run` gives; nothing runs.
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "touch", "args": ["x"], "sandbox_root": "/"}}}));
+    let result = server.answer(2)["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or("").to_string();
+    let run = run_cheng(&["run", "tools/workspace_shell", "--workspace", ws.to_str().unwrap_or(""), "--input", r#"{"command":"touch","args":["x"],"sandbox_root":"/"}"#]);
+    let cli = String::from_utf8_lossy(&run.stderr);
+    // The same problem in the same words (the node is named by its tool name here).
+    let reason = |s: &str| s.split("port `sandbox_root`").nth(1).map(|r| r.trim().to_string());
+    assert!(reason(&text).is_some() && reason(&text) == reason(&cli), "the server says what `cheng run` says:\n{text}\n---\n{cli}");
+    assert!(!ws.join("x").exists());
+}
+
+#[test]
+fn without_elicitation_a_gated_call_is_denied_by_default_and_runs_with_approve() {
+    let (_dir, ws) = temp_workspace();
+    let call = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "touch", "args": ["ran"]}}});
+    let mut server = Server::start(&ws, &[]);
+    server.initialize();
+    server.send(&call(1));
+    let result = server.answer(1)["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+    assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("--approve"), "{result}");
+    assert!(!ws.join("ran").exists(), "a denied call ran");
+    drop(server);
+    let mut server = Server::start(&ws, &["--approve"]);
+    server.initialize();
+    server.send(&call(1));
+    let result = server.answer(1)["result"].clone();
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(ws.join("ran").exists());
+}
+
+#[test]
+fn a_slow_call_does_not_delay_ping_or_tools_list() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start(&ws, &["--approve", "--jobs", "1"]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "sleep", "args": ["5"]}}}));
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    // Both answers arrive before the sleep's: the first message read is not id 1.
+    let first = server.read();
+    assert_ne!(first["id"], 1, "tools/list or ping waited for the slow call: {first}");
+    let second = server.read();
+    assert_ne!(second["id"], 1, "tools/list or ping waited for the slow call: {second}");
+}
+
+#[test]
+fn closing_stdin_kills_running_children_and_exits_0() {
+    let (_dir, ws) = temp_workspace();
+    let marker = "47.2718";
+    let mut server = Server::start(&ws, &["--approve"]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "sleep", "args": [marker]}}}));
+    let started = Instant::now();
+    while sleeps(marker).is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!sleeps(marker).is_empty(), "the sleep never started");
+    drop(server.stdin.take());
+    let closed = Instant::now();
+    let status = loop {
+        if let Some(status) = server.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(closed.elapsed() < Duration::from_secs(5), "the server did not exit after stdin closed");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !sleeps(marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sleeps(marker).is_empty(), "the running child outlived the server");
+}
+
+#[test]
+fn a_broken_tools_file_refuses_to_start_and_names_the_entry() {
+    let (dir, ws) = temp_workspace();
+    let file = dir.path().join("tools.json");
+    std::fs::write(&file, r#"[{"type": "tools/workspace_git"}, {"type": "tools/nope"}]"#).expect("write");
+    let out = cheng().args(["serve", "--stdio", "--workspace"]).arg(&ws).arg("--tools").arg(&file).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exposed_tools[1]") && err.contains("tools/nope"), "{err}");
+    assert!(out.stdout.is_empty(), "stdout carries protocol messages only");
+}
+
+#[test]
+fn a_tools_file_offers_exactly_its_entries() {
+    let (dir, ws) = temp_workspace();
+    let file = dir.path().join("tools.json");
+    std::fs::write(&file, r#"[{"type": "tools/workspace_git", "name": "git"}]"#).expect("write");
+    let mut server = Server::start(&ws, &["--tools", file.to_str().unwrap_or("")]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tools = server.answer(1)["result"]["tools"].clone();
+    let names: Vec<&str> = tools.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["git"]);
+}
+
+/// The official MCP Python SDK client, in each connection mode.
+#[test]
+fn the_official_python_client_lists_calls_approves_declines_and_cancels() {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+        return;
+    }
+    let script = repo_root().join("crates/cheng-cli/tests/mcp/client.py");
+    let forbidden = forbidden_ports().to_string();
+    for mode in ["legacy", "2026-07-28", "auto"] {
+        let (_dir, ws) = temp_workspace();
+        git(&ws, &["init", "-q", "."]);
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg(&ws)
+            .arg(mode)
+            .arg(&forbidden)
+            .env_remove("CHENG_ENABLE_CODE_PYTHON")
+            .env_remove("CHENG_ENABLE_CODE_JS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("ok {mode}")),
+            "mode {mode}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `{tool name: [author and engine port names]}` for every registered node.
+fn forbidden_ports() -> Value {
+    let out = run_cheng(&["nodes", "--json"]);
+    let nodes: Value = serde_json::from_slice(&out.stdout).expect("nodes --json");
+    let mut map = serde_json::Map::new();
+    for node in nodes.as_array().into_iter().flatten() {
+        let id = node["id"].as_str().unwrap_or("");
+        let name = id.rsplit('/').next().unwrap_or(id).to_string();
+        let ports: Vec<Value> = node["inputs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| matches!(p["audience"].as_str(), Some("author" | "engine")))
+            .map(|p| p["name"].clone())
+            .collect();
+        map.insert(name, Value::Array(ports));
+    }
+    assert!(map.values().any(|p| p.as_array().is_some_and(|a| !a.is_empty())), "no author/engine ports found: {map:?}");
+    Value::Object(map)
+}
+
+/// Pids of `sleep <arg>` processes.
+fn sleeps(arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if argv.len() >= 2 && argv[0].ends_with(b"sleep") && argv[1] == arg.as_bytes() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
+    let (dir, ws) = temp_workspace();
+    git(&ws, &["init", "-q", "."]);
+    let file = dir.path().join("tools.json");
+    std::fs::write(&file, r#"[{"type": "tools/workspace_git", "name": "git_status", "presets": {"operation": "status"}}]"#).expect("write");
+    let mut server = Server::start(&ws, &["--tools", file.to_str().unwrap_or(""), "--approve"]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tool = server.answer(1)["result"]["tools"][0].clone();
+    assert!(tool["inputSchema"]["properties"].get("operation").is_none(), "{tool}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "git_status", "arguments": {}}}));
+    let result = server.answer(2)["result"].clone();
+    assert_eq!(result["structuredContent"]["operation"], "status", "{result}");
+    // The attack: override the author's preset (a commit through a status-only tool).
+    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "git_status", "arguments": {"operation": "commit", "message": "x", "all": true}}}));
+    let result = server.answer(3)["result"].clone();
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("fixed by the toolkit's author"), "{result}");
+}

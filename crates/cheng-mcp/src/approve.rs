@@ -1,0 +1,330 @@
+//! Approvals through the client.
+//!
+//! - Handshake era: [`ElicitingApprover`] turns each approval card into a server-initiated
+//!   `elicitation/create` when the client declared the elicitation capability, else answers with
+//!   the server's `--approve` / `--deny` decision (default deny).
+//! - Stateless era (2026-07-28): nothing can be asked mid-call, so a call that needs approval
+//!   returns `input_required` with one elicitation per card and a sealed `requestState`
+//!   ([`Sealer`]); the retry runs with [`SealedApprover`], which approves exactly the sealed cards.
+
+use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Values};
+use rmcp::model::{ElicitRequestParams, ElicitationAction, RequestStateCodec, RequestStateError, SealOptions};
+use rmcp::service::{Peer, RoleServer};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a sealed `requestState` stays valid.
+pub const STATE_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// The elicitation message a person reads: node, command, cwd, purpose, requested paths.
+pub fn card_text(card: &ApprovalRequest) -> String {
+    let mut text = format!(
+        "Approve running {} (tool `{}`)?\nCommand: {}\nWorkspace: {}\nIn: {} (in the workspace)",
+        card.node_type, card.node_id, card.command_display, card.workspace, card.cwd
+    );
+    if let Some(purpose) = card.purpose.as_deref().filter(|p| !p.trim().is_empty()) {
+        text.push_str(&format!("\nPurpose: {purpose}"));
+    }
+    if !card.requested_paths.is_empty() {
+        text.push_str(&format!("\nRequested read paths: {}", card.requested_paths.join(", ")));
+    }
+    for capability in &card.capabilities {
+        text.push_str(&format!("\nRequested capability: {} (opens {})", capability.name, capability.opens));
+    }
+    text.push_str("\nAccept to run it once; decline or cancel and nothing runs.");
+    text
+}
+
+/// `elicitation/create` params for `card`: a form with no fields (the answer is the action).
+pub fn elicitation_params(card: &ApprovalRequest) -> Result<ElicitRequestParams, String> {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": card_text(card),
+        "requestedSchema": {"type": "object", "properties": {}},
+    }))
+    .map_err(|e| format!("cannot build the approval request: {e}"))
+}
+
+/// Shared record of why approvals went the way they did, for the tool result's text.
+#[derive(Default, Clone)]
+pub struct Notes(Arc<Mutex<Vec<String>>>);
+
+impl Notes {
+    pub fn push(&self, note: String) {
+        if let Ok(mut notes) = self.0.lock() {
+            notes.push(note);
+        }
+    }
+
+    pub fn take(&self) -> Vec<String> {
+        self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+    }
+}
+
+/// Handshake era: ask the person through the client, or apply the server's fixed decision.
+pub struct ElicitingApprover {
+    pub peer: Peer<RoleServer>,
+    /// Whether the client declared the elicitation capability.
+    pub can_elicit: bool,
+    /// `--approve` / `--deny` for clients that cannot ask.
+    pub fallback: Decision,
+    pub notes: Notes,
+}
+
+#[async_trait]
+impl Approver for ElicitingApprover {
+    async fn decide(&self, card: &ApprovalRequest) -> Decision {
+        if !self.can_elicit {
+            return match self.fallback {
+                Decision::Approved => Decision::Approved,
+                Decision::Denied => {
+                    self.notes.push(NO_ELICITATION.to_string());
+                    Decision::Denied
+                }
+            };
+        }
+        let params = match elicitation_params(card) {
+            Ok(params) => params,
+            Err(e) => {
+                self.notes.push(e);
+                return Decision::Denied;
+            }
+        };
+        match self.peer.create_elicitation(params).await {
+            Ok(result) => match result.action {
+                ElicitationAction::Accept => Decision::Approved,
+                ElicitationAction::Decline => {
+                    self.notes.push(format!("A person declined: {}; nothing ran.", card.command_display));
+                    Decision::Denied
+                }
+                _ => {
+                    self.notes.push(format!("A person cancelled the approval of {}; nothing ran.", card.command_display));
+                    Decision::Denied
+                }
+            },
+            Err(e) => {
+                self.notes.push(format!("The approval request could not be shown ({e}); nothing ran."));
+                Decision::Denied
+            }
+        }
+    }
+}
+
+/// Why a call was denied for a client that cannot ask a person.
+pub const NO_ELICITATION: &str = "Denied: this call needs a person's approval, but the client did not declare the \
+elicitation capability, so nobody could be asked, and the server runs with --deny (the default). A person has \
+to allow it: use a client that supports elicitation, or start the server with --approve.";
+
+/// The stateless era's retry: approves exactly the cards that were sealed (and accepted);
+/// records any other card the node asks for, and denies it.
+pub struct SealedApprover {
+    pub approved: Vec<ApprovalRequest>,
+    pub unasked: Mutex<Vec<ApprovalRequest>>,
+}
+
+#[async_trait]
+impl Approver for SealedApprover {
+    async fn decide(&self, card: &ApprovalRequest) -> Decision {
+        let wanted = json!(card);
+        if self.approved.iter().any(|a| json!(a) == wanted) {
+            return Decision::Approved;
+        }
+        if let Ok(mut unasked) = self.unasked.lock() {
+            if !unasked.iter().any(|a| json!(a) == wanted) {
+                unasked.push(card.clone());
+            }
+        }
+        Decision::Denied
+    }
+}
+
+/// What a sealed `requestState` holds: the cards a person is asked to approve.
+#[derive(Serialize, Deserialize)]
+pub struct State {
+    pub tool: String,
+    pub items: Vec<Card>,
+}
+
+/// An [`ApprovalRequest`] in a form that round-trips through the sealed state.
+#[derive(Serialize, Deserialize, Clone, PartialEq)]
+pub struct Card {
+    pub node_id: String,
+    pub node_type: String,
+    pub command_display: String,
+    pub cwd: String,
+    #[serde(default)]
+    pub workspace: String,
+    pub purpose: Option<String>,
+    #[serde(default)]
+    pub requested_paths: Vec<String>,
+    #[serde(default)]
+    pub capabilities: Vec<cheng_node::CapabilityRequest>,
+}
+
+impl From<&ApprovalRequest> for Card {
+    fn from(r: &ApprovalRequest) -> Self {
+        Card {
+            node_id: r.node_id.clone(),
+            node_type: r.node_type.clone(),
+            command_display: r.command_display.clone(),
+            cwd: r.cwd.clone(),
+            workspace: r.workspace.clone(),
+            purpose: r.purpose.clone(),
+            requested_paths: r.requested_paths.clone(),
+            capabilities: r.capabilities.clone(),
+        }
+    }
+}
+
+impl From<&Card> for ApprovalRequest {
+    fn from(c: &Card) -> Self {
+        ApprovalRequest {
+            node_id: c.node_id.clone(),
+            node_type: c.node_type.clone(),
+            command_display: c.command_display.clone(),
+            cwd: c.cwd.clone(),
+            workspace: c.workspace.clone(),
+            purpose: c.purpose.clone(),
+            requested_paths: c.requested_paths.clone(),
+            capabilities: c.capabilities.clone(),
+        }
+    }
+}
+
+/// Seals and opens `requestState`: HMAC-SHA256 under a random per-process key, over the state
+/// (tool name and approval items) with the tool name and the canonical arguments as associated
+/// data, and an expiry.
+pub struct Sealer {
+    codec: RequestStateCodec,
+}
+
+/// Why an echoed `requestState` was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Expired,
+    Mismatch,
+}
+
+impl Sealer {
+    /// A sealer with a fresh random key.
+    pub fn new() -> Result<Sealer, String> {
+        let key = random_key()?;
+        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| format!("cannot set up request-state sealing: {e}"))?;
+        Ok(Sealer { codec })
+    }
+
+    pub fn seal(&self, tool: &str, arguments: &Values, items: &[Card], ttl: Duration) -> Result<String, String> {
+        let state = State { tool: tool.to_string(), items: items.to_vec() };
+        let bound = associated_data(tool, arguments);
+        self.codec
+            .seal_json_with(&state, &SealOptions::new().associated_data(&bound).ttl(ttl))
+            .map_err(|e| format!("cannot seal the request state: {e}"))
+    }
+
+    pub fn open(&self, sealed: &str, tool: &str, arguments: &Values) -> Result<State, Refusal> {
+        let bound = associated_data(tool, arguments);
+        match self.codec.open_json_with::<State>(sealed, &bound) {
+            Ok(state) if state.tool == tool => Ok(state),
+            Ok(_) => Err(Refusal::Mismatch),
+            Err(RequestStateError::Expired) => Err(Refusal::Expired),
+            Err(_) => Err(Refusal::Mismatch),
+        }
+    }
+}
+
+/// `tool NUL sha256(canonical arguments)`.
+fn associated_data(tool: &str, arguments: &Values) -> Vec<u8> {
+    let mut bound = tool.as_bytes().to_vec();
+    bound.push(0);
+    bound.extend_from_slice(&Sha256::digest(canonical(&Value::Object(arguments.clone())).as_bytes()));
+    bound
+}
+
+/// JSON with object keys sorted at every level: equal values, equal text.
+pub fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// 32 bytes from the kernel's random source.
+fn random_key() -> Result<[u8; 32], String> {
+    use std::io::Read;
+    let mut key = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(|e| format!("cannot read a signing key from /dev/urandom: {e}"))?;
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Values {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn card() -> Card {
+        Card {
+            node_id: "shell".into(),
+            node_type: "tools/workspace_shell".into(),
+            command_display: "rm -rf build".into(),
+            cwd: ".".into(),
+            workspace: "/w".into(),
+            purpose: None,
+            requested_paths: vec![],
+            capabilities: vec![],
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_only_for_the_same_tool_and_arguments() {
+        let sealer = Sealer::new().unwrap();
+        let a = args(json!({"command": "rm", "args": ["-rf", "build"]}));
+        let sealed = sealer.seal("shell", &a, &[card()], STATE_TTL).unwrap();
+        // Key order does not matter: the arguments are compared canonically.
+        let reordered = args(json!({"args": ["-rf", "build"], "command": "rm"}));
+        assert!(sealer.open(&sealed, "shell", &reordered).is_ok());
+        let other = args(json!({"command": "rm", "args": ["-rf", "/"]}));
+        assert_eq!(sealer.open(&sealed, "shell", &other).err(), Some(Refusal::Mismatch));
+        assert_eq!(sealer.open(&sealed, "git", &a).err(), Some(Refusal::Mismatch));
+    }
+
+    #[test]
+    fn an_altered_state_is_refused() {
+        let sealer = Sealer::new().unwrap();
+        let a = args(json!({"command": "ls"}));
+        let sealed = sealer.seal("shell", &a, &[card()], STATE_TTL).unwrap();
+        // Flip one character of the payload.
+        let mut bytes = sealed.clone().into_bytes();
+        let at = bytes.len() / 2;
+        bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+        let altered = String::from_utf8(bytes).unwrap();
+        assert_ne!(altered, sealed);
+        assert!(sealer.open(&altered, "shell", &a).is_err());
+        // Another process's key cannot open it either.
+        assert!(Sealer::new().unwrap().open(&sealed, "shell", &a).is_err());
+    }
+
+    #[test]
+    fn an_expired_state_is_refused() {
+        let sealer = Sealer::new().unwrap();
+        let a = args(json!({}));
+        let sealed = sealer.seal("shell", &a, &[card()], Duration::from_millis(1)).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(sealer.open(&sealed, "shell", &a).err(), Some(Refusal::Expired));
+    }
+}

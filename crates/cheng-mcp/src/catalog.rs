@@ -1,0 +1,118 @@
+//! The tools the server offers: a `tools/runtime` toolkit (the same `exposed_tools` model, parsed
+//! and checked by the same code), rendered as MCP tool definitions once at start-up.
+//!
+//! Without `--tools`, the toolkit is every registered node (gates respected: a gated-out node is
+//! not in the registry) with its default config, named after the last segment of its id.
+
+use cheng_engine::Engine;
+use cheng_node::{schema, ApprovalRule, Effects, NodeSpec};
+use cheng_nodes_runtime::{function, Tool, Toolkit};
+use serde_json::{json, Map, Value};
+
+/// A usable tool and its MCP definition.
+pub struct Offered {
+    pub tool: Tool,
+    /// The `tools/list` entry (name, title, description, inputSchema, outputSchema, annotations).
+    pub definition: Value,
+}
+
+/// The server's tools, in listing order.
+pub struct Catalog {
+    pub tools: Vec<Offered>,
+    /// Warnings about the curation (printed on stderr at start-up).
+    pub warnings: Vec<String>,
+}
+
+impl Catalog {
+    /// Every registered node except `tools/runtime` itself (a toolkit cannot expose itself).
+    pub fn every_node(engine: &Engine) -> Result<Catalog, Vec<String>> {
+        let entries: Vec<Value> = engine
+            .registry()
+            .ids()
+            .into_iter()
+            .filter(|id| *id != cheng_nodes_runtime::ID)
+            .map(|id| json!({"type": id}))
+            .collect();
+        Catalog::from_entries(engine, &entries)
+    }
+
+    /// The author's `exposed_tools` entries (the JSON array `tools/runtime` takes). Any broken
+    /// entry refuses the whole file: a server never starts with a toolkit its author got wrong.
+    pub fn from_entries(engine: &Engine, entries: &[Value]) -> Result<Catalog, Vec<String>> {
+        let toolkit = Toolkit::parse(engine, entries);
+        let errors = toolkit.errors();
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let tools = toolkit.tools().map(|tool| Offered { definition: definition(tool), tool: tool.clone() }).collect();
+        Ok(Catalog { tools, warnings: toolkit.warnings() })
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Offered> {
+        self.tools.iter().find(|t| t.tool.name == name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.tool.name.as_str()).collect()
+    }
+}
+
+/// The MCP tool definition of `tool`: the runtime's own function (description and parameters,
+/// so the two never disagree), plus the output schema and hints from the node's effects.
+pub fn definition(tool: &Tool) -> Value {
+    let function = function(tool);
+    let function = &function["function"];
+    json!({
+        "name": tool.name,
+        "title": tool.spec.title,
+        "description": function["description"],
+        "inputSchema": function["parameters"],
+        "outputSchema": nullable_outputs(schema::output_schema(tool.spec)),
+        "annotations": annotations(tool.spec, &tool.config),
+    })
+}
+
+/// Output ports are `null` when they do not apply (e.g. `error` on success); clients validate
+/// `structuredContent` against the schema, so every property also admits `null`.
+fn nullable_outputs(mut schema: Value) -> Value {
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            let Some(obj) = property.as_object_mut() else { continue };
+            match obj.get("type").cloned() {
+                Some(Value::String(ty)) => {
+                    obj.insert("type".into(), json!([ty, "null"]));
+                    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+                        values.push(Value::Null);
+                    }
+                }
+                Some(Value::Array(mut types)) => {
+                    if !types.contains(&json!("null")) {
+                        types.push(json!("null"));
+                    }
+                    obj.insert("type".into(), Value::Array(types));
+                }
+                _ => {}
+            }
+        }
+    }
+    schema
+}
+
+/// `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` from the node's declared
+/// effects (and, for sandboxed nodes, whether the author let calls reach the network).
+pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
+    let network = config.get("allow_network") == Some(&Value::Bool(true));
+    let (read_only, destructive, idempotent, open_world) = match spec.effects {
+        Effects::ReadOnly => (true, false, true, false),
+        Effects::Sandboxed => (false, false, false, network),
+        Effects::Approval(ApprovalRule::Always) => (false, true, false, true),
+        Effects::Approval(ApprovalRule::Operations(_)) => (false, true, false, false),
+    };
+    json!({
+        "title": spec.title,
+        "readOnlyHint": read_only,
+        "destructiveHint": destructive,
+        "idempotentHint": idempotent,
+        "openWorldHint": open_world,
+    })
+}

@@ -1,0 +1,360 @@
+//! The MCP request handler (rmcp's `ServerHandler`): tools/list from the catalog, tools/call
+//! through the engine with the connection's approver and the request's cancellation.
+
+use crate::approve::{self, Card, ElicitingApprover, Notes, Refusal, SealedApprover, Sealer, STATE_TTL};
+use crate::catalog::{Catalog, Offered};
+use cheng_engine::{Engine, Graph, GraphNode, RunOptions, ValidatedGraph};
+use cheng_node::{Approver, CancellationToken, Decision, ErrorKind, RunContext, Values};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+/// The protocol revisions this server speaks: the four handshake-era ones and 2026-07-28.
+pub const VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// Everything one connection shares between its requests.
+#[derive(Clone)]
+pub struct Server {
+    engine: Engine,
+    catalog: Arc<Catalog>,
+    /// The `tools/list` result, built once.
+    listing: Arc<ListToolsResult>,
+    workspace: PathBuf,
+    /// `--approve` / `--deny` for clients that cannot ask a person.
+    fallback: Decision,
+    /// At most `--jobs` tool calls run at once; the rest wait (tools/list and ping never do).
+    jobs: Arc<Semaphore>,
+    sealer: Arc<Sealer>,
+    /// Cancelled when the connection ends: every running call is cancelled (children killed).
+    pub shutdown: CancellationToken,
+    /// Tool calls still running.
+    pub active: Arc<AtomicUsize>,
+}
+
+impl Server {
+    pub fn new(engine: Engine, catalog: Catalog, workspace: PathBuf, fallback: Decision, jobs: usize) -> Result<Server, String> {
+        let listing: ListToolsResult = serde_json::from_value(listing(&catalog)).map_err(|e| format!("cannot list the tools: {e}"))?;
+        Ok(Server {
+            engine,
+            catalog: Arc::new(catalog),
+            listing: Arc::new(listing),
+            workspace,
+            fallback,
+            jobs: Arc::new(Semaphore::new(jobs.max(1))),
+            sealer: Arc::new(Sealer::new()?),
+            shutdown: CancellationToken::new(),
+            active: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    async fn call(&self, params: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        let Some(offered) = self.catalog.find(&params.name) else {
+            return Err(McpError::invalid_params(
+                format!("params.name: unknown tool `{}`; this server offers: {}", params.name, self.catalog.names().join(", ")),
+                None,
+            ));
+        };
+        let arguments = params.arguments.clone().unwrap_or_default();
+        let tool = &offered.tool;
+        // The author's presets, as tools/runtime applies them.
+        let inputs = match tool.with_presets(arguments.clone()) {
+            Ok(inputs) => inputs,
+            Err(message) => return Ok(refusal(ErrorKind::PolicyDenied, message).into()),
+        };
+        let graph = Graph {
+            nodes: vec![GraphNode {
+                id: tool.name.clone(),
+                node_type: tool.spec.id.to_string(),
+                config: tool.config.clone(),
+                inputs,
+            }],
+            edges: Vec::new(),
+        };
+        let validated = match self.engine.validate(&graph) {
+            Ok(validated) => validated,
+            Err(problems) => {
+                // The same lines `cheng run` prints.
+                let noun = if problems.len() == 1 { "error" } else { "errors" };
+                let mut text = format!("cannot run {} ({} {noun}):", tool.spec.id, problems.len());
+                for p in &problems {
+                    text.push_str(&format!("\n  - {}: {p}", p.kind.error_kind().code()));
+                }
+                let kind = problems.first().map(|p| p.kind.error_kind()).unwrap_or(ErrorKind::InvalidInput);
+                return Ok(refusal(kind, text).into());
+            }
+        };
+        let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        if stateless && can_elicit {
+            self.call_stateless(offered, &params, arguments, &validated, ctx).await
+        } else {
+            // The handshake era asks mid-call; a client that cannot ask gets --approve/--deny.
+            let notes = Notes::default();
+            let approver = ElicitingApprover { peer: ctx.peer.clone(), can_elicit, fallback: self.fallback, notes: notes.clone() };
+            let outputs = self.run(offered, &validated, Arc::new(approver), &ctx).await?;
+            Ok(complete(offered, outputs, notes.take()).into())
+        }
+    }
+
+    /// The stateless era: approvals as `input_required` rounds with a sealed `requestState`.
+    async fn call_stateless(
+        &self,
+        offered: &Offered,
+        params: &CallToolRequestParams,
+        arguments: Values,
+        validated: &ValidatedGraph,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let tool = &offered.tool;
+        let mut approved: Vec<Card> = Vec::new();
+        if let Some(state) = params.request_state.as_deref() {
+            let opened = match self.sealer.open(state, &tool.name, &arguments) {
+                Ok(opened) => opened,
+                Err(Refusal::Expired) => {
+                    return Ok(refusal(
+                        ErrorKind::ApprovalDenied,
+                        format!("tool `{}`: the approval has expired; nothing ran. Call the tool again (without requestState) to be asked anew.", tool.name),
+                    )
+                    .into())
+                }
+                Err(Refusal::Mismatch) => {
+                    return Ok(refusal(
+                        ErrorKind::ApprovalDenied,
+                        format!(
+                            "tool `{}`: requestState does not match this call (it was altered, comes from another server process, or the arguments differ from the ones approved); nothing ran. Call the tool again without requestState to be asked anew.",
+                            tool.name
+                        ),
+                    )
+                    .into())
+                }
+            };
+            let responses = params.input_responses.clone().unwrap_or_default();
+            for (i, card) in opened.items.iter().enumerate() {
+                let key = item_key(i);
+                let action = responses.get(&key).and_then(|r| r.get("action")).and_then(Value::as_str);
+                match action {
+                    Some("accept") => {}
+                    Some(other) => {
+                        let verb = if other == "cancel" { "cancelled" } else { "declined" };
+                        return Ok(refusal(
+                            ErrorKind::ApprovalDenied,
+                            format!("tool `{}`: a person {verb} the approval of {}; nothing ran.", tool.name, card.command_display),
+                        )
+                        .into());
+                    }
+                    None => {
+                        return Ok(refusal(
+                            ErrorKind::ApprovalDenied,
+                            format!("tool `{}`: inputResponses.{key} is missing: every approval must be answered; nothing ran.", tool.name),
+                        )
+                        .into());
+                    }
+                }
+            }
+            approved = opened.items;
+        } else if let Some(card) = self.planned_card(offered, validated, &ctx)? {
+            return self.input_required(offered, &arguments, vec![card]);
+        }
+        let approver = Arc::new(SealedApprover {
+            approved: approved.iter().map(Into::into).collect(),
+            unasked: Mutex::new(Vec::new()),
+        });
+        let outputs = self.run(offered, validated, approver.clone(), &ctx).await?;
+        let unasked: Vec<Card> = approver.unasked.lock().map(|u| u.iter().map(Card::from).collect()).unwrap_or_default();
+        let denied = outputs.get("error_kind").and_then(Value::as_str) == Some(ErrorKind::ApprovalDenied.code());
+        if denied && !unasked.is_empty() {
+            // The node asked for more than was approved (e.g. a read path): ask for it too.
+            let mut items = approved;
+            items.extend(unasked);
+            return self.input_required(offered, &arguments, items);
+        }
+        Ok(complete(offered, outputs, Vec::new()).into())
+    }
+
+    /// The engine's own approval card for this call, when its input is gated.
+    fn planned_card(&self, offered: &Offered, validated: &ValidatedGraph, ctx: &RequestContext<RoleServer>) -> Result<Option<Card>, McpError> {
+        let tool = &offered.tool;
+        let Some((node, input)) = validated.planned_input(&tool.name, &self.workspace) else {
+            return Err(McpError::internal_error(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name), None));
+        };
+        if !node.spec().effects.requires_approval(&input) {
+            return Ok(None);
+        }
+        let card_ctx = RunContext {
+            node_id: tool.name.clone(),
+            node_type: node.spec().id,
+            workspace: self.workspace.clone(),
+            cancel: ctx.ct.clone(),
+            approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
+        };
+        match node.approval_request(&card_ctx, &input) {
+            Ok(card) => Ok(Some(Card::from(&card))),
+            // The node refused the input before anything could run: the caller sees why.
+            Err(e) => Err(McpError::invalid_params(format!("tool `{}`: {}: {}", tool.name, e.kind.code(), e.message), None)),
+        }
+    }
+
+    fn input_required(&self, offered: &Offered, arguments: &Values, items: Vec<Card>) -> Result<CallToolResponse, McpError> {
+        let sealed = self.sealer.seal(&offered.tool.name, arguments, &items, STATE_TTL).map_err(|e| McpError::internal_error(e, None))?;
+        let mut requests = InputRequests::new();
+        for (i, card) in items.iter().enumerate() {
+            let params = approve::elicitation_params(&card.into()).map_err(|e| McpError::internal_error(e, None))?;
+            let request: InputRequest = serde_json::from_value(json!({"method": "elicitation/create", "params": params}))
+                .map_err(|e| McpError::internal_error(format!("cannot build the approval request: {e}"), None))?;
+            requests.insert(item_key(i), request);
+        }
+        Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
+    }
+
+    /// Runs the validated call: a `--jobs` slot, the request's cancellation, the given approver.
+    async fn run(
+        &self,
+        offered: &Offered,
+        validated: &ValidatedGraph,
+        approver: Arc<dyn Approver>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Values, McpError> {
+        let cancel = self.shutdown.child_token();
+        let _permit = tokio::select! {
+            permit = self.jobs.clone().acquire_owned() => permit.map_err(|e| McpError::internal_error(format!("the job limiter closed: {e}"), None))?,
+            () = ctx.ct.cancelled() => return Err(McpError::internal_error("cancelled before it started; nothing ran", None)),
+            () = cancel.cancelled() => return Err(McpError::internal_error("the server is shutting down; nothing ran", None)),
+        };
+        let options = RunOptions::new(&self.workspace)
+            .map_err(|e| McpError::internal_error(format!("cannot run tool `{}`: {e}", offered.tool.name), None))?
+            .jobs(1)
+            .approver(approver)
+            .cancel(cancel.clone());
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let _active = Active(self.active.clone());
+        let request_ct = ctx.ct.clone();
+        let run = self.engine.run(validated, options);
+        tokio::pin!(run);
+        let result = tokio::select! {
+            result = &mut run => result,
+            () = request_ct.cancelled() => {
+                // notifications/cancelled: cancel the run (its process groups are killed) and
+                // wait for it to wind down, so nothing is left behind.
+                cancel.cancel();
+                run.await
+            }
+        };
+        let Some(node) = result.nodes.into_iter().next() else {
+            return Err(McpError::internal_error(format!("the run of tool `{}` produced no result; this is a bug in cheng", offered.tool.name), None));
+        };
+        Ok(node.outputs)
+    }
+}
+
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn item_key(i: usize) -> String {
+    format!("approval-{}", i + 1)
+}
+
+/// A call refused before anything ran: `isError`, the message, and a failure object.
+fn refusal(kind: ErrorKind, message: String) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
+    result.result_type = Some(ResultType::COMPLETE);
+    result.structured_content = Some(json!({
+        "success": false,
+        "error_kind": kind.code(),
+        "terminal": kind.terminal(),
+        "error": message,
+    }));
+    result
+}
+
+/// The node ran: `structuredContent` is its output object; the text is the summary, then
+/// stdout and stderr where present, then why an approval went the way it did.
+fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolResult {
+    let success = outputs.get("success") != Some(&Value::Bool(false));
+    let name = &offered.tool.name;
+    let mut text = match outputs.get("summary").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(summary) => summary.to_string(),
+        None if success => format!("tool `{name}` succeeded"),
+        None => String::new(),
+    };
+    if !success {
+        let code = outputs.get("error_kind").and_then(Value::as_str).unwrap_or(ErrorKind::Internal.code());
+        let error = outputs.get("error").and_then(Value::as_str).unwrap_or("the tool reported success: false");
+        if !text.contains(error) {
+            let line = format!("tool `{name}` failed: {code}: {error}");
+            text = if text.is_empty() { line } else { format!("{text}\n{line}") };
+        }
+    }
+    for stream in ["stdout", "stderr"] {
+        if let Some(s) = outputs.get(stream).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            text.push_str(&format!("\n{stream}:\n{s}"));
+        }
+    }
+    for note in notes {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    let content = vec![ContentBlock::text(text)];
+    let mut result = if success { CallToolResult::success(content) } else { CallToolResult::error(content) };
+    result.result_type = Some(ResultType::COMPLETE);
+    result.structured_content = Some(Value::Object(outputs));
+    result
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info.server_info = rmcp::model::Implementation::new("cheng", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(format!(
+            "cheng tool nodes on the workspace {}. Tools that change things ask a person first.",
+            self.workspace.display()
+        ));
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(VERSIONS)
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+        Ok(self.listing.as_ref().clone())
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        self.call(request, ctx).await
+    }
+}
+
+/// How long a client may cache tools/list (the stateless era's `ttlMs`).
+pub const LIST_TTL_MS: u64 = 5 * 60 * 1000;
+
+/// Lets tests build a listing without a connection.
+pub fn listing(catalog: &Catalog) -> Value {
+    // The caching hints of the stateless era (rmcp strips them for older peers): the list is
+    // fixed for the life of the process.
+    json!({
+        "resultType": "complete",
+        "ttlMs": LIST_TTL_MS,
+        "cacheScope": "private",
+        "tools": catalog.tools.iter().map(|t| t.definition.clone()).collect::<Vec<_>>(),
+    })
+}
