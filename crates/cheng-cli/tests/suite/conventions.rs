@@ -46,11 +46,13 @@ fn an_author_only_or_capped_refusal_shows_the_config_to_add() {
     let (_d, ws) = temp_workspace();
     let ws_arg = ws.to_str().unwrap();
     let cases = [
-        ("tools/workspace_shell", "command=true", "allow_shell_string:=true", r#"--config '{"allow_shell_string":true}'"#),
-        ("tools/code_shell", "script=true", "timeout_ms:=60000", r#"--config '{"timeout_ms":60000}'"#),
+        ("tools/workspace_shell", "{}", "command=true", "allow_shell_string:=true", r#"--config '{"allow_shell_string":true}'"#),
+        // A capped number is refused only above the author's ceiling (below the node's maximum
+        // the built-in policy lets an agent ask), so the author lowers it first.
+        ("tools/code_shell", r#"{"timeout_ms":1000}"#, "script=true", "timeout_ms:=60000", r#"--config '{"timeout_ms":60000}'"#),
     ];
-    for (node, base, set, hint) in cases {
-        let out = cheng().args(["run", node, "-w", ws_arg, "--deny", "--set", set, "--set", base]).output().unwrap();
+    for (node, author, base, set, hint) in cases {
+        let out = cheng().args(["run", node, "-w", ws_arg, "--deny", "--config", author, "--set", set, "--set", base]).output().unwrap();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(hint), "{node}: expected {hint} in {stderr}");
@@ -58,7 +60,11 @@ fn an_author_only_or_capped_refusal_shows_the_config_to_add() {
         // An author-only port moves from the inputs to the config; a capped one stays requested.
         let config = hint.trim_start_matches("--config '").trim_end_matches('\'');
         let request: &[&str] = if node == "tools/workspace_shell" { &[] } else { &["--set", set] };
+        // Raw shell syntax needs the operator too (the built-in policy says no).
+        let policy = ws.join("policy.toml");
+        std::fs::write(&policy, "[nodes.\"tools/workspace_shell\"]\nshell_syntax = true\n").unwrap();
         let out = cheng()
+            .env("CHENG_POLICY", &policy)
             .args(["run", node, "-w", ws_arg, "--deny", "-q", "--set", base, "--config", config])
             .args(request)
             .output()

@@ -50,8 +50,10 @@ fn set_builds_inputs_without_json_quoting() {
     let (_d, ws) = temp_workspace();
     // Quotes of both kinds, a newline: a file's text, passed as is.
     std::fs::write(ws.join("cmd.sh"), "echo \"it's\" 'quoted'\n").unwrap();
+    // Raw shell syntax needs the operator too (the built-in policy says no).
+    std::fs::write(ws.join("policy.toml"), "[nodes.\"tools/workspace_shell\"]\nshell_syntax = true\n").unwrap();
     let out = cheng()
-        .args(["run", SHELL, "--approve", "--set", "shell_string=@cmd.sh", "--config-set", "allow_shell_string:=true"])
+        .args(["run", SHELL, "--approve", "--policy", "policy.toml", "--set", "shell_string=@cmd.sh", "--config-set", "allow_shell_string:=true"])
         .current_dir(&ws)
         .output()
         .unwrap();
