@@ -10,6 +10,12 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// `--features mimalloc`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
+/// "Allocator"); without it, the system allocator (glibc malloc).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cheng_nodes_documents::markdown::diagnostics::check;
 use cheng_nodes_documents::markdown::document::options;
 use cheng_nodes_documents::markdown::{analyze, suggestions, Document, Operation};

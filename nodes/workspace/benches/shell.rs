@@ -5,6 +5,12 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+/// `--features mimalloc`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
+/// "Allocator"); without it, the system allocator (glibc malloc).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cheng_node::{Decision, Registry, RunContext, Values};
 // Linked for its `inventory` registrations.
 use cheng_nodes_workspace as _;
