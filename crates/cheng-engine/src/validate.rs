@@ -3,7 +3,7 @@
 //! All problems are collected (a canvas shows them all at once). The work is linear in nodes +
 //! edges + ports: ids are looked up in a hash map, never by scanning the node list.
 //!
-//! Decisions where the issue left room:
+//! Decisions the format leaves open:
 //! - An `llm` port set in `config` is allowed: it is the canvas author's default, and `inputs`
 //!   (or an edge) override it.
 //! - A port fed by an edge may not also be set literally in `inputs` (which one wins would be a

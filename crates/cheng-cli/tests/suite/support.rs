@@ -53,7 +53,7 @@ pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: 
     (out.status.code().unwrap_or(-1), value, stderr)
 }
 
-pub use cheng_test_support::{eventually, git, none_left, pgrep, temp_workspace, KillOnDrop};
+pub use cheng_test_support::{copy_dir, eventually, git, none_left, pgrep, temp_workspace, KillOnDrop};
 
 /// Whether `tool` is an executable on PATH.
 pub fn on_path(tool: &str) -> bool {

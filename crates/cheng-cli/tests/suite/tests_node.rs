@@ -9,19 +9,6 @@ use std::path::Path;
 
 const NODE: &str = "tools/workspace_tests";
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
-
 fn fixture_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     let (dir, ws) = temp_workspace();
     copy_dir(&fixtures().join("workspaces"), &ws);

@@ -5,7 +5,7 @@ use cheng_node::{Decision, Node, NodeError, RunContext, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-pub use cheng_test_support::{git, init_repo, temp_workspace};
+pub use cheng_test_support::{copy_dir, git, init_repo, temp_workspace};
 
 /// The repository root (for `fixtures/`).
 pub fn repo_root() -> PathBuf {

@@ -14,19 +14,6 @@ fn fixture_workspace(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
-
 /// Whether `program args` runs successfully; missing is a skip, or a failure in CI.
 fn available(program: &str, args: &[&str]) -> bool {
     let ok = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
