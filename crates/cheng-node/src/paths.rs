@@ -65,19 +65,25 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
     }
 }
 
-/// Joins `rel` onto `root`, rejecting absolute paths, NUL bytes and `..` that climbs above the root.
+/// Joins `rel` onto `root`, rejecting absolute paths outside the root, NUL bytes and `..` that
+/// climbs above the root. An absolute path under the root (what a person pastes from a terminal)
+/// is taken relative to it; the rules below still apply to what follows the root.
 fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
     let rel = rel.unwrap_or("");
     if rel.contains('\0') {
         return Err(NodeError::invalid_input(format!("{field} contains a NUL byte")));
     }
     let path = Path::new(rel);
+    let path = match path.strip_prefix(root) {
+        Ok(inside) if path.is_absolute() => inside,
+        _ => path,
+    };
     let mut joined = root.to_path_buf();
     let mut depth = 0usize;
     for component in path.components() {
         match component {
             Component::Prefix(_) | Component::RootDir => {
-                return Err(outside(field, rel, "must be relative to the workspace root"));
+                return Err(outside(field, rel, "must be relative to the workspace root (or an absolute path inside it)"));
             }
             Component::CurDir => {}
             Component::ParentDir => {
@@ -141,12 +147,22 @@ mod tests {
     }
 
     #[test]
-    fn absolute_paths_are_rejected() {
+    fn absolute_paths_outside_are_rejected_and_inside_are_taken_relative() {
         let (_d, root) = workspace();
         let err = resolve_existing(&root, Some("/etc"), "cwd").unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
         let inside = root.join("sub");
-        let err = resolve_existing(&root, inside.to_str(), "cwd").unwrap_err();
+        assert_eq!(resolve_existing(&root, inside.to_str(), "cwd").unwrap(), inside);
+        assert_eq!(resolve_existing(&root, root.to_str(), "cwd").unwrap(), root);
+        assert_eq!(resolve_new(&root, &format!("{}/sub/new.txt", root.display()), "path").unwrap(), root.join("sub/new.txt"));
+        // The root is a prefix by components, and what follows it still may not climb out.
+        let sibling = format!("{}-other", root.display());
+        let escapes = [sibling.clone(), format!("{}/../x", root.display()), format!("{}/sub/../..", root.display())];
+        for rel in &escapes {
+            let err = resolve_existing(&root, Some(rel), "cwd").unwrap_err();
+            assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace, "{rel}");
+        }
+        let err = resolve_new(&root, &format!("{sibling}/new.txt"), "path").unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
     }
 

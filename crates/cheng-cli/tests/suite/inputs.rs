@@ -145,3 +145,28 @@ fn short_node_ids_resolve_when_unambiguous() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("CHENG_ENABLE_CODE_JS"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn an_absolute_path_inside_the_workspace_is_taken_relative_and_one_outside_is_refused() {
+    let (_d, ws) = temp_workspace();
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    std::fs::write(ws.join("docs/guide.md"), "# Guide\n\n## Part\n").unwrap();
+    let ws_arg = ws.to_str().unwrap();
+    let inside = ws.join("docs/guide.md");
+    let out = cheng()
+        .args(["run", "workspace_markdown", "-w", ws_arg, "--json", "--set", "operation=outline"])
+        .args(["--set", &format!("path={}", inside.display())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(json_out(&out)["summary"].as_str().unwrap_or("").contains("docs/guide.md"), "{}", text(&out.stdout));
+    // An absolute path anywhere else is still outside (the prefix rule is tested in cheng-node).
+    let (_o, outside) = temp_workspace();
+    std::fs::write(outside.join("guide.md"), "# Other\n").unwrap();
+    let out = cheng()
+        .args(["run", "workspace_markdown", "-w", ws_arg, "--json", "--set", "operation=outline"])
+        .args(["--set", &format!("path={}", outside.join("guide.md").display())])
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["error_kind"], "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE", "{}", text(&out.stdout));
+}
