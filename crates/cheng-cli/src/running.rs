@@ -127,6 +127,9 @@ pub fn graph_check(file: &Path) -> Exit {
     let Some(graph) = load(file) else { return Exit::Usage };
     match engine.validate(&graph) {
         Ok(validated) => {
+            for warning in cheng_engine::lint::edge_warnings(engine.registry(), &graph) {
+                errln!("cheng: warning: {warning}");
+            }
             let (nodes, edges) = (validated.len(), validated.edge_count());
             outln!("ok: {}: {nodes} {}, {edges} {}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
         }

@@ -50,6 +50,7 @@ pub mod catalog;
 mod error;
 pub mod events;
 pub mod graph;
+pub mod lint;
 mod ports;
 mod run;
 mod validate;

@@ -92,3 +92,27 @@ fn graph_new_writes_a_starter_that_checks_and_runs() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
+
+#[test]
+fn graph_check_warns_when_an_any_output_feeds_a_typed_input() {
+    let (_d, ws) = temp_workspace();
+    let file = ws.join("g.json");
+    let graph = serde_json::json!({
+        "version": 1,
+        "nodes": [
+            {"id": "toc", "type": "tools/workspace_markdown", "inputs": {"operation": "outline", "path": "README.md"}},
+            {"id": "show", "type": "tools/workspace_shell", "inputs": {"command": "echo"}},
+            {"id": "git", "type": "tools/workspace_git", "inputs": {"operation": "status"}}
+        ],
+        "edges": [
+            {"from": "toc.outline", "to": "show.args"},
+            {"from": "git.summary", "to": "show.purpose"}
+        ]
+    });
+    std::fs::write(&file, graph.to_string()).unwrap();
+    let out = cheng().args(["graph", "check", file.to_str().unwrap()]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "a warning does not fail the check: {stderr}");
+    assert!(stderr.contains("warning: edge toc.outline → show.args") && stderr.contains("array<string>"), "{stderr}");
+    assert!(!stderr.contains("git.summary"), "a string feeding a string is fine: {stderr}");
+}
