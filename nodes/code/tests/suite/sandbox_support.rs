@@ -48,37 +48,7 @@ pub fn sandbox_available() -> bool {
     require_or_skip_that("a bubblewrap that can create namespaces (apt-get install bubblewrap)", ok)
 }
 
-/// Whether `tool` is an executable on PATH.
-pub fn on_path(tool: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .filter(|d| d.is_absolute())
-                .any(|d| std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-        })
-        .unwrap_or(false)
-}
-
-/// Whether a test may go on needing `tool` (a program on PATH). When it is missing the test
-/// skips with a note, except in CI (env `CI` set), which installs every tool (scripts/test): there
-/// a skip would turn the test into one that cannot fail, so the test fails instead.
-pub fn require_or_skip(tool: &str) -> bool {
-    require_or_skip_that(tool, on_path(tool))
-}
-
-/// [`require_or_skip`] for a requirement a PATH lookup cannot check: `what` names it (said in the
-/// skip note and the CI failure), `available` says whether it is met.
-pub fn require_or_skip_that(what: &str, available: bool) -> bool {
-    if !available {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} missing, and CI is set: CI must provide it (scripts/test installs the tools), so this test may not skip"
-        );
-        eprintln!("skipping: {what} missing");
-    }
-    available
-}
+pub use cheng_test_support::{require_or_skip, require_or_skip_that};
 
 /// A fresh directory under /var/tmp (outside the workspace and outside /tmp, which is private
 /// inside the sandbox) with mode 0777, set explicitly (the umask applies at creation): the
