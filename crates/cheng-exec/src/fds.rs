@@ -68,30 +68,10 @@ fn mark_cloexec_above_stderr() {
     if rc == 0 {
         return;
     }
-    // SAFETY: open with a static NUL-terminated path.
-    let dir = unsafe { sys::openat(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if dir < 0 {
-        return;
-    }
-    let dir = dir as RawFd;
-    let mut buf = [0u8; 4096];
-    loop {
-        // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
-        let n = unsafe { sys::getdents64(dir, buf.as_mut_ptr(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        for_each_name(&buf[..n as usize], |name| {
-            if let Some(fd) = parse_fd(name) {
-                if fd > 2 && fd != dir {
-                    // SAFETY: setting FD_CLOEXEC on a descriptor of this process.
-                    unsafe { sys::raw6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, libc::FD_CLOEXEC as usize, 0, 0, 0) };
-                }
-            }
-        });
-    }
-    // SAFETY: closing the directory opened above.
-    unsafe { sys::close(dir) };
+    for_each_listed_descriptor(|fd| {
+        // SAFETY: setting FD_CLOEXEC on a descriptor of this process.
+        unsafe { sys::raw6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, libc::FD_CLOEXEC as usize, 0, 0, 0) };
+    });
 }
 
 /// The gaps between the kept descriptors, by `close_range`. `false` if the kernel lacks it.
@@ -108,6 +88,18 @@ fn close_ranges(sorted_keep: &[RawFd]) -> bool {
 
 /// Closes what /proc/self/fd lists. `false` if it cannot be read.
 fn close_listed(sorted_keep: &[RawFd]) -> bool {
+    for_each_listed_descriptor(|fd| {
+        if sorted_keep.binary_search(&fd).is_err() {
+            // SAFETY: closing a descriptor of this process that nothing here uses.
+            unsafe { sys::close(fd) };
+        }
+    })
+}
+
+/// Calls `f` with each descriptor above 2 that /proc/self/fd lists (not the one reading it),
+/// with raw system calls on a stack buffer only (it runs between clone and exec). `false` if
+/// the directory cannot be opened.
+fn for_each_listed_descriptor(mut f: impl FnMut(RawFd)) -> bool {
     // SAFETY: open with a static NUL-terminated path.
     let dir = unsafe { sys::openat(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     if dir < 0 {
@@ -123,9 +115,8 @@ fn close_listed(sorted_keep: &[RawFd]) -> bool {
         }
         for_each_name(&buf[..n as usize], |name| {
             if let Some(fd) = parse_fd(name) {
-                if fd > 2 && fd != dir && sorted_keep.binary_search(&fd).is_err() {
-                    // SAFETY: closing a descriptor of this process that nothing here uses.
-                    unsafe { sys::close(fd) };
+                if fd > 2 && fd != dir {
+                    f(fd);
                 }
             }
         });
