@@ -8,6 +8,7 @@
 // Linked so that their inventory registrations are present.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
+use cheng_nodes_files as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
