@@ -5,7 +5,7 @@ use crate::listing::print_json;
 use crate::out::{errln, outln};
 use crate::{approve, complain, plural, render, set, Exit};
 use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError, ValidationErrorKind};
-use cheng_node::{CancellationToken, Registry, Values};
+use cheng_node::{CancellationToken, Registry, Scope, ScopeKind, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,7 +28,8 @@ pub fn run(args: RunArgs) -> Exit {
     let workspace = set::workspace(args.workspace.as_deref());
     let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
     let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
-    let options = options.approver(approver);
+    // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
+    let options = options.approver(approver).scope(Scope::new(ScopeKind::Call));
     let engine = Engine::new(registry);
     let requested = inputs.clone();
     let outcome = {

@@ -11,7 +11,7 @@ use cheng_node::check::{asked_capabilities, resolve_request};
 use cheng_node::policy::Policy;
 use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
 use cheng_node::policy::capability_opens;
-use cheng_node::{
+use cheng_node::{Scope, ScopeKind,
     CapabilityRequest, Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
 };
 use serde::Serialize;
@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub approver: Arc<dyn Approver>,
     pub events: Arc<dyn EventSink>,
     pub cancel: CancellationToken,
+    /// State the run's calls share (a fresh [`ScopeKind::Graph`] scope unless the caller gives
+    /// one: a server connection's, or a named session's).
+    pub scope: Scope,
 }
 
 impl RunOptions {
@@ -51,6 +54,7 @@ impl RunOptions {
             approver: Arc::new(FixedApprover(Decision::Denied)),
             events: Arc::new(NullSink),
             cancel: CancellationToken::new(),
+            scope: Scope::new(ScopeKind::Graph),
         })
     }
 
@@ -71,6 +75,11 @@ impl RunOptions {
 
     pub fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
+        self
+    }
+
+    pub fn scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
         self
     }
 }
@@ -229,6 +238,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 workspace: options.workspace.clone(),
                 cancel: cancel.clone(),
                 approver: Arc::clone(&approver),
+                scope: options.scope.clone(),
             };
             let input = assemble_input(prepared, &graph.nodes, &results, &ctx, &graph.policy);
             let asked = match &input {

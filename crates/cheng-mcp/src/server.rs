@@ -43,6 +43,9 @@ pub struct Server {
     pub shutdown: CancellationToken,
     /// Tool calls still running.
     pub active: Arc<AtomicUsize>,
+    /// State the connection's calls share (freshness table, process sessions); dropped with the
+    /// server, which ends with the connection.
+    scope: cheng_node::Scope,
 }
 
 impl Server {
@@ -58,6 +61,7 @@ impl Server {
             sealer: Arc::new(Sealer::new()?),
             shutdown: CancellationToken::new(),
             active: Arc::new(AtomicUsize::new(0)),
+            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Server),
         })
     }
 
@@ -200,6 +204,7 @@ impl Server {
             workspace: self.workspace.clone(),
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
+            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(card) => Ok(Some(Card::from(&card))),
@@ -238,7 +243,8 @@ impl Server {
             .map_err(|e| McpError::internal_error(format!("cannot run tool `{}`: {e}", offered.tool.name), None))?
             .jobs(1)
             .approver(approver)
-            .cancel(cancel.clone());
+            .cancel(cancel.clone())
+            .scope(self.scope.clone());
         self.active.fetch_add(1, Ordering::SeqCst);
         let _active = Active(self.active.clone());
         let request_ct = ctx.ct.clone();

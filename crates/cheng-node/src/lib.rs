@@ -44,11 +44,13 @@ pub mod paths;
 pub mod policy;
 mod registry;
 pub mod schema;
+pub mod scope;
 mod spec;
 pub mod text;
 
 pub use error::{ErrorKind, NodeError};
 pub use node::{ApprovalRequest, CapabilityRequest, Approver, Decision, FixedApprover, Node, RunContext, Values};
+pub use scope::{Scope, ScopeKind};
 pub use registry::{Lookup, NodeRegistration, Registry};
 pub use spec::{ApprovalRule, Audience, Control, Effects, NodeSpec, PortSpec, PortType};
 

@@ -105,6 +105,8 @@ pub struct RunContext {
     pub cancel: CancellationToken,
     /// For approvals a node needs beyond the engine's one (e.g. each requested read path).
     pub approver: Arc<dyn Approver>,
+    /// State shared with the other calls of this graph run, server connection or named session.
+    pub scope: crate::Scope,
 }
 
 impl RunContext {
@@ -116,6 +118,7 @@ impl RunContext {
             workspace,
             cancel: CancellationToken::new(),
             approver: Arc::new(FixedApprover(decision)),
+            scope: crate::Scope::new(crate::ScopeKind::Call),
         }
     }
 

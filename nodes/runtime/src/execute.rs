@@ -128,6 +128,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
             workspace: ctx.workspace.clone(),
             cancel: ctx.cancel.clone(),
             approver: Arc::new(FixedApprover(Decision::Denied)),
+            scope: ctx.scope.clone(),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(request) => approval = json!(request),
@@ -160,7 +161,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
 /// Runs the validated call with the runtime's workspace, approver and cancellation.
 async fn run(engine: &Engine, validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     let options = match RunOptions::new(&ctx.workspace) {
-        Ok(options) => options.jobs(1).approver(Arc::clone(&ctx.approver)).cancel(ctx.cancel.clone()),
+        Ok(options) => options.jobs(1).approver(Arc::clone(&ctx.approver)).cancel(ctx.cancel.clone()).scope(ctx.scope.clone()),
         Err(e) => return internal(format!("cannot run tool `{}`: {e}", tool.name)),
     };
     let result = engine.run(validated, options).await;
