@@ -1,7 +1,8 @@
 //! `cheng schemas` and `cheng docs`: generated files, written or checked for freshness.
 //!
-//! Both are pure functions of the registered specs (sorted by id), so output is deterministic.
-//! Nodes behind an unset gate variable are not registered and therefore not generated.
+//! Both are pure functions of every linked spec (sorted by id), so output is deterministic and
+//! does not depend on the environment: nodes behind a gate variable are generated too, their pages
+//! saying which variable registers them.
 
 use crate::args::GenerateArgs;
 use crate::out::{errln, outln};
@@ -11,12 +12,17 @@ use cheng_node::{schema, Registry};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Every node linked into this binary, gated ones included, whatever the environment says.
+fn every_linked_node() -> Registry {
+    Registry::from_inventory_with(|_| true)
+}
+
 /// Relative path → expected content.
 type Files = BTreeMap<PathBuf, String>;
 
 pub fn schemas(args: &GenerateArgs) -> Exit {
     let Some(dir) = output_dir(args, "schemas") else { return Exit::Usage };
-    let registry = Registry::from_inventory();
+    let registry = every_linked_node();
     let mut files = Files::new();
     for spec in registry.specs() {
         let text = match serde_json::to_string_pretty(&schema::node_schemas(spec)) {
@@ -46,7 +52,7 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
 
 pub fn docs(args: &GenerateArgs) -> Exit {
     let Some(dir) = output_dir(args, "docs") else { return Exit::Usage };
-    let registry = Registry::from_inventory();
+    let registry = every_linked_node();
     let mut files = Files::new();
     for spec in registry.specs() {
         if files.insert(Path::new("nodes").join(format!("{}.md", spec.short_name())), catalog::node_markdown(spec)).is_some() {

@@ -93,30 +93,33 @@ fn a_missing_bwrap_fails_closed_for_python_too() {
     assert!(!marker.exists(), "the script ran on the host");
 }
 
-/// Gated nodes are absent from generated schemas and the docs listing unless their variable is
-/// set (the committed schemas/ and docs/ are generated with both unset).
+/// Gated nodes are generated whatever the environment says (the committed schemas/ and docs/ are
+/// the same with and without their variables), their pages naming the variable.
 #[test]
-fn gated_nodes_are_absent_from_generated_schemas_and_docs() {
+fn gated_nodes_are_generated_with_their_gate_named() {
     let generate = |vars: &[(&str, &str)]| {
         let dir = tempfile::tempdir().unwrap();
         for what in ["schemas", "docs"] {
             let mut cmd = cheng();
+            cmd.env_remove("CHENG_ENABLE_CODE_PYTHON").env_remove("CHENG_ENABLE_CODE_JS");
             for (k, v) in vars {
                 cmd.env(k, v);
             }
             let out = cmd.args([what, "--write", "--dir", dir.path().join(what).to_str().unwrap()]).output().unwrap();
             assert_eq!(out.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let listing = std::fs::read_to_string(dir.path().join("docs/nodes/README.md")).unwrap();
-        let exists = |p: &str| dir.path().join(p).exists();
-        (listing, [exists("schemas/code_python.json"), exists("schemas/code_js.json"), exists("docs/nodes/code_python.md"), exists("docs/nodes/code_js.md")])
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap_or_default();
+        ["docs/nodes/README.md", "docs/nodes/code_python.md", "docs/nodes/code_js.md", "schemas/code_python.json", "schemas/code_js.json", "schemas/graph.json"]
+            .map(read)
     };
-    let (listing, files) = generate(&[]);
-    assert_eq!(files, [false; 4], "gated pages generated without their variables");
-    assert!(listing.contains("tools/code_shell") && !listing.contains("tools/code_python") && !listing.contains("tools/code_js"), "{listing}");
-    let (listing, files) = generate(&[("CHENG_ENABLE_CODE_PYTHON", "1"), ("CHENG_ENABLE_CODE_JS", "1")]);
-    assert_eq!(files, [true; 4]);
-    assert!(listing.contains("tools/code_python") && listing.contains("tools/code_js"), "{listing}");
+    let without = generate(&[]);
+    let [listing, python, js, python_schema, js_schema, _] = &without;
+    assert!(listing.contains("tools/code_python") && listing.contains("`CHENG_ENABLE_CODE_JS`"), "{listing}");
+    assert!(python.contains("registered only when `CHENG_ENABLE_CODE_PYTHON` is set"), "{python}");
+    assert!(js.contains("registered only when `CHENG_ENABLE_CODE_JS` is set"), "{js}");
+    assert!(python_schema.contains("\"script\"") && js_schema.contains("\"script\""));
+    let with = generate(&[("CHENG_ENABLE_CODE_PYTHON", "1"), ("CHENG_ENABLE_CODE_JS", "1")]);
+    assert_eq!(without, with, "generated files depend on the gate variables");
 }
 
 #[test]
