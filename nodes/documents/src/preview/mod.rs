@@ -2,7 +2,7 @@
 //! text summary, or file metadata. Read-only.
 //!
 //! `path` takes precedence over `content`. The preview is head+tail truncated to `max_bytes`
-//! (default and maximum 524288). For `artifact_summary` the preview is the metadata as
+//! (default and maximum 524288), the omission marker included. For `artifact_summary` the preview is the metadata as
 //! pretty-printed JSON (`format: "metadata"`), so a reader and a program see the same thing.
 
 pub mod artifact;
@@ -295,36 +295,52 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
     })
 }
 
-/// Head+tail truncation to `max_bytes` (of kept content; the omission marker comes on top, as
-/// with every bounded output). Sanitised HTML is cut only outside tags, so the marker lands in
-/// text and a cut can never splice two attribute fragments into something executable; the
-/// spliced result is sanitised again anyway (closing what the head left open) and re-cut until
-/// it fits.
+/// Head+tail truncation to at most `max_bytes`, the omission marker included. Sanitised HTML
+/// is cut only outside tags, so the marker lands in text and a cut can never splice two attribute
+/// fragments into something executable; the spliced result is sanitised again anyway (closing
+/// what the head left open) and re-cut until it fits. A cap too small for the marker keeps a
+/// prefix alone (plain text) or nothing (HTML), still reported as truncated.
 pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, bool) {
     if text.len() <= max_bytes {
         return (text.to_string(), false);
     }
-    if operation != Operation::Markdown {
-        return (head_tail(text.as_bytes(), max_bytes).text, true);
+    // The longest marker this text can need: at most every byte is omitted.
+    let keep = max_bytes.saturating_sub(omitted_marker(text.len() as u64).len());
+    if keep == 0 {
+        let prefix = if operation == Operation::Markdown { "" } else { &text[..floor_char_boundary(text, max_bytes)] };
+        return (prefix.to_string(), true);
     }
-    let allowed = max_bytes + omitted_marker(text.len() as u64).len();
-    let mut cap = max_bytes;
+    if operation != Operation::Markdown {
+        return (head_tail(text.as_bytes(), keep).text, true);
+    }
+    let mut cap = keep;
     for _ in 0..16 {
         let (head_end, tail_start) = html_cut_points(text, cap / 2, text.len() - (cap - cap / 2));
         let omitted = (tail_start - head_end) as u64;
         let spliced = format!("{}{}{}", &text[..head_end], omitted_marker(omitted), &text[tail_start..]);
         let safe = sanitize::sanitize(&spliced);
-        if safe.len() <= allowed {
+        if safe.len() <= max_bytes {
             return (safe, true);
         }
-        let over = safe.len() - allowed;
+        let over = safe.len() - max_bytes;
         cap = cap.saturating_sub(over + 16);
         if cap == 0 {
             break;
         }
     }
-    // Markup that cannot be cut small enough: fall back to escaped text, which is always safe.
-    (ammonia::clean_text(&head_tail(text.as_bytes(), max_bytes / 6).text), true)
+    // Markup that cannot be cut small enough: escaped text, which is always safe (an entity cut
+    // at the end stays text).
+    let escaped = ammonia::clean_text(&head_tail(text.as_bytes(), keep / 6).text);
+    (escaped[..floor_char_boundary(&escaped, max_bytes)].to_string(), true)
+}
+
+/// The largest char boundary at or below `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The last position at or before `head` and the first at or after `tail` that lie outside any

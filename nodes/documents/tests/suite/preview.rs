@@ -56,12 +56,27 @@ fn previews_are_head_tail_bounded() {
     let out = preview(&root, json!({"operation": "markdown", "path": "long.md", "max_bytes": 4096}));
     let text = out["preview"].as_str().expect("preview");
     assert_eq!(out["preview_truncated"], true);
-    assert!(text.len() <= 4096 + 40, "kept bytes within the cap, plus the marker: {}", text.len());
+    assert!(text.len() <= 4096, "the cap includes the marker: {}", text.len());
     assert!(text.contains("Paragraph 0 ") && text.contains("Paragraph 1999 "), "head and tail kept");
     assert!(text.contains("omitted"), "the cut is marked");
     assert_eq!(out["source_bytes"], body.len());
     let out = preview(&root, json!({"operation": "markdown", "path": "long.md"}));
     assert_eq!(out["preview_truncated"], false);
+}
+
+#[test]
+fn the_cap_includes_the_omission_marker_for_every_operation_and_size() {
+    let (_d, root) = temp_workspace();
+    let markdown: String = (0..400).map(|i| format!("Paragraph {i} é with *emphasis*.\n\n")).collect();
+    let html: String = (0..400).map(|i| format!("<p>Line {i} é</p>")).collect();
+    for (operation, content) in [("markdown", &markdown), ("html", &html)] {
+        for max in [1, 2, 10, 30, 31, 40, 64, 100, 1000, 4096] {
+            let out = preview(&root, json!({"operation": operation, "content": content, "max_bytes": max}));
+            let text = out["preview"].as_str().expect("preview");
+            assert!(text.len() <= max, "{operation} max_bytes {max}: {} bytes: {text:?}", text.len());
+            assert_eq!(out["preview_truncated"], true, "{operation} {max}");
+        }
+    }
 }
 
 #[test]
