@@ -3,9 +3,15 @@
 //! Both the engine's own approval (for inputs the spec gates) and a node's further approvals
 //! (`ctx.require_approval`) pass through here, so every decision is visible as events. A run that
 //! is cancelled while waiting for a person counts as denied: nothing runs without a decision.
+//!
+//! A run asks at most once before it starts: [`approval_card`] puts the node's own card (when its
+//! effects gate the input), every capability left on "ask" that the input requests and the host
+//! paths a sandboxed node asks to read on one card; once it is approved, [`Covered`] answers the
+//! node's own per-path requests for those paths without asking again.
 
 use crate::events::{now, Event, EventSink};
-use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, CancellationToken};
+use cheng_node::policy::capability_opens;
+use cheng_node::{async_trait, ApprovalRequest, Approver, CapabilityRequest, Decision, CancellationToken, Effects, Node, NodeError, RunContext, Values};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,5 +51,42 @@ impl Approver for RunApprover {
             });
         }
         decision
+    }
+}
+
+/// The one card a run of `node` with `input` asks a person about before it starts, if any.
+/// `asked`: the capabilities the input requests that are left on "ask".
+pub(crate) fn approval_card(node: &dyn Node, ctx: &RunContext, input: &Values, asked: &[&'static str]) -> Result<Option<ApprovalRequest>, NodeError> {
+    let spec = node.spec();
+    let gated = spec.effects.requires_approval(input);
+    // Sandboxed nodes name the host paths they would read on their card.
+    if !gated && asked.is_empty() && spec.effects != Effects::Sandboxed {
+        return Ok(None);
+    }
+    let mut card = node.approval_request(ctx, input)?;
+    card.capabilities = asked.iter().map(|name| CapabilityRequest { name: (*name).to_string(), opens: capability_opens(name).to_string() }).collect();
+    if !gated && card.capabilities.is_empty() && card.requested_paths.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(card))
+}
+
+/// The approver a node runs with after its card was approved: a request only about paths that
+/// card listed is already decided; anything else is asked as usual.
+pub(crate) struct Covered {
+    pub inner: Arc<dyn Approver>,
+    pub paths: Vec<String>,
+}
+
+#[async_trait]
+impl Approver for Covered {
+    async fn decide(&self, request: &ApprovalRequest) -> Decision {
+        let covered = !request.requested_paths.is_empty()
+            && request.capabilities.is_empty()
+            && request.requested_paths.iter().all(|p| self.paths.contains(p));
+        if covered {
+            return Decision::Approved;
+        }
+        self.inner.decide(request).await
     }
 }

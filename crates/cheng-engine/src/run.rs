@@ -4,7 +4,7 @@
 //! `jobs` at once, and reacts to each completion by releasing or skipping dependents. Each node
 //! and edge is touched a constant number of times, so a run is linear in the graph's size.
 
-use crate::approval::RunApprover;
+use crate::approval::{approval_card, Covered, RunApprover};
 use crate::events::{now, Event, EventSink, NullSink};
 use crate::ports::check_value;
 use cheng_node::check::{asked_capabilities, resolve_request};
@@ -12,7 +12,7 @@ use cheng_node::policy::Policy;
 use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
 use cheng_node::policy::capability_opens;
 use cheng_node::{Scope, ScopeKind,
-    CapabilityRequest, Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
+    Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
 };
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -365,17 +365,16 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
     let cancel = ctx.cancel.clone();
     let work = async {
         let input = input?;
-        if spec.effects.requires_approval(&input) || !asked.is_empty() {
-            let mut request = node.approval_request(&ctx, &input)?;
-            request.capabilities = asked
-                .iter()
-                .map(|name| CapabilityRequest { name: (*name).to_string(), opens: capability_opens(name).to_string() })
-                .collect();
-            if ctx.approver.decide(&request).await != Decision::Approved {
+        let mut ctx = ctx;
+        if let Some(card) = approval_card(node.as_ref(), &ctx, &input, &asked)? {
+            if ctx.approver.decide(&card).await != Decision::Approved {
                 if ctx.cancel.is_cancelled() {
                     return Err(NodeError::new(ErrorKind::Cancelled, "the run was cancelled while waiting for approval; nothing ran"));
                 }
                 return Err(NodeError::new(ErrorKind::ApprovalDenied, denied_message(spec, &ctx.node_id, &asked)));
+            }
+            if !card.requested_paths.is_empty() {
+                ctx.approver = Arc::new(Covered { inner: Arc::clone(&ctx.approver), paths: card.requested_paths });
             }
         }
         node.run(&ctx, input).await

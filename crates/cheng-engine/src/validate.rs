@@ -87,6 +87,23 @@ impl ValidatedGraph {
     }
 }
 
+impl ValidatedGraph {
+    /// The one approval card running node `id` alone would ask about before it starts (its own
+    /// card when its effects gate the input, capabilities left on "ask", host read paths), or
+    /// `None` when it would start without asking. For servers that ask ahead of the run and dry
+    /// runs; `Err` when the node refuses the input before anything could run.
+    pub fn planned_card(&self, id: &str, ctx: &cheng_node::RunContext) -> Result<Option<cheng_node::ApprovalRequest>, cheng_node::NodeError> {
+        let Some(prepared) = self.inner.nodes.iter().find(|n| n.id == id) else {
+            return Err(cheng_node::NodeError::internal(format!("the validated graph has no node `{id}`; this is a bug in cheng")));
+        };
+        let Some((node, input)) = self.planned_input(id, &ctx.workspace) else {
+            return Err(cheng_node::NodeError::internal(format!("node `{id}` has no planned input; this is a bug in cheng")));
+        };
+        let asked = cheng_node::check::asked_capabilities(&self.inner.policy, prepared.spec, &prepared.config, &input);
+        crate::approval::approval_card(node.as_ref(), ctx, &input, &asked)
+    }
+}
+
 /// Validates `graph` against `registry`; every problem is reported.
 pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
     let mut errors = Vec::new();

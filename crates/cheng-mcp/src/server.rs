@@ -189,15 +189,13 @@ impl Server {
         Ok(complete(offered, outputs, Vec::new()).into())
     }
 
-    /// The engine's own approval card for this call, when its input is gated.
+    /// The one card the engine would ask about for this call (gated input, capabilities left on
+    /// "ask", host read paths), asked ahead in one round.
     fn planned_card(&self, offered: &Offered, validated: &ValidatedGraph, ctx: &RequestContext<RoleServer>) -> Result<Option<Card>, McpError> {
         let tool = &offered.tool;
-        let Some((node, input)) = validated.planned_input(&tool.name, &self.workspace) else {
+        let Some((node, _)) = validated.planned_input(&tool.name, &self.workspace) else {
             return Err(McpError::internal_error(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name), None));
         };
-        if !node.spec().effects.requires_approval(&input) {
-            return Ok(None);
-        }
         let card_ctx = RunContext {
             node_id: tool.name.clone(),
             node_type: node.spec().id,
@@ -206,8 +204,8 @@ impl Server {
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
             scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
         };
-        match node.approval_request(&card_ctx, &input) {
-            Ok(card) => Ok(Some(Card::from(&card))),
+        match validated.planned_card(&tool.name, &card_ctx) {
+            Ok(card) => Ok(card.as_ref().map(Card::from)),
             // The node refused the input before anything could run: the caller sees why.
             Err(e) => Err(McpError::invalid_params(format!("tool `{}`: {}: {}", tool.name, e.kind.code(), e.message), None)),
         }

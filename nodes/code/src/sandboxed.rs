@@ -9,8 +9,9 @@
 //! - **Capped switches**: `allow_filesystem`, `allow_full_disk_readonly`, `allow_network`,
 //!   `timeout_ms` and `memory_mb` are author-capped; the engine has already merged the request
 //!   with the author's ceiling, so the node reads the effective values.
-//! - **request_read_paths**: absolute, existing, canonicalised; one approval request per path
-//!   (`requested_paths` names it); a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
+//! - **request_read_paths**: absolute, existing, canonicalised; listed on the run's one approval
+//!   card (`requested_paths`, with any capability left on "ask"). Run without the engine, the node
+//!   asks once per path itself; a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
 //! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
 //!   signal or hits its memory limit still returns every seed output, plus `success:false`,
 //!   `error_kind`, `terminal` and `error` (`cheng_node::failure`), because
@@ -23,7 +24,7 @@ use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext, Values};
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Per-stream capture cap (head+tail).
@@ -43,7 +44,23 @@ pub const MEMORY_MAX: i64 = if MAX_MEMORY_MB < 4096 { MAX_MEMORY_MB } else { 409
 pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::ApprovalRequest {
     let script = input.get("script").and_then(Value::as_str).unwrap_or("");
     let shown = if script.chars().count() > 200 { format!("{}…", script.chars().take(200).collect::<String>()) } else { script.to_string() };
-    cheng_node::ApprovalRequest::new(ctx, format!("{lang} script: {shown}"))
+    let mut card = cheng_node::ApprovalRequest::new(ctx, format!("{lang} script: {shown}"));
+    // The host paths the run would mount read-only, as the run itself will name them; the
+    // engine asks about them on this one card (entries that are not absolute or cannot be
+    // opened are refused by the run before anything is asked).
+    card.requested_paths = input::string_list(input, "request_read_paths")
+        .unwrap_or_default()
+        .iter()
+        .filter(|raw| Path::new(raw).is_absolute() && !raw.contains('\0'))
+        .filter_map(|raw| Path::new(raw).canonicalize().ok())
+        .map(|path| path.display().to_string())
+        .fold(Vec::new(), |mut paths, path| {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+            paths
+        });
+    card
 }
 
 /// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s

@@ -110,37 +110,35 @@ fn refused_call(entry: &Entry, tool: &Tool, problems: &[ValidationError]) -> Out
 
 /// dry_run: what would run, and whether a person would be asked; nothing is dispatched.
 ///
-/// For approval-gated calls the node's own approval card is built, which runs the node's
-/// policy checks (a shell command outside the whitelist is refused here too). Checks a node
-/// makes only while running are not covered.
+/// The run's one approval card is built as the engine would ask it (gated input, capabilities
+/// left on "ask", host read paths), which runs the node's policy checks (a shell command outside
+/// the whitelist is refused here too). Checks a node makes only while running are not covered.
 fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     let Some((node, input)) = validated.planned_input(&tool.name, &ctx.workspace) else {
         return internal(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name));
     };
     let spec = node.spec();
-    let requires_approval = spec.effects.requires_approval(&input);
-    let mut approval = Value::Null;
-    if requires_approval {
-        // Nobody is asked: a dry run only shows the card a person would see.
-        let card_ctx = RunContext {
-            node_id: tool.name.clone(),
-            node_type: spec.id,
-            workspace: ctx.workspace.clone(),
-            cancel: ctx.cancel.clone(),
-            approver: Arc::new(FixedApprover(Decision::Denied)),
-            scope: ctx.scope.clone(),
-        };
-        match node.approval_request(&card_ctx, &input) {
-            Ok(request) => approval = json!(request),
-            Err(error) => {
-                // The node refused the input before anything could run (policy, paths, ...).
-                let mut outcome = Outcome::new(Status::Invalid);
-                outcome.errors = vec![format!("tool `{}`: {}", tool.name, error.message)];
-                outcome.failure = Some(Failure::from_error(&error));
-                return outcome;
-            }
+    // Nobody is asked: a dry run only shows the card a person would see.
+    let card_ctx = RunContext {
+        node_id: tool.name.clone(),
+        node_type: spec.id,
+        workspace: ctx.workspace.clone(),
+        cancel: ctx.cancel.clone(),
+        approver: Arc::new(FixedApprover(Decision::Denied)),
+        scope: ctx.scope.clone(),
+    };
+    let approval = match validated.planned_card(&tool.name, &card_ctx) {
+        Ok(card) => card,
+        Err(error) => {
+            // The node refused the input before anything could run (policy, paths, ...).
+            let mut outcome = Outcome::new(Status::Invalid);
+            outcome.errors = vec![format!("tool `{}`: {}", tool.name, error.message)];
+            outcome.failure = Some(Failure::from_error(&error));
+            return outcome;
         }
-    }
+    };
+    let requires_approval = approval.is_some();
+    let approval = approval.map_or(Value::Null, |card| json!(card));
     // What the caller may see of the input: engine-injected ports stay out.
     let shown: Values = input
         .into_iter()

@@ -1,6 +1,6 @@
 #![allow(unused_imports)]
 use super::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn code_shell_runs_in_the_sandbox_with_landlock() {
@@ -564,4 +564,36 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
     assert_eq!(out.status.code(), Some(130), "{value} {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(value["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{value}");
     assert!(gone, "left behind after Ctrl-C: {survivors:?}");
+}
+
+/// One card per run: the host paths a script asks to read and the capabilities it requests that
+/// are left on "ask" are approved together, before anything starts; the node does not ask again.
+#[test]
+fn read_paths_and_capabilities_share_one_approval_card() {
+    if !bwrap_works() {
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("notes.txt"), "shared card").unwrap();
+    let dir = outside.path().canonicalize().unwrap().display().to_string();
+    let input = json!({"script": format!("cat '{dir}/notes.txt'"), "request_read_paths": [dir], "allow_network": true});
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--approve", "--events", "-"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["result"], "shared card", "{out}");
+    let cards: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "approval_requested")
+        .collect();
+    assert_eq!(cards.len(), 1, "one card for the run: {cards:?}");
+    let card = &cards[0]["request"];
+    assert_eq!(card["requested_paths"], json!([dir]), "{card}");
+    assert_eq!(card["capabilities"][0]["name"], "allow_network", "{card}");
+    // Denied, the script never starts (it would leave a marker).
+    let marking = json!({"script": "echo ran > marker.txt", "request_read_paths": [dir], "allow_filesystem": true});
+    let (code, out, _) = run_node("tools/code_shell", &ws, &marking, &["--deny"]);
+    assert_ne!(code, 0);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
+    assert!(!ws.join("marker.txt").exists(), "the script ran although its card was denied");
 }
