@@ -2,20 +2,23 @@
 
 use crate::{complain, out, Exit};
 use cheng_engine::{catalog, Engine, Graph, ValidationErrorKind};
-use cheng_node::{schema, Lookup, Registry};
+use cheng_node::{schema, Lookup, NodeSpec, Registry};
 use serde_json::Value;
 
 pub fn nodes(json: bool) -> Exit {
     let registry = Registry::from_inventory();
+    // What the operator's policy disables is not offered (run and describe still name the rule).
+    let policy = cheng_node::policy::current();
+    let specs: Vec<&NodeSpec> = registry.specs().filter(|s| policy.disabled(s.id).is_none()).collect();
     if json {
-        let all: Vec<Value> = registry.specs().map(catalog::node_json).collect();
+        let all: Vec<Value> = specs.iter().map(|s| catalog::node_json(s)).collect();
         return print_json(&Value::Array(all));
     }
-    let width = registry.specs().map(|s| s.id.len()).max().unwrap_or(0);
-    let category = registry.specs().map(|s| s.category.len()).max().unwrap_or(0);
-    let effects = registry.specs().map(|s| s.effects.describe().len()).max().unwrap_or(0);
+    let width = specs.iter().map(|s| s.id.len()).max().unwrap_or(0);
+    let category = specs.iter().map(|s| s.category.len()).max().unwrap_or(0);
+    let effects = specs.iter().map(|s| s.effects.describe().len()).max().unwrap_or(0);
     let mut text = String::new();
-    for spec in registry.specs() {
+    for spec in specs {
         text.push_str(&format!("{:<width$}  {:<category$}  {:<effects$}  {}\n", spec.id, spec.category, spec.effects.describe(), spec.title));
     }
     out::print(&text)
@@ -33,6 +36,9 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
         },
         Lookup::Unknown => return unknown_type(registry, node_type),
     };
+    if let Some(source) = cheng_node::policy::current().disabled(spec.id) {
+        complain(format!("note: {} is disabled by the operator's policy ({source}); `cheng run` refuses it", spec.id));
+    }
     if json {
         let mut value = catalog::node_json(spec);
         value["schemas"] = schema::node_schemas_with(spec, &cheng_node::policy::current());

@@ -24,16 +24,23 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Every registered node except `tools/runtime` itself (a toolkit cannot expose itself).
+    /// Every registered node except `tools/runtime` itself (a toolkit cannot expose itself) and
+    /// those the operator's policy disables (named in the start-up warnings).
     pub fn every_node(engine: &Engine) -> Result<Catalog, Vec<String>> {
-        let entries: Vec<Value> = engine
+        let (offered, disabled): (Vec<&str>, Vec<&str>) = engine
             .registry()
             .ids()
             .into_iter()
             .filter(|id| *id != cheng_nodes_runtime::ID)
-            .map(|id| json!({"type": id}))
-            .collect();
-        Catalog::from_entries(engine, &entries)
+            .partition(|id| engine.policy().disabled(id).is_none());
+        let entries: Vec<Value> = offered.into_iter().map(|id| json!({"type": id})).collect();
+        let mut catalog = Catalog::from_entries(engine, &entries)?;
+        for id in disabled {
+            if let Some(source) = engine.policy().disabled(id) {
+                catalog.warnings.push(format!("{id} is disabled by the operator's policy ({source}); not offered"));
+            }
+        }
+        Ok(catalog)
     }
 
     /// The author's `exposed_tools` entries (the JSON array `tools/runtime` takes). Any broken

@@ -9,10 +9,6 @@ use std::time::Duration;
 
 const SHELL: &str = "tools/workspace_shell";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Node ids `cheng nodes --json` reports with `vars` set.
 fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
     let mut cmd = cheng();

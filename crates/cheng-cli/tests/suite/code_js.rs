@@ -8,10 +8,6 @@ use std::process::Output;
 const JS: &str = "tools/code_js";
 const GATE: &str = "CHENG_ENABLE_CODE_JS";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// `cheng <args>` with the gate variable set.
 fn cheng_gated(args: &[&str]) -> Output {
     cheng().env(GATE, "1").args(args).output().expect("cheng binary runs")

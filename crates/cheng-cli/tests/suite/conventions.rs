@@ -2,10 +2,6 @@
 //! way, refusals that show the exact flag to add.
 use super::support::*;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn completions_for_bash_zsh_and_fish() {
     for shell in ["bash", "zsh", "fish"] {

@@ -366,3 +366,18 @@ fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
     assert_eq!(result["isError"], true, "{result}");
     assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("fixed by the toolkit's author"), "{result}");
 }
+
+/// A node type the operator's policy disables is not offered, and the server still starts with
+/// the rest (it used to refuse to start: its every-node toolkit held a disabled entry).
+#[test]
+fn a_node_the_operator_disables_is_not_offered() {
+    let (dir, ws) = temp_workspace();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[nodes.\"tools/workspace_git\"]\ndisabled = true\n").unwrap();
+    let mut server = Server::start(&ws, &["--policy", policy.to_str().unwrap()]);
+    server.initialize();
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tools = server.answer(1)["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"workspace_shell") && !names.contains(&"workspace_git"), "{names:?}");
+}

@@ -246,3 +246,22 @@ fn describe_and_schemas_show_the_effective_bounds() {
     assert_eq!(v["schemas"]["input"]["properties"]["timeout_ms"]["maximum"], 300000);
     assert_eq!(v["schemas"]["config"]["properties"]["allow_network"]["default"], "ask");
 }
+
+/// `cheng nodes` (text and JSON, what canvases draw) leaves out what the operator disables;
+/// `describe` still prints the page with a note, and `run` names the rule.
+#[test]
+fn disabled_nodes_are_not_listed() {
+    let (d, ws) = temp_workspace();
+    let policy = policy_file(d.path(), "[nodes.\"tools/workspace_git\"]\ndisabled = true\n");
+    let p = policy.to_str().unwrap();
+    let listed = text(&run_cheng(&["--policy", p, "nodes"]).stdout);
+    assert!(listed.contains("tools/workspace_shell") && !listed.contains("tools/workspace_git"), "{listed}");
+    let json: Value = serde_json::from_slice(&run_cheng(&["--policy", p, "nodes", "--json"]).stdout).unwrap();
+    assert!(json.as_array().unwrap().iter().all(|n| n["id"] != "tools/workspace_git"), "{json}");
+    let out = run_cheng(&["--policy", p, "describe", "tools/workspace_git"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("disabled by the operator's policy"), "{}", text(&out.stderr));
+    let (code, _, stderr) = run_node("tools/workspace_git", &ws, &json!({"operation": "status"}), &["--policy", p]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("disabled by the operator's policy"), "{stderr}");
+}

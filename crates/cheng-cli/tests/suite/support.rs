@@ -35,6 +35,11 @@ pub fn without_terminal(cmd: &mut Command) {
     cheng_exec::session::without_controlling_terminal(cmd);
 }
 
+/// A captured stream as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// Runs `cheng` with `args` and returns its output.
 pub fn run_cheng(args: &[&str]) -> Output {
     cheng().args(args).output().expect("cheng binary runs")
