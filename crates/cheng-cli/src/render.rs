@@ -192,7 +192,6 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
         ("tools/workspace_markdown", "outline") => text.stdout = outline(out.get("outline")),
         ("tools/workspace_markdown", "format_suggestions") => text.stdout = edits(out, style),
         ("tools/workspace_markdown", _) => text.stdout = findings(out, style),
-        ("tools/workspace_preview", "artifact_summary") => text.stdout = table(out.get("preview")),
         ("tools/workspace_preview", _) => text.stdout = s(out, "preview").unwrap_or("").to_string(),
         ("tools/workspace_tests", "detect") => text.stdout = projects(out),
         ("tools/runtime", _) => text.stdout = json_block(out.get("result")),
@@ -329,26 +328,6 @@ fn edits(out: &Values, style: Style) -> String {
             style.yellow(e["rule"].as_str().unwrap_or("")),
             e["reason"].as_str().unwrap_or("")
         );
-    }
-    text
-}
-
-/// A metadata object (or its JSON text) as `key  value` rows.
-fn table(value: Option<&Value>) -> String {
-    let parsed = match value {
-        Some(Value::String(text)) => serde_json::from_str::<Value>(text).unwrap_or(Value::String(text.clone())),
-        Some(other) => other.clone(),
-        None => Value::Null,
-    };
-    let Value::Object(map) = parsed else { return json_block(Some(&parsed)) };
-    let width = map.keys().map(String::len).max().unwrap_or(0);
-    let mut text = String::new();
-    for (key, value) in &map {
-        let shown = match value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        let _ = writeln!(text, "{key:<width$}  {shown}");
     }
     text
 }

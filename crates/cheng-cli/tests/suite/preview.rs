@@ -44,7 +44,7 @@ fn artifact_summary_of_a_fixture_image() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["format"], "metadata");
     assert_eq!(out["source_path"], "img/logo.png");
-    let meta: Value = serde_json::from_str(out["preview"].as_str().expect("preview")).expect("metadata JSON");
+    let meta = &out["metadata"];
     assert_eq!(meta["mime"], "image/png");
     assert_eq!(meta["image"], json!({"width": 16, "height": 8}));
     assert_eq!(meta["sha256"].as_str().map(str::len), Some(64));

@@ -48,6 +48,22 @@ pub struct ImageInfo {
     pub height: usize,
 }
 
+/// The metadata object as `key  value` rows (nested values as compact JSON): the preview a
+/// reader sees.
+pub fn rows(metadata: &Value) -> String {
+    let Value::Object(map) = metadata else { return metadata.to_string() };
+    let width = map.keys().map(String::len).max().unwrap_or(0);
+    let mut text = String::new();
+    for (key, value) in map {
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        text.push_str(&format!("{key:<width$}  {shown}\n"));
+    }
+    text
+}
+
 /// Streams `reader` once: hash, line count, encoding.
 struct Scan {
     size: u64,

@@ -2,8 +2,9 @@
 //! text summary, or file metadata. Read-only.
 //!
 //! `path` takes precedence over `content`. The preview is head+tail truncated to `max_bytes`
-//! (default and maximum 524288), the omission marker included. For `artifact_summary` the preview is the metadata as
-//! pretty-printed JSON (`format: "metadata"`), so a reader and a program see the same thing.
+//! (default and maximum 524288), the omission marker included. For `artifact_summary`
+//! (`format: "metadata"`) the metadata is the `metadata` output, a JSON object for programs, and
+//! the preview shows the same fields as `key  value` rows for a reader.
 
 pub mod artifact;
 pub mod flatten;
@@ -63,6 +64,11 @@ pub static SPEC: NodeSpec = NodeSpec {
         ),
         PortSpec::output("source_bytes", PortType::Integer, "Size of the source content in bytes"),
         PortSpec::output("source_path", PortType::String, "Source file path when the preview was from a workspace file"),
+        PortSpec::output(
+            "metadata",
+            PortType::Object,
+            "artifact_summary: the file's metadata as a JSON object (path, size, mime, kind, encoding, lines, image, json, csv, sha256); null for the other operations",
+        ),
         failure::ERROR_KIND,
         failure::TERMINAL,
         failure::ERROR,
@@ -168,7 +174,7 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
     out.insert("success".into(), json!(true));
-    for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"] {
+    for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "metadata", "error_kind", "terminal", "error"] {
         out.insert(port.into(), Value::Null);
     }
     failure::fill::<()>(&mut out, &Ok(()));
@@ -185,8 +191,9 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                 }
                 Source::Content(content) => artifact::summarize_bytes(content.as_bytes(), &ctx.cancel)?,
             };
-            let text = serde_json::to_string_pretty(&meta)
-                .map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
+            let value = serde_json::to_value(&meta).map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
+            let text = artifact::rows(&value);
+            out.insert("metadata".into(), value);
             let mut head = format!("{}: {}, {} ({})", meta.path.as_deref().unwrap_or("content"), meta.size, meta.mime, meta.kind);
             if let Some(lines) = meta.lines {
                 head.push_str(&format!(", {lines} line{}", if lines == 1 { "" } else { "s" }));

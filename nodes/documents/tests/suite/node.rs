@@ -41,7 +41,8 @@ fn specs_match_the_seed() {
     let outputs: Vec<_> = pv.outputs.iter().map(|p| p.name).collect();
     assert_eq!(
         outputs,
-        ["operation", "success", "summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "error_kind", "terminal", "error"]
+        // `metadata` is added to the seed table: artifact_summary's object, never JSON inside a string.
+        ["operation", "success", "summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "metadata", "error_kind", "terminal", "error"]
     );
 }
 

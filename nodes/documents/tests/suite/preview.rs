@@ -12,7 +12,14 @@ fn preview(root: &std::path::Path, input: Value) -> Value {
 fn metadata(root: &std::path::Path, path: &str) -> Value {
     let out = preview(root, json!({"operation": "artifact_summary", "path": path}));
     assert_eq!(out["format"], "metadata");
-    serde_json::from_str(out["preview"].as_str().expect("preview text")).expect("metadata preview is JSON")
+    let meta = out["metadata"].clone();
+    assert!(meta.is_object(), "metadata is an object, not JSON text: {out}");
+    // The preview shows the same fields as rows for a reader.
+    let preview = out["preview"].as_str().expect("preview text");
+    for key in meta.as_object().expect("object").keys() {
+        assert!(preview.lines().any(|l| l.starts_with(key.as_str())), "{key} missing from {preview}");
+    }
+    meta
 }
 
 #[test]
@@ -26,6 +33,7 @@ fn path_takes_precedence_over_content() {
     assert_eq!(out["format"], "html");
     let out = preview(&root, json!({"operation": "markdown", "content": "# From content"}));
     assert_eq!(out["source_path"], Value::Null);
+    assert_eq!(out["metadata"], Value::Null, "metadata belongs to artifact_summary");
     assert!(out["preview"].as_str().is_some_and(|p| p.contains(r#"<h1 id="user-content-from-content">From content</h1>"#)), "{out}");
 }
 
