@@ -438,7 +438,10 @@ fn check_required(spec: &NodeSpec, gnode: &GraphNode, base: &Values, incoming: &
                 Kind::MissingRequired,
                 &gnode.id,
                 port.name,
-                format!("required input of {} is missing; set it in {place}", spec.id),
+                match port.choices {
+                    Some(choices) => format!("required input of {} is missing; set it in {place}, one of: {}", spec.id, choices.join(", ")),
+                    None => format!("required input of {} is missing; set it in {place}", spec.id),
+                },
             ));
         }
     }

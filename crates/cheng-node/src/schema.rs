@@ -63,11 +63,7 @@ fn port_schema(spec: &NodeSpec, port: &PortSpec, policy: &Policy, side: Side) ->
         schema.insert("maximum".into(), json!(max));
     }
     if let Some(default) = effective_default(spec, port, policy).filter(|d| !d.is_null()) {
-        // `""` is the seeds' "nothing chosen"; it is no value of an enum, so no default is stated.
-        let unlisted = default == "" && (port.choices.is_some() || matches!(port.ty, PortType::Enum(_)));
-        if !unlisted {
-            schema.insert("default".into(), default);
-        }
+        schema.insert("default".into(), default);
     }
     Value::Object(schema)
 }

@@ -505,3 +505,20 @@ fn on_a_tty_approval_is_an_interactive_prompt() {
     assert!(screen.contains("touch typed exited 0"), "{screen}");
     assert!(ws.join("typed").exists());
 }
+
+/// `operation` is required on every node that has one: leaving it out is a validation error
+/// (exit 2, nothing runs) naming the choices, like any other missing input.
+#[test]
+fn a_missing_operation_is_a_validation_error() {
+    let (_d, ws) = temp_workspace();
+    for (node, choice) in [
+        ("tools/workspace_git", "status, diff, log, show, branch"),
+        ("tools/workspace_tests", "detect, run"),
+        ("tools/workspace_markdown", "outline, diagnostics"),
+        ("tools/workspace_preview", "markdown, html, artifact_summary"),
+    ] {
+        let (code, out, stderr) = run_node(node, &ws, &json!({}), &[]);
+        assert_eq!(code, 2, "{node}: {out} {stderr}");
+        assert!(stderr.contains("port `operation`") && stderr.contains(choice), "{node}: {stderr}");
+    }
+}

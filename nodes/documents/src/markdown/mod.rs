@@ -45,7 +45,7 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::String,
             "Read-only markdown analysis: outline, diagnostics, format_suggestions, or link_check_local",
         )
-        .default("\"\"")
+        .required()
         .choices(OPERATIONS),
         PortSpec::input("path", PortType::String, "Markdown file path relative to the workspace root").default("\"\""),
         PortSpec::sandbox_root(),

@@ -39,7 +39,7 @@ pub static SPEC: NodeSpec = NodeSpec {
     category: "workspace",
     inputs: &[
         PortSpec::input("operation", PortType::String, "Preview operation: markdown, html, or artifact_summary")
-            .default("\"\"")
+            .required()
             .choices(OPERATIONS),
         PortSpec::input(
             "path",

@@ -13,7 +13,10 @@ fn specs_match_the_seed() {
     assert_eq!(md.category, "workspace");
     assert_eq!(md.effects, Effects::ReadOnly);
     let inputs: Vec<_> = md.inputs.iter().map(|p| (p.name, p.default)).collect();
-    assert_eq!(inputs, [("operation", Some("\"\"")), ("path", Some("\"\"")), ("sandbox_root", Some("null"))]);
+    // `operation` is required (the seed's `""` default is no operation: a missing one is a
+    // validation error, exit 2, like every other).
+    assert_eq!(inputs, [("operation", None), ("path", Some("\"\"")), ("sandbox_root", Some("null"))]);
+    assert!(md.inputs[0].required);
     assert_eq!(md.inputs[2].audience, Audience::Engine);
     let outputs: Vec<_> = md.outputs.iter().map(|p| p.name).collect();
     assert_eq!(
@@ -30,7 +33,7 @@ fn specs_match_the_seed() {
     assert_eq!(
         inputs,
         [
-            ("operation", Some("\"\""), None, None),
+            ("operation", None, None, None),
             ("path", Some("null"), None, None),
             ("content", Some("null"), None, None),
             ("max_bytes", Some("524288"), Some(1), Some(524_288)),

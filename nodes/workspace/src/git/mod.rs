@@ -76,7 +76,7 @@ static SPEC: NodeSpec = NodeSpec {
     category: "workspace",
     inputs: &[
         PortSpec::input("operation", PortType::String, "Read-only git operation: status, diff, log, show, or branch")
-            .default("\"\"")
+            .required()
             .choices(OPERATIONS),
         PortSpec::input("cwd", PortType::String, "Repository directory relative to the workspace root. Omit for the root.")
             .default("null"),
@@ -527,7 +527,8 @@ mod tests {
     #[test]
     fn spec_ports_follow_the_seed() {
         assert_eq!(SPEC.input("max_count").and_then(|p| p.max), Some(100));
-        assert_eq!(SPEC.input("operation").and_then(|p| p.default), Some("\"\""));
+        // Required (the seed's `""` default names no operation), so a missing one fails validation.
+        assert!(SPEC.input("operation").is_some_and(|p| p.required && p.default.is_none()));
         assert_eq!(SPEC.effects, Effects::ReadOnly);
         let names: Vec<_> = SPEC.outputs.iter().map(|p| p.name).collect();
         assert_eq!(names.len(), 13);

@@ -55,7 +55,7 @@ static SPEC: NodeSpec = NodeSpec {
             PortType::String,
             "detect = read-only project inspection; run = execute an explicit test command (approval-gated)",
         )
-        .default("\"\"")
+        .required()
         .choices(OPERATIONS),
         PortSpec::input("command", PortType::String, "Test program for run operation (e.g. \"cargo\", \"pnpm\").").default("null"),
         PortSpec::input(
