@@ -35,7 +35,13 @@ pub fn graph_schema(registry: &Registry) -> Value {
             "id": { "type": "string", "pattern": "^[^.\\s]+$", "description": "Unique in the graph; no dots or whitespace (edges name ports as node.port)." },
             "type": { "type": "string", "enum": ids, "description": "A node type, as listed by `cheng nodes`." },
             "config": { "type": "object", "description": "The node author's settings: author-only ports, caps for capped ports, defaults." },
-            "inputs": { "type": "object", "description": "Port values (llm and capped ports); ports fed by an edge are left out." }
+            "inputs": { "type": "object", "description": "Port values (llm and capped ports); ports fed by an edge are left out." },
+            "after": {
+                "type": "array",
+                "items": { "type": "string" },
+                "uniqueItems": true,
+                "description": "Ids of nodes that must succeed before this one starts, without wiring a port (ordering only)."
+            }
         }),
     );
     node.insert("allOf".into(), Value::Array(per_type));

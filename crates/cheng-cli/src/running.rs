@@ -132,7 +132,9 @@ pub fn graph_check(file: &Path) -> Exit {
                 errln!("cheng: warning: {warning}");
             }
             let (nodes, edges) = (validated.len(), validated.edge_count());
-            outln!("ok: {}: {nodes} {}, {edges} {}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
+            let after: usize = graph.nodes.iter().map(|n| n.after.len()).sum();
+            let ordering = if after == 0 { String::new() } else { format!(", {after} `after` {}", plural(after, "dependency", "dependencies")) };
+            outln!("ok: {}: {nodes} {}, {edges} {}{ordering}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
         }
         Err(errors) => {
             print_errors(&format!("{}: invalid graph", file.display()), &errors);

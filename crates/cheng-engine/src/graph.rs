@@ -2,7 +2,8 @@
 //!
 //! ```json
 //! { "version": 1,
-//!   "nodes": [ { "id": "list", "type": "tools/workspace_shell", "config": {}, "inputs": { "command": "ls" } } ],
+//!   "nodes": [ { "id": "list", "type": "tools/workspace_shell", "config": {}, "inputs": { "command": "ls" },
+//!                "after": ["build"] } ],
 //!   "edges": [ { "from": "list.summary", "to": "show.purpose" } ] }
 //! ```
 //!
@@ -33,6 +34,9 @@ pub struct GraphNode {
     pub config: Values,
     /// Set by whoever fills the node (an agent, a person): llm and capped ports only.
     pub inputs: Values,
+    /// Nodes that must succeed before this one starts, without feeding it a port (ordering only;
+    /// like an edge, a failure upstream skips this node).
+    pub after: Vec<String>,
 }
 
 /// `from` (an output port) feeds `to` (an input port).
@@ -73,7 +77,7 @@ impl Graph {
     /// A graph of one node (what `cheng run` executes). The node's id is its type.
     pub fn single(node_type: &str, config: Values, inputs: Values) -> Graph {
         Graph {
-            nodes: vec![GraphNode { id: node_type.to_string(), node_type: node_type.to_string(), config, inputs }],
+            nodes: vec![GraphNode { id: node_type.to_string(), node_type: node_type.to_string(), config, inputs, after: Vec::new() }],
             edges: Vec::new(),
         }
     }
@@ -152,9 +156,13 @@ impl Graph {
     pub fn to_value(&self) -> Value {
         json!({
             "version": GRAPH_VERSION,
-            "nodes": self.nodes.iter().map(|n| json!({
-                "id": n.id, "type": n.node_type, "config": n.config, "inputs": n.inputs,
-            })).collect::<Vec<_>>(),
+            "nodes": self.nodes.iter().map(|n| {
+                let mut node = json!({ "id": n.id, "type": n.node_type, "config": n.config, "inputs": n.inputs });
+                if !n.after.is_empty() {
+                    node["after"] = json!(n.after);
+                }
+                node
+            }).collect::<Vec<_>>(),
             "edges": self.edges.iter().map(|e| json!({
                 "from": e.from.to_string(), "to": e.to.to_string(),
             })).collect::<Vec<_>>(),
@@ -188,11 +196,11 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
     };
     let mut ok = true;
     for key in obj.keys() {
-        if !matches!(key.as_str(), "id" | "type" | "config" | "inputs") {
+        if !matches!(key.as_str(), "id" | "type" | "config" | "inputs" | "after") {
             errors.push(ValidationError::node(
                 Kind::UnknownKey,
                 &id,
-                format!("unknown key `{key}`; a node has only `id`, `type`, `config` and `inputs`"),
+                format!("unknown key `{key}`; a node has only `id`, `type`, `config`, `inputs` and `after`"),
             ));
             ok = false;
         }
@@ -214,8 +222,16 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
     };
     let config = map("config");
     let inputs = map("inputs");
-    match (config, inputs) {
-        (Some(config), Some(inputs)) if ok => Some(GraphNode { id, node_type, config, inputs }),
+    let after = match obj.get("after") {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => Some(ids.iter().filter_map(Value::as_str).map(str::to_string).collect()),
+        Some(_) => {
+            errors.push(ValidationError::node(Kind::Malformed, &id, "`after` must be an array of node ids, such as [\"build\"]"));
+            None
+        }
+    };
+    match (config, inputs, after) {
+        (Some(config), Some(inputs), Some(after)) if ok => Some(GraphNode { id, node_type, config, inputs, after }),
         _ => None,
     }
 }

@@ -220,6 +220,29 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
         upstream_count[to] += 1;
     }
 
+    // Ordering-only dependencies: scheduled and checked for cycles like edges, feeding no port.
+    for (to, gnode) in graph.nodes.iter().enumerate() {
+        for before in &gnode.after {
+            match index.get(before.as_str()).copied() {
+                Some(from) if from == to => {
+                    errors.push(ValidationError::node(Kind::Cycle, &gnode.id, "`after` names the node itself; remove it"));
+                }
+                Some(from) => {
+                    dependents[from].push(to);
+                    upstream_count[to] += 1;
+                }
+                None => {
+                    let close = suggestions(before, index.keys().copied());
+                    errors.push(ValidationError::node(
+                        Kind::DanglingEdge,
+                        &gnode.id,
+                        format!("`after` names `{before}`, and there is no such node.{}", did_you_mean(&close)),
+                    ));
+                }
+            }
+        }
+    }
+
     for (i, (gnode, res)) in graph.nodes.iter().zip(&resolved).enumerate() {
         if let Some((node, base)) = res {
             check_required(node.spec(), gnode, base, &incoming[i], &mut errors);

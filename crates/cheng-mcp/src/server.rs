@@ -85,6 +85,7 @@ impl Server {
                 node_type: tool.spec.id.to_string(),
                 config: tool.config.clone(),
                 inputs,
+                after: Vec::new(),
             }],
             edges: Vec::new(),
         };

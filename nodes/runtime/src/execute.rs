@@ -39,6 +39,7 @@ pub(crate) async fn execute(engine: &Engine, toolkit: &Toolkit, ctx: &RunContext
             node_type: tool.spec.id.to_string(),
             config: tool.config.clone(),
             inputs: arguments,
+            after: Vec::new(),
         }],
         edges: Vec::new(),
     };

@@ -227,7 +227,7 @@ fn check_name(name: &str) -> Result<(), String> {
 /// missing required author port is.
 fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, presets: &Values, errors: &mut Vec<String>) {
     let graph = Graph {
-        nodes: vec![GraphNode { id: "tool".into(), node_type: node_type.into(), config: config.clone(), inputs: presets.clone() }],
+        nodes: vec![GraphNode { id: "tool".into(), node_type: node_type.into(), config: config.clone(), inputs: presets.clone(), after: Vec::new() }],
         edges: Vec::new(),
     };
     let Err(problems) = engine.validate(&graph) else { return };

@@ -522,3 +522,23 @@ fn a_missing_operation_is_a_validation_error() {
         assert!(stderr.contains("port `operation`") && stderr.contains(choice), "{node}: {stderr}");
     }
 }
+
+/// `"after"` sequences two nodes without a port: the second sees what the first left behind, and
+/// a failure skips it; `graph check` counts the dependency; the published schema accepts it.
+#[test]
+fn after_sequences_nodes_without_a_port() {
+    let (_d, ws) = temp_workspace();
+    let graph = json!({"version": 1, "nodes": [
+        {"id": "read", "type": SHELL, "inputs": {"command": "cat", "args": ["made.txt"]}, "after": ["make"]},
+        {"id": "make", "type": SHELL, "inputs": {"command": "touch", "args": ["made.txt"]}}]});
+    let file = write_graph(&ws, &graph);
+    let out = run_cheng(&["graph", "check", &file]);
+    assert!(text(&out.stdout).contains("1 `after` dependency"), "{}", text(&out.stdout));
+    let out = run_cheng(&["graph", "run", &file, "--workspace", ws.to_str().unwrap(), "--approve", "-q", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["nodes"]["read"]["status"], "succeeded", "{result}");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(repo_root().join("schemas/graph.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&graph), "schemas/graph.json refuses `after`");
+}

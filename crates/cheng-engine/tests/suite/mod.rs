@@ -1,5 +1,6 @@
 mod nodes;
 
+mod after;
 mod approval;
 mod cancel;
 mod engine_ports;
