@@ -30,6 +30,7 @@ mod policy;
 mod render;
 mod running;
 mod set;
+mod suggested_diff;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -50,6 +50,9 @@ pub enum Format {
     Text,
     /// The output object, as JSON (what scripts read).
     Json,
+    /// `cheng run` of workspace_markdown format_suggestions: the suggested edits as a unified
+    /// diff (for `git apply`); the summary on stderr.
+    Diff,
 }
 
 /// Whether text (not JSON) is printed: `--json` wins, then `--format`, then whether stdout is
@@ -60,7 +63,7 @@ pub fn wants_text(format: Format, json: bool) -> bool {
         return false;
     }
     match format {
-        Format::Text => true,
+        Format::Text | Format::Diff => true,
         Format::Json => false,
         Format::Auto => std::io::stdout().is_terminal(),
     }
@@ -136,8 +139,9 @@ impl Text {
 pub struct OutputArgs {
     /// `text`: the summary line on stderr and the node's main payload raw on stdout (the patch,
     /// the command's output, findings as file:line:col rule message); `json`: the output object;
-    /// `auto`: text when stdout is a terminal, JSON otherwise.
-    #[arg(long, value_enum, value_name = "auto|text|json", default_value_t = Format::Auto)]
+    /// `auto`: text when stdout is a terminal, JSON otherwise; `diff` (`cheng run` of
+    /// workspace_markdown format_suggestions): the suggested edits as a unified diff for `git apply`.
+    #[arg(long, value_enum, value_name = "auto|text|json|diff", default_value_t = Format::Auto)]
     pub format: Format,
     /// Print the JSON output object (same as --format json).
     #[arg(long)]

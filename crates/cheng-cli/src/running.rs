@@ -25,8 +25,13 @@ pub fn run(args: RunArgs) -> Exit {
         complain(format!("--fail-on: {node_type} reports no diagnostics; it applies to nodes that do, such as tools/workspace_markdown"));
         return Exit::Usage;
     }
+    if args.output.format == render::Format::Diff && node_type != "tools/workspace_markdown" {
+        complain(format!("--format diff: {node_type} suggests no edits; it applies to tools/workspace_markdown with operation format_suggestions"));
+        return Exit::Usage;
+    }
     let workspace = set::workspace(args.workspace.as_deref());
     let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let workspace_root = options.workspace.clone();
     let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
     // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
     let options = options.approver(approver).scope(Scope::new(ScopeKind::Call));
@@ -57,6 +62,7 @@ pub fn run(args: RunArgs) -> Exit {
             };
             let failing = args.fail_on.map(|threshold| (threshold, render::failing_diagnostics(&result.outputs, threshold)));
             let printed = match args.output.text_style() {
+                _ if args.output.format == render::Format::Diff && !args.output.json => print_diff(&workspace_root, &result.outputs),
                 Some(style) => render::node(&node_type, &result.outputs, style).print(),
                 None => print_json(&Value::Object(result.outputs)),
             };
@@ -111,6 +117,9 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
                 GraphStatus::Cancelled => Exit::Cancelled,
             };
             let json = result.to_json();
+            if args.output.format == render::Format::Diff {
+                complain("--format diff applies to `cheng run` of tools/workspace_markdown with operation format_suggestions; printing text");
+            }
             let printed = match args.output.text_style() {
                 Some(style) => render::graph(&json, style).print(),
                 None => print_json(&json),
@@ -202,6 +211,24 @@ fn run_values(args: &RunArgs) -> Result<(Values, Values), String> {
     set::apply("--config-set", &args.config_set, &mut config)?;
     set::apply("--set", &args.set, &mut inputs)?;
     Ok((config, inputs))
+}
+
+/// `--format diff`: the summary line on stderr, the suggested edits as a unified diff on stdout.
+fn print_diff(workspace: &Path, outputs: &Values) -> Exit {
+    if let Some(summary) = outputs.get("summary").and_then(Value::as_str) {
+        errln!("{summary}");
+    }
+    if outputs.get("success") == Some(&Value::Bool(false)) {
+        // The run's own exit status says it failed; the summary said why.
+        return Exit::Ok;
+    }
+    match crate::suggested_diff::render(workspace, outputs) {
+        Ok(diff) => crate::out::print(&diff),
+        Err(e) => {
+            complain(e);
+            Exit::Failed
+        }
+    }
 }
 
 /// The `--events` sink, kept to report write errors after the run.

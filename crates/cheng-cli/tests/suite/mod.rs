@@ -9,6 +9,7 @@ mod policy;
 mod schema_meta;
 mod escapes;
 mod fail_on;
+mod format_diff;
 mod failure_outputs;
 mod fd_hygiene;
 mod git;
