@@ -1,10 +1,6 @@
 //! `--fail-on warning|error`: Markdown findings fail the command with exit 1, as linters do.
 use super::support::*;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn lint(ws: &std::path::Path, operation: &str, path: &str, extra: &[&str]) -> (i32, String) {
     let out = cheng()
         .args(["run", "tools/workspace_markdown", "--json", "--set", &format!("operation={operation}"), "--set", &format!("path={path}")])
@@ -37,4 +33,27 @@ fn fail_on_turns_findings_into_exit_1() {
     let out = cheng().args(["run", "tools/workspace_shell", "--fail-on", "error", "--set", "command=true"]).current_dir(&ws).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("reports no diagnostics"), "{}", text(&out.stderr));
+}
+
+/// A folder or a glob lints every Markdown file in it, as markdownlint does in CI: findings
+/// name their file, and `--fail-on` counts them all.
+#[test]
+fn a_folder_or_glob_is_linted_file_by_file() {
+    let (_d, ws) = temp_workspace();
+    std::fs::create_dir_all(ws.join("docs/sub")).unwrap();
+    std::fs::write(ws.join("docs/warn.md"), "# A\n\n## B\n\n## B\n").unwrap();
+    std::fs::write(ws.join("docs/sub/broken.md"), "# A\n\n[x](missing.md)\n").unwrap();
+    std::fs::write(ws.join("clean.md"), "# A\n\nText.\n").unwrap();
+    let (code, stderr) = lint(&ws, "diagnostics", "docs", &["--fail-on", "warning"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--fail-on warning: 1 finding"), "{stderr}");
+    let (code, stderr) = lint(&ws, "link_check_local", "**/*.md", &["--fail-on", "error"]);
+    assert_eq!(code, 1, "{stderr}");
+    let out = cheng()
+        .args(["run", "tools/workspace_markdown", "--format", "text", "--set", "operation=link_check_local", "--set", "path=**/*.md"])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).starts_with("docs/sub/broken.md:3:"), "findings name their file: {}", text(&out.stdout));
+    assert_eq!(lint(&ws, "diagnostics", "*.md", &["--fail-on", "warning"]).0, 0, "`*` stays in the root: only clean.md");
 }

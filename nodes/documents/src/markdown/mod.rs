@@ -7,6 +7,7 @@
 pub mod diagnostics;
 pub mod document;
 pub mod links;
+pub mod many;
 pub mod outline;
 pub mod rules;
 pub mod slug;
@@ -37,7 +38,7 @@ pub const MAX_SUGGESTIONS: usize = 2_000;
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_markdown",
     title: "Workspace Markdown",
-    description: "Read-only Markdown analysis: heading outlines, structured diagnostics, format suggestions (as edit_file-ready replacements), and local link checks.",
+    description: "Read-only Markdown analysis: heading outlines, structured diagnostics, format suggestions (as edit_file-ready replacements), and local link checks. diagnostics and link_check_local also take a folder or a glob as path (every Markdown file in it, .gitignore respected; findings name their file).",
     category: "workspace",
     inputs: &[
         PortSpec::input(
@@ -142,6 +143,15 @@ impl Node for WorkspaceMarkdown {
                 }
                 Ok(())
             };
+            if many::names_many(&root, &path) {
+                if matches!(operation, Operation::Diagnostics | Operation::LinkCheckLocal) {
+                    return many::analyze(&root, &path, operation, check);
+                }
+                return Err(NodeError::invalid_input(format!(
+                    "path {path:?} names many files, and {} takes one; diagnostics and link_check_local take a folder or a glob",
+                    operation.name()
+                )));
+            }
             let file = read_text(&root, &path, "path", MAX_TEXT_BYTES)?;
             check()?;
             analyze_checked(&root, &file, operation, check)

@@ -2,6 +2,7 @@ mod analysis_checks;
 mod fixtures;
 mod link_listing;
 mod links;
+mod many_files;
 mod markdownlint;
 mod nesting;
 mod node;
