@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(args: RunArgs) -> Exit {
-    let (config, inputs) = match run_values(&args) {
+    let (mut config, mut inputs) = match run_values(&args) {
         Ok(values) => values,
         Err(e) => {
             complain(e);
@@ -21,6 +21,10 @@ pub fn run(args: RunArgs) -> Exit {
     };
     let registry = Registry::from_inventory();
     let node_type = set::node_type(&registry, &args.node_type);
+    if let Some(node) = registry.get(&node_type) {
+        set::typed_text(node.spec(), &args.set, &mut inputs);
+        set::typed_text(node.spec(), &args.config_set, &mut config);
+    }
     if args.fail_on.is_some() && registry.get(&node_type).is_some_and(|n| !n.spec().outputs.iter().any(|p| p.name == "diagnostics")) {
         complain(format!("--fail-on: {node_type} reports no diagnostics; it applies to nodes that do, such as tools/workspace_markdown"));
         return Exit::Usage;

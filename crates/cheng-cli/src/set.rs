@@ -1,7 +1,7 @@
 //! Inputs without JSON gymnastics: `--input @-` (stdin), `--set port=value` / `port=@FILE` /
 //! `port:=JSON` (and `--config-set`), the workspace default, short node ids.
 
-use cheng_node::{Registry, Values};
+use cheng_node::{NodeSpec, PortType, Registry, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,30 @@ pub fn apply(flag: &str, assignments: &[String], values: &mut Values) -> Result<
         values.insert(port, value);
     }
     Ok(())
+}
+
+/// `port=TEXT` is text; where the node's port takes an integer or a boolean and the text spells
+/// one (`--set timeout_ms=3000`, `--set allow_network=true`), it becomes that value, as
+/// `gh api -F` does. Anything else stays text, for validation to name.
+pub fn typed_text(spec: &NodeSpec, assignments: &[String], values: &mut Values) {
+    for assignment in assignments {
+        let Some((port, text)) = assignment.split_once('=') else { continue };
+        if port.ends_with(':') || text.starts_with('@') {
+            continue;
+        }
+        let typed = match spec.input(port).map(|p| p.ty) {
+            Some(PortType::Integer) => text.trim().parse::<i64>().ok().map(Value::from),
+            Some(PortType::Boolean) => match text.trim() {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(value) = typed {
+            values.insert(port.to_string(), value);
+        }
+    }
 }
 
 /// One `port=value` / `port=@FILE` / `port:=JSON`.

@@ -8,10 +8,6 @@ use std::process::{Output, Stdio};
 
 const SHELL: &str = "tools/workspace_shell";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn json_out(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
 }
@@ -169,4 +165,24 @@ fn an_absolute_path_inside_the_workspace_is_taken_relative_and_one_outside_is_re
         .output()
         .unwrap();
     assert_eq!(json_out(&out)["error_kind"], "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE", "{}", text(&out.stdout));
+}
+
+/// `--set port=TEXT` on an integer or boolean port takes the number or boolean the text spells
+/// (as `gh api -F` does); text that spells neither is still refused naming the port.
+#[test]
+fn set_text_becomes_a_number_or_boolean_where_the_port_takes_one() {
+    let (_d, ws) = temp_workspace();
+    let out = cheng()
+        .args(["run", SHELL, "--approve", "--json", "--set", "command=sleep", "--set", "args:=[\"5\"]", "--set", "timeout_ms=300"])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(json_out(&out)["termination"], "timed_out", "{}", text(&out.stdout));
+    let out = cheng().args(["run", SHELL, "--approve", "--set", "command=true", "--set", "timeout_ms=soon"]).current_dir(&ws).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("port `timeout_ms`: expected integer"), "{}", text(&out.stderr));
+    // A string port keeps digits as text.
+    let out = cheng().args(["run", SHELL, "--approve", "--json", "--set", "command=echo", "--set", "purpose=42"]).current_dir(&ws).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }

@@ -8,10 +8,6 @@ use std::process::Stdio;
 
 const SHELL: &str = "tools/workspace_shell";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Runs cheng with stdout (and, with `close_stderr`, stderr) a pipe whose reader is already
 /// gone, as `cheng … | head -c 0` leaves it; returns the exit status and stderr.
 fn closed_pipe(args: &[&str], close_stderr: bool) -> (i32, String) {

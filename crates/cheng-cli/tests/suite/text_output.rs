@@ -7,10 +7,6 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// Compares `actual` with tests/golden/`name`.
 fn golden(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
