@@ -205,6 +205,7 @@ impl Server {
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
             scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
+            output: cheng_node::Output::off(),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(card) => Ok(Some(Card::from(&card))),

@@ -129,6 +129,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
             cancel: ctx.cancel.clone(),
             approver: Arc::new(FixedApprover(Decision::Denied)),
             scope: ctx.scope.clone(),
+            output: cheng_node::Output::off(),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(request) => approval = json!(request),
