@@ -14,6 +14,7 @@ mod fd_hygiene;
 mod git;
 mod git_confinement;
 mod inputs;
+mod live_output;
 mod markdown;
 mod preview;
 mod runtime;
