@@ -27,4 +27,5 @@ mod text_output;
 mod term_bugs;
 mod truncation;
 mod mcp;
+mod mcp_live;
 mod tty;
