@@ -165,6 +165,11 @@ pub(crate) enum Admit {
 }
 
 impl Budget {
+    /// Past the bound: nothing more of this run is sent.
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+
     pub fn admit(&mut self, bytes: usize) -> Admit {
         if self.exhausted {
             return Admit::Drop;
@@ -294,6 +299,10 @@ impl OutputSink for NodeOutput {
         // Offsets are counted here, from what arrives: contiguous per stream by construction.
         let Ok(mut streams) = self.streams.lock() else { return };
         if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        // Past the run's bound nothing is sent: skip the copying and coalescing too.
+        if self.budget.lock().map_or(true, |b| b.exhausted()) {
             return;
         }
         let i = usize::from(stream == OutputStream::Stderr);
