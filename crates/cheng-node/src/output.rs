@@ -29,9 +29,10 @@ impl OutputStream {
 /// Receives output chunks as a process writes them. Called on the capture path: it must be
 /// cheap and must not block (copy the bytes, queue them, return).
 pub trait OutputSink: Send + Sync {
-    /// `bytes` exactly as read from `stream`; `offset` is how many bytes of that stream came
-    /// before them (so chunks of one stream are contiguous: the next offset is
-    /// `offset + bytes.len()`).
+    /// `bytes` exactly as read from `stream`; `offset` is how many bytes of that stream of this
+    /// process came before them (so one process's chunks are contiguous: the next offset is
+    /// `offset + bytes.len()`; a node that runs several processes, such as workspace_git,
+    /// starts again at 0 with each). The engine's events count their own offsets per node.
     fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64);
 }
 
