@@ -2,7 +2,9 @@
 //!
 //! Every event carries `event` (its name) and `ts` (RFC 3339, UTC, milliseconds); node events
 //! carry the node id and type; `approval_decided` carries how long the decision took, and the
-//! finish events how long the node or graph ran, both as `duration_ms`.
+//! finish events how long the node or graph ran, both as `duration_ms`. While a node runs, its
+//! processes' output arrives as `output_chunk` events (coalesced and bounded per run, see
+//! [`crate::live`]), each before the node's `node_finished`.
 
 use cheng_node::{ApprovalRequest, Decision};
 use serde::Serialize;
@@ -48,6 +50,32 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Output a node's process wrote while it ran: `bytes` bytes of `stream` starting at byte
+    /// `offset` of it, as text (a stream's chunks are contiguous: the next `offset` is this one
+    /// plus `bytes`; `text` is UTF-8, with U+FFFD for bytes that are not).
+    OutputChunk {
+        ts: String,
+        node: String,
+        #[serde(rename = "type")]
+        node_type: String,
+        stream: cheng_node::OutputStream,
+        offset: u64,
+        bytes: u64,
+        text: String,
+    },
+    /// The run reached its bound on live output (sent once per run); the chunk starting at
+    /// `offset` of `stream` and everything after it is not sent as events.
+    OutputDropped {
+        ts: String,
+        node: String,
+        #[serde(rename = "type")]
+        node_type: String,
+        stream: cheng_node::OutputStream,
+        offset: u64,
+        limit_bytes: u64,
+        limit_events: u64,
+        message: String,
+    },
     GraphFinished {
         ts: String,
         status: crate::GraphStatus,
@@ -67,6 +95,8 @@ impl Event {
             Event::ApprovalRequested { .. } => "approval_requested",
             Event::ApprovalDecided { .. } => "approval_decided",
             Event::NodeFinished { .. } => "node_finished",
+            Event::OutputChunk { .. } => "output_chunk",
+            Event::OutputDropped { .. } => "output_dropped",
             Event::GraphFinished { .. } => "graph_finished",
         }
     }
@@ -77,7 +107,9 @@ impl Event {
             Event::NodeStarted { node, .. }
             | Event::ApprovalRequested { node, .. }
             | Event::ApprovalDecided { node, .. }
-            | Event::NodeFinished { node, .. } => Some(node),
+            | Event::NodeFinished { node, .. }
+            | Event::OutputChunk { node, .. }
+            | Event::OutputDropped { node, .. } => Some(node),
             Event::GraphFinished { .. } => None,
         }
     }

@@ -51,6 +51,7 @@ mod error;
 pub mod events;
 pub mod graph;
 pub mod lint;
+pub mod live;
 mod ports;
 mod run;
 mod validate;

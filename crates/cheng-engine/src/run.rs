@@ -6,6 +6,8 @@
 
 use crate::approval::{approval_card, Covered, RunApprover};
 use crate::events::{now, Event, EventSink, NullSink};
+use crate::live::{Budget, NodeOutput};
+use cheng_node::Output;
 use crate::ports::check_value;
 use cheng_node::check::{asked_capabilities, resolve_request};
 use cheng_node::policy::Policy;
@@ -222,6 +224,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         cancel: cancel.clone(),
     });
 
+    let output_budget = Arc::new(std::sync::Mutex::new(Budget::default()));
     let mut results: Vec<Option<NodeResult>> = (0..n).map(|_| None).collect();
     let mut waiting = graph.upstream_count.clone();
     let mut ready: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
@@ -239,6 +242,15 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 cancel: cancel.clone(),
                 approver: Arc::clone(&approver),
                 scope: options.scope.clone(),
+                output: Output::off(),
+            };
+            // Live output only when somebody reads events.
+            let live = events.enabled().then(|| {
+                NodeOutput::new(prepared.id.clone(), prepared.spec.id, Arc::clone(&events), Arc::clone(&output_budget))
+            });
+            let ctx = match &live {
+                Some(live) => RunContext { output: Output::new(Arc::clone(live) as Arc<dyn cheng_node::OutputSink>), ..ctx },
+                None => ctx,
             };
             let input = assemble_input(prepared, &graph.nodes, &results, &ctx, &graph.policy);
             let asked = match &input {
@@ -249,7 +261,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
             }
             let node = Arc::clone(&prepared.node);
-            let handle = running.spawn(execute(i, node, ctx, input, asked));
+            let handle = running.spawn(execute(i, node, ctx, input, asked, live));
             task_index.insert(handle.id(), (i, Instant::now()));
         }
         if running.is_empty() {
@@ -359,7 +371,14 @@ fn assemble_input(
 
 /// One node: approval when the spec gates this input or it requests capabilities on "ask" (one
 /// card for both), then `run`; always an output object.
-async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Result<Values, NodeError>, asked: Vec<&'static str>) -> Finished {
+async fn execute(
+    index: usize,
+    node: Arc<dyn Node>,
+    ctx: RunContext,
+    input: Result<Values, NodeError>,
+    asked: Vec<&'static str>,
+    live: Option<Arc<NodeOutput>>,
+) -> Finished {
     let start = Instant::now();
     let spec = node.spec();
     let cancel = ctx.cancel.clone();
@@ -392,6 +411,10 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
             }
         }
     };
+    // What the node's processes wrote and is still held goes out before `node_finished`.
+    if let Some(live) = live {
+        live.finish();
+    }
     let outputs = match result {
         Ok(outputs) => outputs,
         Err(error) => error.to_outputs(),

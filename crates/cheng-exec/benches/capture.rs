@@ -43,6 +43,20 @@ fn main() {
         assert!(out.stdout.text.len() <= CAP + 64);
         took
     };
+    // The same with a live output callback that sees every chunk (and counts its bytes).
+    let live_run = || {
+        let seen = std::sync::Arc::new(Counter::default());
+        let spec = ProcessSpec::new("dd", argv, std::env::temp_dir())
+            .caps(CAP, CAP)
+            .timeout(Duration::from_secs(600))
+            .output(cheng_node::Output::new(seen.clone()));
+        let started = Instant::now();
+        let out = rt.block_on(cheng_exec::run(spec, &CancellationToken::new()));
+        let took = started.elapsed();
+        assert_eq!(out.termination, Termination::Exited);
+        assert_eq!(seen.0.load(std::sync::atomic::Ordering::Relaxed), bytes, "the callback saw every byte");
+        took
+    };
     let raw_pipe_run = || {
         let started = Instant::now();
         let mut child = Command::new("dd").args(argv).stdout(Stdio::piped()).spawn().expect("spawn dd");
@@ -62,9 +76,10 @@ fn main() {
         started.elapsed()
     };
     // Interleaved, so load from other processes hits both sides alike; best of ROUNDS each.
-    let (mut captured, mut raw_pipe) = (Duration::MAX, Duration::MAX);
+    let (mut captured, mut raw_pipe, mut live) = (Duration::MAX, Duration::MAX, Duration::MAX);
     for _ in 0..ROUNDS {
         captured = captured.min(captured_run());
+        live = live.min(live_run());
         raw_pipe = raw_pipe.min(raw_pipe_run());
     }
     let rss_after = vm_hwm_kb();
@@ -80,6 +95,12 @@ fn main() {
     let rate = |d: Duration| gib / d.as_secs_f64();
     println!("capture of {} from `dd if=/dev/zero bs=1M {blocks}`, best of {ROUNDS}:", cheng_node::text::human_bytes(bytes));
     println!("  cheng_exec::run (cap {} per stream): {:>6.2} GiB/s  ({:?})", cheng_node::text::human_bytes(CAP as u64), rate(captured), captured);
+    println!(
+        "  cheng_exec::run + live output callback: {:>6.2} GiB/s  ({:?})  callback on / off time {:.2}x",
+        rate(live),
+        live,
+        live.as_secs_f64() / captured.as_secs_f64()
+    );
     println!("  raw std pipe + read loop (discard):   {:>6.2} GiB/s  ({:?})  cheng time / raw time {:.2}x", rate(raw_pipe), raw_pipe, captured.as_secs_f64() / raw_pipe.as_secs_f64());
     println!("  child writing to /dev/null (no pipe): {:>6.2} GiB/s  ({:?})", rate(dev_null), dev_null);
 
@@ -113,6 +134,17 @@ fn main() {
         rss_after as f64 / 1024.0,
         cap_mib + 16.0
     );
+}
+
+/// A live output sink that counts the bytes it is shown.
+#[derive(Default)]
+struct Counter(std::sync::atomic::AtomicU64);
+
+impl cheng_node::OutputSink for Counter {
+    fn chunk(&self, _stream: cheng_node::OutputStream, bytes: &[u8], offset: u64) {
+        assert_eq!(offset, self.0.load(std::sync::atomic::Ordering::Relaxed), "contiguous offsets");
+        self.0.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn best_of(mut f: impl FnMut() -> Duration) -> Duration {

@@ -5,7 +5,12 @@
 //! `cap + read buffer` however much the child writes. Reads use a buffer that grows to
 //! [`MAX_READ_BUFFER`] once the child writes quickly, and the pipe itself is enlarged, so a
 //! flood costs few wake-ups.
+//!
+//! Live output: a drain may also pass each chunk, as it is read, to an
+//! [`Output`](cheng_node::Output) handle (stream, bytes, byte offset). The handle sees the bytes
+//! as they pass; nothing more is kept, so memory stays bounded by the cap either way.
 
+use cheng_node::output::{Output, OutputStream};
 use cheng_node::text::HeadTail;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -41,31 +46,66 @@ impl Stream {
 /// holds the pipe open), whatever the pipe already holds is read without waiting, then the
 /// drain ends.
 pub async fn drain(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> HeadTail {
-    drain_to(stream, Sink::new(cap, false), stop).await.text
+    drain_to(stream, Sink::new(cap, false, Live::off()), stop).await.text
+}
+
+/// Like [`drain`], and passes every chunk to `live` as it is read (the bounded buffer is the same).
+pub async fn drain_live(stream: Option<Stream>, cap: usize, live: Live, stop: &CancellationToken) -> HeadTail {
+    drain_to(stream, Sink::new(cap, false, live), stop).await.text
+}
+
+/// Where a drain passes its chunks while it reads: an [`Output`] handle and which stream this is.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub output: Output,
+    pub stream: OutputStream,
+}
+
+impl Live {
+    pub fn new(output: Output, stream: OutputStream) -> Self {
+        Live { output, stream }
+    }
+
+    /// Passes nothing on.
+    pub fn off() -> Self {
+        Live { output: Output::off(), stream: OutputStream::Stdout }
+    }
 }
 
 /// Like [`drain`], and also keeps the first `cap` bytes exactly as read, for output that is not
 /// text (NUL-framed records, non-UTF-8 paths). Holds up to twice `cap` in memory.
 pub async fn drain_with_bytes(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> (HeadTail, Vec<u8>) {
-    let sink = drain_to(stream, Sink::new(cap, true), stop).await;
+    drain_with_bytes_live(stream, cap, Live::off(), stop).await
+}
+
+/// [`drain_with_bytes`] passing every chunk to `live` as it is read.
+pub async fn drain_with_bytes_live(stream: Option<Stream>, cap: usize, live: Live, stop: &CancellationToken) -> (HeadTail, Vec<u8>) {
+    let sink = drain_to(stream, Sink::new(cap, true, live), stop).await;
     (sink.text, sink.bytes)
 }
 
-/// Where drained bytes go: the head+tail text buffer, and optionally a raw prefix.
+/// Where drained bytes go: the head+tail text buffer, optionally a raw prefix, and the live
+/// output handle (with the stream's byte count so far, the next chunk's offset).
 struct Sink {
     text: HeadTail,
     keep_bytes: bool,
     bytes: Vec<u8>,
     cap: usize,
+    live: Live,
+    offset: u64,
 }
 
 impl Sink {
-    fn new(cap: usize, keep_bytes: bool) -> Self {
-        Sink { text: HeadTail::new(cap), keep_bytes, bytes: Vec::new(), cap }
+    fn new(cap: usize, keep_bytes: bool, live: Live) -> Self {
+        Sink { text: HeadTail::new(cap), keep_bytes, bytes: Vec::new(), cap, live, offset: 0 }
     }
 
     fn push(&mut self, chunk: &[u8]) {
         self.text.push(chunk);
+        if self.live.output.is_on() {
+            self.live.output.chunk(self.live.stream, chunk, self.offset);
+            self.offset += chunk.len() as u64;
+        }
         if self.keep_bytes && self.bytes.len() < self.cap {
             let take = (self.cap - self.bytes.len()).min(chunk.len());
             self.bytes.extend_from_slice(&chunk[..take]);
@@ -223,6 +263,45 @@ mod tests {
         let text = text.finish();
         assert!(text.truncated);
         assert_eq!(text.total_bytes, 104);
+    }
+
+    #[derive(Default)]
+    struct Keep(std::sync::Mutex<Vec<(OutputStream, Vec<u8>, u64)>>);
+
+    impl cheng_node::OutputSink for Keep {
+        fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
+            self.0.lock().unwrap().push((stream, bytes.to_vec(), offset));
+        }
+    }
+
+    #[tokio::test]
+    async fn live_output_sees_every_byte_in_order_while_the_buffer_stays_capped() {
+        let (rx, mut tx) = pipe_pair();
+        let mut written = Vec::new();
+        for i in 0..5000 {
+            written.extend_from_slice(format!("line {i}\n").as_bytes());
+        }
+        let all = written.clone();
+        let writer = std::thread::spawn(move || {
+            for piece in all.chunks(777) {
+                tx.write_all(piece).unwrap();
+            }
+        });
+        let keep = std::sync::Arc::new(Keep::default());
+        let live = Live::new(Output::new(keep.clone()), OutputStream::Stderr);
+        let stop = CancellationToken::new();
+        let out = drain_live(Some(Stream::new(rx).unwrap()), 64, live, &stop).await.finish();
+        writer.join().unwrap();
+        assert!(out.truncated, "the capture keeps its cap");
+        assert!(out.text.len() < 200, "{}", out.text.len());
+        let chunks = keep.0.lock().unwrap();
+        let mut seen = Vec::new();
+        for (stream, bytes, offset) in chunks.iter() {
+            assert_eq!(*stream, OutputStream::Stderr);
+            assert_eq!(*offset, seen.len() as u64, "offsets are contiguous");
+            seen.extend_from_slice(bytes);
+        }
+        assert_eq!(seen, written, "the callback saw every byte, in order");
     }
 
     #[tokio::test]

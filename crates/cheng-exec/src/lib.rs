@@ -17,6 +17,8 @@
 //! // Output that is not text (NUL-framed records, non-UTF-8 paths): the same, plus the first
 //! // `stdout_cap` bytes of stdout unaltered.
 //! let raw: RawOutput = run_with_stdout_bytes(spec, &cancel_token).await;
+//! // Live output: each chunk also goes to the node's handle as it is read.
+//! let spec = spec.output(ctx.output.clone());
 //! ```
 //!
 //! A runnable example:
@@ -92,6 +94,9 @@ pub struct ProcessSpec {
     /// these and stdin/stdout/stderr, no descriptor of cheng's reaches the child. Numbers start
     /// at 3 and must be distinct (e.g. bwrap's `--seccomp 3`).
     pub inherit_fds: Vec<(std::sync::Arc<std::os::fd::OwnedFd>, std::os::fd::RawFd)>,
+    /// Live output: every chunk of stdout and stderr is passed here as it is read (stream,
+    /// bytes, byte offset), besides the bounded capture. Off by default.
+    pub output: cheng_node::Output,
 }
 
 /// One setrlimit applied to the child (soft = hard = value).
@@ -192,7 +197,14 @@ impl ProcessSpec {
             rlimits: Vec::new(),
             cgroup_procs: None,
             inherit_fds: Vec::new(),
+            output: cheng_node::Output::off(),
         }
+    }
+
+    /// Passes stdout and stderr chunks to `output` as they are read (see [`capture::Live`]).
+    pub fn output(mut self, output: cheng_node::Output) -> Self {
+        self.output = output;
+        self
     }
 
     /// Replaces the child's complete environment.

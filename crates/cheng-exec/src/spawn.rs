@@ -16,7 +16,8 @@
 //! - Dropping the future returned by [`run`] closes the reaper's control pipe: it kills
 //!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
-use crate::capture::{self, Stream};
+use crate::capture::{self, Live, Stream};
+use cheng_node::output::OutputStream;
 use crate::reaper::{self, ReaperMemory, Stage, StartError};
 use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination};
 use cheng_node::text::HeadTail;
@@ -67,13 +68,14 @@ async fn run_capturing(spec: ProcessSpec, cancel: &CancellationToken, keep_bytes
     let streams = async {
         let (out, err, ()) = tokio::join!(
             async {
+                let live = Live::new(spec.output.clone(), OutputStream::Stdout);
                 if keep_bytes {
-                    capture::drain_with_bytes(stdout, spec.stdout_cap, &stop).await
+                    capture::drain_with_bytes_live(stdout, spec.stdout_cap, live, &stop).await
                 } else {
-                    (capture::drain(stdout, spec.stdout_cap, &stop).await, Vec::new())
+                    (capture::drain_live(stdout, spec.stdout_cap, live, &stop).await, Vec::new())
                 }
             },
-            capture::drain(stderr, spec.stderr_cap, &stop),
+            capture::drain_live(stderr, spec.stderr_cap, Live::new(spec.output.clone(), OutputStream::Stderr), &stop),
             capture::feed(stdin, spec.stdin.clone(), &stop),
         );
         (out, err)

@@ -14,6 +14,7 @@
 
 pub mod approve;
 pub mod catalog;
+pub mod live;
 pub mod server;
 pub mod transport;
 

@@ -46,6 +46,8 @@ pub struct Server {
     /// State the connection's calls share (freshness table, process sessions); dropped with the
     /// server, which ends with the connection.
     scope: cheng_node::Scope,
+    /// `logging/setLevel` (handshake era; see [`crate::live`]).
+    log_level: crate::live::LogLevel,
 }
 
 impl Server {
@@ -62,6 +64,7 @@ impl Server {
             shutdown: CancellationToken::new(),
             active: Arc::new(AtomicUsize::new(0)),
             scope: cheng_node::Scope::new(cheng_node::ScopeKind::Server),
+            log_level: crate::live::LogLevel::default(),
         })
     }
 
@@ -111,7 +114,12 @@ impl Server {
             let notes = Notes::default();
             let approver = ElicitingApprover { peer: ctx.peer.clone(), can_elicit, fallback: self.fallback, notes: notes.clone() };
             let outputs = self.run(offered, &validated, Arc::new(approver), &ctx).await?;
-            Ok(complete(offered, outputs, notes.take()).into())
+            let notes = notes.take();
+            let logger = crate::live::Logger::for_request(&ctx, &self.log_level);
+            for note in &notes {
+                logger.log(rmcp_logging_warning(), note.clone()).await;
+            }
+            Ok(complete(offered, outputs, notes).into())
         }
     }
 
@@ -204,6 +212,7 @@ impl Server {
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
             scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
+            output: cheng_node::Output::off(),
         };
         match validated.planned_card(&tool.name, &card_ctx) {
             Ok(card) => Ok(card.as_ref().map(Card::from)),
@@ -244,6 +253,12 @@ impl Server {
             .approver(approver)
             .cancel(cancel.clone())
             .scope(self.scope.clone());
+        // Live output as progress notifications when the client gave a progress token.
+        let progress = crate::live::Progress::for_request(ctx, crate::live::Logger::for_request(ctx, &self.log_level));
+        let options = match &progress {
+            Some(progress) => options.events(progress.clone()),
+            None => options,
+        };
         self.active.fetch_add(1, Ordering::SeqCst);
         let _active = Active(self.active.clone());
         let request_ct = ctx.ct.clone();
@@ -258,11 +273,20 @@ impl Server {
                 run.await
             }
         };
+        // Every progress notification goes out before the answer.
+        if let Some(progress) = progress {
+            progress.close().await;
+        }
         let Some(node) = result.nodes.into_iter().next() else {
             return Err(McpError::internal_error(format!("the run of tool `{}` produced no result; this is a bug in cheng", offered.tool.name), None));
         };
         Ok(node.outputs)
     }
+}
+
+#[allow(deprecated)] // MCP deprecates logging (SEP-2577); clients still offer it.
+fn rmcp_logging_warning() -> rmcp::model::LoggingLevel {
+    rmcp::model::LoggingLevel::Warning
 }
 
 struct Active(Arc<AtomicUsize>);
@@ -325,8 +349,9 @@ fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolR
 }
 
 impl ServerHandler for Server {
+    #[allow(deprecated)] // `enable_logging`: MCP deprecates logging (SEP-2577); clients still offer it.
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build());
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         info.server_info = rmcp::model::Implementation::new("cheng", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
@@ -346,6 +371,12 @@ impl ServerHandler for Server {
 
     async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         self.call(request, ctx).await
+    }
+
+    #[allow(deprecated)] // MCP deprecates logging (SEP-2577); clients still offer it.
+    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, _ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.log_level.set(request.level);
+        Ok(())
     }
 }
 

@@ -40,6 +40,7 @@ mod error;
 pub mod failure;
 pub mod input;
 mod node;
+pub mod output;
 pub mod paths;
 pub mod policy;
 mod registry;
@@ -50,6 +51,7 @@ pub mod text;
 
 pub use error::{ErrorKind, NodeError};
 pub use node::{ApprovalRequest, CapabilityRequest, Approver, Decision, FixedApprover, Node, RunContext, Values};
+pub use output::{Output, OutputSink, OutputStream};
 pub use scope::{Scope, ScopeKind};
 pub use registry::{Lookup, NodeRegistration, Registry};
 pub use spec::{ApprovalRule, Audience, Control, Effects, NodeSpec, PortSpec, PortType};

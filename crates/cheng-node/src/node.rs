@@ -107,6 +107,9 @@ pub struct RunContext {
     pub approver: Arc<dyn Approver>,
     /// State shared with the other calls of this graph run, server connection or named session.
     pub scope: crate::Scope,
+    /// Live output: where a node's processes pass their output chunks while they run (off
+    /// unless somebody listens; see [`crate::output`]).
+    pub output: crate::Output,
 }
 
 impl RunContext {
@@ -119,6 +122,7 @@ impl RunContext {
             cancel: CancellationToken::new(),
             approver: Arc::new(FixedApprover(decision)),
             scope: crate::Scope::new(crate::ScopeKind::Call),
+            output: crate::Output::off(),
         }
     }
 

@@ -154,6 +154,7 @@ impl SandboxPorts {
         req.memory_mb = self.memory_mb;
         req.stdout_cap = STDOUT_CAP;
         req.stderr_cap = STDERR_CAP;
+        req.output = ctx.output.clone();
         req.env.push(("LANG".into(), "C.UTF-8".into()));
         req.env.push(("TMPDIR".into(), "/tmp".into()));
         req

@@ -127,6 +127,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
         cancel: ctx.cancel.clone(),
         approver: Arc::new(FixedApprover(Decision::Denied)),
         scope: ctx.scope.clone(),
+        output: cheng_node::Output::off(),
     };
     let approval = match validated.planned_card(&tool.name, &card_ctx) {
         Ok(card) => card,
@@ -157,12 +158,26 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     outcome
 }
 
+/// Passes the inner run's `output_chunk` events on to the runtime node's live output (the outer
+/// run coalesces and bounds them again, counting its own offsets).
+struct ForwardOutput(cheng_node::Output);
+
+impl cheng_engine::EventSink for ForwardOutput {
+    fn emit(&self, event: cheng_engine::Event) {
+        if let cheng_engine::Event::OutputChunk { stream, offset, text, .. } = event {
+            self.0.chunk(stream, text.as_bytes(), offset);
+        }
+    }
+}
+
 /// Runs the validated call with the runtime's workspace, approver and cancellation.
 async fn run(engine: &Engine, validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     let options = match RunOptions::new(&ctx.workspace) {
         Ok(options) => options.jobs(1).approver(Arc::clone(&ctx.approver)).cancel(ctx.cancel.clone()).scope(ctx.scope.clone()),
         Err(e) => return internal(format!("cannot run tool `{}`: {e}", tool.name)),
     };
+    // The tool's live output becomes the runtime node's own (when somebody listens to it).
+    let options = if ctx.output.is_on() { options.events(Arc::new(ForwardOutput(ctx.output.clone()))) } else { options };
     let result = engine.run(validated, options).await;
     let Some(node) = result.nodes.into_iter().next() else {
         return internal(format!("the run of tool `{}` produced no result; this is a bug in cheng", tool.name));

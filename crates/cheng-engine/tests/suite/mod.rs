@@ -5,5 +5,6 @@ mod approval;
 mod cancel;
 mod engine_ports;
 mod inject;
+mod live_output;
 mod schedule;
 mod validation;

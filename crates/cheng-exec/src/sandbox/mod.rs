@@ -163,6 +163,8 @@ pub struct SandboxRequest {
     /// its own group under `dir` ([`cgroup::RunGroup`]) and RLIMIT_AS is not set; any failure
     /// there falls back to RLIMIT_AS and says so in the warnings.
     pub memory_cgroup: Option<CgroupV2>,
+    /// Live output: the sandboxed program's stdout and stderr chunks as they are read.
+    pub output: cheng_node::Output,
 }
 
 impl SandboxRequest {
@@ -186,6 +188,7 @@ impl SandboxRequest {
             bwrap: None,
             use_launcher: true,
             memory_cgroup: None,
+            output: cheng_node::Output::off(),
         }
     }
 }
@@ -492,7 +495,8 @@ impl Sandbox {
         let spec = ProcessSpec::new(&self.bwrap, args, "/")
             .env(self.env.clone())
             .timeout(self.request.timeout)
-            .caps(self.request.stdout_cap, self.request.stderr_cap);
+            .caps(self.request.stdout_cap, self.request.stderr_cap)
+            .output(self.request.output.clone());
         // A fresh descriptor per start: bwrap reads the program to its end.
         let filter = seccomp::program_fd().map_err(|e| e.message)?;
         let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];

@@ -4,9 +4,10 @@
 //! to the stream as it is, so the stream alone cuts it and `stdout_bytes`/`stderr_bytes` and the
 //! marker's count are exactly what the script printed and what was dropped.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use cheng_node::output::{Output, OutputStream};
 use cheng_node::text::{Bounded, HeadTail};
 use rquickjs::function::Rest;
 use rquickjs::{Coerced, Ctx, Function, Object, Type, Value};
@@ -14,18 +15,33 @@ use rquickjs::{Coerced, Ctx, Function, Object, Type, Value};
 /// Bytes kept per stream (head and tail halves), as for the process executors.
 pub const STREAM_CAP: usize = 1 << 20;
 
-/// The two captured streams, shared by the `console` functions of one run.
+/// The two captured streams, shared by the `console` functions of one run, and the run's live
+/// output handle (each printed piece is passed on as it is printed, with its byte offset).
 #[derive(Clone)]
-pub struct Streams(Rc<RefCell<[HeadTail; 2]>>);
+pub struct Streams(Rc<RefCell<[HeadTail; 2]>>, Rc<Live>);
+
+struct Live {
+    output: Output,
+    offsets: [Cell<u64>; 2],
+}
 
 impl Streams {
-    pub fn new() -> Self {
-        Streams(Rc::new(RefCell::new([HeadTail::new(STREAM_CAP), HeadTail::new(STREAM_CAP)])))
+    pub fn new(output: Output) -> Self {
+        let live = Live { output, offsets: [Cell::new(0), Cell::new(0)] };
+        Streams(Rc::new(RefCell::new([HeadTail::new(STREAM_CAP), HeadTail::new(STREAM_CAP)])), Rc::new(live))
     }
 
     fn push(&self, stream: i32, text: &str) {
+        let index = usize::from(stream == 2);
         if let Ok(mut streams) = self.0.try_borrow_mut() {
-            streams[usize::from(stream == 2)].push(text.as_bytes());
+            streams[index].push(text.as_bytes());
+        }
+        let live = &self.1;
+        if live.output.is_on() {
+            let which = if index == 1 { OutputStream::Stderr } else { OutputStream::Stdout };
+            let offset = live.offsets[index].get();
+            live.output.chunk(which, text.as_bytes(), offset);
+            live.offsets[index].set(offset + text.len() as u64);
         }
     }
 

@@ -40,6 +40,8 @@ pub struct Job {
     pub cancel: CancellationToken,
     /// Abandoned when the caller stopped waiting; the interrupt handler then stops the script.
     pub lifecycle: Lifecycle,
+    /// Live output: console lines as they are printed.
+    pub output: cheng_node::Output,
 }
 
 /// Why a script failed.
@@ -117,7 +119,7 @@ enum Stop {
 pub fn run(job: Job) -> Outcome {
     let started = Instant::now();
     let deadline = started + job.limits.timeout;
-    let streams = Streams::new();
+    let streams = Streams::new(job.output.clone());
     let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
 
     let runtime = match Runtime::new() {

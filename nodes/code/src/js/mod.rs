@@ -229,7 +229,7 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
     }
     let lifecycle = Lifecycle::new();
     let _guard = AbandonOnDrop(lifecycle.clone());
-    let job = engine::Job { script, input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone() };
+    let job = engine::Job { script, input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone(), output: ctx.output.clone() };
     let (send, mut receive) = tokio::sync::oneshot::channel();
     let task = Box::new(move || {
         let lifecycle = job.lifecycle.clone();

@@ -1,6 +1,7 @@
 #[cfg(feature = "js")]
 mod js;
 
+mod live_output;
 mod protect;
 mod sandbox_support;
 mod seccomp;

@@ -73,6 +73,8 @@ pub struct Git {
     pub object_format: String,
     env: Vec<(OsString, OsString)>,
     cancel: CancellationToken,
+    /// Live output of the operation's git commands (off for the probes [`Git::open`] runs).
+    output: cheng_node::Output,
 }
 
 impl Git {
@@ -89,7 +91,14 @@ impl Git {
             tokio::task::spawn_blocking(move || confine::prescan(&workspace, dir))
         });
         let env = base_env(workspace, cheng_exec::env::base());
-        let probe = Git { cwd: cwd.clone(), toplevel: cwd.clone(), object_format: String::new(), env, cancel: cancel.clone() };
+        let probe = Git {
+            cwd: cwd.clone(),
+            toplevel: cwd.clone(),
+            object_format: String::new(),
+            env,
+            cancel: cancel.clone(),
+            output: cheng_node::Output::off(),
+        };
         let (info, config) = tokio::join!(
             probe.run(&PROBE_ARGS, 64 * 1024),
             probe.run(&["config", "--null", "--show-origin", "--list"], 4 << 20),
@@ -127,7 +136,13 @@ impl Git {
         let toplevel = confine::layout(workspace, &cwd, &answers, prescanned)?;
         let mut env = probe.env;
         push_config_env(&mut env, &driver_overrides(&entries));
-        Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone() })
+        Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone(), output: cheng_node::Output::off() })
+    }
+
+    /// Passes the output of the commands run from now on to `output` as it is read.
+    pub fn with_output(mut self, output: cheng_node::Output) -> Self {
+        self.output = output;
+        self
     }
 
     /// Runs `git <hardening> <args>` and returns its output; only a spawn failure, a timeout or
@@ -155,6 +170,7 @@ impl Git {
             .env(self.env.clone())
             .timeout(GIT_TIMEOUT)
             .caps(stdout_cap.max(1), STDERR_CAP)
+            .output(self.output.clone())
     }
 
     /// The empty tree's id in this repository's object format (diff base of an unborn HEAD).

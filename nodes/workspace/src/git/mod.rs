@@ -134,7 +134,7 @@ impl Node for WorkspaceGit {
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let request = parse_request(&input)?;
         let cwd = resolve_existing(&ctx.workspace, opt_str(&input, "cwd"), "cwd")?;
-        let git = Git::open(&ctx.workspace, cwd, &ctx.cancel).await?;
+        let git = Git::open(&ctx.workspace, cwd, &ctx.cancel).await?.with_output(ctx.output.clone());
         let mut out = blank_outputs(request.operation);
         match request.operation {
             "status" => status(&git, &request, &mut out).await?,

@@ -134,7 +134,8 @@ impl Node for WorkspaceShell {
         let spec = ProcessSpec::new(&plan.argv[0], &plan.argv[1..], plan.cwd.clone())
             .env(plan.env.clone())
             .timeout(plan.timeout)
-            .caps(STDOUT_CAP, STDERR_CAP);
+            .caps(STDOUT_CAP, STDERR_CAP)
+            .output(ctx.output.clone());
         let out = cheng_exec::run(spec, &ctx.cancel).await;
         Ok(plan.outputs(out))
     }

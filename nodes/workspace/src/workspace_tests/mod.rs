@@ -240,7 +240,8 @@ async fn run_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeE
     let spec = ProcessSpec::new(request.command.as_str(), request.args.iter().map(String::as_str), request.cwd.clone())
         .env(env)
         .timeout(request.timeout)
-        .caps(CAPTURE_CAP, CAPTURE_CAP);
+        .caps(CAPTURE_CAP, CAPTURE_CAP)
+        .output(ctx.output.clone());
     let proc = cheng_exec::run(spec, &ctx.cancel).await;
     Ok(run_outputs(&ctx.workspace, &request.cwd, &display, &proc))
 }

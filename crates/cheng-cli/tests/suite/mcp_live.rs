@@ -1,0 +1,184 @@
+//! `cheng serve --stdio`: live output as `notifications/progress` and the server's warnings as
+//! log messages — on the raw protocol, and with the official MCP Python SDK client
+//! (`tests/mcp/live.py`) in its three connection modes.
+
+use super::support::{cheng, git, repo_root, require_or_skip_that, temp_workspace};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::Duration;
+
+/// A server on a pipe (a missing answer fails the test after 30 s, never hangs it).
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(workspace: &Path, extra: &[&str]) -> Server {
+        let mut child = cheng()
+            .args(["serve", "--stdio", "--workspace"])
+            .arg(workspace)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cheng serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut server = Server { child, stdin, lines };
+        server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+        let (_, answer) = server.until_answer(0);
+        assert!(answer["result"]["capabilities"].get("logging").is_some(), "logging is offered: {answer}");
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write to the server");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Every message up to the answer to `id`, and the answer.
+    fn until_answer(&mut self, id: i64) -> (Vec<Value>, Value) {
+        let mut before = Vec::new();
+        loop {
+            let line = self.lines.recv_timeout(Duration::from_secs(30)).expect("a message from the server within 30 s");
+            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return (before, message);
+            }
+            before.push(message);
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn shell_call(id: i64, script: &str, meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "sh", "args": ["-c", script]}, "_meta": meta}})
+}
+
+fn progress_of(messages: &[Value]) -> Vec<&Value> {
+    messages.iter().filter(|m| m["method"] == "notifications/progress").collect()
+}
+
+#[test]
+fn a_progress_token_brings_the_output_as_progress_notifications_before_the_answer() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start(&ws, &["--approve"]);
+    server.send(&shell_call(1, "echo hello; echo oops >&2; echo world", json!({"progressToken": "tok-1"})));
+    let (before, answer) = server.until_answer(1);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let progress = progress_of(&before);
+    assert!(!progress.is_empty(), "no progress notification before the answer: {before:?}");
+    let mut last = 0.0;
+    let mut text = String::new();
+    for note in &progress {
+        let params = &note["params"];
+        assert_eq!(params["progressToken"], "tok-1", "{note}");
+        let value = params["progress"].as_f64().expect("progress is a number");
+        assert!(value > last, "progress must increase: {progress:?}");
+        last = value;
+        text.push_str(params["message"].as_str().expect("message"));
+        assert!(params.get("total").is_none(), "the total is unknown: {note}");
+    }
+    // stdout and stderr both arrive; progress is the bytes of both so far.
+    assert_eq!(last, "hello\nworld\noops\n".len() as f64, "{progress:?}");
+    assert!(text.contains("hello\n") && text.contains("world\n") && text.contains("oops\n"), "{text}");
+}
+
+#[test]
+fn without_a_progress_token_nothing_but_the_answer_is_sent() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start(&ws, &["--approve"]);
+    server.send(&shell_call(1, "echo hello", json!({})));
+    let (before, answer) = server.until_answer(1);
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(progress_of(&before).is_empty(), "progress without a token: {before:?}");
+}
+
+#[test]
+fn log_messages_only_after_logging_set_level() {
+    let (_dir, ws) = temp_workspace();
+    // --deny (the default) and no elicitation: the call is refused, which the server warns of.
+    let mut server = Server::start(&ws, &[]);
+    server.send(&shell_call(1, "true", json!({})));
+    let (before, answer) = server.until_answer(1);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(!before.iter().any(|m| m["method"] == "notifications/message"), "a log message before setLevel: {before:?}");
+    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "warning"}}));
+    let (_, answer) = server.until_answer(2);
+    assert!(answer.get("error").is_none(), "logging/setLevel is answered: {answer}");
+    server.send(&shell_call(3, "true", json!({})));
+    let (before, _) = server.until_answer(3);
+    let logs: Vec<&Value> = before.iter().filter(|m| m["method"] == "notifications/message").collect();
+    assert_eq!(logs.len(), 1, "one warning: {before:?}");
+    assert_eq!(logs[0]["params"]["level"], "warning");
+    assert_eq!(logs[0]["params"]["logger"], "cheng");
+    assert!(logs[0]["params"]["data"].as_str().unwrap_or("").contains("A person has to allow it"), "{}", logs[0]);
+    // Above the level: nothing.
+    server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "error"}}));
+    server.until_answer(4);
+    server.send(&shell_call(5, "true", json!({})));
+    let (before, _) = server.until_answer(5);
+    assert!(!before.iter().any(|m| m["method"] == "notifications/message"), "a warning below the level was sent: {before:?}");
+}
+
+/// The official MCP Python SDK client, in each connection mode: a line, a 1 s pause, another
+/// line — the client's progress callback sees the first line before the call returns; warnings
+/// arrive as log messages once the client opted in.
+#[test]
+fn the_official_python_client_sees_output_while_the_call_runs() {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+        return;
+    }
+    let script = repo_root().join("crates/cheng-cli/tests/mcp/live.py");
+    for mode in ["legacy", "2026-07-28", "auto"] {
+        let (_dir, ws) = temp_workspace();
+        git(&ws, &["init", "-q", "."]);
+        let out = Command::new("python3")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg(&ws)
+            .arg(mode)
+            .env_remove("CHENG_ENABLE_CODE_PYTHON")
+            .env_remove("CHENG_ENABLE_CODE_JS")
+            .env("LANG", "C")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("ok {mode}")),
+            "mode {mode}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
