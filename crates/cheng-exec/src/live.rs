@@ -186,6 +186,11 @@ impl LiveProcess {
         Ok(written)
     }
 
+    /// Closes stdin (the process reads end of file).
+    pub async fn close_stdin(&self) {
+        *self.stdin.lock().await = None;
+    }
+
     /// SIGINT to the process group (what Ctrl-C in a terminal sends).
     pub fn interrupt(&self) {
         let _ = self.signals.send(reaper::SEND_INT);
