@@ -26,4 +26,5 @@ mod text_output;
 mod term_bugs;
 mod truncation;
 mod mcp;
+mod sessions;
 mod tty;
