@@ -198,3 +198,78 @@ fn ctrl_c_of_a_graph_run_kills_its_sessions() {
     assert_eq!(out.status.code(), Some(130));
     wait_for("the session to die after Ctrl-C", || processes(&["sleep", &session]).is_empty());
 }
+
+/// A workspace the sandbox user may enter (a session cannot use an idmapped mount).
+fn listable_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, ws) = temp_workspace();
+    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    (dir, ws)
+}
+
+#[test]
+fn the_sandbox_switch_runs_the_session_in_bubblewrap() {
+    if !super::support::bwrap_works() {
+        return;
+    }
+    let (_d, ws) = listable_workspace();
+    std::fs::write(ws.join("seen.txt"), "inside\n").expect("write");
+    let config = json!({"sandbox": true}).to_string();
+    // The attack: write into the workspace from the session.
+    let input = json!({"command": "sh", "args": ["-c", "cat seen.txt; touch made.txt; echo write=$?"]}).to_string();
+    let out = cheng()
+        .args(["run", EXEC, "--workspace", ws.to_str().unwrap_or(""), "--approve", "--config", &config, "--input", &input])
+        .output()
+        .expect("cheng runs");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(result["sandboxed"], true, "{result}");
+    let output = result["output"].as_str().unwrap_or("");
+    assert!(output.starts_with("inside\n"), "{result}");
+    assert!(output.contains("write=1"), "the sandboxed session could write the workspace: {result}");
+    assert!(!ws.join("made.txt").exists(), "the session wrote the workspace");
+    // Without the switch the same command writes (the sandbox made the difference).
+    let (_, result, _) = run_node(EXEC, &ws, &json!({"command": "touch", "args": ["made.txt"]}), &["--approve"]);
+    assert_eq!(result["sandboxed"], false);
+    assert!(ws.join("made.txt").exists(), "{result}");
+}
+
+#[test]
+fn a_sandboxed_session_fails_closed_without_bubblewrap() {
+    let (_d, ws) = listable_workspace();
+    let config = json!({"sandbox": true}).to_string();
+    let input = json!({"command": "touch", "args": ["ran.txt"]}).to_string();
+    let out = cheng()
+        .env("CHENG_BWRAP", "/nonexistent/bwrap")
+        .args(["run", EXEC, "--workspace", ws.to_str().unwrap_or(""), "--approve", "--config", &config, "--input", &input])
+        .output()
+        .expect("cheng runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE") && stdout.contains("/nonexistent/bwrap"), "{stdout}");
+    assert!(!ws.join("ran.txt").exists(), "the command ran on the host");
+}
+
+#[test]
+fn a_sandboxed_session_keeps_running_and_takes_writes_in_a_graph() {
+    if !super::support::bwrap_works() {
+        return;
+    }
+    let (_d, ws) = listable_workspace();
+    let graph = write_graph(
+        &ws,
+        &json!({"version": 1, "nodes": [
+            {"id": "sh", "type": EXEC, "config": {"sandbox": true}, "inputs": {"command": "sh", "yield_time_ms": 250}},
+            {"id": "write", "type": "tools/write_stdin", "inputs": {"chars": "touch made.txt; echo write=$?\n", "yield_time_ms": 1000}}],
+            "edges": [{"from": "sh.session_id", "to": "write.session_id"}]}),
+    );
+    let out = cheng()
+        .args(["graph", "run", &graph, "--workspace", ws.to_str().unwrap_or(""), "--approve"])
+        .output()
+        .expect("cheng runs");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(result["nodes"]["sh"]["outputs"]["running"], true, "{result}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(result["nodes"]["sh"]["outputs"]["sandboxed"], true, "{result}");
+    let output = result["nodes"]["write"]["outputs"]["output"].as_str().unwrap_or("");
+    assert!(output.contains("write=1"), "{result}");
+    assert!(!ws.join("made.txt").exists(), "the sandboxed session wrote the workspace");
+}

@@ -152,6 +152,16 @@ impl Sessions {
     }
 }
 
+impl Drop for Sessions {
+    /// The owner ended (server connection closed, graph run over or cancelled): every session's
+    /// process group and everything it started is killed, as each handle drops (a call still
+    /// running holds its own handle and kills the session when it returns).
+    fn drop(&mut self) {
+        let mut table = self.lock();
+        table.live.clear();
+    }
+}
+
 fn remember(table: &mut Table, id: i64, why: Gone) {
     if table.gone.len() >= REMEMBERED {
         table.gone.pop_front();
