@@ -273,3 +273,46 @@ fn a_sandboxed_session_keeps_running_and_takes_writes_in_a_graph() {
     assert!(output.contains("write=1"), "{result}");
     assert!(!ws.join("made.txt").exists(), "the sandboxed session wrote the workspace");
 }
+
+#[test]
+fn a_session_start_obeys_workspace_shells_command_policy() {
+    let (d, ws) = temp_workspace();
+    // The operator allows raw shell for exec_command only when this file is given.
+    let policy = d.path().join("policy.toml");
+    std::fs::write(&policy, "[nodes.\"tools/exec_command\"]\nshell_syntax = true\n").expect("write policy");
+    let run = |input: Value, config: Value| {
+        let mut cmd = cheng();
+        if config["allow_shell_string"] == true {
+            cmd.arg("--policy").arg(&policy);
+        }
+        let out = cmd
+            .args(["run", EXEC, "--workspace", ws.to_str().unwrap_or(""), "--approve"])
+            .args(["--config", &config.to_string(), "--input", &input.to_string()])
+            .output()
+            .expect("cheng runs");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    // Shell syntax without the author's allow_shell_string: denied, nothing ran.
+    let out = run(json!({"cmd": "touch a; touch b"}), json!({}));
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED", "{out}");
+    assert!(out["error"].as_str().unwrap_or("").contains("cmd uses shell syntax"), "{out}");
+    assert!(!ws.join("a").exists() && !ws.join("b").exists());
+    // With it (and the operator's shell_syntax), the same string runs under sh.
+    let out = run(json!({"cmd": "touch a; touch b"}), json!({"allow_shell_string": true}));
+    assert_eq!(out["exit_code"], 0, "{out}");
+    assert!(ws.join("a").exists() && ws.join("b").exists());
+    // A whitelist allows only its programs.
+    let out = run(json!({"command": "touch", "args": ["c"]}), json!({"command_whitelist": "cat"}));
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED", "{out}");
+    assert!(!ws.join("c").exists());
+    // Loader hooks and names off the baseline are refused; the working directory stays inside.
+    let out = run(json!({"command": "true", "env": {"LD_PRELOAD": "/tmp/x.so"}}), json!({}));
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_INVALID_INPUT", "{out}");
+    let out = run(json!({"command": "true", "env": {"SECRET_TOKEN": "x"}}), json!({}));
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_INVALID_INPUT", "{out}");
+    let out = run(json!({"command": "true", "workdir": ".."}), json!({}));
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE", "{out}");
+    // The fixed session environment is in place; an allowed variable is added.
+    let out = run(json!({"command": "sh", "args": ["-c", "echo $TERM $NO_COLOR $PAGER $TZ"], "env": {"TZ": "UTC"}}), json!({}));
+    assert_eq!(out["output"], "dumb 1 cat UTC\n", "{out}");
+}

@@ -54,7 +54,7 @@ pub struct Sessions {
 
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sessions").field("live", &self.len()).finish()
+        f.debug_struct("Sessions").field("live", &self.live()).finish()
     }
 }
 
@@ -79,7 +79,8 @@ impl Sessions {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn len(&self) -> usize {
+    /// How many sessions are live.
+    pub fn live(&self) -> usize {
         self.lock().live.len()
     }
 
