@@ -204,7 +204,9 @@ impl Server {
             workspace: self.workspace.clone(),
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
-            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
+            // The connection's scope, so a card can name what it refers to (write_stdin's session)
+            // and is the card the run itself draws.
+            scope: self.scope.clone(),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(card) => Ok(Some(Card::from(&card))),

@@ -1,7 +1,7 @@
 """Drives exec_command / write_stdin sessions of `cheng serve --stdio` with the official MCP Python
 SDK client (`mcp.Client`), approving every card through elicitation and recording it.
 
-Usage: sessions.py CHENG WORKSPACE CHECK
+Usage: sessions.py CHENG WORKSPACE CHECK [MODE]
 Every check raises AssertionError with a sentence on failure; success prints "ok CHECK".
 """
 
@@ -18,6 +18,8 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 CHENG, WORKSPACE, CHECK = sys.argv[1], sys.argv[2], sys.argv[3]
+# The connection mode ("legacy": approvals asked mid-call; "2026-07-28": input_required rounds).
+MODE = sys.argv[4] if len(sys.argv) > 4 else "legacy"
 # Durations no other process on the machine uses, to find our sleeps.
 TAG = f"{os.getpid() % 1000}"
 CARDS = []
@@ -38,7 +40,7 @@ async def decline(_ctx, p):
 
 
 def client(callback=accept):
-    return Client(params(), mode="legacy", elicitation_callback=callback)
+    return Client(params(), mode=MODE, elicitation_callback=callback)
 
 
 def text(result):
@@ -156,6 +158,8 @@ async def cat_session():
             assert got["output"] == line, f"cat echoed {got['output']!r} for {line!r}"
             assert got["running"] is True and got["session_id"] == sid
         assert any(f"write 'hello\n' to session {sid} (cat)" in card for card in CARDS), f"no card for the write: {CARDS}"
+        writes = [card for card in CARDS if f"to session {sid}" in card]
+        assert len(writes) == 2, f"not one card per write (a card drawn before the call must match the run's): {writes}"
 
 
 async def repl():
@@ -323,7 +327,7 @@ async def cards():
 async def main():
     check = globals()[CHECK]
     await check()
-    print(f"ok {CHECK}")
+    print(f"ok {CHECK} ({MODE})")
 
 
 anyio.run(main)

@@ -21,8 +21,13 @@ fn sdk_available() -> bool {
     require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\") and curl", sdk && curl)
 }
 
-/// Runs one check of `tests/mcp/sessions.py` against a fresh workspace.
+/// Runs one check of `tests/mcp/sessions.py` against a fresh workspace (handshake-era approvals).
 fn check(name: &str) {
+    check_in(name, "legacy");
+}
+
+/// Runs one check in a connection mode (`legacy` or `2026-07-28`).
+fn check_in(name: &str, mode: &str) {
     if !sdk_available() {
         return;
     }
@@ -33,6 +38,7 @@ fn check(name: &str) {
         .arg(env!("CARGO_BIN_EXE_cheng"))
         .arg(&ws)
         .arg(name)
+        .arg(mode)
         .env_remove("CHENG_ENABLE_CODE_PYTHON")
         .env_remove("CHENG_ENABLE_CODE_JS")
         .stdin(Stdio::null())
@@ -40,7 +46,7 @@ fn check(name: &str) {
         .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && stdout.contains(&format!("ok {name}")),
+        out.status.success() && stdout.contains(&format!("ok {name} ({mode})")),
         "check {name}:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -54,6 +60,14 @@ fn a_dev_server_is_reached_with_curl_in_the_same_connection_then_interrupted() {
 #[test]
 fn a_cat_session_echoes_each_write() {
     check("cat_session");
+}
+
+#[test]
+fn a_cat_session_works_with_input_required_approvals() {
+    // The 2026-07-28 era approves through input_required rounds, the card drawn before the call:
+    // it still names the session's command.
+    check_in("cat_session", "2026-07-28");
+    check_in("cards", "2026-07-28");
 }
 
 #[test]

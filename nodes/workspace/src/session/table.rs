@@ -136,6 +136,11 @@ impl Sessions {
         Err(NodeError::new(ErrorKind::NotFound, message))
     }
 
+    /// The live session `id` without counting it as a use (for approval cards).
+    pub fn peek(&self, id: i64) -> Option<Arc<Session>> {
+        self.lock().live.get(&id).map(|(session, _)| Arc::clone(session))
+    }
+
     /// Forgets an ended session, remembering how it ended.
     pub fn finish(&self, id: i64, how: String) {
         let mut table = self.lock();

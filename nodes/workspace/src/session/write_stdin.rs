@@ -78,7 +78,7 @@ impl Node for WriteStdin {
     fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
         let plan = Plan::from_input(input)?;
         // The card may be drawn before the call, without the session at hand: then it names the id.
-        let session = ctx.scope.get::<Sessions>().and_then(|s| s.get(plan.id).ok());
+        let session = ctx.scope.get::<Sessions>().and_then(|s| s.peek(plan.id));
         let what = match &session {
             Some(s) => format!("session {} ({})", plan.id, s.display),
             None => format!("session {}", plan.id),
