@@ -38,6 +38,11 @@ impl Stream {
         enlarge_pipe(&fd);
         Ok(Stream { rx: pipe::Receiver::from_owned_fd(fd)? })
     }
+
+    /// The registered pipe, for readers that consume output as it arrives (`crate::live`).
+    pub(crate) fn receiver(&self) -> &pipe::Receiver {
+        &self.rx
+    }
 }
 
 /// Reads `stream` until end of file (or a read error) into a buffer capped at `cap` bytes.

@@ -4,6 +4,7 @@
 //! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `fds`
 //! (closing inherited descriptors), `reaper` (the per-run child subreaper), `spawn`
 //! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
+//! `live` (a process that outlives the call that started it, with writable stdin),
 //! and `sandbox` (bubblewrap, limits, Landlock, seccomp, the init step) for the sandboxed executors.
 //!
 //! The public API (stable; other crates build on it):
@@ -46,6 +47,7 @@ pub mod capture;
 pub mod env;
 pub mod fds;
 pub mod kill;
+pub mod live;
 mod reaper;
 pub mod session;
 pub mod spawn;

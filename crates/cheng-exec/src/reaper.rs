@@ -117,6 +117,8 @@ struct Report {
 /// Control bytes cheng sends to the reaper.
 pub(crate) const SEND_TERM: u8 = b'T';
 pub(crate) const SEND_KILL: u8 = b'K';
+/// SIGINT to the group (an interrupt, as Ctrl-C would send; the command may survive it).
+pub(crate) const SEND_INT: u8 = b'I';
 
 /// What cheng passes in. Descriptors are cheng's and stay open until [`start`] returns.
 pub(crate) struct Plan {
@@ -603,6 +605,7 @@ fn supervise(command: i32, control: RawFd, sigfd: RawFd) -> libc::c_int {
             match n {
                 1 if byte == SEND_TERM => kill_command(command, libc::SIGTERM),
                 1 if byte == SEND_KILL => kill_command(command, libc::SIGKILL),
+                1 if byte == SEND_INT => kill_command(command, libc::SIGINT),
                 1 => {}
                 n if n == -(libc::EINTR as isize) || n == -(libc::EAGAIN as isize) => {}
                 _ => {

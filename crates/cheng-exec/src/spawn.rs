@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 /// How long output is still drained after the child's process group is gone, in case a process
 /// that left the group (setsid) holds the pipes open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+pub(crate) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// Runs `spec` to completion, timeout or cancellation. Never panics on child behaviour; every
 /// failure is described in the returned [`ProcessOutput`].
@@ -149,7 +149,7 @@ async fn supervise(
 }
 
 /// `(exit_code, signal, termination)` from a wait status and the early-termination reason.
-fn interpret(status: Option<libc::c_int>, early: Option<Termination>) -> (Option<i32>, Option<i32>, Termination) {
+pub(crate) fn interpret(status: Option<libc::c_int>, early: Option<Termination>) -> (Option<i32>, Option<i32>, Termination) {
     let (code, signal) = match status {
         Some(s) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
         Some(s) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
@@ -178,7 +178,7 @@ fn not_started(spec: &ProcessSpec, termination: Termination, message: Option<Str
 
 /// A started run: the per-run reaper ([`crate::reaper`]) that this module alone reaps, and
 /// cheng's ends of the command's pipes.
-struct Child {
+pub(crate) struct Child {
     /// The reaper's pid (the command is its child, not ours).
     pid: i32,
     /// Readable once the reaper exits; `None` on kernels without pidfd (then we poll).
@@ -187,15 +187,15 @@ struct Child {
     /// Closing it tells the reaper to kill everything and finish.
     control: Option<OwnedFd>,
     report: OwnedFd,
-    stdin: Option<OwnedFd>,
-    stdout: Option<Stream>,
-    stderr: Option<Stream>,
+    pub(crate) stdin: Option<OwnedFd>,
+    pub(crate) stdout: Option<Stream>,
+    pub(crate) stderr: Option<Stream>,
     /// The memory the reaper runs on; freed only once it has been reaped.
     memory: Option<ReaperMemory>,
 }
 
 /// Spawns the child through its reaper; the error is a sentence naming the program.
-fn start(spec: &ProcessSpec) -> Result<Child, String> {
+pub(crate) fn start(spec: &ProcessSpec) -> Result<Child, String> {
     let shown = spec.program.to_string_lossy().into_owned();
     let path_var = spec.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
     if !spec.cwd.is_dir() {
@@ -286,7 +286,7 @@ fn plan(spec: &ProcessSpec, program: &Path, inherit: Vec<(RawFd, RawFd)>) -> Res
 impl Child {
     /// Resolves once the reaper has exited: the command has ended and everything it started
     /// has been killed and reaped. (The reaper stays a zombie until [`Child::reap`].)
-    async fn exited(&self) {
+    pub(crate) async fn exited(&self) {
         if self.reaped {
             return;
         }
@@ -315,8 +315,14 @@ impl Child {
         rc != 0 || unsafe { info.si_pid() } != 0
     }
 
+    /// A second handle on the control pipe, so the owner of a long-lived process can ask for
+    /// SIGKILL synchronously (from a `Drop`) while a task supervises the child.
+    pub(crate) fn control_copy(&self) -> Option<OwnedFd> {
+        self.control.as_ref().and_then(|c| c.try_clone().ok())
+    }
+
     /// Asks the reaper to send `SIGTERM` ([`reaper::SEND_TERM`]) or `SIGKILL` to the command's group.
-    fn signal(&self, byte: u8) {
+    pub(crate) fn signal(&self, byte: u8) {
         if let Some(control) = &self.control {
             reaper::send(control, byte);
         }
@@ -324,7 +330,7 @@ impl Child {
 
     /// Reaps the reaper and returns the command's wait status and the resource usage of
     /// everything the run reaped. Called once the reaper has exited.
-    async fn reap(&mut self) -> (Option<libc::c_int>, Option<ResourceUsage>) {
+    pub(crate) async fn reap(&mut self) -> (Option<libc::c_int>, Option<ResourceUsage>) {
         loop {
             let mut status: libc::c_int = 0;
             // SAFETY: waiting on our own child with a valid out-pointer.

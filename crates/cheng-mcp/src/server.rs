@@ -211,7 +211,9 @@ impl Server {
             workspace: self.workspace.clone(),
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
-            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
+            // The connection's scope, so a card can name what it refers to (write_stdin's session)
+            // and is the card the run itself draws.
+            scope: self.scope.clone(),
             output: cheng_node::Output::off(),
         };
         match validated.planned_card(&tool.name, &card_ctx) {

@@ -26,12 +26,14 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
 fn nodes_lists_every_registered_node_sorted() {
     let expected = [
         "tools/code_shell",
+        "tools/exec_command",
         "tools/runtime",
         "tools/workspace_git",
         "tools/workspace_markdown",
         "tools/workspace_preview",
         "tools/workspace_shell",
         "tools/workspace_tests",
+        "tools/write_stdin",
     ];
     assert_eq!(node_ids(&[]), expected);
     let mut with_gates: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

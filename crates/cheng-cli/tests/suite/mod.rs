@@ -29,4 +29,5 @@ mod term_bugs;
 mod truncation;
 mod mcp;
 mod mcp_live;
+mod sessions;
 mod tty;

@@ -482,16 +482,14 @@ impl Sandbox {
             .unwrap_or_else(|e| Err(audit::AuditError(format!("the audit after the run stopped: {e}"))))
     }
 
-    /// One start of bwrap with `args` and `rlimits`, joining the cgroup group of `procs` when
-    /// given, through the idmapped mounts when there are any. Returns the output and the setup time.
-    async fn attempt(
+    /// The bwrap process of one start: `args`, `rlimits`, the cgroup of `procs`, the seccomp
+    /// program and the files bwrap copies in.
+    fn spec(
         &self,
         args: Vec<OsString>,
         rlimits: Vec<crate::Rlimit>,
         procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
-        cancel: &CancellationToken,
-        idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
-    ) -> Result<(ProcessOutput, Duration), String> {
+    ) -> Result<ProcessSpec, String> {
         let spec = ProcessSpec::new(&self.bwrap, args, "/")
             .env(self.env.clone())
             .timeout(self.request.timeout)
@@ -508,7 +506,49 @@ impl Sandbox {
             })?;
             inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
         }
-        let spec = ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec };
+        Ok(ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec })
+    }
+
+    /// Starts the plan as a long-lived process ([`crate::live::LiveProcess`], a session) with
+    /// `request.timeout` as its lifetime, killed when `cancel` fires or the handle drops. Returns
+    /// it with what must live as long as it does (this sandbox: its masking placeholders).
+    ///
+    /// Fails closed ([`ErrorKind::SandboxUnavailable`], nothing runs) where a session cannot be
+    /// sandboxed as a single run would be: a writable workspace (the audit runs after a run) or
+    /// a view that needs an idmapped mount (made from a thread of its own for one run).
+    pub fn start_live(
+        mut self,
+        cancel: CancellationToken,
+    ) -> Result<(crate::live::LiveProcess, Box<dyn std::any::Any + Send + Sync>), NodeError> {
+        if self.request.writable {
+            return Err(unavailable("a sandboxed session cannot have a writable workspace (its writes are audited after a run ends); nothing ran"));
+        }
+        if !self.idmaps.is_empty() {
+            let paths: Vec<String> = self.idmaps.iter().map(|t| t.path.display().to_string()).collect();
+            return Err(unavailable(format!(
+                "a sandboxed session cannot show {} through an idmapped mount (needed because the sandbox user may not enter it); nothing ran. Let others list and enter it (chmod o+rx), or start the session without the sandbox",
+                paths.join(", ")
+            )));
+        }
+        // A per-run memory group is never asked for here (no delegated cgroup in the request).
+        drop(self.group.take());
+        let spec = self.spec(self.args.clone(), self.rlimits.clone(), None).map_err(|e| unavailable(format!("{e}; nothing ran")))?;
+        let process = crate::live::LiveProcess::start(spec, cancel)
+            .map_err(|e| unavailable(format!("bubblewrap could not be started: {e}; nothing ran")))?;
+        Ok((process, Box::new(self)))
+    }
+
+    /// One start of bwrap with `args` and `rlimits`, joining the cgroup group of `procs` when
+    /// given, through the idmapped mounts when there are any. Returns the output and the setup time.
+    async fn attempt(
+        &self,
+        args: Vec<OsString>,
+        rlimits: Vec<crate::Rlimit>,
+        procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
+        cancel: &CancellationToken,
+        idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
+    ) -> Result<(ProcessOutput, Duration), String> {
+        let spec = self.spec(args, rlimits, procs)?;
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {
             Ok((crate::run(spec, cancel).await, setup))

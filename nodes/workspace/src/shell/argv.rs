@@ -8,7 +8,7 @@ use crate::program::{check_args, check_program};
 use cheng_node::{input, NodeError, Values};
 
 /// Applies the command / shell_string / whitelist rules and returns the argv to run.
-pub(super) fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> {
+pub(crate) fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> {
     let command = input::non_empty_str(input, "command");
     let shell_string = input::opt_str(input, "shell_string").filter(|s| !s.trim().is_empty());
     let args = input::string_list(input, "args")?;

@@ -41,7 +41,7 @@
 //!   still a full output object (`success:false`, `error_kind`, `terminal`, `error`) with stdout
 //!   and stderr intact; only validation and policy failures are returned as errors.
 
-mod argv;
+pub(crate) mod argv;
 mod split;
 
 use argv::argv_from_input;
@@ -64,7 +64,7 @@ use crate::program::MAX_TIMEOUT_MS;
 
 /// `timeout_ms`: the spec is the only place its default (60000) and range live.
 const TIMEOUT_MS: PortSpec = crate::program::timeout_ms("Wall-clock budget in ms (default 60000, max 600000).", "60000");
-const ALLOW_SHELL_STRING: PortSpec = PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
+pub(crate) const ALLOW_SHELL_STRING: PortSpec = PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
     .default("false")
     .audience(Audience::Author)
     .control(Control::Switch);
@@ -172,7 +172,7 @@ fn env_name_matches(pattern: &str, name: &str) -> bool {
 
 /// Every name in `env` must be on the baseline or on the operator's `env_allow` for this node.
 /// (Loader and hook variables were refused before this, whatever any list says.)
-fn check_env_allowed<'a>(node_type: &str, names: impl Iterator<Item = &'a String>) -> Result<(), NodeError> {
+pub(crate) fn check_env_allowed<'a>(node_type: &str, names: impl Iterator<Item = &'a String>) -> Result<(), NodeError> {
     let policy = cheng_node::policy::current();
     let (allowed, source) = policy.env_allow(node_type);
     for name in names {
