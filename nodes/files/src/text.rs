@@ -216,7 +216,7 @@ fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
 }
 
 fn decode_utf16(body: &[u8], le: bool) -> Result<String, TextError> {
-    if body.len() % 2 != 0 {
+    if !body.len().is_multiple_of(2) {
         return Err(TextError::Undecodable("its UTF-16 has an odd number of bytes".into()));
     }
     let units = body.chunks_exact(2).map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) });
@@ -226,7 +226,7 @@ fn decode_utf16(body: &[u8], le: bool) -> Result<String, TextError> {
 }
 
 fn decode_utf32(body: &[u8], le: bool) -> Result<String, TextError> {
-    if body.len() % 4 != 0 {
+    if !body.len().is_multiple_of(4) {
         return Err(TextError::Undecodable("its UTF-32 length is not a multiple of 4 bytes".into()));
     }
     body.chunks_exact(4)
