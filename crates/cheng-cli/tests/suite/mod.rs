@@ -11,6 +11,7 @@ mod escapes;
 mod fail_on;
 mod failure_outputs;
 mod files;
+mod files_mcp;
 mod fd_hygiene;
 mod git;
 mod git_confinement;
