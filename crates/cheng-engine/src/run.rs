@@ -27,6 +27,18 @@ use tokio::task::JoinSet;
 /// How long a node may take to wind down after cancellation before the engine gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
+/// One lock per workspace for nodes whose effects are [`cheng_node::Effects::Serial`]: held from
+/// the approval card to the end of `run`, so two of them never run at once on one workspace,
+/// whichever graph run or server call started them (the card's diff is computed on what the
+/// previous one left).
+fn serial_lock(workspace: &Path) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: std::sync::OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> = std::sync::OnceLock::new();
+    let locks = LOCKS.get_or_init(Default::default);
+    // A poisoned map is still a valid map.
+    let mut locks = locks.lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(locks.entry(workspace.to_path_buf()).or_default())
+}
+
 /// Everything a run needs besides the graph.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -384,6 +396,10 @@ async fn execute(
     let cancel = ctx.cancel.clone();
     let work = async {
         let input = input?;
+        let _serial = match spec.effects.serial() {
+            true => Some(serial_lock(&ctx.workspace).lock_owned().await),
+            false => None,
+        };
         let mut ctx = ctx;
         if let Some(card) = approval_card(node.as_ref(), &ctx, &input, &asked)? {
             if ctx.approver.decide(&card).await != Decision::Approved {

@@ -46,6 +46,7 @@
 pub mod capture;
 pub mod env;
 pub mod fds;
+pub mod flock;
 pub mod kill;
 pub mod live;
 mod reaper;

@@ -11,6 +11,8 @@ mod escapes;
 mod fail_on;
 mod format_diff;
 mod failure_outputs;
+mod files;
+mod files_mcp;
 mod fd_hygiene;
 mod git;
 mod git_confinement;

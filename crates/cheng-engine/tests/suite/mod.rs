@@ -7,4 +7,5 @@ mod engine_ports;
 mod inject;
 mod live_output;
 mod schedule;
+mod serial;
 mod validation;
