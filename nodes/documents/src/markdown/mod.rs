@@ -147,8 +147,9 @@ impl Node for WorkspaceMarkdown {
                 if matches!(operation, Operation::Diagnostics | Operation::LinkCheckLocal) {
                     return many::analyze(&root, &path, operation, check);
                 }
+                let what = if path.contains(['*', '?', '[', '{']) { "is a glob" } else { "is a directory" };
                 return Err(NodeError::invalid_input(format!(
-                    "path {path:?} names many files, and {} takes one; diagnostics and link_check_local take a folder or a glob",
+                    "path {path:?} {what}, and {} takes one file; diagnostics and link_check_local take a folder or a glob",
                     operation.name()
                 )));
             }

@@ -64,7 +64,7 @@ fn many_files_are_refused_where_they_make_no_sense_or_leave_the_workspace() {
     let (_d, root, _o) = tree();
     let err = run(&WorkspaceMarkdown, &root, json!({"operation": "format_suggestions", "path": "docs"})).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
-    assert!(err.message.contains("takes one"), "{}", err.message);
+    assert!(err.message.contains("is a directory") && err.message.contains("takes one file"), "{}", err.message);
     let err = run(&WorkspaceMarkdown, &root, json!({"operation": "diagnostics", "path": "../*.md"})).unwrap_err();
     assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
     let err = run(&WorkspaceMarkdown, &root, json!({"operation": "diagnostics", "path": "docs/out/*.md"})).unwrap_err();
