@@ -3,3 +3,12 @@
 //! `tools/delete_path` (approval-gated).
 
 #![forbid(unsafe_code)]
+
+pub mod glob;
+pub mod grep;
+pub mod list_dir;
+pub mod walk;
+
+pub use glob::Glob;
+pub use grep::Grep;
+pub use list_dir::ListDir;
