@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// Largest `limit`.
 pub const MAX_LIMIT: i64 = 2000;
 
-const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching paths to return (default 100, at most 2000)")
+const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching paths to return")
     .default("100")
     .min(1)
     .max(MAX_LIMIT);

@@ -35,7 +35,7 @@ pub const MAX_LIMIT: i64 = 2000;
 /// Most symlinks leaving the workspace (or dangling) listed in `links`; the rest are counted.
 pub const MAX_REPORTED_LINKS: usize = 100;
 
-const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching files to return (default 100, at most 2000)")
+const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching files to return")
     .default("100")
     .min(1)
     .max(MAX_LIMIT);

@@ -28,10 +28,10 @@ pub const MAX_LIMIT: i64 = 2000;
 /// Longest one listing may take.
 pub const TIME_LIMIT: Duration = Duration::from_secs(30);
 
-const OFFSET: PortSpec = PortSpec::input("offset", PortType::Integer, "1-indexed number of the first entry to return (default 1)")
+const OFFSET: PortSpec = PortSpec::input("offset", PortType::Integer, "1-indexed number of the first entry to return")
     .default("1")
     .min(1);
-const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most entries to return (default 25, at most 2000)")
+const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most entries to return")
     .default("25")
     .min(1)
     .max(MAX_LIMIT);
@@ -121,8 +121,9 @@ pub struct Request {
     pub depth: usize,
 }
 
+/// What an entry is, from `lstat` (a symlink is a symlink whatever it points at).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Directory,
     File,
     Symlink,
@@ -142,7 +143,7 @@ impl Kind {
         }
     }
 
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Kind::Directory => "directory",
             Kind::File => "file",
@@ -151,7 +152,7 @@ impl Kind {
         }
     }
 
-    fn marker(self) -> &'static str {
+    pub fn marker(self) -> &'static str {
         match self {
             Kind::Directory => "/",
             Kind::Symlink => "@",
@@ -192,6 +193,12 @@ pub fn cut(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// One listing line: two spaces per level, the name cut to [`MAX_ENTRY_LENGTH`] bytes, the
+/// kind's marker (`/` directory, `@` symlink, `?` other, nothing for a file).
+pub fn entry_line(name: &str, level: usize, kind: Kind) -> String {
+    format!("{}{}{}", " ".repeat(level * INDENTATION_SPACES), cut(name, MAX_ENTRY_LENGTH), kind.marker())
 }
 
 /// Lists `request.dir_path` under `scope`, producing the node's output object.
@@ -239,7 +246,7 @@ pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         if seen > skip {
             let name = child.name.to_string_lossy();
             let shown = cut(&name, MAX_ENTRY_LENGTH);
-            let mut line = format!("{}{}{}", " ".repeat(level * INDENTATION_SPACES), shown, child.kind.marker());
+            let mut line = entry_line(&name, level, child.kind);
             let mut entry = json!({
                 "path": scope.display(&child.path),
                 "name": shown,

@@ -30,6 +30,9 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
 fn nodes_lists_every_registered_node_sorted() {
     let expected = [
         "tools/code_shell",
+        "tools/glob",
+        "tools/grep",
+        "tools/list_dir",
         "tools/runtime",
         "tools/workspace_git",
         "tools/workspace_markdown",

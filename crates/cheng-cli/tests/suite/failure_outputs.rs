@@ -10,6 +10,7 @@ use std::path::Path;
 // Linked so their `inventory` registrations are present in this test binary.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
+use cheng_nodes_files as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
@@ -48,6 +49,9 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
         "tools/workspace_preview" => {
             (none, json!({"operation": "markdown", "content": "# hi"}), json!({"operation": "markdown", "path": "missing.md"}))
         }
+        "tools/list_dir" => (none, json!({"dir_path": "."}), json!({"dir_path": "missing"})),
+        "tools/glob" => (none, json!({"pattern": "*.md"}), json!({"pattern": "[unclosed"})),
+        "tools/grep" => (none, json!({"pattern": "Title"}), json!({"pattern": "(unclosed"})),
         "tools/code_shell" => (none, json!({"script": "echo 1"}), json!({"script": "exit 3"})),
         "tools/code_python" => (none, json!({"script": "result = 1"}), json!({"script": "raise ValueError('no')"})),
         "tools/code_js" => (none, json!({"script": "1 + 1"}), json!({"script": "throw new Error('no')"})),
