@@ -118,7 +118,7 @@ fn gitignore_and_ignore_files_are_respected() {
     let (_d, root) = temp_workspace();
     write(&root, ".gitignore", "target/\n*.log\n!keep.log\n");
     write(&root, "sub/.ignore", "generated.rs\n");
-    for rel in ["target/debug/out.rs", "app.log", "keep.log", "sub/generated.rs", "sub/real.rs", "top.rs"] {
+    for rel in ["target/debug/out.rs", "app.log", "keep.log", "sub/generated.rs", "sub/real.rs", "sub/sub.log", "top.rs"] {
         write(&root, rel, "");
     }
     assert_eq!(files(&root, json!({"pattern": "**/*.rs"})), ["sub/real.rs", "top.rs"]);
@@ -126,6 +126,7 @@ fn gitignore_and_ignore_files_are_respected() {
     // Ignore files above the searched directory still apply, and an ignored directory named on
     // purpose is searched.
     assert_eq!(files(&root, json!({"pattern": "*.rs", "path": "sub"})), ["sub/real.rs"]);
+    assert_eq!(files(&root, json!({"pattern": "*.log", "path": "sub"})), Vec::<String>::new());
     assert_eq!(files(&root, json!({"pattern": "**/*.rs", "path": "target"})), ["target/debug/out.rs"]);
 }
 

@@ -88,7 +88,7 @@ fn ignore_rules_git_and_hidden_entries() {
     let (_d, root) = temp_workspace();
     write(&root, ".gitignore", "target/\n*.log\n");
     write(&root, "sub/.ignore", "secret.rs\n");
-    for rel in ["target/out.rs", "app.log", "sub/secret.rs", "sub/real.rs", ".git/config", ".git/objects/ab", ".hidden.rs", ".config/x.rs"] {
+    for rel in ["target/out.rs", "app.log", "sub/app.log", "sub/secret.rs", "sub/real.rs", ".git/config", ".git/objects/ab", ".hidden.rs", ".config/x.rs"] {
         write(&root, rel, "needle\n");
     }
     assert_eq!(found(&root, json!({"pattern": "needle"})), ["sub/real.rs"]);
