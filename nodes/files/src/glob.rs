@@ -52,6 +52,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         .default("\".\""),
         LIMIT,
         INCLUDE_HIDDEN,
+        crate::policy::READ_ROOTS,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
@@ -106,7 +107,7 @@ impl Node for Glob {
                 .map_err(|_| NodeError::internal("limit passed its range check but is not a count"))?,
             include_hidden: input::boolean(&input, &INCLUDE_HIDDEN)?,
         };
-        let scope = ReadScope::workspace(&ctx.workspace);
+        let scope = ReadScope::from_input(&ctx.workspace, &input)?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME_LIMIT, "glob walk");
         tokio::task::spawn_blocking(move || glob(&scope, &request, &budget))
             .await

@@ -61,6 +61,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         )
         .default("\".\""),
         LIMIT,
+        crate::policy::READ_ROOTS,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
@@ -115,7 +116,7 @@ impl Node for Grep {
             limit: usize::try_from(input::int(&input, &LIMIT)?)
                 .map_err(|_| NodeError::internal("limit passed its range check but is not a count"))?,
         };
-        let scope = ReadScope::workspace(&ctx.workspace);
+        let scope = ReadScope::from_input(&ctx.workspace, &input)?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME_LIMIT, "grep search");
         tokio::task::spawn_blocking(move || grep(&scope, &request, &budget))
             .await

@@ -58,6 +58,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         OFFSET,
         LIMIT,
         DEPTH,
+        crate::policy::READ_ROOTS,
         PortSpec::sandbox_root(),
     ],
     outputs: &[
@@ -100,7 +101,7 @@ impl Node for ListDir {
             limit: size(input::int(&input, &LIMIT)?, "limit")?,
             depth: size(input::int(&input, &DEPTH)?, "depth")?,
         };
-        let scope = ReadScope::workspace(&ctx.workspace);
+        let scope = ReadScope::from_input(&ctx.workspace, &input)?;
         let budget = Budget::new(ctx.cancel.clone(), TIME_LIMIT, "directory listing");
         tokio::task::spawn_blocking(move || list(&scope, &request, &budget))
             .await

@@ -13,16 +13,17 @@
 //! entries are optional. Ignore files above the workspace root, the user's global excludes and
 //! `.git/info/exclude` are not read: the walk reads nothing outside the workspace.
 
-use cheng_node::{ErrorKind, NodeError, CancellationToken};
+use crate::policy::{Access, PathPolicy};
+use cheng_node::{CancellationToken, ErrorKind, NodeError, Values};
 use ignore::WalkBuilder;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// What the search nodes may read: the workspace (canonical) plus read-only roots.
+/// What the search nodes may read: the path policy's read side (the workspace plus the
+/// author's read-only roots, [`crate::policy`]).
 #[derive(Debug, Clone)]
 pub struct ReadScope {
-    root: PathBuf,
-    read_roots: Vec<PathBuf>,
+    policy: PathPolicy,
 }
 
 /// Where a symlink met during a walk leads. The target is never opened.
@@ -59,30 +60,42 @@ impl LinkTarget {
 impl ReadScope {
     /// The workspace alone; `root` must be canonical (`RunContext::workspace` is).
     pub fn workspace(root: &Path) -> Self {
-        ReadScope { root: root.to_path_buf(), read_roots: Vec::new() }
+        ReadScope { policy: PathPolicy::new(root.to_path_buf(), Vec::new()) }
+    }
+
+    /// The scope of one call: the workspace and the config's `read_roots`.
+    pub fn from_input(workspace: &Path, input: &Values) -> Result<Self, NodeError> {
+        Ok(ReadScope { policy: PathPolicy::from_input(workspace, input)? })
     }
 
     /// Adds canonical read-only roots (links into them are readable).
-    pub fn with_read_roots(mut self, roots: Vec<PathBuf>) -> Self {
-        self.read_roots = roots;
-        self
+    pub fn with_read_roots(self, roots: Vec<PathBuf>) -> Self {
+        ReadScope { policy: PathPolicy::new(self.policy.root().to_path_buf(), roots) }
     }
 
     pub fn root(&self) -> &Path {
-        &self.root
+        self.policy.root()
     }
 
-    /// Resolves field `field`'s value (relative to the workspace, or absolute inside it; `None`,
-    /// `""` and `"."` are the root) to an existing, canonical path the node may read. A path
-    /// naming a symlink is resolved (the caller asked for it by name); one whose real path leaves
-    /// the workspace is refused.
+    /// Resolves field `field`'s value (relative to the workspace, or absolute inside it or a
+    /// read-only root; `None`, `""` and `"."` are the root) to an existing real path the node may
+    /// read, through the path policy. A path naming a symlink is resolved (the caller asked for
+    /// it by name); one whose real path leaves what the node may read is refused.
     pub fn resolve(&self, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
-        cheng_node::paths::resolve_existing(&self.root, rel, field)
+        let rel = rel.filter(|r| !r.is_empty()).unwrap_or(".");
+        let target = self.policy.resolve(rel, field, Access::Read)?;
+        match std::fs::metadata(&target.real) {
+            Ok(_) => Ok(target.real),
+            Err(e) => {
+                let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::InvalidInput };
+                Err(NodeError::new(kind, format!("{field} {rel:?} does not exist in the workspace: {e}")))
+            }
+        }
     }
 
     /// Whether the real (canonical) path `real` may be read.
     pub fn may_read(&self, real: &Path) -> bool {
-        real.starts_with(&self.root) || self.read_roots.iter().any(|r| real.starts_with(r))
+        real.starts_with(self.root()) || self.policy.read_roots().iter().any(|r| real.starts_with(r))
     }
 
     /// Where the symlink `link` leads, decided on its fully resolved real path.
@@ -96,7 +109,7 @@ impl ReadScope {
 
     /// `path` relative to the workspace for outputs (`.` for the root).
     pub fn display(&self, path: &Path) -> String {
-        cheng_node::paths::display_relative(&self.root, path)
+        cheng_node::paths::display_relative(self.root(), path)
     }
 }
 
