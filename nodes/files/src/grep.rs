@@ -24,6 +24,8 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch}
 use ignore::WalkState;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -176,8 +178,8 @@ impl Include {
 
 #[derive(Default)]
 struct Found {
-    /// (newest first, then path): the `limit` smallest are kept.
-    files: Option<TopK<(Reverse<SystemTime>, PathBuf)>>,
+    /// (newest first, then path bytes): the `limit` smallest are kept.
+    files: Option<TopK<(Reverse<SystemTime>, Vec<u8>)>>,
     links: Vec<(PathBuf, LinkTarget)>,
     links_total: usize,
 }
@@ -246,7 +248,7 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
                     let modified = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
                     let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(files) = found.files.as_mut() {
-                        files.push((Reverse(modified), path.to_path_buf()));
+                        files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
                     }
                 }
                 Ok(false) => {}
@@ -264,7 +266,7 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     let top = found.files.take().unwrap_or_else(|| TopK::new(0));
     let total = top.total();
     let matches = top.into_sorted();
-    let lines: Vec<String> = matches.iter().map(|(_, path)| scope.display(path)).collect();
+    let lines: Vec<String> = matches.iter().map(|(_, bytes)| scope.display(Path::new(OsStr::from_bytes(bytes)))).collect();
     let (mut content, kept) = fit_lines(&lines, MAX_CONTENT_BYTES);
     let truncated = kept < total;
     if total == 0 {
