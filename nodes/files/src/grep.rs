@@ -6,7 +6,8 @@
 //! a regular expression (Rust regex syntax, as ripgrep's), `include` an optional glob limiting
 //! the files searched, `path` the directory (or file) to search, `limit` how many files to
 //! return (default 100, at most 2000). The search uses ripgrep's own crates (`grep-regex`,
-//! `grep-searcher`) over [`crate::walk::walker`]'s walk, in parallel: `.gitignore` and `.ignore`
+//! `grep-searcher`) over [`crate::walk::walker`]'s walk (one thread walks, one searcher per CPU
+//! searches): `.gitignore` and `.ignore`
 //! respected, `.git` and hidden entries skipped, binary files (a NUL byte) skipped as ripgrep
 //! skips them, symlinks never followed (links leaving the workspace or dangling are reported,
 //! never read).
@@ -21,7 +22,6 @@ use globset::GlobSet;
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
-use ignore::WalkState;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::ffi::OsStr;
@@ -34,6 +34,8 @@ use std::time::SystemTime;
 /// Default and largest `limit` (Codex's DEFAULT_LIMIT and MAX_LIMIT).
 pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 2000;
+/// Files handed to a searcher thread at a time (a hand-over costs a lock and maybe a wake-up).
+const BATCH: usize = 16;
 /// Most symlinks leaving the workspace (or dangling) listed in `links`; the rest are counted.
 pub const MAX_REPORTED_LINKS: usize = 100;
 
@@ -204,30 +206,65 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     let found = Mutex::new(Found { files: Some(TopK::new(request.limit)), ..Found::default() });
     let stopped = AtomicBool::new(false);
     let unreadable = AtomicUsize::new(0);
+    // One thread walks (the walk costs a few percent of the search) and hands regular files, in
+    // batches, to `threads` searchers over a bounded channel; a blocked searcher wakes as soon
+    // as a batch arrives.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(12);
-    walker(scope, &base, false).threads(threads).build_parallel().run(|| {
-        let mut searcher = searcher();
-        let matcher = matcher.clone();
-        let include = include.clone();
-        let (found, stopped, unreadable, base) = (&found, &stopped, &unreadable, &base);
-        let mut visited = 0usize;
-        Box::new(move |entry| {
-            visited += 1;
-            if visited % 64 == 0 && budget.exhausted() {
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+    let receiver = Mutex::new(receiver);
+    let search_one = |searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path| match file_matches(searcher, matcher, path) {
+        Ok(true) => {
+            // A regular file (the walk never follows links): its own modification time.
+            let modified = std::fs::symlink_metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(files) = found.files.as_mut() {
+                files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
+            }
+        }
+        Ok(false) => {}
+        Err(_) => {
+            unreadable.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    std::thread::scope(|s| {
+        let mut searchers = 0;
+        for _ in 0..threads {
+            let (receiver, stopped, matcher, search_one) = (&receiver, &stopped, &matcher, &search_one);
+            let spawned = std::thread::Builder::new().name("grep-search".into()).spawn_scoped(s, move || {
+                let mut searcher = searcher();
+                let matcher = matcher.clone();
+                loop {
+                    let next = receiver.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(batch) = next else { break };
+                    for path in batch {
+                        if stopped.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        search_one(&mut searcher, &matcher, &path);
+                    }
+                }
+            });
+            searchers += usize::from(spawned.is_ok());
+        }
+        // Without a searcher thread (none could be started) this thread searches itself.
+        let mut inline = (searchers == 0).then(|| (searcher(), matcher.clone()));
+        let mut batch = Vec::with_capacity(BATCH);
+        for (n, entry) in walker(scope, &base, false).build().enumerate() {
+            if n % 64 == 0 && budget.exhausted() {
                 stopped.store(true, Ordering::Relaxed);
-                return WalkState::Quit;
+                break;
             }
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(_) => {
                     unreadable.fetch_add(1, Ordering::Relaxed);
-                    return WalkState::Continue;
+                    continue;
                 }
             };
-            let Some(kind) = entry.file_type() else { return WalkState::Continue };
+            let Some(kind) = entry.file_type() else { continue };
             let path = entry.path();
-            if include.as_ref().is_some_and(|inc| !kind.is_dir() && !inc.matches(path, base)) {
-                return WalkState::Continue;
+            if include.as_ref().is_some_and(|inc| !kind.is_dir() && !inc.matches(path, &base)) {
+                continue;
             }
             if kind.is_symlink() {
                 let target = scope.link(path);
@@ -238,26 +275,26 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
                         found.links.push((path.to_path_buf(), target));
                     }
                 }
-                return WalkState::Continue;
+                continue;
             }
             if !kind.is_file() {
-                return WalkState::Continue;
+                continue;
             }
-            match file_matches(&mut searcher, &matcher, path) {
-                Ok(true) => {
-                    let modified = entry.metadata().ok().and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-                    let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(files) = found.files.as_mut() {
-                        files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
+            match inline.as_mut() {
+                Some((searcher, matcher)) => search_one(searcher, matcher, path),
+                None => {
+                    batch.push(entry.into_path());
+                    if batch.len() == BATCH && sender.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                        break;
                     }
                 }
-                Ok(false) => {}
-                Err(_) => {
-                    unreadable.fetch_add(1, Ordering::Relaxed);
-                }
             }
-            WalkState::Continue
-        })
+        }
+        if !batch.is_empty() {
+            // The searchers only stop once the sender is gone, so this cannot fail.
+            let _ = sender.send(batch);
+        }
+        drop(sender);
     });
     if stopped.load(Ordering::Relaxed) {
         budget.check()?;

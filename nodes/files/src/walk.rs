@@ -236,17 +236,20 @@ pub fn fit_lines(lines: &[String], max_bytes: usize) -> (String, usize) {
 }
 
 /// Keeps the `k` smallest items pushed (in `Ord` order) and counts all of them; memory stays
-/// `O(k)` however many are pushed.
+/// `O(k)` however many are pushed. Items collect in a buffer of up to `2k`; when it is full, the
+/// `k` smallest are selected in linear time and the rest dropped, so a push costs `O(1)`
+/// amortised and the final sort sees at most `2k` items (already in order when the walk
+/// produced them in order, which the sort detects).
 #[derive(Debug)]
 pub struct TopK<T: Ord> {
     k: usize,
-    heap: std::collections::BinaryHeap<T>,
+    items: Vec<T>,
     total: usize,
 }
 
 impl<T: Ord> TopK<T> {
     pub fn new(k: usize) -> Self {
-        TopK { k, heap: std::collections::BinaryHeap::with_capacity(k.min(4096) + 1), total: 0 }
+        TopK { k, items: Vec::with_capacity(k.min(4096)), total: 0 }
     }
 
     pub fn push(&mut self, item: T) {
@@ -254,11 +257,10 @@ impl<T: Ord> TopK<T> {
         if self.k == 0 {
             return;
         }
-        if self.heap.len() < self.k {
-            self.heap.push(item);
-        } else if self.heap.peek().is_some_and(|largest| item < *largest) {
-            self.heap.pop();
-            self.heap.push(item);
+        self.items.push(item);
+        if self.items.len() >= 2 * self.k {
+            self.items.select_nth_unstable(self.k - 1);
+            self.items.truncate(self.k);
         }
     }
 
@@ -268,8 +270,10 @@ impl<T: Ord> TopK<T> {
     }
 
     /// The kept items, smallest first.
-    pub fn into_sorted(self) -> Vec<T> {
-        self.heap.into_sorted_vec()
+    pub fn into_sorted(mut self) -> Vec<T> {
+        self.items.sort();
+        self.items.truncate(self.k);
+        self.items
     }
 }
 
@@ -303,6 +307,14 @@ mod tests {
         }
         assert_eq!(top.total(), 7);
         assert_eq!(top.into_sorted(), [1, 2, 3]);
+        let mut top = TopK::new(100);
+        for n in (0..10_000).rev() {
+            top.push(n);
+        }
+        assert_eq!(top.into_sorted(), (0..100).collect::<Vec<_>>());
+        let mut none = TopK::new(0);
+        none.push(1);
+        assert_eq!((none.total(), none.into_sorted()), (1, Vec::<i32>::new()));
     }
 
     #[test]
