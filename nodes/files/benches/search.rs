@@ -66,7 +66,7 @@ fn generate(root: &Path) -> usize {
                 }
                 text.push('\n');
             }
-            if n % NEEDLE_EVERY == 0 {
+            if n.is_multiple_of(NEEDLE_EVERY) {
                 text.push_str(&format!("    // needle_{n}_marker\n"));
                 needles += 1;
             }

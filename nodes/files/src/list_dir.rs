@@ -228,7 +228,7 @@ pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
             stack.pop();
             continue;
         };
-        if seen % 256 == 0 {
+        if seen.is_multiple_of(256) {
             budget.check()?;
         }
         seen += 1;
