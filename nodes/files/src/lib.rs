@@ -28,16 +28,26 @@
 
 pub mod atomic;
 pub mod card;
+pub mod delete_path;
+pub mod edit_file;
+pub mod files;
 pub mod freshness;
 pub mod glob;
 pub mod grep;
 pub mod list_dir;
 pub mod policy;
+pub mod read_file;
 pub mod syntax;
 pub mod tag;
 pub mod text;
 pub mod walk;
+pub mod write_file;
+pub mod writer;
 
+pub use delete_path::DeletePath;
+pub use edit_file::EditFile;
 pub use glob::Glob;
 pub use grep::Grep;
 pub use list_dir::ListDir;
+pub use read_file::ReadFile;
+pub use write_file::WriteFile;

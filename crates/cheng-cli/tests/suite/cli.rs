@@ -30,15 +30,19 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
 fn nodes_lists_every_registered_node_sorted() {
     let expected = [
         "tools/code_shell",
+        "tools/delete_path",
+        "tools/edit_file",
         "tools/glob",
         "tools/grep",
         "tools/list_dir",
+        "tools/read_file",
         "tools/runtime",
         "tools/workspace_git",
         "tools/workspace_markdown",
         "tools/workspace_preview",
         "tools/workspace_shell",
         "tools/workspace_tests",
+        "tools/write_file",
     ];
     assert_eq!(node_ids(&[]), expected);
     let mut with_gates: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

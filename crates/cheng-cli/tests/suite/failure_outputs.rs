@@ -52,6 +52,10 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
         "tools/list_dir" => (none, json!({"dir_path": "."}), json!({"dir_path": "missing"})),
         "tools/glob" => (none, json!({"pattern": "*.md"}), json!({"pattern": "[unclosed"})),
         "tools/grep" => (none, json!({"pattern": "Title"}), json!({"pattern": "(unclosed"})),
+        "tools/read_file" => (none, json!({"file_path": "README.md"}), json!({"file_path": "missing.md"})),
+        "tools/write_file" => (none, json!({"file_path": "new.txt", "content": "x"}), json!({"file_path": ".git/x", "content": "x"})),
+        "tools/edit_file" => (none, json!({"file_path": "README.md", "old": "Text.", "new": "Words."}), json!({"file_path": "README.md", "old": "absent", "new": "x"})),
+        "tools/delete_path" => (none, json!({"path": "scratch.txt"}), json!({"path": "missing.txt"})),
         "tools/code_shell" => (none, json!({"script": "echo 1"}), json!({"script": "exit 3"})),
         "tools/code_python" => (none, json!({"script": "result = 1"}), json!({"script": "raise ValueError('no')"})),
         "tools/code_js" => (none, json!({"script": "1 + 1"}), json!({"script": "throw new Error('no')"})),
@@ -92,6 +96,7 @@ fn run(id: &str, ws: &Path, config: &Value, input: &Value) -> Value {
 fn every_node_fills_the_failure_outputs_the_same_way() {
     let (_dir, ws) = temp_workspace();
     std::fs::write(ws.join("README.md"), "# Title\n\nText.\n").expect("write");
+    std::fs::write(ws.join("scratch.txt"), "delete me\n").expect("write");
     if on_path("git") {
         git(&ws, &["init", "-q"]);
     }

@@ -11,6 +11,7 @@ mod search;
 mod escapes;
 mod fail_on;
 mod failure_outputs;
+mod files;
 mod fd_hygiene;
 mod git;
 mod git_confinement;

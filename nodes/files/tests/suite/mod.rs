@@ -1,3 +1,14 @@
+mod support;
+
+mod delete;
+mod edit;
+mod encodings;
+mod freshness;
+mod half_way;
+mod read;
+mod symlinks;
+mod write;
+
 mod search_glob;
 mod search_grep;
 mod search_list_dir;
