@@ -13,6 +13,7 @@
 //! - [`freshness`]: the gate that refuses changes to files the model has not seen as they are.
 //! - [`syntax`]: the "not worse" gate for JSON, TOML, YAML and XML.
 //! - [`card`]: approval cards with a bounded unified diff.
+//! - [`walk`]: the directory walk and symlink reporting `list_dir`, `glob` and `grep` share.
 //! - [`files`]: reading a workspace file for editing, and the write step every writer shares.
 //!
 //! ```
@@ -31,15 +32,22 @@ pub mod delete_path;
 pub mod edit_file;
 pub mod files;
 pub mod freshness;
+pub mod glob;
+pub mod grep;
+pub mod list_dir;
 pub mod policy;
 pub mod read_file;
 pub mod syntax;
 pub mod tag;
 pub mod text;
+pub mod walk;
 pub mod write_file;
 pub mod writer;
 
 pub use delete_path::DeletePath;
 pub use edit_file::EditFile;
+pub use glob::Glob;
+pub use grep::Grep;
+pub use list_dir::ListDir;
 pub use read_file::ReadFile;
 pub use write_file::WriteFile;

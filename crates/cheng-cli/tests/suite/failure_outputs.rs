@@ -49,6 +49,9 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
         "tools/workspace_preview" => {
             (none, json!({"operation": "markdown", "content": "# hi"}), json!({"operation": "markdown", "path": "missing.md"}))
         }
+        "tools/list_dir" => (none, json!({"dir_path": "."}), json!({"dir_path": "missing"})),
+        "tools/glob" => (none, json!({"pattern": "*.md"}), json!({"pattern": "[unclosed"})),
+        "tools/grep" => (none, json!({"pattern": "Title"}), json!({"pattern": "(unclosed"})),
         "tools/read_file" => (none, json!({"file_path": "README.md"}), json!({"file_path": "missing.md"})),
         "tools/write_file" => (none, json!({"file_path": "new.txt", "content": "x"}), json!({"file_path": ".git/x", "content": "x"})),
         "tools/edit_file" => (none, json!({"file_path": "README.md", "old": "Text.", "new": "Words."}), json!({"file_path": "README.md", "old": "absent", "new": "x"})),

@@ -7,6 +7,7 @@ mod code_shell;
 mod conventions;
 mod policy;
 mod schema_meta;
+mod search;
 mod escapes;
 mod fail_on;
 mod format_diff;

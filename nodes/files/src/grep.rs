@@ -1,0 +1,363 @@
+//! `tools/grep`: workspace files containing a regular expression, newest-modified first.
+//! Read-only.
+//!
+//! The contract is Codex CLI's `grep_files` handler (seed 002), which runs `rg
+//! --files-with-matches --sortr=modified --regexp PATTERN [--glob INCLUDE] -- PATH`: `pattern` is
+//! a regular expression (Rust regex syntax, as ripgrep's), `include` an optional glob limiting
+//! the files searched, `path` the directory (or file) to search, `limit` how many files to
+//! return (default 100, at most 2000). The search uses ripgrep's own crates (`grep-regex`,
+//! `grep-searcher`) over [`crate::walk::walker`]'s walk (one thread walks, one searcher per CPU
+//! searches): `.gitignore` and `.ignore`
+//! respected, `.git` and hidden entries skipped, binary files (a NUL byte) skipped as ripgrep
+//! skips them, symlinks never followed (links leaving the workspace or dangling are reported,
+//! never read).
+//!
+//! Unlike `rg --glob`, `include` never overrides the ignore rules: an ignored file stays unsearched.
+
+use crate::glob::{candidate, compile, plural};
+use crate::walk::{fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT};
+use cheng_node::input::{self, non_empty_str};
+use cheng_node::{failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use globset::GlobSet;
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// Default and largest `limit` (Codex's DEFAULT_LIMIT and MAX_LIMIT).
+pub const DEFAULT_LIMIT: i64 = 100;
+pub const MAX_LIMIT: i64 = 2000;
+/// Files handed to a searcher thread at a time (a hand-over costs a lock and maybe a wake-up).
+const BATCH: usize = 16;
+/// Most symlinks leaving the workspace (or dangling) listed in `links`; the rest are counted.
+pub const MAX_REPORTED_LINKS: usize = 100;
+
+const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching files to return")
+    .default("100")
+    .min(1)
+    .max(MAX_LIMIT);
+
+pub static SPEC: NodeSpec = NodeSpec {
+    id: "tools/grep",
+    title: "Grep",
+    description: "Find workspace files whose content matches a regular expression, newest-modified first (ripgrep's engine): optional include glob, limit default 100 (at most 2000). .gitignore and .ignore are respected; .git, hidden entries and binary files are skipped; symlinks are never followed (links leaving the workspace are reported, not read). Read-only.",
+    category: "files",
+    inputs: &[
+        PortSpec::input("pattern", PortType::String, "Regular expression to search for (Rust regex syntax, as ripgrep's), e.g. fn\\s+main")
+            .required(),
+        PortSpec::input(
+            "include",
+            PortType::String,
+            "Glob limiting the files searched, e.g. *.rs or src/**/*.{ts,tsx}; without / it matches file names at any depth",
+        )
+        .default("null"),
+        PortSpec::input(
+            "path",
+            PortType::String,
+            "Directory or file to search, relative to the workspace root or absolute inside it (default: the root)",
+        )
+        .default("\".\""),
+        LIMIT,
+        crate::policy::READ_ROOTS,
+        PortSpec::sandbox_root(),
+    ],
+    outputs: &[
+        PortSpec::output("path", PortType::String, "The directory or file searched, relative to the workspace root"),
+        failure::success("Whether the search ran (no match is still a success)"),
+        PortSpec::output("summary", PortType::String, "Human-readable summary: how many files matched and how many are shown"),
+        PortSpec::output(
+            "content",
+            PortType::String,
+            "Matching files relative to the workspace root, newest-modified first, one per line, or `No matches found.`",
+        ),
+        PortSpec::output("files", PortType::Array(&PortType::String), "Matching files, relative to the workspace root, newest-modified first"),
+        PortSpec::output(
+            "links",
+            PortType::Any,
+            "Symlinks met that were not searched because they leave the workspace or dangle: path and link (outside, dangling)",
+        ),
+        PortSpec::output("total", PortType::Integer, "How many files matched in all"),
+        PortSpec::output("truncated", PortType::Boolean, "True when fewer files are returned than matched (limit or output size)"),
+        failure::ERROR_KIND,
+        failure::TERMINAL,
+        failure::ERROR,
+    ],
+    gate: None,
+    effects: Effects::ReadOnly,
+};
+
+pub struct Grep;
+
+cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&Grep) }
+
+/// One grep request, defaults applied.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub pattern: String,
+    pub include: Option<String>,
+    pub path: Option<String>,
+    pub limit: usize,
+}
+
+#[cheng_node::async_trait]
+impl Node for Grep {
+    fn spec(&self) -> &'static NodeSpec {
+        &SPEC
+    }
+
+    async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        let request = Request {
+            pattern: non_empty_str(&input, "pattern").unwrap_or_default().to_string(),
+            include: non_empty_str(&input, "include").map(str::to_string),
+            path: non_empty_str(&input, "path").map(str::to_string),
+            limit: usize::try_from(input::int(&input, &LIMIT)?)
+                .map_err(|_| NodeError::internal("limit passed its range check but is not a count"))?,
+        };
+        let scope = ReadScope::from_input(&ctx.workspace, &input)?;
+        let budget = Budget::new(ctx.cancel.clone(), WALK_TIME_LIMIT, "grep search");
+        tokio::task::spawn_blocking(move || grep(&scope, &request, &budget))
+            .await
+            .map_err(|e| NodeError::internal(format!("the grep search stopped unexpectedly: {e}")))?
+    }
+}
+
+/// Compiles `pattern` as ripgrep does by default (line-oriented, case-sensitive).
+pub fn matcher(pattern: &str) -> Result<RegexMatcher, NodeError> {
+    RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(pattern).map_err(|e| {
+        NodeError::invalid_input(format!(
+            "pattern {pattern:?} is not a valid regular expression: {e}; escape regex characters such as ( [ {{ . * + ? with \\ to match them literally"
+        ))
+    })
+}
+
+/// Stops a search at its first match and remembers there was one.
+struct FirstMatch(bool);
+
+impl Sink for FirstMatch {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, _mat: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        self.0 = true;
+        Ok(false)
+    }
+}
+
+fn searcher() -> Searcher {
+    SearcherBuilder::new().binary_detection(BinaryDetection::quit(b'\x00')).line_number(false).build()
+}
+
+/// Whether the file at `path` contains a match (binary files never do).
+pub fn file_matches(searcher: &mut Searcher, matcher: &impl Matcher, path: &Path) -> std::io::Result<bool> {
+    let mut sink = FirstMatch(false);
+    searcher.search_path(matcher, path, &mut sink)?;
+    Ok(sink.0)
+}
+
+/// The include glob and what it is matched against.
+#[derive(Clone)]
+struct Include {
+    set: GlobSet,
+    /// A glob without `/` matches file names; one with `/` the path relative to the search.
+    by_name: bool,
+}
+
+impl Include {
+    fn matches(&self, path: &Path, base: &Path) -> bool {
+        if self.by_name {
+            path.file_name().is_some_and(|name| self.set.is_match(Path::new(name)))
+        } else {
+            self.set.is_match(candidate(path, base))
+        }
+    }
+}
+
+#[derive(Default)]
+struct Found {
+    /// (newest first, then path bytes): the `limit` smallest are kept.
+    files: Option<TopK<(Reverse<SystemTime>, Vec<u8>)>>,
+    links: Vec<(PathBuf, LinkTarget)>,
+    links_total: usize,
+}
+
+/// Runs one search under `scope`, producing the node's output object.
+pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Values, NodeError> {
+    let pattern = request.pattern.trim();
+    if pattern.is_empty() {
+        return Err(NodeError::invalid_input("pattern is required: a regular expression such as fn\\s+main"));
+    }
+    let matcher = matcher(pattern)?;
+    let include = match request.include.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
+        None => None,
+        Some(glob) => {
+            let glob = glob.strip_prefix("./").unwrap_or(glob);
+            Some(Include { set: compile(glob, "include")?, by_name: !glob.contains('/') })
+        }
+    };
+    let base = scope.resolve(request.path.as_deref(), "path")?;
+    let shown_base = scope.display(&base);
+
+    let found = Mutex::new(Found { files: Some(TopK::new(request.limit)), ..Found::default() });
+    let stopped = AtomicBool::new(false);
+    let unreadable = AtomicUsize::new(0);
+    // One thread walks (the walk costs a few percent of the search) and hands regular files, in
+    // batches, to `threads` searchers over a bounded channel; a blocked searcher wakes as soon
+    // as a batch arrives.
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(12);
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
+    let receiver = Mutex::new(receiver);
+    let search_one = |searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path| match file_matches(searcher, matcher, path) {
+        Ok(true) => {
+            // A regular file (the walk never follows links): its own modification time.
+            let modified = std::fs::symlink_metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(files) = found.files.as_mut() {
+                files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
+            }
+        }
+        Ok(false) => {}
+        Err(_) => {
+            unreadable.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    std::thread::scope(|s| {
+        let mut searchers = 0;
+        for _ in 0..threads {
+            let (receiver, stopped, matcher, search_one) = (&receiver, &stopped, &matcher, &search_one);
+            let spawned = std::thread::Builder::new().name("grep-search".into()).spawn_scoped(s, move || {
+                let mut searcher = searcher();
+                let matcher = matcher.clone();
+                loop {
+                    let next = receiver.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(batch) = next else { break };
+                    for path in batch {
+                        if stopped.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        search_one(&mut searcher, &matcher, &path);
+                    }
+                }
+            });
+            searchers += usize::from(spawned.is_ok());
+        }
+        // Without a searcher thread (none could be started) this thread searches itself.
+        let mut inline = (searchers == 0).then(|| (searcher(), matcher.clone()));
+        let mut batch = Vec::with_capacity(BATCH);
+        for (n, entry) in walker(scope, &base, false).build().enumerate() {
+            if n % 64 == 0 && budget.exhausted() {
+                stopped.store(true, Ordering::Relaxed);
+                break;
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(_) => {
+                    unreadable.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            };
+            let Some(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if include.as_ref().is_some_and(|inc| !kind.is_dir() && !inc.matches(path, &base)) {
+                continue;
+            }
+            if kind.is_symlink() {
+                let target = scope.link(path);
+                if !matches!(target, LinkTarget::Readable(_)) {
+                    let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+                    found.links_total += 1;
+                    if found.links.len() < MAX_REPORTED_LINKS {
+                        found.links.push((path.to_path_buf(), target));
+                    }
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            match inline.as_mut() {
+                Some((searcher, matcher)) => search_one(searcher, matcher, path),
+                None => {
+                    batch.push(entry.into_path());
+                    if batch.len() == BATCH && sender.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            // The searchers only stop once the sender is gone, so this cannot fail.
+            let _ = sender.send(batch);
+        }
+        drop(sender);
+    });
+    if stopped.load(Ordering::Relaxed) {
+        budget.check()?;
+    }
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let top = found.files.take().unwrap_or_else(|| TopK::new(0));
+    let total = top.total();
+    let matches = top.into_sorted();
+    let lines: Vec<String> = matches.iter().map(|(_, bytes)| scope.display(Path::new(OsStr::from_bytes(bytes)))).collect();
+    let (mut content, kept) = fit_lines(&lines, MAX_CONTENT_BYTES);
+    let truncated = kept < total;
+    if total == 0 {
+        content = "No matches found.".to_string();
+    } else if kept < lines.len() {
+        content.push_str(&format!(
+            "\n[{} more matching files not shown: the output is limited to {} KiB; narrow the pattern, include or path]",
+            total - kept,
+            MAX_CONTENT_BYTES / 1024
+        ));
+    }
+    let files: Vec<Value> = lines.into_iter().take(kept).map(Value::String).collect();
+
+    found.links.sort_by(|a, b| a.0.cmp(&b.0));
+    let links: Vec<Value> =
+        found.links.iter().map(|(path, target)| json!({"path": scope.display(path), "link": target.kind()})).collect();
+    let mut summary = match (total, truncated) {
+        (0, _) => format!("no file under {shown_base} matches {pattern}"),
+        (_, false) => format!("{total} file{} under {shown_base} match{} {pattern}", plural(total), if total == 1 { "es" } else { "" }),
+        (_, true) => format!("{total} files under {shown_base} match {pattern}; the {kept} newest-modified are shown"),
+    };
+    if found.links_total > 0 {
+        summary.push_str(&format!(
+            "; {} symlink{} leaving the workspace or dangling not searched",
+            found.links_total,
+            plural(found.links_total)
+        ));
+    }
+    let unreadable = unreadable.load(Ordering::Relaxed);
+    if unreadable > 0 {
+        summary.push_str(&format!("; {unreadable} entr{} could not be read", if unreadable == 1 { "y" } else { "ies" }));
+    }
+    let mut out = Values::new();
+    out.insert("path".into(), json!(shown_base));
+    out.insert("summary".into(), json!(summary));
+    out.insert("content".into(), json!(content));
+    out.insert("files".into(), Value::Array(files));
+    out.insert("links".into(), Value::Array(links));
+    out.insert("total".into(), json!(total));
+    out.insert("truncated".into(), json!(truncated));
+    failure::fill::<()>(&mut out, &Ok(()));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_regex_names_the_port() {
+        for bad in ["(unclosed", "[z-a]", "a{2,1}", "*"] {
+            let err = matcher(bad).unwrap_err();
+            assert!(err.message.starts_with("pattern "), "{}", err.message);
+            assert!(err.message.contains("is not a valid regular expression"), "{}", err.message);
+        }
+    }
+}
