@@ -3,3 +3,4 @@
 //! `tools/delete_path` (approval-gated).
 
 #![forbid(unsafe_code)]
+mod apply_patch;

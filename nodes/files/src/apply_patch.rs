@@ -1,0 +1,3 @@
+//! `tools/apply_patch` (work in progress).
+#![allow(dead_code)]
+mod commit;
