@@ -119,6 +119,11 @@ fn card(request: &ApprovalRequest) -> String {
     for capability in &request.capabilities {
         text.push_str(&format!("  allows:   {}: {}\n", capability.name, capability.opens));
     }
+    if let Some(details) = &request.details {
+        for line in details.lines() {
+            text.push_str(&format!("  | {line}\n"));
+        }
+    }
     text
 }
 
@@ -325,6 +330,7 @@ mod tests {
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
             capabilities: vec![cheng_node::CapabilityRequest { name: "allow_network".into(), opens: "the network".into() }],
+            details: None,
         }
     }
 

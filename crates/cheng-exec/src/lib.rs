@@ -43,6 +43,7 @@
 pub mod capture;
 pub mod env;
 pub mod fds;
+pub mod flock;
 pub mod kill;
 mod reaper;
 pub mod session;

@@ -34,6 +34,9 @@ pub fn card_text(card: &ApprovalRequest) -> String {
     for capability in &card.capabilities {
         text.push_str(&format!("\nRequested capability: {} (opens {})", capability.name, capability.opens));
     }
+    if let Some(details) = &card.details {
+        text.push_str(&format!("\n{details}"));
+    }
     text.push_str("\nAccept to run it once; decline or cancel and nothing runs.");
     text
 }
@@ -162,6 +165,8 @@ pub struct Card {
     pub requested_paths: Vec<String>,
     #[serde(default)]
     pub capabilities: Vec<cheng_node::CapabilityRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
 }
 
 impl From<&ApprovalRequest> for Card {
@@ -175,6 +180,7 @@ impl From<&ApprovalRequest> for Card {
             purpose: r.purpose.clone(),
             requested_paths: r.requested_paths.clone(),
             capabilities: r.capabilities.clone(),
+            details: r.details.clone(),
         }
     }
 }
@@ -190,6 +196,7 @@ impl From<&Card> for ApprovalRequest {
             purpose: c.purpose.clone(),
             requested_paths: c.requested_paths.clone(),
             capabilities: c.capabilities.clone(),
+            details: c.details.clone(),
         }
     }
 }
@@ -287,6 +294,7 @@ mod tests {
             purpose: None,
             requested_paths: vec![],
             capabilities: vec![],
+            details: None,
         }
     }
 

@@ -99,6 +99,15 @@ pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: 
             }
         }
     }
+    if name == "read_roots" && value.as_array().is_some_and(|roots| !roots.is_empty()) {
+        let (allowed, source) = policy.read_roots(node_type);
+        if !allowed {
+            return Err(format!(
+                "read_roots{where_} names read-only roots outside the workspace, but the operator's policy forbids them ({source}); \
+                 remove read_roots, or ask the machine's operator to allow them (`read_roots = true`)"
+            ));
+        }
+    }
     if name == "allow_shell_string" && value == &Value::Bool(true) {
         let (allowed, source) = policy.shell_syntax(node_type);
         if !allowed {
@@ -203,6 +212,16 @@ mod tests {
         // The author may not go above the operator either.
         let err = check_operator(&op, "n", &NET, &json!(true), Place::Config).unwrap_err();
         assert!(err.contains("in the node's config is above the operator's limit"), "{err}");
+    }
+
+    #[test]
+    fn read_roots_obey_the_operator() {
+        const ROOTS: PortSpec = PortSpec::input("read_roots", PortType::Array(&PortType::String), "").default("[]").audience(Audience::Author);
+        let op = Policy::from_toml_str("[all]\nread_roots = false\n", "/p.toml").unwrap();
+        let err = check_operator(&op, "tools/read_file", &ROOTS, &json!(["/opt/docs"]), Place::Config).unwrap_err();
+        assert!(err.contains("operator's policy forbids") && err.contains("/p.toml"), "{err}");
+        assert!(check_operator(&op, "tools/read_file", &ROOTS, &json!([]), Place::Config).is_ok());
+        assert!(check_operator(&builtin(), "tools/read_file", &ROOTS, &json!(["/opt/docs"]), Place::Config).is_ok());
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub enum ErrorKind {
     OutputLimit,
     ScriptError,
     SandboxUnavailable,
+    FileChanged,
+    SyntaxWorse,
     Internal,
 }
 
@@ -42,6 +44,8 @@ impl ErrorKind {
         ErrorKind::OutputLimit,
         ErrorKind::ScriptError,
         ErrorKind::SandboxUnavailable,
+        ErrorKind::FileChanged,
+        ErrorKind::SyntaxWorse,
         ErrorKind::Internal,
     ];
 
@@ -67,6 +71,8 @@ impl ErrorKind {
             ErrorKind::OutputLimit => "LOCAL_EXECUTOR_OUTPUT_LIMIT",
             ErrorKind::ScriptError => "LOCAL_EXECUTOR_SCRIPT_ERROR",
             ErrorKind::SandboxUnavailable => "LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE",
+            ErrorKind::FileChanged => "LOCAL_EXECUTOR_FILE_CHANGED",
+            ErrorKind::SyntaxWorse => "LOCAL_EXECUTOR_SYNTAX_WORSE",
             ErrorKind::Internal => "LOCAL_EXECUTOR_INTERNAL",
         }
     }
@@ -102,6 +108,8 @@ impl ErrorKind {
             ErrorKind::OutputLimit => "The output exceeded a hard limit that truncation cannot satisfy.",
             ErrorKind::ScriptError => "The script raised an error or its result could not be converted to JSON; or a test run reported failed tests although it exited 0.",
             ErrorKind::SandboxUnavailable => "The sandbox (bubblewrap, namespaces, the interpreter inside it) cannot be set up; nothing ran on the host instead.",
+            ErrorKind::FileChanged => "A file node refused to change a file that changed since the model last read it, or that it never read in this scope (the freshness gate); read it again and redo the change.",
+            ErrorKind::SyntaxWorse => "A file node refused a write that would leave a JSON, TOML, YAML or XML file with more parse problems than it has now.",
             ErrorKind::Internal => "A bug in cheng; please report it with the message.",
         }
     }

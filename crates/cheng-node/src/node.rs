@@ -46,6 +46,10 @@ pub struct ApprovalRequest {
     /// Capability switches the run requests that the author left on "ask" (one card for all).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<CapabilityRequest>,
+    /// What exactly would change, for nodes that change files: a bounded unified diff, paths and
+    /// byte counts (shown below the card's other lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
 }
 
 /// One capability on an approval card: the switch and what approving it opens.
@@ -66,6 +70,7 @@ impl ApprovalRequest {
             purpose: None,
             requested_paths: Vec::new(),
             capabilities: Vec::new(),
+            details: None,
         }
     }
 }

@@ -7,6 +7,100 @@
 use crate::{ErrorKind, NodeError};
 use std::path::{Component, Path, PathBuf};
 
+/// Names inside a writable boundary that must not be written: a write there runs code later
+/// (git hooks and config, shell start-up files, editor, agent and CI configuration, package
+/// manager settings) or hands out credentials. The sandbox protects each at the top of its
+/// writable boundary, a whole directory at a time (`.ssh` covers `.ssh/authorized_keys`,
+/// `.config` covers `.config/git/config`, `.github` covers `.github/workflows/`); the file nodes
+/// refuse writes to each at any depth. docs/guides/sandbox.md lists where each entry comes from
+/// (Anthropic's sandbox-runtime, Codex, cheng's own review).
+pub const PROTECTED_NAMES: &[&str] = &[
+    // Version control: hooks, config, submodule URLs.
+    ".git",
+    ".gitconfig",
+    ".gitmodules",
+    // Shell start-up and log-out files (bash, sh, zsh), and direnv's per-directory script.
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".bash_aliases",
+    ".profile",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".envrc",
+    // Everything under the XDG config directory (git, fish, direnv, systemd user units …).
+    ".config",
+    // Credentials and remote logins.
+    ".ssh",
+    ".netrc",
+    ".aws",
+    // Package managers and tools that run commands named in their settings.
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".ripgreprc",
+    // Commit hooks managed outside .git, and CI.
+    ".husky",
+    ".pre-commit-config.yaml",
+    ".github",
+    // Editors, dev containers and coding agents (settings, hooks, MCP servers, commands).
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+    ".mcp.json",
+    ".claude",
+    ".cursor",
+    ".codex",
+    ".agents",
+    ".cheng",
+];
+
+/// The first component of `rel` (a path relative to a boundary) that is a protected name.
+pub fn protected_component(rel: &Path) -> Option<&str> {
+    rel.components().find_map(|c| match c {
+        Component::Normal(name) => name.to_str().filter(|n| PROTECTED_NAMES.contains(n)),
+        _ => None,
+    })
+}
+
+/// How many symlinks [`real_path`] follows before giving up (the kernel's own limit).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The real (symlink-resolved) path of `path`, which need not exist: the longest existing
+/// prefix is canonicalised, a dangling symlink is followed to where it points (so a link to a
+/// missing file outside resolves outside), and the missing rest is appended.
+pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    real_path_hops(path, 0)
+}
+
+fn real_path_hops(path: &Path, hops: usize) -> std::io::Result<PathBuf> {
+    if hops > MAX_LINK_HOPS {
+        return Err(std::io::Error::other(format!("{} has too many levels of symbolic links", path.display())));
+    }
+    match path.canonicalize() {
+        Ok(real) => return Ok(real),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{} cannot be resolved", path.display())));
+    };
+    let parent = real_path_hops(parent, hops)?;
+    let here = parent.join(name);
+    match std::fs::symlink_metadata(&here) {
+        // A dangling symlink: resolve where it points.
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let target = std::fs::read_link(&here)?;
+            real_path_hops(&parent.join(target), hops + 1)
+        }
+        _ => Ok(here),
+    }
+}
+
 /// Canonicalises the workspace root; the engine injects this value as `sandbox_root`.
 pub fn canonical_root(root: &Path) -> Result<PathBuf, NodeError> {
     let canonical = root.canonicalize().map_err(|e| {
@@ -35,24 +129,8 @@ pub fn resolve_existing(root: &Path, rel: Option<&str>, field: &str) -> Result<P
 /// is canonicalised (so a symlinked parent cannot lead out) and the rest is appended.
 pub fn resolve_new(root: &Path, rel: &str, field: &str) -> Result<PathBuf, NodeError> {
     let joined = join_lexically(root, Some(rel), field)?;
-    let mut existing = joined.as_path();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent;
-            }
-            _ => break,
-        }
-    }
-    let mut canonical = existing
-        .canonicalize()
-        .map_err(|e| NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}")))?;
+    let canonical = real_path(&joined).map_err(|e| NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}")))?;
     ensure_inside(root, &canonical, Some(rel), field)?;
-    for name in rest.iter().rev() {
-        canonical.push(name);
-    }
     Ok(canonical)
 }
 
@@ -67,8 +145,9 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
 
 /// Joins `rel` onto `root`, rejecting absolute paths outside the root, NUL bytes and `..` that
 /// climbs above the root. An absolute path under the root (what a person pastes from a terminal)
-/// is taken relative to it; the rules below still apply to what follows the root.
-fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
+/// is taken relative to it; the rules below still apply to what follows the root. Nothing is
+/// resolved: the result is the lexical path (`..` folded), which may name a symlink.
+pub fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
     let rel = rel.unwrap_or("");
     if rel.contains('\0') {
         return Err(NodeError::invalid_input(format!("{field} contains a NUL byte")));
@@ -102,7 +181,8 @@ fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf
     Ok(joined)
 }
 
-fn ensure_inside(root: &Path, canonical: &Path, rel: Option<&str>, field: &str) -> Result<(), NodeError> {
+/// `Err(PATH_OUTSIDE_WORKSPACE)` naming `field` and the real path unless `canonical` is under `root`.
+pub fn ensure_inside(root: &Path, canonical: &Path, rel: Option<&str>, field: &str) -> Result<(), NodeError> {
     if canonical.starts_with(root) {
         Ok(())
     } else {
@@ -175,6 +255,31 @@ mod tests {
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
         let err = resolve_new(&root, "link/new.txt", "path").unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+    }
+
+    #[test]
+    fn dangling_symlink_pointing_out_is_rejected_for_new_paths() {
+        let (_d, root) = workspace();
+        let outside_dir = tempfile::tempdir().unwrap();
+        let target = outside_dir.path().canonicalize().unwrap().join("missing.txt");
+        std::os::unix::fs::symlink(&target, root.join("dangling")).unwrap();
+        assert_eq!(real_path(&root.join("dangling")).unwrap(), target);
+        let err = resolve_new(&root, "dangling", "path").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
+        // A dangling link to a missing name inside stays inside.
+        std::os::unix::fs::symlink(root.join("sub/new.txt"), root.join("inner")).unwrap();
+        assert_eq!(resolve_new(&root, "inner", "path").unwrap(), root.join("sub/new.txt"));
+    }
+
+    #[test]
+    fn protected_names_are_found_at_any_depth() {
+        assert_eq!(protected_component(Path::new("a/.git/config")), Some(".git"));
+        assert_eq!(protected_component(Path::new(".aws/credentials")), Some(".aws"));
+        assert_eq!(protected_component(Path::new("src/.cheng")), Some(".cheng"));
+        assert_eq!(protected_component(Path::new("src/git/x.rs")), None);
+        for name in [".git", ".agents", ".codex", ".aws", ".cheng"] {
+            assert!(PROTECTED_NAMES.contains(&name), "{name}");
+        }
     }
 
     #[test]

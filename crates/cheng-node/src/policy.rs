@@ -124,6 +124,8 @@ struct Rules {
     allow_network: Option<Capability>,
     allow_filesystem: Option<Capability>,
     allow_full_disk_readonly: Option<Capability>,
+    /// Whether an author may add read-only roots (`read_roots`) to the file nodes. Default true.
+    read_roots: Option<bool>,
     /// Highest value per integer port, by port name.
     #[serde(default)]
     max: BTreeMap<String, i64>,
@@ -308,6 +310,12 @@ impl Policy {
         self.rule(node_type, |r| r.env_allow.clone()).unwrap_or((Vec::new(), Source::Builtin))
     }
 
+    /// Whether an author may add read-only roots outside the workspace (`read_roots` on the file
+    /// nodes). Default true.
+    pub fn read_roots(&self, node_type: &str) -> (bool, Source) {
+        self.rule(node_type, |r| r.read_roots).unwrap_or((true, Source::Builtin))
+    }
+
     /// The highest setting the operator allows for a capability switch. Default `true` (the
     /// author decides).
     pub fn capability(&self, node_type: &str, name: &str) -> (Capability, Source) {
@@ -350,6 +358,10 @@ impl Policy {
             if spec.input("allow_shell_string").is_some() {
                 let (allowed, source) = self.shell_syntax(spec.id);
                 line(&mut out, "  ", "shell_syntax", allowed.to_string(), &source);
+            }
+            if spec.input("read_roots").is_some() {
+                let (allowed, source) = self.read_roots(spec.id);
+                line(&mut out, "  ", "read_roots", allowed.to_string(), &source);
             }
             if spec.input("env").is_some() {
                 let (names, source) = self.env_allow(spec.id);
@@ -431,6 +443,14 @@ mod tests {
         assert!(err.contains("allow_network") && err.contains("\"ask\""), "{err}");
         let err = Policy::from_toml_str("honor_approve_flag = false\n", FILE).unwrap_err().0;
         assert!(err.contains("honor_approve_flag"), "{err}");
+    }
+
+    #[test]
+    fn read_roots_can_be_forbidden_per_node_or_for_all() {
+        assert_eq!(Policy::builtin().read_roots("tools/read_file"), (true, Source::Builtin));
+        let policy = Policy::from_toml_str("[nodes.\"tools/read_file\"]\nread_roots = false\n", FILE).unwrap();
+        assert!(!policy.read_roots("tools/read_file").0);
+        assert!(policy.read_roots("tools/write_file").0);
     }
 
     #[test]

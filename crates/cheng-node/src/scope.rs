@@ -28,6 +28,32 @@ impl ScopeKind {
     }
 }
 
+/// Checks a session name (`cheng run --session NAME`): 1 to 64 of `A-Z a-z 0-9 . _ -`, not
+/// starting with `.`, so that it is one safe directory name.
+pub fn check_session_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "session name {name:?} is not valid: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
+        ))
+    }
+}
+
+/// Where named sessions keep their state: `$XDG_STATE_HOME/cheng/sessions` (an absolute
+/// `XDG_STATE_HOME`), else `$HOME/.local/state/cheng/sessions`; `None` when neither is set.
+pub fn sessions_dir() -> Option<std::path::PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| std::path::PathBuf::from(h).join(".local/state")))?;
+    Some(state.join("cheng").join("sessions"))
+}
+
 /// A cheap, cloneable handle; every clone sees the same values.
 #[derive(Clone)]
 pub struct Scope {
@@ -101,6 +127,16 @@ mod tests {
         scope.get_or_init(|| Flag(Arc::clone(&dropped)));
         drop(scope);
         assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn session_names_are_single_safe_directory_names() {
+        for good in ["s", "work-1", "a.b_c"] {
+            assert!(check_session_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".", "..", "../x", "a/b", ".hidden", &"x".repeat(65), "sp ace"] {
+            assert!(check_session_name(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,6 +1,35 @@
 //! File nodes (seed 002): `tools/read_file`, `tools/list_dir`, `tools/glob`, `tools/grep`
 //! (read-only) and `tools/write_file`, `tools/edit_file`, `tools/apply_patch`,
-//! `tools/delete_path` (approval-gated).
+//! `tools/delete_path` (approval-gated, run one at a time per workspace).
+//!
+//! Shared machinery every file node uses (path resolution itself stays in
+//! `cheng_node::paths`):
+//!
+//! - [`policy`]: the path policy asked before every touch (workspace, read-only roots,
+//!   protected names, symlinks checked lexically and on the real path).
+//! - [`atomic`]: all-or-nothing writes (temp file in the same directory, fsync, rename).
+//! - [`text`]: editable text (encodings, BOM, line endings written back as read).
+//! - [`tag`]: content tags (FNV-1a 32-bit, 8 upper-case hex digits).
+//! - [`freshness`]: the gate that refuses changes to files the model has not seen as they are.
+//! - [`syntax`]: the "not worse" gate for JSON, TOML, YAML and XML.
+//! - [`card`]: approval cards with a bounded unified diff.
+//! - [`files`]: reading a workspace file for editing, and the write step every writer shares.
+//!
+//! ```
+//! use cheng_nodes_files::{tag, text::Editable};
+//!
+//! let file = Editable::decode(b"a\r\nb\r\n").unwrap();
+//! assert_eq!(file.text, "a\nb\n");
+//! assert_eq!(tag::tag(b"hello"), "4F9F2CAB");
+//! ```
 
 #![forbid(unsafe_code)]
-mod apply_patch;
+
+pub mod apply_patch;
+pub mod atomic;
+pub mod card;
+pub mod freshness;
+pub mod policy;
+pub mod syntax;
+pub mod tag;
+pub mod text;

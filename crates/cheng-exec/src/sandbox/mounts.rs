@@ -37,55 +37,9 @@ const ETC_ENTRIES: &[&str] = &[
     "/etc/os-release",
 ];
 
-/// Names inside a writable boundary that must not be written: a write there runs code later
-/// (git hooks and config, shell start-up files, editor, agent and CI configuration, package
-/// manager settings) or hands out credentials. Each is protected at the top of the boundary
-/// only, a whole directory at a time: `.ssh` covers `.ssh/authorized_keys`, `.config` covers
-/// `.config/git/config`, `.github` covers `.github/workflows/`. docs/guides/sandbox.md lists
-/// where each entry comes from (Anthropic's sandbox-runtime, Codex, cheng's own review).
-pub const PROTECTED_NAMES: &[&str] = &[
-    // Version control: hooks, config, submodule URLs.
-    ".git",
-    ".gitconfig",
-    ".gitmodules",
-    // Shell start-up and log-out files (bash, sh, zsh), and direnv's per-directory script.
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".bash_aliases",
-    ".profile",
-    ".zshenv",
-    ".zprofile",
-    ".zshrc",
-    ".zlogin",
-    ".zlogout",
-    ".envrc",
-    // Everything under the XDG config directory (git, fish, direnv, systemd user units …).
-    ".config",
-    // Credentials and remote logins.
-    ".ssh",
-    ".netrc",
-    // Package managers and tools that run commands named in their settings.
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".ripgreprc",
-    // Commit hooks managed outside .git, and CI.
-    ".husky",
-    ".pre-commit-config.yaml",
-    ".github",
-    // Editors, dev containers and coding agents (settings, hooks, MCP servers, commands).
-    ".vscode",
-    ".idea",
-    ".devcontainer",
-    ".mcp.json",
-    ".claude",
-    ".cursor",
-    ".codex",
-    ".agents",
-    ".cheng",
-];
+/// Names inside a writable boundary that must not be written (one list with the file nodes,
+/// which refuse them at any depth): see [`cheng_node::paths::PROTECTED_NAMES`].
+pub use cheng_node::paths::PROTECTED_NAMES;
 
 /// One entry of the read-only system view.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,6 +34,7 @@ const ENTRIES: &[&str] = &[
     ".ssh/authorized_keys",
     ".ssh/config",
     ".netrc",
+    ".aws/credentials",
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
