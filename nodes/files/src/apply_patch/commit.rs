@@ -1,9 +1,12 @@
 //! Writing a computed patch all or nothing. Every target's state before and after is known in
-//! memory before the first write; the writes go first (so a moved file exists at its new place
-//! before its old one goes), the removals last. When one step fails, every step already done is
-//! undone in reverse (an overwritten file gets its old bytes and permissions back, a created file
-//! and the directories made for it are removed, a removed file is written back), and the error
-//! says what failed and whether everything was restored.
+//! memory before the first write. First every new content is staged (a temporary file beside its
+//! target, written and fsynced; the missing directories made): a failure there (a full disk, a
+//! read-only directory) removes what was staged and made, and no file was touched. Then the
+//! staged files are renamed onto their targets in order (so a moved file exists at its new place
+//! before its old one goes), and the removals come last. When a rename or removal fails, every
+//! step already done is undone in reverse (an overwritten file gets its old bytes and permissions
+//! back, a created file and the directories made for it are removed, a removed file is written
+//! back), and the error says what failed and whether everything was restored.
 
 use std::fs::Permissions;
 use std::io;
@@ -26,10 +29,15 @@ pub(crate) struct Entry {
     pub after: Option<Vec<u8>>,
 }
 
-/// The file operations a commit performs; the node's writes go through the atomic writer.
+/// The file operations a commit performs; the node's go through [`crate::atomic`].
 pub(crate) trait Disk {
-    /// Replaces (or creates) `path` atomically with `bytes`, keeping an existing file's
-    /// permissions.
+    type Staged;
+    /// Writes `bytes` beside `path`, ready to be renamed onto it (keeping an existing file's
+    /// permissions); dropping the handle removes it.
+    fn stage(&self, path: &Path, bytes: &[u8]) -> io::Result<Self::Staged>;
+    /// Renames a staged file onto its target.
+    fn commit(&self, staged: Self::Staged) -> io::Result<()>;
+    /// Replaces (or creates) `path` with `bytes` at once (for undoing).
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
     fn remove(&self, path: &Path) -> io::Result<()>;
     fn create_dir(&self, path: &Path) -> io::Result<()>;
@@ -37,13 +45,12 @@ pub(crate) trait Disk {
     fn set_permissions(&self, path: &Path, permissions: Permissions) -> io::Result<()>;
 }
 
-/// The directories the patch may create (for each written target, its missing ancestors,
-/// outermost first), computed up front so the order of creation is known.
+/// `target`'s missing ancestors, outermost first.
 fn missing_dirs(target: &Path) -> Vec<PathBuf> {
     let mut missing = Vec::new();
     let mut dir = target.parent();
     while let Some(d) = dir {
-        if d.exists() {
+        if std::fs::symlink_metadata(d).is_ok() {
             break;
         }
         missing.push(d.to_path_buf());
@@ -60,18 +67,24 @@ enum Done<'a> {
 }
 
 /// Applies `entries`; on failure, undoes what was done and returns the sentence to report.
-pub(crate) fn commit(entries: &[Entry], disk: &dyn Disk) -> Result<(), String> {
+pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String> {
     let mut done: Vec<Done> = Vec::new();
     let result = (|| -> Result<(), String> {
-        for entry in entries.iter().filter(|e| e.after.is_some()) {
+        let mut staged = Vec::new();
+        for entry in entries {
+            let Some(bytes) = &entry.after else { continue };
             for dir in missing_dirs(&entry.target) {
-                disk.create_dir(&dir).map_err(|e| {
-                    format!("could not create the directory for '{}': {e}", entry.display)
-                })?;
+                disk.create_dir(&dir)
+                    .map_err(|e| format!("could not create the directory for '{}': {e}", entry.display))?;
                 done.push(Done::Dir(dir));
             }
-            let bytes = entry.after.as_deref().unwrap_or_default();
-            disk.write(&entry.target, bytes)
+            let handle = disk
+                .stage(&entry.target, bytes)
+                .map_err(|e| format!("could not write '{}': {e}", entry.display))?;
+            staged.push((entry, handle));
+        }
+        for (entry, handle) in staged {
+            disk.commit(handle)
                 .map_err(|e| format!("could not write '{}': {e}", entry.display))?;
             done.push(Done::Wrote(entry));
         }
@@ -87,24 +100,26 @@ pub(crate) fn commit(entries: &[Entry], disk: &dyn Disk) -> Result<(), String> {
     for step in done.iter().rev() {
         let undone = match step {
             Done::Dir(dir) => disk.remove_dir(dir).map_err(|e| (dir.display().to_string(), e)),
-            Done::Wrote(entry) | Done::Removed(entry) => restore(entry, disk).map_err(|e| (entry.display.clone(), e)),
+            Done::Wrote(entry) | Done::Removed(entry) => {
+                restore(entry, disk).map_err(|e| (entry.display.clone(), e))
+            }
         };
         if let Err((what, e)) = undone {
             unrestored.push(format!("'{what}' ({e})"));
         }
     }
     if unrestored.is_empty() {
-        Err(format!("{failure}; no file was changed (everything written before it was restored)"))
+        Err(format!("{failure}; no file was changed (everything done before it was undone)"))
     } else {
         Err(format!(
-            "{failure}; restoring what was written before it failed for {}: check those paths by hand",
+            "{failure}; undoing what was done before it failed for {}: check those paths by hand",
             unrestored.join(", ")
         ))
     }
 }
 
 /// Puts `entry.target` back as it was before the patch.
-fn restore(entry: &Entry, disk: &dyn Disk) -> io::Result<()> {
+fn restore<D: Disk>(entry: &Entry, disk: &D) -> io::Result<()> {
     match &entry.before {
         None => disk.remove(&entry.target),
         Some(before) => {
@@ -137,8 +152,16 @@ mod tests {
     }
 
     impl Disk for Flaky {
-        fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        type Staged = (PathBuf, Vec<u8>);
+        fn stage(&self, path: &Path, bytes: &[u8]) -> io::Result<Self::Staged> {
             self.step()?;
+            Ok((path.to_path_buf(), bytes.to_vec()))
+        }
+        fn commit(&self, (path, bytes): Self::Staged) -> io::Result<()> {
+            self.step()?;
+            std::fs::write(path, bytes)
+        }
+        fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
             std::fs::write(path, bytes)
         }
         fn remove(&self, path: &Path) -> io::Result<()> {
@@ -182,8 +205,8 @@ mod tests {
 
     #[test]
     fn a_failure_at_any_step_leaves_the_tree_as_it_was() {
-        // Five steps: create dir, write new file, overwrite, write moved file, remove source.
-        for fail_at in 1..=7 {
+        // Nine steps: two directories, three stages, three renames, one removal.
+        for fail_at in 1..=10 {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path();
             std::fs::write(root.join("keep.txt"), "old\n").unwrap();

@@ -1,0 +1,3 @@
+mod apply_patch_safety;
+mod apply_patch_scenarios;
+mod apply_patch_support;
