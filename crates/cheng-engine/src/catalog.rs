@@ -55,8 +55,13 @@ fn effects_json(effects: &Effects) -> Value {
         Effects::Sandboxed => ("sandboxed", None),
         Effects::Approval(ApprovalRule::Always) => ("approval", None),
         Effects::Approval(ApprovalRule::Operations(ops)) => ("approval", Some(*ops)),
+        Effects::Serial(ApprovalRule::Always) => ("approval", None),
+        Effects::Serial(ApprovalRule::Operations(ops)) => ("approval", Some(*ops)),
     };
     let mut obj = json!({ "kind": kind, "description": effects.describe() });
+    if effects.serial() {
+        obj["serial"] = json!(true);
+    }
     if let Some(ops) = operations {
         obj["operations"] = json!(ops);
     }
@@ -87,6 +92,10 @@ fn approval_line(effects: &Effects) -> String {
         Effects::Approval(ApprovalRule::Operations(ops)) => format!(
             "asked before runs whose `operation` is {}; other operations run without approval",
             ops.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" or ")
+        ),
+        Effects::Serial(rule) => format!(
+            "{}; runs one at a time per workspace (never alongside another file-changing node, in a graph or across server calls)",
+            approval_line(&Effects::Approval(*rule))
         ),
     }
 }

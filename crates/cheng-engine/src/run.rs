@@ -25,6 +25,18 @@ use tokio::task::JoinSet;
 /// How long a node may take to wind down after cancellation before the engine gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
+/// One lock per workspace for nodes whose effects are [`cheng_node::Effects::Serial`]: held from
+/// the approval card to the end of `run`, so two of them never run at once on one workspace,
+/// whichever graph run or server call started them (the card's diff is computed on what the
+/// previous one left).
+fn serial_lock(workspace: &Path) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: std::sync::OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> = std::sync::OnceLock::new();
+    let locks = LOCKS.get_or_init(Default::default);
+    // A poisoned map is still a valid map.
+    let mut locks = locks.lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(locks.entry(workspace.to_path_buf()).or_default())
+}
+
 /// Everything a run needs besides the graph.
 #[derive(Clone)]
 pub struct RunOptions {
@@ -365,6 +377,10 @@ async fn execute(index: usize, node: Arc<dyn Node>, ctx: RunContext, input: Resu
     let cancel = ctx.cancel.clone();
     let work = async {
         let input = input?;
+        let _serial = match spec.effects.serial() {
+            true => Some(serial_lock(&ctx.workspace).lock_owned().await),
+            false => None,
+        };
         if spec.effects.requires_approval(&input) || !asked.is_empty() {
             let mut request = node.approval_request(&ctx, &input)?;
             request.capabilities = asked

@@ -74,6 +74,10 @@ pub enum Effects {
     Sandboxed,
     /// A person must approve each run that matches the rule.
     Approval(ApprovalRule),
+    /// Changes the workspace's files: approved like [`Effects::Approval`], and never run while
+    /// another `Serial` node runs on the same workspace (the engine holds a per-workspace lock
+    /// from the approval card to the end of `run`, across graph runs and server calls alike).
+    Serial(ApprovalRule),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +93,8 @@ impl Effects {
     pub fn requires_approval(&self, input: &serde_json::Map<String, serde_json::Value>) -> bool {
         match self {
             Effects::ReadOnly | Effects::Sandboxed => false,
-            Effects::Approval(ApprovalRule::Always) => true,
-            Effects::Approval(ApprovalRule::Operations(ops)) => input
+            Effects::Approval(ApprovalRule::Always) | Effects::Serial(ApprovalRule::Always) => true,
+            Effects::Approval(ApprovalRule::Operations(ops)) | Effects::Serial(ApprovalRule::Operations(ops)) => input
                 .get("operation")
                 .and_then(|v| v.as_str())
                 .is_some_and(|op| ops.contains(&op)),
@@ -105,7 +109,16 @@ impl Effects {
             Effects::Approval(ApprovalRule::Operations(ops)) => {
                 format!("approval-gated (operation: {})", ops.join(", "))
             }
+            Effects::Serial(ApprovalRule::Always) => "approval-gated (every run), one at a time per workspace".to_string(),
+            Effects::Serial(ApprovalRule::Operations(ops)) => {
+                format!("approval-gated (operation: {}), one at a time per workspace", ops.join(", "))
+            }
         }
+    }
+
+    /// Whether the engine runs this node only while no other serial node runs on the workspace.
+    pub fn serial(&self) -> bool {
+        matches!(self, Effects::Serial(_))
     }
 }
 

@@ -42,8 +42,10 @@ fn description(tool: &Tool) -> String {
     let note = match tool.spec.effects {
         Effects::ReadOnly => None,
         Effects::Sandboxed => Some("Runs sandboxed; a person approves any path it asks to read outside the sandbox.".to_string()),
-        Effects::Approval(ApprovalRule::Always) => Some("A person approves each call before it runs.".to_string()),
-        Effects::Approval(ApprovalRule::Operations(ops)) => {
+        Effects::Approval(ApprovalRule::Always) | Effects::Serial(ApprovalRule::Always) => {
+            Some("A person approves each call before it runs.".to_string())
+        }
+        Effects::Approval(ApprovalRule::Operations(ops)) | Effects::Serial(ApprovalRule::Operations(ops)) => {
             Some(format!("A person approves each call with operation {} before it runs.", ops.join(" or ")))
         }
     };

@@ -5,4 +5,5 @@ mod cancel;
 mod engine_ports;
 mod inject;
 mod schedule;
+mod serial;
 mod validation;
