@@ -77,7 +77,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         failure::error("Error message when the patch was not applied (nothing was written)"),
     ],
     gate: None,
-    effects: Effects::Approval(ApprovalRule::Always),
+    effects: Effects::Serial(ApprovalRule::Always),
 };
 
 pub struct ApplyPatch;
@@ -97,6 +97,9 @@ impl Node for ApplyPatch {
         plan.check_fresh(&freshness.open()?)?;
         let mut notes = plan.notes.clone();
         notes.extend(freshness.warning().map(str::to_string));
+        // What was shown is what the run may write (see `run`).
+        let approved = ctx.scope.get_or_init(Approved::default);
+        approved.0.lock().unwrap_or_else(|p| p.into_inner()).insert(ctx.node_id.clone(), plan.fingerprint());
         Ok(card::request(ctx, "apply_patch", &plan.card, &notes))
     }
 
@@ -106,6 +109,15 @@ impl Node for ApplyPatch {
         // Check, write and record as one step (a session's table stays locked meanwhile).
         let mut ledger = freshness.open()?;
         plan.check_fresh(&ledger)?;
+        // A file changed between the card and now (the freshness gate off, or a change the
+        // model's own table cannot see): the approved diff is no longer what would be written.
+        let shown = ctx.scope.get::<Approved>().and_then(|a| a.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&ctx.node_id));
+        if shown.is_some_and(|shown| shown != plan.fingerprint()) {
+            return Err(NodeError::new(
+                ErrorKind::FileChanged,
+                "a file of the patch changed after the approval card was shown, so the approved diff is not what would be written; nothing was written: apply the patch again",
+            ));
+        }
         commit::commit(&plan.entries, &RealDisk).map_err(|e| NodeError::internal(format!("the patch was not applied: {e}")))?;
         for entry in &plan.entries {
             match &entry.after {
@@ -123,6 +135,10 @@ impl Node for ApplyPatch {
         Ok(out)
     }
 }
+
+/// The fingerprint of the plan each node's approval card showed, by node id (kept in the scope).
+#[derive(Default)]
+struct Approved(std::sync::Mutex<HashMap<String, String>>);
 
 /// The writes go through the atomic module.
 struct RealDisk;
@@ -399,6 +415,17 @@ impl Plan {
         Ok(())
     }
 
+    /// What would be written, in one string: every target with the tags before and after.
+    fn fingerprint(&self) -> String {
+        let mut text = String::new();
+        for entry in &self.entries {
+            let before = entry.before.as_ref().map_or("-".to_string(), |b| digest(&b.bytes));
+            let after = entry.after.as_ref().map_or("-".to_string(), |a| digest(a));
+            text.push_str(&format!("{}\0{before}\0{after}\n", entry.target.display()));
+        }
+        text
+    }
+
     /// Codex's summary lines.
     fn summary(&self) -> String {
         let mut text = String::from("Success. Updated the following files:");
@@ -482,6 +509,14 @@ impl State {
             _ => 0,
         }
     }
+}
+
+/// A 64-bit digest and the length of `bytes` (for comparing a plan with the approved one).
+fn digest(bytes: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016x}:{}", hasher.finish(), bytes.len())
 }
 
 fn decode_for_check(bytes: &[u8]) -> Option<String> {

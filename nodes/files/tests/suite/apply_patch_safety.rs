@@ -161,6 +161,30 @@ fn the_card_shows_every_files_diff_and_a_denial_writes_nothing() {
 }
 
 #[test]
+fn a_file_changed_while_the_card_is_shown_is_not_written() {
+    // With the freshness gate off (the author's switch), only the comparison with the card
+    // stands between the approved diff and a different write.
+    let ws = Ws::new();
+    ws.write("a.txt", "keep
+old
+");
+    let path = ws.root.join("a.txt");
+    let approver = std::sync::Arc::new(Recorder {
+        decision: Decision::Approved,
+        cards: Default::default(),
+        meanwhile: Some(Box::new(move || std::fs::write(&path, "inserted
+keep
+old
+").unwrap())),
+    });
+    let result = ws.apply_with(&patch("*** Update File: a.txt\n@@\n-old\n+new"), json!({"read_tracking": false}), approver);
+    let (kind, message) = error_of(&result);
+    assert_eq!(kind, "LOCAL_EXECUTOR_FILE_CHANGED");
+    assert!(message.contains("after the approval card was shown"), "{message}");
+    assert_eq!(ws.read("a.txt"), b"inserted\nkeep\nold\n");
+}
+
+#[test]
 fn encodings_and_line_endings_are_written_back_as_read() {
     let ws = Ws::new();
     ws.write("crlf.txt", "a\r\nb\r\nc\r\n");

@@ -15,11 +15,13 @@ use std::sync::{Arc, Mutex};
 pub struct Recorder {
     pub decision: Decision,
     pub cards: Mutex<Vec<ApprovalRequest>>,
+    /// Runs while the card is shown (something changing the workspace meanwhile).
+    pub meanwhile: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Recorder {
     pub fn new(decision: Decision) -> Arc<Self> {
-        Arc::new(Recorder { decision, cards: Mutex::new(Vec::new()) })
+        Arc::new(Recorder { decision, cards: Mutex::new(Vec::new()), meanwhile: None })
     }
 }
 
@@ -27,6 +29,9 @@ impl Recorder {
 impl Approver for Recorder {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         self.cards.lock().unwrap().push(request.clone());
+        if let Some(meanwhile) = &self.meanwhile {
+            meanwhile();
+        }
         self.decision
     }
 }
