@@ -31,7 +31,7 @@
 mod commit;
 
 use crate::freshness::{Freshness, READ_TRACKING};
-use crate::policy::{Access, PathPolicy, Target, READ_ROOTS};
+use crate::policy::{Access, PathPolicy, Target};
 use crate::text::Editable;
 use crate::{atomic, card, syntax, tag};
 use cheng_node::text::human_bytes;
@@ -66,7 +66,7 @@ pub static SPEC: NodeSpec = NodeSpec {
     title: "Apply Patch",
     description: "Apply a patch in the Codex apply_patch format (add, update with context hunks, move and delete files) to the workspace. The whole patch is checked in memory first — path policy, freshness of every changed file, syntax not made worse — and written all or nothing after approval.",
     category: "files",
-    inputs: &[INPUT, PortSpec::sandbox_root(), READ_TRACKING, READ_ROOTS],
+    inputs: &[INPUT, PortSpec::sandbox_root(), READ_TRACKING],
     outputs: &[
         failure::success("Whether every file of the patch was written"),
         PortSpec::output("summary", PortType::String, "Which files changed: `A path` added, `M path` updated (or moved there), `D path` deleted"),
@@ -214,7 +214,8 @@ impl Plan {
             Some(Value::String(text)) => text.as_str(),
             _ => return Err(NodeError::invalid_input("input is required: the patch text, from `*** Begin Patch` to `*** End Patch`")),
         };
-        let policy = PathPolicy::from_input(&ctx.workspace, input)?;
+        // Every path of a patch is written: the read-only roots other file nodes take do not apply.
+        let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
         let patch = cheng_patch::parse(text).map_err(|e| NodeError::invalid_input(format!("input: {e}; nothing was written")))?;
 
         // Every path the patch names, resolved for writing, keyed by the text as written.

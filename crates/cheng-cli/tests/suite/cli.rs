@@ -29,6 +29,7 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
 #[test]
 fn nodes_lists_every_registered_node_sorted() {
     let expected = [
+        "tools/apply_patch",
         "tools/code_shell",
         "tools/runtime",
         "tools/workspace_git",

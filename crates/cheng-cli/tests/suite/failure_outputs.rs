@@ -10,6 +10,7 @@ use std::path::Path;
 // Linked so their `inventory` registrations are present in this test binary.
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
+use cheng_nodes_files as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
@@ -49,6 +50,11 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
             (none, json!({"operation": "markdown", "content": "# hi"}), json!({"operation": "markdown", "path": "missing.md"}))
         }
         "tools/code_shell" => (none, json!({"script": "echo 1"}), json!({"script": "exit 3"})),
+        "tools/apply_patch" => (
+            none,
+            json!({"input": "*** Begin Patch\n*** Add File: added-by-patch.txt\n+hi\n*** End Patch\n"}),
+            json!({"input": "*** Begin Patch\n*** Update File: missing.txt\n@@\n-a\n+b\n*** End Patch\n"}),
+        ),
         "tools/code_python" => (none, json!({"script": "result = 1"}), json!({"script": "raise ValueError('no')"})),
         "tools/code_js" => (none, json!({"script": "1 + 1"}), json!({"script": "throw new Error('no')"})),
         "tools/runtime" => (
