@@ -268,6 +268,13 @@ impl Plan {
                     )));
                     Err(io::Error::other(why.clone()))
                 }
+                Some((None, s)) if s.is_dir() => {
+                    *read_error.borrow_mut() = Some(NodeError::invalid_input(format!(
+                        "patch line {}: cannot update '{}': it is a directory; apply_patch changes files only; nothing was written",
+                        s.line, s.target.display
+                    )));
+                    Err(io::Error::other("a directory"))
+                }
                 _ => Err(io::Error::from(io::ErrorKind::NotFound)),
             }
         })
@@ -469,8 +476,18 @@ impl State {
                 human_bytes(MAX_FILE_BYTES)
             )));
         }
-        let bytes = std::fs::read(&state.target.real)
+        // Bounded even if the file grew since its size was taken.
+        let mut bytes = Vec::new();
+        std::fs::File::open(&state.target.real)
+            .and_then(|f| io::Read::read_to_end(&mut io::Read::take(f, MAX_FILE_BYTES + 1), &mut bytes))
             .map_err(|e| NodeError::invalid_input(format!("patch line {line}: '{}' cannot be read: {e}", state.target.display)))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(NodeError::invalid_input(format!(
+                "patch line {line}: '{}' grew past the {} apply_patch reads while it was read; change it another way",
+                state.target.display,
+                human_bytes(MAX_FILE_BYTES)
+            )));
+        }
         let decoded = Editable::decode(&bytes).map_err(|e| e.to_string());
         state.format = decoded.as_ref().ok().cloned();
         state.before_text = Some(decoded);

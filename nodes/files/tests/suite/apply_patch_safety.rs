@@ -266,3 +266,20 @@ fn a_write_that_fails_half_way_is_undone() {
         assert_eq!(after, before);
     });
 }
+
+#[test]
+fn directories_special_files_and_huge_files_are_refused() {
+    let ws = Ws::new();
+    std::fs::create_dir(ws.root.join("dir")).unwrap();
+    let (kind, message) = error_of(&ws.apply(&patch("*** Update File: dir\n@@\n-a\n+b")));
+    assert_eq!(kind, "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(message.contains("cannot update 'dir': it is a directory"), "{message}");
+    let (_, message) = error_of(&ws.apply(&patch("*** Add File: dir\n+x")));
+    assert!(message.contains("cannot add 'dir': it is a directory"), "{message}");
+    // Over the limit: refused from its size, never read whole (a sparse file costs no disk).
+    let big = std::fs::File::create(ws.root.join("big.txt")).unwrap();
+    big.set_len(cheng_nodes_files::apply_patch::MAX_FILE_BYTES + 1).unwrap();
+    let (kind, message) = error_of(&ws.apply(&patch("*** Update File: big.txt\n@@\n-a\n+b")));
+    assert_eq!(kind, "LOCAL_EXECUTOR_INVALID_INPUT");
+    assert!(message.contains("'big.txt' is 32.0 MiB, over the 32.0 MiB apply_patch reads"), "{message}");
+}
