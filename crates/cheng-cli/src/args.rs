@@ -155,6 +155,12 @@ pub struct RunArgs {
     /// (tools/workspace_markdown).
     #[arg(long, value_enum, value_name = "warning|error")]
     pub fail_on: Option<crate::render::Severity>,
+    /// Run as part of the named session: state that outlives one call (the file nodes' record of
+    /// what was read, for their freshness gate) is kept under
+    /// $XDG_STATE_HOME/cheng/sessions/NAME (else ~/.local/state/...) and seen by every later
+    /// `cheng run --session NAME`. Without it each run stands alone.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 #[derive(Args)]

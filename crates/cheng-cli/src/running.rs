@@ -27,9 +27,23 @@ pub fn run(args: RunArgs) -> Exit {
     }
     let workspace = set::workspace(args.workspace.as_deref());
     let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let scope = match &args.session {
+        // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
+        None => ScopeKind::Call,
+        Some(name) => {
+            if let Err(e) = cheng_node::scope::check_session_name(name) {
+                complain(format!("--session: {e}"));
+                return Exit::Usage;
+            }
+            if cheng_node::scope::sessions_dir().is_none() {
+                complain("--session needs a state directory: set XDG_STATE_HOME (an absolute path) or HOME");
+                return Exit::Usage;
+            }
+            ScopeKind::Session(name.clone())
+        }
+    };
     let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
-    // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
-    let options = options.approver(approver).scope(Scope::new(ScopeKind::Call));
+    let options = options.approver(approver).scope(Scope::new(scope));
     let engine = Engine::new(registry);
     let requested = inputs.clone();
     let outcome = {

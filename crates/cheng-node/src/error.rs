@@ -23,6 +23,7 @@ pub enum ErrorKind {
     SandboxUnavailable,
     FileChanged,
     SyntaxWorse,
+    WriteFailed,
     Internal,
 }
 
@@ -46,6 +47,7 @@ impl ErrorKind {
         ErrorKind::SandboxUnavailable,
         ErrorKind::FileChanged,
         ErrorKind::SyntaxWorse,
+        ErrorKind::WriteFailed,
         ErrorKind::Internal,
     ];
 
@@ -73,6 +75,7 @@ impl ErrorKind {
             ErrorKind::SandboxUnavailable => "LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE",
             ErrorKind::FileChanged => "LOCAL_EXECUTOR_FILE_CHANGED",
             ErrorKind::SyntaxWorse => "LOCAL_EXECUTOR_SYNTAX_WORSE",
+            ErrorKind::WriteFailed => "LOCAL_EXECUTOR_WRITE_FAILED",
             ErrorKind::Internal => "LOCAL_EXECUTOR_INTERNAL",
         }
     }
@@ -110,6 +113,7 @@ impl ErrorKind {
             ErrorKind::SandboxUnavailable => "The sandbox (bubblewrap, namespaces, the interpreter inside it) cannot be set up; nothing ran on the host instead.",
             ErrorKind::FileChanged => "A file node refused to change a file that changed since the model last read it, or that it never read in this scope (the freshness gate); read it again and redo the change.",
             ErrorKind::SyntaxWorse => "A file node refused a write that would leave a JSON, TOML, YAML or XML file with more parse problems than it has now.",
+            ErrorKind::WriteFailed => "The file system refused a write or delete (permissions, a full disk, a read-only mount); a file that was being replaced is left as it was.",
             ErrorKind::Internal => "A bug in cheng; please report it with the message.",
         }
     }

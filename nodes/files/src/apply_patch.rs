@@ -395,7 +395,7 @@ impl Plan {
                         Some(Ok(file)) => Some(file.text.as_str()),
                         _ => None,
                     };
-                    let verdict = syntax::gate(Path::new(&s.target.display), old_text, &new_text)
+                    let verdict = syntax::gate(&s.target.real, &s.target.display, old_text, &new_text)
                         .map_err(|e| NodeError::new(e.kind, format!("patch line {}: {}", s.line, e.message)))?;
                     notes.extend(verdict.line().map(|l| format!("{}: {l}", s.target.display)));
                 }

@@ -28,8 +28,19 @@
 pub mod apply_patch;
 pub mod atomic;
 pub mod card;
+pub mod delete_path;
+pub mod edit_file;
+pub mod files;
 pub mod freshness;
 pub mod policy;
+pub mod read_file;
 pub mod syntax;
 pub mod tag;
 pub mod text;
+pub mod write_file;
+pub mod writer;
+
+pub use delete_path::DeletePath;
+pub use edit_file::EditFile;
+pub use read_file::ReadFile;
+pub use write_file::WriteFile;

@@ -16,8 +16,8 @@
 //!
 //! assert_eq!(check(Path::new("a.json"), "{\"a\": 1}"), Check::Problems(vec![]));
 //! assert!(matches!(check(Path::new("a.rs"), "fn"), Check::Unchecked));
-//! assert!(gate(Path::new("a.json"), Some("{}"), "{").is_err());
-//! assert!(gate(Path::new("a.json"), Some("{"), "[").is_ok());
+//! assert!(gate(Path::new("a.json"), "a.json", Some("{}"), "{").is_err());
+//! assert!(gate(Path::new("a.json"), "a.json", Some("{"), "[").is_ok());
 //! ```
 
 use cheng_node::{ErrorKind, NodeError};
@@ -137,9 +137,9 @@ fn xml_problem(text: &str) -> Option<String> {
     }
 }
 
-/// The gate: `Err(SYNTAX_WORSE)` when `new` has more problems than `old` (both checked);
-/// `old` is `None` for a new file (compared with zero problems).
-pub fn gate(path: &Path, old: Option<&str>, new: &str) -> Result<Verdict, NodeError> {
+/// The gate: `Err(SYNTAX_WORSE)` (naming `display`) when `new` has more problems than `old`
+/// (both checked); `old` is `None` for a new file (compared with zero problems).
+pub fn gate(path: &Path, display: &str, old: Option<&str>, new: &str) -> Result<Verdict, NodeError> {
     let Some(lang) = language(path) else {
         return Ok(Verdict { language: None, before: Check::Unchecked, after: Check::Unchecked });
     };
@@ -149,7 +149,7 @@ pub fn gate(path: &Path, old: Option<&str>, new: &str) -> Result<Verdict, NodeEr
     };
     let after = check_language(lang, new);
     let verdict = Verdict { language: Some(lang), before, after };
-    worse(&verdict, &path.display().to_string())?;
+    worse(&verdict, display)?;
     Ok(verdict)
 }
 

@@ -31,12 +31,16 @@ fn nodes_lists_every_registered_node_sorted() {
     let expected = [
         "tools/apply_patch",
         "tools/code_shell",
+        "tools/delete_path",
+        "tools/edit_file",
+        "tools/read_file",
         "tools/runtime",
         "tools/workspace_git",
         "tools/workspace_markdown",
         "tools/workspace_preview",
         "tools/workspace_shell",
         "tools/workspace_tests",
+        "tools/write_file",
     ];
     assert_eq!(node_ids(&[]), expected);
     let mut with_gates: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

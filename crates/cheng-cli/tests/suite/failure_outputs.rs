@@ -49,6 +49,10 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
         "tools/workspace_preview" => {
             (none, json!({"operation": "markdown", "content": "# hi"}), json!({"operation": "markdown", "path": "missing.md"}))
         }
+        "tools/read_file" => (none, json!({"file_path": "README.md"}), json!({"file_path": "missing.md"})),
+        "tools/write_file" => (none, json!({"file_path": "new.txt", "content": "x"}), json!({"file_path": ".git/x", "content": "x"})),
+        "tools/edit_file" => (none, json!({"file_path": "README.md", "old": "Text.", "new": "Words."}), json!({"file_path": "README.md", "old": "absent", "new": "x"})),
+        "tools/delete_path" => (none, json!({"path": "scratch.txt"}), json!({"path": "missing.txt"})),
         "tools/code_shell" => (none, json!({"script": "echo 1"}), json!({"script": "exit 3"})),
         "tools/apply_patch" => (
             none,
@@ -94,6 +98,7 @@ fn run(id: &str, ws: &Path, config: &Value, input: &Value) -> Value {
 fn every_node_fills_the_failure_outputs_the_same_way() {
     let (_dir, ws) = temp_workspace();
     std::fs::write(ws.join("README.md"), "# Title\n\nText.\n").expect("write");
+    std::fs::write(ws.join("scratch.txt"), "delete me\n").expect("write");
     if on_path("git") {
         git(&ws, &["init", "-q"]);
     }

@@ -1,0 +1,120 @@
+//! What write_file and edit_file share: a plan computed in full before anything is written
+//! (policy, freshness, decoding, the change, encoding, the syntax gate), the approval card made
+//! from it, and the write that carries it out. The engine builds the card and runs the node under
+//! one per-workspace lock (`Effects::Serial`), and `run` plans again, so what is written is what
+//! the card showed unless the file changed outside cheng in between (then the freshness gate
+//! refuses).
+
+use crate::card::{self, Change};
+use crate::files::{self, Loaded};
+use crate::freshness::{Freshness, Ledger};
+use crate::policy::Target;
+use crate::syntax::Verdict;
+use cheng_node::{failure, ApprovalRequest, NodeError, RunContext, Values};
+use serde_json::json;
+
+/// A change computed in memory, ready to be approved and written.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: Target,
+    /// The file as it is (`None`: it will be created) and its text as the model sees it.
+    pub old: Option<(Loaded, String)>,
+    pub new_text: String,
+    pub new_bytes: Vec<u8>,
+    pub verdict: Verdict,
+    pub warnings: Vec<String>,
+    /// Create missing parent directories.
+    pub create_parents: bool,
+}
+
+impl Plan {
+    pub fn change(&self) -> Change {
+        Change::Write {
+            display: self.target.display.clone(),
+            old: self.old.as_ref().map(|(_, text)| text.clone()),
+            new: self.new_text.clone(),
+            old_bytes: self.old.as_ref().map_or(0, |(l, _)| l.bytes.len() as u64),
+            new_bytes: self.new_bytes.len() as u64,
+        }
+    }
+
+    /// Notes for the card: the syntax line, the warnings.
+    pub fn notes(&self) -> Vec<String> {
+        self.verdict.line().into_iter().chain(self.warnings.iter().cloned()).collect()
+    }
+
+    pub fn card(&self, ctx: &RunContext, title: &str) -> ApprovalRequest {
+        card::request(ctx, title, &[self.change()], &self.notes())
+    }
+
+    /// Writes the new bytes (all or nothing) and registers the new tag; returns the tag.
+    pub fn write(&self, ledger: &mut Ledger) -> Result<String, NodeError> {
+        files::write(&self.target, &self.new_bytes, self.create_parents)?;
+        let tag = crate::tag::tag(&self.new_bytes);
+        ledger.record(&self.target.real, &tag);
+        Ok(tag)
+    }
+
+    /// The outputs every writer returns; `extra` adds the node's own.
+    pub fn outputs(&self, tag: &str, summary: String, extra: Values) -> Values {
+        let mut out = Values::new();
+        out.insert("path".into(), json!(self.target.display));
+        out.insert("tag".into(), json!(tag));
+        out.insert("bytes".into(), json!(self.new_bytes.len()));
+        out.extend(extra);
+        let diff = self.change().diff();
+        out.insert("diff".into(), json!(cheng_node::text::head_tail(diff.as_bytes(), card::DIFF_CAP).text));
+        out.insert("warnings".into(), json!(self.warnings));
+        out.insert("summary".into(), json!(summary));
+        failure::with(out, &Ok::<(), NodeError>(()))
+    }
+}
+
+/// Runs `plan` then writes, under the call's freshness ledger (a session's is locked for the
+/// whole step). `plan` gets the ledger to check against before it matches anything.
+pub fn plan_and_write(
+    ctx: &RunContext,
+    input: &Values,
+    plan: impl FnOnce(&Ledger) -> Result<Plan, NodeError>,
+) -> Result<(Plan, String), NodeError> {
+    let freshness = Freshness::for_call(ctx, input)?;
+    let mut ledger = freshness.open()?;
+    let mut planned = plan(&ledger)?;
+    if let Some(warning) = freshness.warning() {
+        planned.warnings.push(warning.to_string());
+    }
+    let tag = planned.write(&mut ledger)?;
+    ledger.commit()?;
+    Ok((planned, tag))
+}
+
+/// The plan for the approval card (same checks, nothing written).
+pub fn plan_for_card(
+    ctx: &RunContext,
+    input: &Values,
+    plan: impl FnOnce(&Ledger) -> Result<Plan, NodeError>,
+) -> Result<Plan, NodeError> {
+    let freshness = Freshness::for_call(ctx, input)?;
+    let ledger = freshness.open()?;
+    let mut planned = plan(&ledger)?;
+    if let Some(warning) = freshness.warning() {
+        planned.warnings.push(warning.to_string());
+    }
+    Ok(planned)
+}
+
+/// `input` read on a blocking thread (file work), then turned into the output object.
+pub async fn blocking(
+    ctx: &RunContext,
+    input: Values,
+    work: impl FnOnce(&RunContext, &Values) -> Result<Values, NodeError> + Send + 'static,
+) -> Result<Values, NodeError> {
+    let ctx = ctx.clone();
+    let result = tokio::task::spawn_blocking(move || work(&ctx, &input))
+        .await
+        .map_err(|e| NodeError::internal(format!("the file node stopped unexpectedly: {e}")))?;
+    Ok(match result {
+        Ok(out) => out,
+        Err(e) => e.to_outputs(),
+    })
+}
