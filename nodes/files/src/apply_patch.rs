@@ -34,7 +34,7 @@ use crate::freshness::{Freshness, READ_TRACKING};
 use crate::policy::{Access, PathPolicy, Target};
 use crate::text::Editable;
 use crate::{atomic, card, syntax, tag};
-use cheng_node::text::human_bytes;
+use cheng_node::text::head_tail;
 use cheng_node::{
     failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
     PortType, RunContext, Values,
@@ -46,8 +46,9 @@ use std::fs::Permissions;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The largest file a patch reads (to update it, or to keep for undoing a replace or delete).
-pub const MAX_FILE_BYTES: u64 = 32 << 20;
+/// The largest file a patch reads (to update it, or to keep for undoing a replace or delete):
+/// the limit every file node edits under.
+pub const MAX_FILE_BYTES: u64 = crate::files::MAX_EDIT_BYTES;
 
 /// The patch text.
 pub const INPUT: PortSpec = PortSpec::input(
@@ -71,6 +72,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         failure::success("Whether every file of the patch was written"),
         PortSpec::output("summary", PortType::String, "Which files changed: `A path` added, `M path` updated (or moved there), `D path` deleted"),
         PortSpec::output("files", PortType::Array(&OBJECT), "One object per changed file: path, status (A, M or D), from (a move's old path), tag (the new content's tag, registered with the freshness gate), bytes"),
+        PortSpec::output("diff", PortType::String, "Unified diff of every file changed (bounded)"),
         PortSpec::output("warnings", PortType::Array(&STRING), "Things the caller should know, e.g. that the freshness gate was off"),
         failure::ERROR_KIND,
         failure::TERMINAL,
@@ -104,36 +106,44 @@ impl Node for ApplyPatch {
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        let freshness = Freshness::for_call(ctx, &input)?;
-        let plan = Plan::compute(ctx, &input)?;
-        // Check, write and record as one step (a session's table stays locked meanwhile).
-        let mut ledger = freshness.open()?;
-        plan.check_fresh(&ledger)?;
-        // A file changed between the card and now (the freshness gate off, or a change the
-        // model's own table cannot see): the approved diff is no longer what would be written.
-        let shown = ctx.scope.get::<Approved>().and_then(|a| a.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&ctx.node_id));
-        if shown.is_some_and(|shown| shown != plan.fingerprint()) {
-            return Err(NodeError::new(
-                ErrorKind::FileChanged,
-                "a file of the patch changed after the approval card was shown, so the approved diff is not what would be written; nothing was written: apply the patch again",
-            ));
-        }
-        commit::commit(&plan.entries, &RealDisk).map_err(|e| NodeError::internal(format!("the patch was not applied: {e}")))?;
-        for entry in &plan.entries {
-            match &entry.after {
-                Some(bytes) => ledger.record(&entry.target, &tag::tag(bytes)),
-                None => ledger.forget(&entry.target),
-            }
-        }
-        ledger.commit()?;
-        let warnings: Vec<String> = freshness.warning().map(str::to_string).into_iter().collect();
-        let mut out = Values::new();
-        out.insert("summary".into(), json!(plan.summary()));
-        out.insert("files".into(), Value::Array(plan.files.iter().map(FileReport::to_json).collect()));
-        out.insert("warnings".into(), json!(warnings));
-        failure::fill::<()>(&mut out, &Ok(()));
-        Ok(out)
+        crate::writer::blocking(ctx, input, run_blocking).await
     }
+}
+
+/// The run itself (file work, on a blocking thread).
+fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
+    let freshness = Freshness::for_call(ctx, input)?;
+    let plan = Plan::compute(ctx, input)?;
+    // Check, write and record as one step (a session's table stays locked meanwhile).
+    let mut ledger = freshness.open()?;
+    plan.check_fresh(&ledger)?;
+    // A file changed between the card and now (the freshness gate off, or a change the
+    // model's own table cannot see): the approved diff is no longer what would be written.
+    let shown = ctx.scope.get::<Approved>().and_then(|a| a.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&ctx.node_id));
+    if shown.is_some_and(|shown| shown != plan.fingerprint()) {
+        return Err(NodeError::new(
+            ErrorKind::FileChanged,
+            "a file of the patch changed after the approval card was shown, so the approved diff is not what would be written; nothing was written: apply the patch again",
+        ));
+    }
+    commit::commit(&plan.entries, &RealDisk)
+        .map_err(|e| NodeError::new(ErrorKind::WriteFailed, format!("the patch was not applied: {e}")))?;
+    for entry in &plan.entries {
+        match &entry.after {
+            Some(bytes) => ledger.record(&entry.target, &tag::tag(bytes)),
+            None => ledger.forget(&entry.target),
+        }
+    }
+    ledger.commit()?;
+    let warnings: Vec<String> = freshness.warning().map(str::to_string).into_iter().collect();
+    let diff: String = plan.card.iter().map(card::Change::diff).collect();
+    let mut out = Values::new();
+    out.insert("summary".into(), json!(plan.summary()));
+    out.insert("files".into(), Value::Array(plan.files.iter().map(FileReport::to_json).collect()));
+    out.insert("diff".into(), json!(head_tail(diff.as_bytes(), card::DIFF_CAP).text));
+    out.insert("warnings".into(), json!(warnings));
+    failure::fill::<()>(&mut out, &Ok(()));
+    Ok(out)
 }
 
 /// The fingerprint of the plan each node's approval card showed, by node id (kept in the scope).
@@ -448,50 +458,26 @@ impl Plan {
 }
 
 impl State {
-    /// Reads what is at `target` now.
+    /// Reads what is at `target` now (a directory is remembered, and refused by the operation
+    /// that names it).
     fn load(target: Target, line: usize) -> Result<State, NodeError> {
         let mut state = State { target, line, before: None, before_text: None, after: None, format: None, exists: false };
-        let meta = match std::fs::metadata(&state.target.real) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(state),
-            Err(e) => {
-                return Err(NodeError::invalid_input(format!("patch line {line}: '{}' cannot be opened: {e}", state.target.display)))
-            }
-        };
-        state.exists = true;
-        if meta.is_dir() {
+        if std::fs::symlink_metadata(&state.target.real).is_ok_and(|m| m.is_dir()) {
+            state.exists = true;
             return Ok(state);
         }
-        if !meta.is_file() {
-            return Err(NodeError::invalid_input(format!(
-                "patch line {line}: '{}' is not a regular file; apply_patch changes regular files only",
-                state.target.display
-            )));
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(NodeError::invalid_input(format!(
-                "patch line {line}: '{}' is {}, over the {} apply_patch reads; change it another way",
-                state.target.display,
-                human_bytes(meta.len()),
-                human_bytes(MAX_FILE_BYTES)
-            )));
-        }
-        // Bounded even if the file grew since its size was taken.
-        let mut bytes = Vec::new();
-        std::fs::File::open(&state.target.real)
-            .and_then(|f| io::Read::read_to_end(&mut io::Read::take(f, MAX_FILE_BYTES + 1), &mut bytes))
-            .map_err(|e| NodeError::invalid_input(format!("patch line {line}: '{}' cannot be read: {e}", state.target.display)))?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(NodeError::invalid_input(format!(
-                "patch line {line}: '{}' grew past the {} apply_patch reads while it was read; change it another way",
-                state.target.display,
-                human_bytes(MAX_FILE_BYTES)
-            )));
-        }
-        let decoded = Editable::decode(&bytes).map_err(|e| e.to_string());
+        let field = format!("patch line {line}: path");
+        let Some(loaded) = crate::files::load(&state.target.real, &state.target.display, &field, MAX_FILE_BYTES)? else {
+            return Ok(state);
+        };
+        let permissions = std::fs::metadata(&state.target.real)
+            .map_err(|e| NodeError::invalid_input(format!("{field} {:?} cannot be read: {e}", state.target.display)))?
+            .permissions();
+        let decoded = Editable::decode(&loaded.bytes).map_err(|e| e.to_string());
+        state.exists = true;
         state.format = decoded.as_ref().ok().cloned();
         state.before_text = Some(decoded);
-        state.before = Some(commit::Before { bytes, permissions: meta.permissions() });
+        state.before = Some(commit::Before { bytes: loaded.bytes, permissions });
         Ok(state)
     }
 

@@ -251,7 +251,8 @@ fn a_write_that_fails_half_way_is_undone() {
         std::fs::set_permissions(ws.root.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
         let before = ws.tree();
         // A write into the read-only directory fails while staging: nothing was touched yet.
-        let (_, message) = error_of(&ws.apply(&patch("*** Update File: a.txt\n@@\n-one\n+1\n*** Update File: ro/c.txt\n@@\n-sea\n+C")));
+        let (kind, message) = error_of(&ws.apply(&patch("*** Update File: a.txt\n@@\n-one\n+1\n*** Update File: ro/c.txt\n@@\n-sea\n+C")));
+        assert_eq!(kind, "LOCAL_EXECUTOR_WRITE_FAILED");
         assert!(message.contains("could not write 'ro/c.txt'") && message.contains("no file was changed"), "{message}");
         assert_eq!(ws.tree(), before);
         // Moving out of it: the new file and a.txt are written, then removing ro/b.txt fails;
@@ -281,5 +282,5 @@ fn directories_special_files_and_huge_files_are_refused() {
     big.set_len(cheng_nodes_files::apply_patch::MAX_FILE_BYTES + 1).unwrap();
     let (kind, message) = error_of(&ws.apply(&patch("*** Update File: big.txt\n@@\n-a\n+b")));
     assert_eq!(kind, "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(message.contains("'big.txt' is 32.0 MiB, over the 32.0 MiB apply_patch reads"), "{message}");
+    assert!(message.contains("patch line 2: path \"big.txt\" is 16.0 MiB (16777217 bytes), over the 16.0 MiB the file nodes edit"), "{message}");
 }

@@ -103,6 +103,8 @@ fn summary_and_files_say_what_changed() {
     assert_eq!(files[2]["tag"], cheng_nodes_files::tag::tag(b"line1\nchanged\n"));
     assert_eq!(files[1]["tag"], serde_json::Value::Null);
     assert_eq!(result.outputs["warnings"], serde_json::json!([]));
+    let diff = result.outputs["diff"].as_str().unwrap();
+    assert!(diff.contains("--- /dev/null\n+++ b/nested/new.txt\n") && diff.contains("-line2\n+changed\n"), "{diff}");
     // The new tags are registered: a second patch on the result needs no new read.
     let again = ws.apply("*** Begin Patch\n*** Update File: modify.txt\n@@\n-changed\n+again\n*** End Patch\n");
     assert_eq!(again.status, NodeStatus::Succeeded, "{:?}", again.outputs);
