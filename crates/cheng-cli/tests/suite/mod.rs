@@ -10,6 +10,7 @@ mod schema_meta;
 mod escapes;
 mod fail_on;
 mod failure_outputs;
+mod files;
 mod fd_hygiene;
 mod git;
 mod git_confinement;
