@@ -91,12 +91,14 @@ pub fn apply(
             } => {
                 let old = match seen.get(&key(path)) {
                     Some(Seen::Text(text)) => text.clone(),
-                    Some(Seen::Gone { by_line }) => return Err(fail(
-                        None,
-                        format!(
+                    Some(Seen::Gone { by_line }) => {
+                        return Err(fail(
+                            None,
+                            format!(
                             "it was deleted or moved away by the operation at patch line {by_line}"
                         ),
-                    )),
+                        ))
+                    }
                     None => read(path).map_err(|e| {
                         fail(
                             None,

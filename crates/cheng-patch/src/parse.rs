@@ -376,10 +376,6 @@ impl<'a> Parser<'a, '_> {
                 self.at += 1;
                 break;
             }
-            // A padded header ends the hunk even though it starts with a space.
-            if line.text.starts_with(' ') && is_operation_header(line.text) {
-                break;
-            }
             let mut chars = line.text.chars();
             match chars.next() {
                 None => {
@@ -598,10 +594,14 @@ mod tests {
     }
 
     #[test]
-    fn a_padded_header_ends_the_previous_hunk() {
-        let got = ops("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n  *** Update File: b\n@@\n-p\n*** End Patch");
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[1].path(), std::path::Path::new("b"));
+    fn inside_a_hunk_a_line_like_a_header_is_content() {
+        // Patching a text about patches: " *** Add File: x" is a context line, as in Codex.
+        let got = ops("*** Begin Patch\n*** Update File: doc.md\n@@\n *** Add File: x\n-+old\n++new\n*** End Patch");
+        let Operation::Update { hunks, .. } = &got[0] else {
+            panic!()
+        };
+        assert_eq!(hunks[0].old_lines, vec!["*** Add File: x", "+old"]);
+        assert_eq!(hunks[0].new_lines, vec!["*** Add File: x", "+new"]);
     }
 
     #[test]
