@@ -204,7 +204,10 @@ impl Server {
             workspace: self.workspace.clone(),
             cancel: ctx.ct.clone(),
             approver: Arc::new(cheng_node::FixedApprover(Decision::Denied)),
-            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Call),
+            // The connection's scope: a file node's card reads its freshness table (and must be
+            // the card the engine asks for when the call runs, or the sealed approval would not
+            // match).
+            scope: self.scope.clone(),
         };
         match node.approval_request(&card_ctx, &input) {
             Ok(card) => Ok(Some(Card::from(&card))),

@@ -4,7 +4,9 @@
 //! `std::fs::read` and written back with `std::fs::write` (no fsync, no tag, no diff).
 //!
 //! Run with `cargo bench -p cheng-nodes-files --bench files`; `CHENG_BENCH_RUNS` (default 20)
-//! sets how many runs each median is taken over.
+//! sets how many runs each median is taken over, `CHENG_BENCH_ONLY=read|edit` runs one part,
+//! `CHENG_BENCH_BREAKDOWN=1` prints what each step of an edit costs on its own. The files are
+//! made under `$TMPDIR` (a tmpfs there leaves out the disk's fsync).
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -49,7 +51,8 @@ fn main() {
         }
     }
     println!("median of {runs} runs, ms");
-    for offset in [1usize, 500_000] {
+    let only = std::env::var("CHENG_BENCH_ONLY").unwrap_or_default();
+    for offset in [1usize, 500_000].into_iter().filter(|_| only.is_empty() || only == "read") {
         let node: Vec<f64> = (0..runs)
             .map(|_| {
                 let t = Instant::now();
@@ -73,6 +76,9 @@ fn main() {
         );
     }
 
+    if !only.is_empty() && only != "edit" {
+        return;
+    }
     // 10 MB source file; each edit toggles one unique token.
     let text: String = (0..200_000).map(|i| format!("fn f{i}() {{ let value = {i}; println!(\"{{}}\", value); }}\n")).collect();
     let ten = format!("{}// marker: A\n", &text[..10_000_000 - 20]);

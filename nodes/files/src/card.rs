@@ -59,14 +59,77 @@ impl Change {
     }
 }
 
-/// A unified diff of `old` → `new` with file headers `a` and `b`.
+/// A unified diff of `old` → `new` with file headers `a` and `b` (empty when they are equal).
+///
+/// Lines both texts share at their start and end are set aside first (beyond the context), so
+/// a one-line edit of a 10 MB file diffs a few lines, not 200 000.
 pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(CONTEXT_LINES)
-        .missing_newline_hint(true)
-        .header(a, b)
-        .to_string()
+    if old == new {
+        return String::new();
+    }
+    // Whole lines both share at the start and at the end (found with memcmp, then cut back to
+    // line boundaries), less the context kept around the change.
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let same = crate::tag::common_prefix(ob, nb);
+    let mut head = memchr::memrchr(b'\n', &ob[..same]).map_or(0, |i| i + 1);
+    for _ in 0..CONTEXT_LINES {
+        head = memchr::memrchr(b'\n', &ob[..head.saturating_sub(1)]).map_or(0, |i| i + 1);
+    }
+    let start = memchr::memchr_iter(b'\n', &ob[..head]).count();
+    let max_tail = ob.len().min(nb.len()) - head;
+    let same_tail = ob.iter().rev().zip(nb.iter().rev()).take(max_tail).take_while(|(o, n)| o == n).count();
+    // The shared tail, from the first line break inside it, keeping CONTEXT_LINES lines.
+    let tail_from = |bytes: &[u8]| -> usize {
+        let from = bytes.len() - same_tail;
+        let mut end = match memchr::memchr(b'\n', &bytes[from..]) {
+            Some(i) if from > head => from + i + 1,
+            _ => return bytes.len(),
+        };
+        for _ in 0..CONTEXT_LINES {
+            end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i + 1);
+        }
+        end
+    };
+    let (old_end, new_end) = (tail_from(ob), tail_from(nb));
+    let old_lines: Vec<&str> = old[head..old_end].split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new[head..new_end].split_inclusive('\n').collect();
+    let diff = similar::TextDiff::from_slices(&old_lines, &new_lines);
+    let mut out = format!("--- {a}\n+++ {b}\n");
+    for group in diff.grouped_ops(CONTEXT_LINES) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else { continue };
+        let old_range = first.old_range().start..last.old_range().end;
+        let new_range = first.new_range().start..last.new_range().end;
+        out.push_str(&format!(
+            "@@ -{} +{} @@\n",
+            hunk_range(start + old_range.start, old_range.len()),
+            hunk_range(start + new_range.start, new_range.len())
+        ));
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Equal => ' ',
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                };
+                let value: &str = change.value();
+                out.push(sign);
+                out.push_str(value);
+                if !value.ends_with('\n') {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `start,len` of a hunk header (1-based; an empty range names the line before it).
+fn hunk_range(start: usize, len: usize) -> String {
+    if len == 0 {
+        format!("{start},0")
+    } else {
+        format!("{},{len}", start + 1)
+    }
 }
 
 /// The card text for `changes`: headlines, then the bounded diffs, then `notes` (syntax lines,
@@ -122,6 +185,24 @@ mod tests {
         assert!(text.contains("--- a/src/a.rs\n+++ b/src/a.rs\n"), "{text}");
         assert!(text.contains("-two\n+2\n"), "{text}");
         assert!(text.ends_with("no problems\n"), "{text}");
+    }
+
+    #[test]
+    fn hunks_far_into_a_file_are_numbered_from_its_start() {
+        let old: String = (1..=1000).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("\n500\n", "\nfive hundred\n");
+        assert_eq!(
+            unified(&old, &new, "a/x", "b/x"),
+            "--- a/x\n+++ b/x\n@@ -497,7 +497,7 @@\n 497\n 498\n 499\n-500\n+five hundred\n 501\n 502\n 503\n"
+        );
+        assert_eq!(unified("a", "b", "a/x", "b/x"), "--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n");
+        assert_eq!(unified("", "x\n", "/dev/null", "b/x"), "--- /dev/null\n+++ b/x\n@@ -0,0 +1,1 @@\n+x\n");
+        assert_eq!(unified("same\n", "same\n", "a", "b"), "");
+        assert_eq!(unified("a\nb\n", "a\nb\nc\n", "a", "b"), "--- a\n+++ b\n@@ -1,2 +1,3 @@\n a\n b\n+c\n");
+        assert_eq!(unified("x\na\nb\n", "a\nb\n", "a", "b"), "--- a\n+++ b\n@@ -1,3 +1,2 @@\n-x\n a\n b\n");
+        let old: String = (1..=20).map(|i| format!("{i}\n")).collect();
+        let new = old.replace("\n10\n11\n", "\n10\n10.5\n11\n");
+        assert_eq!(unified(&old, &new, "a", "b"), "--- a\n+++ b\n@@ -8,6 +8,7 @@\n 8\n 9\n 10\n+10.5\n 11\n 12\n 13\n");
     }
 
     #[test]

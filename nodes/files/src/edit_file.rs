@@ -101,24 +101,40 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, 
     let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
     let target = policy.resolve(rel, "file_path", Access::Write)?;
     let display = target.display.clone();
-    let Some(loaded) = files::load(&target.real, &display, "file_path", MAX_EDIT_BYTES)? else {
+    // The edit is computed while the file is hashed; the freshness verdict still comes first.
+    let loaded = files::load_with(&target.real, &display, "file_path", MAX_EDIT_BYTES, |bytes| apply(bytes, &display, old, new, all))?;
+    let Some((loaded, edited)) = loaded else {
         return Err(NodeError::new(
             ErrorKind::NotFound,
             format!("file_path {rel:?} does not exist; create it with tools/write_file"),
         ));
     };
-    // Before any matching: an edit made on stale content may still match.
+    // Before the match's verdict: an edit made on stale content may still match.
     ledger.check(&target.real, &display, &loaded.tag)?;
-    let editable = files::editable(&loaded, &display)?;
-    let old = editable.normalise_input(old).into_owned();
-    let new = editable.normalise_input(new).into_owned();
+    let Edited { old_text, new_text, new_bytes, count } = edited?;
+    let verdict = crate::syntax::gate(&target.real, &display, Some(&old_text), &new_text)?;
+    Ok((Plan { target, old: Some((loaded, old_text)), new_text, new_bytes, verdict, warnings: Vec::new(), create_parents: false }, count))
+}
+
+/// The file's text, the edited text and bytes, and the number of replacements.
+struct Edited {
+    old_text: String,
+    new_text: String,
+    new_bytes: Vec<u8>,
+    count: usize,
+}
+
+fn apply(bytes: &[u8], display: &str, old: &str, new: &str, all: bool) -> Result<Edited, NodeError> {
+    let editable = crate::text::Editable::decode(bytes).map_err(|e| NodeError::invalid_input(format!("{display} {e}")))?;
+    let old = editable.normalise_input(old);
+    let new = editable.normalise_input(new);
     if old == new {
         return Err(NodeError::invalid_input("old and new are the same text; there is nothing to change"));
     }
     let text = &editable.text;
-    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
+    let starts: Vec<usize> = text.match_indices(old.as_ref()).map(|(i, _)| i).collect();
     let count = match (starts.len(), all) {
-        (0, _) => return Err(no_match(&display, text, &old)),
+        (0, _) => return Err(no_match(display, text, &old)),
         (1, _) | (_, true) => starts.len(),
         (n, false) => {
             let lines: Vec<String> = starts.iter().take(20).map(|&s| files::line_of(text, s).to_string()).collect();
@@ -129,11 +145,9 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, 
             )));
         }
     };
-    let new_text = if all { text.replace(old.as_str(), &new) } else { text.replacen(old.as_str(), &new, 1) };
-    let new_bytes = editable.encode(&new_text).map_err(|e| files::encode_error(&display, e))?;
-    let verdict = crate::syntax::gate(&target.real, &display, Some(text), &new_text)?;
-    let old_text = editable.text.clone();
-    Ok((Plan { target, old: Some((loaded, old_text)), new_text, new_bytes, verdict, warnings: Vec::new(), create_parents: false }, count))
+    let new_text = if all { text.replace(old.as_ref(), &new) } else { text.replacen(old.as_ref(), &new, 1) };
+    let new_bytes = editable.encode(&new_text).map_err(|e| files::encode_error(display, e))?;
+    Ok(Edited { old_text: editable.text, new_text, new_bytes, count })
 }
 
 /// The three diagnostics, in order, for an `old` that matches nothing.

@@ -17,6 +17,16 @@ pub const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
 pub struct Loaded {
     pub bytes: Vec<u8>,
     pub tag: String,
+    /// The hash with its checkpoints, to tag an edited copy quickly ([`Loaded::tag_of`]).
+    pub hashed: crate::tag::Checkpointed,
+}
+
+impl Loaded {
+    /// The tag of `new`, an edited copy of these bytes (hashed from the first changed byte on).
+    pub fn tag_of(&self, new: &[u8]) -> String {
+        let common = crate::tag::common_prefix(&self.bytes, new);
+        format!("{:08X}", self.hashed.rehash(new, common))
+    }
 }
 
 /// Opens `real` for reading without following a final symlink and without blocking on a FIFO,
@@ -46,6 +56,33 @@ fn is_directory(display: &str, field: &str) -> NodeError {
 
 /// The whole file, refused above `cap`; `Ok(None)` when it does not exist.
 pub fn load(real: &Path, display: &str, field: &str, cap: u64) -> Result<Option<Loaded>, NodeError> {
+    Ok(load_with(real, display, field, cap, |_| ())?.map(|(loaded, ())| loaded))
+}
+
+/// [`load`], running `work` on the bytes on this thread while they are hashed on another (FNV
+/// is sequential: on a large file the hash is the longest step).
+pub fn load_with<T: Send>(
+    real: &Path,
+    display: &str,
+    field: &str,
+    cap: u64,
+    work: impl FnOnce(&[u8]) -> T + Send,
+) -> Result<Option<(Loaded, T)>, NodeError> {
+    let Some(bytes) = read_bytes(real, display, field, cap)? else { return Ok(None) };
+    let (hashed, out) = if bytes.len() < 256 * 1024 {
+        (crate::tag::Checkpointed::new(&bytes), work(&bytes))
+    } else {
+        std::thread::scope(|scope| {
+            let hasher = scope.spawn(|| crate::tag::Checkpointed::new(&bytes));
+            let out = work(&bytes);
+            let hashed = hasher.join().unwrap_or_else(|_| crate::tag::Checkpointed::new(&bytes));
+            (hashed, out)
+        })
+    };
+    Ok(Some((Loaded { tag: hashed.tag(), bytes, hashed }, out)))
+}
+
+fn read_bytes(real: &Path, display: &str, field: &str, cap: u64) -> Result<Option<Vec<u8>>, NodeError> {
     let Some((file, len)) = open_regular(real, display, field)? else { return Ok(None) };
     if len > cap {
         return Err(too_large(display, field, len, cap));
@@ -57,8 +94,7 @@ pub fn load(real: &Path, display: &str, field: &str, cap: u64) -> Result<Option<
     if bytes.len() as u64 > cap {
         return Err(too_large(display, field, bytes.len() as u64, cap));
     }
-    let tag = crate::tag::tag(&bytes);
-    Ok(Some(Loaded { bytes, tag }))
+    Ok(Some(bytes))
 }
 
 fn too_large(display: &str, field: &str, len: u64, cap: u64) -> NodeError {

@@ -197,7 +197,7 @@ fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
         };
         return Ok((encoding, text));
     }
-    if bytes[..bytes.len().min(8192)].contains(&0) || bytes.contains(&0) {
+    if memchr::memchr(0, bytes).is_some() {
         return Err(TextError::Binary);
     }
     match std::str::from_utf8(bytes) {
@@ -216,7 +216,7 @@ fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
 }
 
 fn decode_utf16(body: &[u8], le: bool) -> Result<String, TextError> {
-    if body.len() % 2 != 0 {
+    if !body.len().is_multiple_of(2) {
         return Err(TextError::Undecodable("its UTF-16 has an odd number of bytes".into()));
     }
     let units = body.chunks_exact(2).map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) });
@@ -226,7 +226,7 @@ fn decode_utf16(body: &[u8], le: bool) -> Result<String, TextError> {
 }
 
 fn decode_utf32(body: &[u8], le: bool) -> Result<String, TextError> {
-    if body.len() % 4 != 0 {
+    if !body.len().is_multiple_of(4) {
         return Err(TextError::Undecodable("its UTF-32 length is not a multiple of 4 bytes".into()));
     }
     body.chunks_exact(4)
@@ -239,11 +239,14 @@ fn decode_utf32(body: &[u8], le: bool) -> Result<String, TextError> {
 
 fn line_ending(text: &str) -> LineEnding {
     let bytes = text.as_bytes();
-    let lf = memchr_count(bytes, b'\n');
+    let (mut lf, mut crlf) = (0usize, 0usize);
+    for i in memchr::memchr_iter(b'\n', bytes) {
+        lf += 1;
+        crlf += usize::from(i > 0 && bytes[i - 1] == b'\r');
+    }
     if lf == 0 {
         return LineEnding::Lf;
     }
-    let crlf = text.matches("\r\n").count();
     if crlf == lf {
         LineEnding::CrLf
     } else if crlf == 0 {
@@ -251,10 +254,6 @@ fn line_ending(text: &str) -> LineEnding {
     } else {
         LineEnding::Mixed
     }
-}
-
-fn memchr_count(bytes: &[u8], needle: u8) -> usize {
-    bytes.iter().filter(|&&b| b == needle).count()
 }
 
 #[cfg(test)]

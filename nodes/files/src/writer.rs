@@ -47,12 +47,30 @@ impl Plan {
         card::request(ctx, title, &[self.change()], &self.notes())
     }
 
-    /// Writes the new bytes (all or nothing) and registers the new tag; returns the tag.
+    /// Writes the new bytes (all or nothing) and registers the new tag; returns the tag. The tag
+    /// is computed while the file is written and synced.
     pub fn write(&self, ledger: &mut Ledger) -> Result<String, NodeError> {
-        files::write(&self.target, &self.new_bytes, self.create_parents)?;
-        let tag = crate::tag::tag(&self.new_bytes);
+        let new_tag = || match &self.old {
+            Some((loaded, _)) => loaded.tag_of(&self.new_bytes),
+            None => crate::tag::tag(&self.new_bytes),
+        };
+        let (written, tag) = std::thread::scope(|scope| {
+            let hasher = scope.spawn(new_tag);
+            let written = files::write(&self.target, &self.new_bytes, self.create_parents);
+            (written, hasher.join().unwrap_or_else(|_| new_tag()))
+        });
+        written?;
         ledger.record(&self.target.real, &tag);
         Ok(tag)
+    }
+
+    /// The unified diff of the change.
+    pub fn diff(&self) -> String {
+        let display = &self.target.display;
+        match &self.old {
+            Some((_, old)) => card::unified(old, &self.new_text, &format!("a/{display}"), &format!("b/{display}")),
+            None => card::unified("", &self.new_text, "/dev/null", &format!("b/{display}")),
+        }
     }
 
     /// The outputs every writer returns; `extra` adds the node's own.
@@ -62,7 +80,7 @@ impl Plan {
         out.insert("tag".into(), json!(tag));
         out.insert("bytes".into(), json!(self.new_bytes.len()));
         out.extend(extra);
-        let diff = self.change().diff();
+        let diff = self.diff();
         out.insert("diff".into(), json!(cheng_node::text::head_tail(diff.as_bytes(), card::DIFF_CAP).text));
         out.insert("warnings".into(), json!(self.warnings));
         out.insert("summary".into(), json!(summary));

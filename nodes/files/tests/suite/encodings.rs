@@ -15,8 +15,11 @@ fn gbk(text: &str) -> Vec<u8> {
     encoding_rs::GBK.encode(text).0.into_owned()
 }
 
+/// Text (LF line breaks) to a file's bytes.
+type Encode = Box<dyn Fn(&str) -> Vec<u8>>;
+
 /// `(name, encode)`: every format, as a function from text (with the file's own line breaks).
-fn formats() -> Vec<(&'static str, Box<dyn Fn(&str) -> Vec<u8>>)> {
+fn formats() -> Vec<(&'static str, Encode)> {
     vec![
         ("lf.txt", Box::new(|t: &str| t.as_bytes().to_vec())),
         ("crlf.txt", Box::new(|t: &str| t.replace('\n', "\r\n").into_bytes())),
