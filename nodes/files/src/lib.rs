@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod apply_patch;
 pub mod atomic;
 pub mod card;
 pub mod delete_path;

@@ -25,6 +25,7 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
 #[test]
 fn nodes_lists_every_registered_node_sorted() {
     let expected = [
+        "tools/apply_patch",
         "tools/code_shell",
         "tools/delete_path",
         "tools/edit_file",

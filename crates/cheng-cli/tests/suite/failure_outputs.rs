@@ -61,6 +61,11 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
         // A single run keeps no sessions, so it cannot succeed here (a null success case; the
         // sessions suite covers its successes through `cheng serve`): every id is unknown.
         "tools/write_stdin" => (none, Value::Null, json!({"session_id": 1, "chars": ""})),
+        "tools/apply_patch" => (
+            none,
+            json!({"input": "*** Begin Patch\n*** Add File: added-by-patch.txt\n+hi\n*** End Patch\n"}),
+            json!({"input": "*** Begin Patch\n*** Update File: missing.txt\n@@\n-a\n+b\n*** End Patch\n"}),
+        ),
         "tools/code_python" => (none, json!({"script": "result = 1"}), json!({"script": "raise ValueError('no')"})),
         "tools/code_js" => (none, json!({"script": "1 + 1"}), json!({"script": "throw new Error('no')"})),
         "tools/runtime" => (

@@ -1,5 +1,6 @@
 mod support;
 
+mod apply_patch;
 mod cli;
 mod code_js;
 mod code_python;

@@ -1,5 +1,8 @@
 mod support;
 
+mod apply_patch_safety;
+mod apply_patch_scenarios;
+mod apply_patch_support;
 mod delete;
 mod edit;
 mod encodings;
