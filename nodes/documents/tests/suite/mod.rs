@@ -1,5 +1,6 @@
 mod analysis_checks;
 mod fixtures;
+mod html_stream;
 mod link_listing;
 mod links;
 mod markdownlint;
