@@ -1,4 +1,5 @@
 mod analysis_checks;
+mod counted_refs;
 mod fixtures;
 mod html_stream;
 mod link_listing;
