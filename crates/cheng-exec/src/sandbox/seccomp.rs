@@ -137,8 +137,8 @@ enum Action {
 
 /// Every listed system call, sorted by number; the rest are allowed.
 fn table() -> Vec<(u32, Action)> {
-    let setid = (libc::S_ISUID | libc::S_ISGID) as u32;
-    let setgid = libc::S_ISGID as u32;
+    let setid: u32 = libc::S_ISUID | libc::S_ISGID;
+    let setgid: u32 = libc::S_ISGID;
     let mode = |arg: u8, bits: u32| Action::EpermWhen(vec![vec![Bits::Any(arg, bits)]]);
     // O_CREAT, or O_TMPFILE (two bits, both set), with a setuid/setgid mode.
     let create = |flags: u8, mode: u8| {

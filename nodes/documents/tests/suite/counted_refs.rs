@@ -32,7 +32,7 @@ fn past_the_kept_references_the_rest_are_counted_exactly() {
     std::fs::write(root.join("r.md"), &text).expect("write");
     let out = run(&WorkspaceMarkdown, &root, json!({"operation": "diagnostics", "path": "r.md"})).expect("diagnostics");
     let summary = out["summary"].as_str().unwrap_or("");
-    let trailing = (refs + 2) / 3;
+    let trailing = refs.div_ceil(3);
     assert!(summary.contains(&format!("{} findings", refs + trailing)), "{summary}");
     assert!(summary.contains(&format!("{UNDEFINED_REFERENCE} ×{refs}")), "{summary}");
     assert!(summary.ends_with(&format!("showing the first {MAX_DIAGNOSTICS}")), "{summary}");
