@@ -24,6 +24,7 @@ mod markdown;
 mod preview;
 mod runtime;
 mod sandbox_init;
+mod sandbox_signals;
 mod seccomp;
 mod setuid_audit;
 mod shell;

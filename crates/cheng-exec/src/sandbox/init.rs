@@ -250,6 +250,11 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     for limit in address_space {
         set_rlimit(limit)?;
     }
+    // The Rust runtime set SIGPIPE to "ignore" in this process, and an ignored signal stays
+    // ignored across exec: the command gets the default back, as from any shell (otherwise
+    // `yes | head -1` writes to a closed pipe forever instead of ending).
+    // SAFETY: signal() with a valid signal number and SIG_DFL.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     // From here on: no allocation. execvp searches PATH of the sandbox's environment.
     // SAFETY: argv_ptrs is a NULL-terminated array of pointers into `argv`, alive here.
     unsafe { libc::execvp(argv_ptrs[0], argv_ptrs.as_ptr()) };

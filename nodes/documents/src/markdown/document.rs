@@ -25,6 +25,22 @@ pub fn options() -> Options {
 /// Events walked between two calls of [`Document::parse_checked`]'s `check`.
 pub const CHECK_EVERY_EVENTS: usize = 64 * 1024;
 
+/// Undefined references a [`Document`] keeps (the rest are counted): the most findings any
+/// operation shows.
+pub const KEPT_BROKEN_REFS: usize = super::MAX_DIAGNOSTICS;
+
+/// Keeps the `keep` references that come first in the text, in text order; returns how many
+/// were dropped. Linear: a text of 16 MiB can hold millions (`[a][b] ` repeated).
+fn keep_first(refs: &mut Vec<BrokenRef>, keep: usize) -> usize {
+    let total = refs.len();
+    if total > keep {
+        refs.select_nth_unstable_by_key(keep, |r| r.range.start);
+        refs.truncate(keep);
+    }
+    refs.sort_by_key(|r| r.range.start);
+    total - refs.len()
+}
+
 /// Byte offsets of line starts; lines are split on `\n` exactly as `str::split('\n')` does, so
 /// a text ending in `\n` has a final empty line (markdownlint counts lines the same way).
 #[derive(Debug, Clone)]
@@ -155,7 +171,11 @@ pub struct Document<'a> {
     pub headings: Vec<Heading>,
     pub links: Vec<Link<'a>>,
     pub code_blocks: Vec<CodeBlock>,
+    /// The first [`KEPT_BROKEN_REFS`] undefined references in document order (every operation
+    /// lists findings by position and shows at most that many, so a later one is never shown).
     pub broken_refs: Vec<BrokenRef>,
+    /// Undefined references past those: counted, not kept.
+    pub broken_refs_omitted: usize,
     pub front_matter: Option<Range<usize>>,
     pub front_matter_title: bool,
     /// `id`/`name` attributes found in raw HTML (valid link fragments too).
@@ -214,6 +234,7 @@ impl<'a> Document<'a> {
             links: Vec::new(),
             code_blocks: Vec::new(),
             broken_refs: Vec::new(),
+            broken_refs_omitted: 0,
             front_matter: None,
             front_matter_title: false,
             html_anchors: HashSet::new(),
@@ -243,6 +264,7 @@ impl<'a> Document<'a> {
         if let Some(e) = stopped {
             return Err(e);
         }
+        doc.broken_refs_omitted = keep_first(&mut broken, KEPT_BROKEN_REFS);
         doc.broken_refs = broken;
         doc.assign_anchors();
         Ok(doc)
@@ -656,6 +678,7 @@ mod tests {
         let doc = Document::parse("[a][nope] [b][] [ok][d]\n\n<a name=\"here\"></a><div id='there'>\n\n[d]: x.md\n");
         let labels: Vec<_> = doc.broken_refs.iter().map(|b| b.label.as_str()).collect();
         assert_eq!(labels, ["nope", "b"]);
+        assert_eq!(doc.broken_refs_omitted, 0);
         assert!(doc.html_anchors.contains("here") && doc.html_anchors.contains("there"));
         assert_eq!(doc.links.len(), 1);
         assert_eq!(doc.links[0].dest, "x.md");

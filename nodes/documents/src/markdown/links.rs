@@ -117,6 +117,8 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
             format!("Reference [{}] has no definition, so the link cannot be resolved.", broken.label),
         ));
     }
+    // Counted, not listed: they all come after the kept ones, past what is shown.
+    checker.report.undefined_references += doc.broken_refs_omitted;
     let mut report = checker.report;
     report.diagnostics.sort_by_key(|d| (d.line, d.column));
     report

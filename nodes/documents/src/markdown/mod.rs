@@ -236,7 +236,7 @@ fn analyze_with<'t, E>(
         }
         Operation::Diagnostics => {
             let (found, _) = diagnostics::check(&doc, file.invalid_utf8_at);
-            let summary = diagnostics_summary(&file.display, &found);
+            let summary = diagnostics_summary(&file.display, &found, doc.broken_refs_omitted);
             out.insert("diagnostics".into(), json!(&found[..found.len().min(MAX_DIAGNOSTICS)]));
             summary
         }
@@ -252,13 +252,15 @@ fn analyze_with<'t, E>(
             } else {
                 let (edits, skipped, over) = suggestions::build_prepared(prepared(), &file.display, &plan, MAX_SUGGESTIONS);
                 let fixable = found.iter().filter(|d| plan.covers(d)).count();
+                // Undefined references past the kept ones are findings too (never fixable).
+                let total = found.len() + doc.broken_refs_omitted;
                 let mut s = format!(
                     "{}: {} suggested edit{} fixing {fixable} of {} finding{}",
                     file.display,
                     edits.len(),
                     plural(edits.len()),
-                    found.len(),
-                    plural(found.len())
+                    total,
+                    plural(total)
                 );
                 if skipped > 0 {
                     s.push_str(&format!("; {skipped} fix{} left out (no unique context within {} lines)", if skipped == 1 { "" } else { "es" }, suggestions::MAX_WINDOW));
@@ -310,7 +312,9 @@ fn analyze_with<'t, E>(
     Ok(out)
 }
 
-fn diagnostics_summary(display: &str, found: &[Diagnostic]) -> String {
+/// `omitted_refs`: undefined references counted but not kept ([`Document::broken_refs_omitted`];
+/// never among the shown, since the kept ones all come first).
+fn diagnostics_summary(display: &str, found: &[Diagnostic], omitted_refs: usize) -> String {
     if found.is_empty() {
         return format!("{display}: no findings");
     }
@@ -321,9 +325,13 @@ fn diagnostics_summary(display: &str, found: &[Diagnostic]) -> String {
             None => counts.push((d.rule, 1)),
         }
     }
+    if let Some((_, n)) = counts.iter_mut().find(|(r, _)| *r == rules::UNDEFINED_REFERENCE) {
+        *n += omitted_refs;
+    }
+    let total = found.len() + omitted_refs;
     let list: Vec<String> = counts.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
-    let mut s = format!("{display}: {} finding{} ({})", found.len(), plural(found.len()), list.join(", "));
-    if found.len() > MAX_DIAGNOSTICS {
+    let mut s = format!("{display}: {} finding{} ({})", total, plural(total), list.join(", "));
+    if total > MAX_DIAGNOSTICS {
         s.push_str(&format!("; showing the first {MAX_DIAGNOSTICS}"));
     }
     s

@@ -55,8 +55,54 @@ fn closes_same(name: &str) -> bool {
     matches!(name, "p" | "li" | "dt" | "dd" | "option" | "tr" | "td" | "th" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
 }
 
-struct State {
-    out: String,
+/// Where [`flatten`]'s well-nested element stream goes: serialised as HTML ([`Serialise`]) or
+/// read directly (the streaming HTML summary, `html_text::summarize_stream`). Every `open` of a
+/// non-void element is matched by exactly one later `close`, innermost first.
+pub trait Emit {
+    /// A start tag; `void`: an element without content or end tag (no `close` follows).
+    fn open(&mut self, tag: &Tag, void: bool);
+    /// The end of the innermost open element.
+    fn close(&mut self, name: &LocalName);
+    /// Text (character references decoded).
+    fn text(&mut self, text: &str);
+}
+
+/// [`Emit`] as HTML text, re-escaped.
+pub struct Serialise(pub String);
+
+impl Emit for Serialise {
+    fn open(&mut self, tag: &Tag, void: bool) {
+        let out = &mut self.0;
+        out.push('<');
+        out.push_str(&tag.name);
+        for attr in &tag.attrs {
+            // Namespaced attributes (xlink:href …) only matter in SVG/MathML, which the
+            // sanitiser removes; the local name is enough.
+            out.push(' ');
+            out.push_str(&attr.name.local);
+            out.push_str("=\"");
+            escape_into(out, &attr.value, true);
+            out.push('"');
+        }
+        if void {
+            out.push_str(" /");
+        }
+        out.push('>');
+    }
+
+    fn close(&mut self, name: &LocalName) {
+        self.0.push_str("</");
+        self.0.push_str(name);
+        self.0.push('>');
+    }
+
+    fn text(&mut self, text: &str) {
+        escape_into(&mut self.0, text, false);
+    }
+}
+
+struct State<O> {
+    out: O,
     /// Open elements this pass emitted, innermost last.
     stack: Vec<LocalName>,
     /// Per dropped element name, how many of their end tags are still to be dropped.
@@ -68,9 +114,9 @@ struct State {
     skip_text: bool,
 }
 
-struct Sink(RefCell<State>);
+struct Sink<O>(RefCell<State<O>>);
 
-impl State {
+impl<O: Emit> State<O> {
     fn depth(&self) -> usize {
         self.stack.len()
     }
@@ -85,7 +131,7 @@ impl State {
             _ => None,
         };
         if void(name) {
-            self.write_tag(&tag, true);
+            self.out.open(&tag, true);
             return TokenSinkResult::Continue;
         }
         if closes_same(name) && self.stack.last().is_some_and(|top| &**top == name) {
@@ -93,8 +139,8 @@ impl State {
         }
         if tag.self_closing && raw_kind.is_none() {
             // `<div/>` opens a div in HTML; written as an empty element it opens nothing.
-            self.write_tag(&tag, false);
-            self.out.push_str(&format!("</{name}>"));
+            self.out.open(&tag, false);
+            self.out.close(&tag.name);
             return TokenSinkResult::Continue;
         }
         if self.depth() >= MAX_DEPTH {
@@ -108,7 +154,7 @@ impl State {
             self.skip_text = matches!(name, "script" | "style");
             return raw_kind.unwrap_or(TokenSinkResult::Continue);
         }
-        self.write_tag(&tag, false);
+        self.out.open(&tag, false);
         self.stack.push(tag.name.clone());
         // Other raw text (xmp, textarea, title, …) is written escaped: the same text for a parser.
         self.skip_text = matches!(name, "script" | "style");
@@ -136,28 +182,8 @@ impl State {
 
     fn close_top(&mut self) {
         if let Some(name) = self.stack.pop() {
-            self.out.push_str("</");
-            self.out.push_str(&name);
-            self.out.push('>');
+            self.out.close(&name);
         }
-    }
-
-    fn write_tag(&mut self, tag: &Tag, void: bool) {
-        self.out.push('<');
-        self.out.push_str(&tag.name);
-        for attr in &tag.attrs {
-            // Namespaced attributes (xlink:href …) only matter in SVG/MathML, which the
-            // sanitiser removes; the local name is enough.
-            self.out.push(' ');
-            self.out.push_str(&attr.name.local);
-            self.out.push_str("=\"");
-            escape_into(&mut self.out, &attr.value, true);
-            self.out.push('"');
-        }
-        if void {
-            self.out.push_str(" /");
-        }
-        self.out.push('>');
     }
 }
 
@@ -172,7 +198,7 @@ fn escape_into(out: &mut String, text: &str, attribute: bool) {
     }
 }
 
-impl TokenSink for Sink {
+impl<O: Emit> TokenSink for Sink<O> {
     type Handle = ();
 
     fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
@@ -184,10 +210,10 @@ impl TokenSink for Sink {
             },
             Token::CharacterTokens(text) => {
                 if !state.skip_text {
-                    escape_into(&mut state.out, &text, false);
+                    state.out.text(&text);
                 }
             }
-            Token::NullCharacterToken if !state.skip_text => state.out.push('\u{fffd}'),
+            Token::NullCharacterToken if !state.skip_text => state.out.text("\u{fffd}"),
             Token::NullCharacterToken => {}
             Token::CommentToken(_) | Token::DoctypeToken(_) | Token::EOFToken | Token::ParseError(_) => {}
         }
@@ -197,14 +223,14 @@ impl TokenSink for Sink {
 
 /// Re-serialises `html` at most [`MAX_DEPTH`] elements deep (see the module docs). `check` is
 /// called after every [`CHUNK_BYTES`] of input; its error stops the pass.
-pub fn flatten<E>(html: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<Flattened, E> {
-    let sink = Sink(RefCell::new(State {
-        out: String::with_capacity(html.len() + html.len() / 8),
-        stack: Vec::new(),
-        dropped_open: Vec::new(),
-        dropped: 0,
-        skip_text: false,
-    }));
+pub fn flatten<E>(html: &str, check: impl FnMut() -> Result<(), E>) -> Result<Flattened, E> {
+    let (out, dropped) = flatten_into(html, Serialise(String::with_capacity(html.len() + html.len() / 8)), check)?;
+    Ok(Flattened { html: out.0, dropped })
+}
+
+/// [`flatten`] into any [`Emit`]: returns it and the number of start tags dropped.
+pub fn flatten_into<O: Emit, E>(html: &str, out: O, mut check: impl FnMut() -> Result<(), E>) -> Result<(O, usize), E> {
+    let sink = Sink(RefCell::new(State { out, stack: Vec::new(), dropped_open: Vec::new(), dropped: 0, skip_text: false }));
     let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
     let input = BufferQueue::default();
     let mut rest = html;
@@ -224,7 +250,7 @@ pub fn flatten<E>(html: &str, mut check: impl FnMut() -> Result<(), E>) -> Resul
     while !state.stack.is_empty() {
         state.close_top();
     }
-    Ok(Flattened { html: state.out, dropped: state.dropped })
+    Ok((state.out, state.dropped))
 }
 
 #[cfg(test)]

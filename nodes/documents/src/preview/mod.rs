@@ -292,6 +292,12 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
                 Rendered { format: "html", text, flattened, bounded: false }
             }
         }
+        Operation::Html if text.len() > html_text::STREAM_ABOVE_BYTES => {
+            // Large pages: the summary straight from the flattening pass, without a tree.
+            let (summary, dropped) = html_text::summarize_stream(text, || budget.check())?;
+            budget.check()?;
+            Rendered { format: "text", text: html_text::render(&summary), flattened: dropped, bounded: false }
+        }
         Operation::Html => {
             let flat = flatten::flatten(text, || budget.check())?;
             let summary = html_text::summarize(&flat.html);

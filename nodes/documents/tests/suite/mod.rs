@@ -1,5 +1,7 @@
 mod analysis_checks;
+mod counted_refs;
 mod fixtures;
+mod html_stream;
 mod link_listing;
 mod links;
 mod many_files;
