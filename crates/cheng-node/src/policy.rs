@@ -126,6 +126,9 @@ struct Rules {
     allow_full_disk_readonly: Option<Capability>,
     /// Whether an author may add read-only roots (`read_roots`) to the file nodes. Default true.
     read_roots: Option<bool>,
+    /// Host paths the sandboxed executors (the nodes with `request_read_paths`) mount read-only
+    /// in every run, at the same path, without asking anybody. Default none.
+    read_paths: Option<Vec<PathBuf>>,
     /// Highest value per integer port, by port name.
     #[serde(default)]
     max: BTreeMap<String, i64>,
@@ -272,6 +275,15 @@ impl Policy {
             for port in rules.max.keys().filter(|port| !integer_port(spec, port)) {
                 problems.push(format!("[nodes.\"{id}\"] max.{port}: {id} has no integer port `{port}`"));
             }
+            if rules.read_paths.is_some() && spec.input("request_read_paths").is_none() {
+                problems.push(format!("[nodes.\"{id}\"] read_paths: {id} runs no sandbox to mount them in (code_shell and code_python do)"));
+            }
+        }
+        let sections = self.file.nodes.iter().map(|(id, r)| (format!("nodes.\"{id}\""), r)).chain(self.file.all.iter().map(|r| ("all".to_string(), r)));
+        for (section, rules) in sections {
+            for path in rules.read_paths.iter().flatten().filter(|p| !p.is_absolute()) {
+                problems.push(format!("[{section}] read_paths: {:?} is not an absolute host path (such as /srv/datasets)", path.display().to_string()));
+            }
         }
         if let Some(all) = &self.file.all {
             for port in all.max.keys().filter(|port| !specs.iter().any(|s| integer_port(s, port))) {
@@ -322,6 +334,11 @@ impl Policy {
         self.rule(node_type, |r| r.capability(name)).unwrap_or((Capability::Grant, Source::Builtin))
     }
 
+    /// Host paths mounted read-only in every sandboxed run of this node type, unasked. Default none.
+    pub fn read_paths(&self, node_type: &str) -> (Vec<PathBuf>, Source) {
+        self.rule(node_type, |r| r.read_paths.clone()).unwrap_or((Vec::new(), Source::Builtin))
+    }
+
     /// The operator's ceiling for an integer port, if any.
     pub fn max(&self, node_type: &str, port: &str) -> Option<(i64, Source)> {
         self.rule(node_type, |r| r.max.get(port).copied())
@@ -362,6 +379,11 @@ impl Policy {
             if spec.input("read_roots").is_some() {
                 let (allowed, source) = self.read_roots(spec.id);
                 line(&mut out, "  ", "read_roots", allowed.to_string(), &source);
+            }
+            if spec.input("request_read_paths").is_some() {
+                let (paths, source) = self.read_paths(spec.id);
+                let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                line(&mut out, "  ", "read_paths", format!("{shown:?}"), &source);
             }
             if spec.input("env").is_some() {
                 let (names, source) = self.env_allow(spec.id);

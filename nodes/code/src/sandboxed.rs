@@ -48,11 +48,13 @@ pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::
     // The host paths the run would mount read-only, as the run itself will name them; the
     // engine asks about them on this one card (entries that are not absolute or cannot be
     // opened are refused by the run before anything is asked).
+    let granted = operator_paths(ctx).unwrap_or_default();
     card.requested_paths = input::string_list(input, "request_read_paths")
         .unwrap_or_default()
         .iter()
         .filter(|raw| Path::new(raw).is_absolute() && !raw.contains('\0'))
         .filter_map(|raw| Path::new(raw).canonicalize().ok())
+        .filter(|path| !granted.iter().any(|root| path.starts_with(root)))
         .map(|path| path.display().to_string())
         .fold(Vec::new(), |mut paths, path| {
             if !paths.contains(&path) {
@@ -61,6 +63,23 @@ pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::
             paths
         });
     card
+}
+
+/// The operator's `read_paths` for this node type, canonicalised: mounted read-only in every run
+/// without asking. One that cannot be opened fails the run (the policy is wrong, not the input).
+fn operator_paths(ctx: &RunContext) -> Result<Vec<PathBuf>, NodeError> {
+    let (paths, source) = cheng_node::policy::current().read_paths(ctx.node_type);
+    paths
+        .iter()
+        .map(|path| {
+            path.canonicalize().map_err(|e| {
+                NodeError::policy_denied(format!(
+                    "the operator's read_paths entry {} cannot be opened: {e} ({source}); ask the machine's operator to fix or remove it",
+                    path.display()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s
@@ -78,7 +97,10 @@ pub struct SandboxPorts {
     pub allow_filesystem: bool,
     pub allow_full_disk_readonly: bool,
     pub allow_network: bool,
+    /// Host paths the agent asked to read (each approved for this run), outside the operator's.
     pub read_paths: Vec<PathBuf>,
+    /// The operator's `read_paths`: mounted read-only in every run, unasked.
+    pub granted_paths: Vec<PathBuf>,
     pub timeout_ms: u64,
     pub memory_mb: u64,
 }
@@ -102,6 +124,7 @@ impl SandboxPorts {
         // In range by the spec's own check (`input::int`), so never negative.
         let timeout_ms = int("timeout_ms")?.unsigned_abs();
         let memory_mb = int("memory_mb")?.unsigned_abs();
+        let granted_paths = operator_paths(ctx)?;
         let mut read_paths = Vec::new();
         for (i, raw) in input::string_list(values, "request_read_paths")?.into_iter().enumerate() {
             let path = PathBuf::from(&raw);
@@ -113,7 +136,8 @@ impl SandboxPorts {
             let canonical = path.canonicalize().map_err(|e| {
                 NodeError::new(ErrorKind::NotFound, format!("request_read_paths[{i}] {raw:?} cannot be opened: {e}"))
             })?;
-            if !read_paths.contains(&canonical) {
+            // Under one of the operator's roots it is mounted already, with nothing to ask.
+            if !read_paths.contains(&canonical) && !granted_paths.iter().any(|root: &PathBuf| canonical.starts_with(root)) {
                 read_paths.push(canonical);
             }
         }
@@ -125,6 +149,7 @@ impl SandboxPorts {
             allow_full_disk_readonly: switch("allow_full_disk_readonly")?,
             allow_network: switch("allow_network")?,
             read_paths,
+            granted_paths,
             timeout_ms,
             memory_mb,
         })
@@ -149,7 +174,7 @@ impl SandboxPorts {
         req.writable = self.allow_filesystem;
         req.full_disk_readonly = self.allow_full_disk_readonly;
         req.network = self.allow_network;
-        req.read_paths = self.read_paths.clone();
+        req.read_paths = self.granted_paths.iter().chain(&self.read_paths).cloned().collect();
         req.timeout = Duration::from_millis(self.timeout_ms);
         req.memory_mb = self.memory_mb;
         req.stdout_cap = STDOUT_CAP;

@@ -265,3 +265,46 @@ fn disabled_nodes_are_not_listed() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("disabled by the operator's policy"), "{stderr}");
 }
+
+/// The operator's `read_paths`: mounted read-only in every sandboxed run without asking; a
+/// requested path under one needs no approval; others still do; the mount stays read-only.
+#[test]
+fn operator_read_paths_are_mounted_without_asking() {
+    if !bwrap_works() {
+        return;
+    }
+    let (d, ws) = temp_workspace();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("set.csv"), "a,b\n").unwrap();
+    let root = data.path().canonicalize().unwrap();
+    let policy = policy_file(d.path(), &format!("[nodes.\"tools/code_shell\"]\nread_paths = [\"{}\"]\n", root.display()));
+    let p = policy.to_str().unwrap();
+    // Not requested, not approved (--deny): readable all the same.
+    let read = json!({"script": format!("cat '{}/set.csv'", root.display())});
+    let (code, out, stderr) = run_node(CODE, &ws, &read, &["--policy", p, "--deny"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(out["stdout"], "a,b\n");
+    // Control: without the policy the path is not there.
+    let (_, out, _) = run_node(CODE, &ws, &read, &["--deny"]);
+    assert_eq!(out["success"], false, "{out}");
+    // Requested under the operator's root: nothing to ask.
+    let requested = json!({"script": format!("cat '{}/set.csv'", root.display()), "request_read_paths": [root.display().to_string()]});
+    let (code, out, _) = run_node(CODE, &ws, &requested, &["--policy", p, "--deny"]);
+    assert_eq!(code, 0, "{out}");
+    // Read-only, even with workspace writes allowed.
+    let write = json!({"script": format!("echo x > '{}/new'", root.display()), "allow_filesystem": true});
+    run_node(CODE, &ws, &write, &["--policy", p, "--config", "{\"allow_filesystem\": true}"]);
+    assert!(!root.join("new").exists(), "the operator's read path was written");
+    // `policy show` lists it; a relative entry or one for a node without a sandbox is refused.
+    let shown = text(&run_cheng(&["--policy", p, "policy", "show"]).stdout);
+    assert!(shown.contains(&format!("read_paths = [\"{}\"]", root.display())), "{shown}");
+    for (bad, says) in [
+        ("[all]\nread_paths = [\"data\"]\n", "not an absolute host path"),
+        ("[nodes.\"tools/workspace_git\"]\nread_paths = [\"/srv\"]\n", "runs no sandbox"),
+    ] {
+        let bad_policy = policy_file(d.path(), bad);
+        let out = run_cheng(&["--policy", bad_policy.to_str().unwrap(), "nodes"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+}
