@@ -179,8 +179,14 @@ impl Server {
                 }
             }
             approved = opened.items;
-        } else if let Some(card) = self.planned_card(offered, validated, &ctx)? {
-            return self.input_required(offered, &arguments, vec![card]);
+        } else {
+            match self.planned_card(offered, validated, &ctx)? {
+                Ok(Some(card)) => return self.input_required(offered, &arguments, vec![card]),
+                Ok(None) => {}
+                // The node refused the input before anything could run (policy, paths, a file
+                // the model has not read): a tool result, as the handshake era gives.
+                Err(e) => return Ok(complete(offered, e.to_outputs(), Vec::new()).into()),
+            }
         }
         let approver = Arc::new(SealedApprover {
             approved: approved.iter().map(Into::into).collect(),
@@ -199,8 +205,14 @@ impl Server {
     }
 
     /// The one card the engine would ask about for this call (gated input, capabilities left on
-    /// "ask", host read paths), asked ahead in one round.
-    fn planned_card(&self, offered: &Offered, validated: &ValidatedGraph, ctx: &RequestContext<RoleServer>) -> Result<Option<Card>, McpError> {
+    /// "ask", host read paths), asked ahead in one round; the inner `Err` is the node refusing
+    /// the input before anything could run.
+    fn planned_card(
+        &self,
+        offered: &Offered,
+        validated: &ValidatedGraph,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Result<Option<Card>, cheng_node::NodeError>, McpError> {
         let tool = &offered.tool;
         let Some((node, _)) = validated.planned_input(&tool.name, &self.workspace) else {
             return Err(McpError::internal_error(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name), None));
@@ -216,11 +228,7 @@ impl Server {
             scope: self.scope.clone(),
             output: cheng_node::Output::off(),
         };
-        match validated.planned_card(&tool.name, &card_ctx) {
-            Ok(card) => Ok(card.as_ref().map(Card::from)),
-            // The node refused the input before anything could run: the caller sees why.
-            Err(e) => Err(McpError::invalid_params(format!("tool `{}`: {}: {}", tool.name, e.kind.code(), e.message), None)),
-        }
+        Ok(validated.planned_card(&tool.name, &card_ctx).map(|card| card.as_ref().map(Card::from)))
     }
 
     fn input_required(&self, offered: &Offered, arguments: &Values, items: Vec<Card>) -> Result<CallToolResponse, McpError> {

@@ -97,3 +97,36 @@ fn one_connection_is_one_freshness_scope() {
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n2\nthree\n");
 }
+
+/// The same through the official MCP Python SDK client, in both connection modes: the diff on
+/// the elicitation card, a decline writes nothing, one card per edit, a new connection has read
+/// nothing.
+#[test]
+fn the_python_sdk_reads_and_edits_with_approval_in_both_modes() {
+    let sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !super::support::require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+        return;
+    }
+    for mode in ["legacy", "2026-07-28"] {
+        let (_dir, ws) = temp_workspace();
+        let out = std::process::Command::new("python3")
+            .arg(super::support::repo_root().join("crates/cheng-cli/tests/mcp/files.py"))
+            .arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg(&ws)
+            .arg(mode)
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("ok files ({mode})")),
+            "{mode}:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
