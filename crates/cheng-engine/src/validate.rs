@@ -454,7 +454,9 @@ fn check_edge_target(edge: &Edge, out: &PortSpec, inp: &PortSpec, target: &Graph
 
 fn check_required(spec: &NodeSpec, gnode: &GraphNode, base: &Values, incoming: &[Incoming], errors: &mut Vec<ValidationError>) {
     for port in spec.inputs.iter().filter(|p| p.required && p.audience != Audience::Engine) {
-        let set = base.get(port.name).is_some_and(|v| !v.is_null());
+        // A value given but refused (already reported) is not also "missing".
+        let given = |values: &Values| values.get(port.name).is_some_and(|v| !v.is_null());
+        let set = base.get(port.name).is_some_and(|v| !v.is_null()) || given(&gnode.inputs) || given(&gnode.config);
         if !set && !incoming.iter().any(|e| e.port.name == port.name) {
             let place = if port.audience == Audience::Author { "config" } else { "inputs (or feed it by an edge)" };
             errors.push(ValidationError::port(

@@ -30,15 +30,25 @@ pub fn check_value(port: &PortSpec, value: &Value) -> Result<(), String> {
     }
     if let (Some(choices), Some(s)) = (port.choices, value.as_str()) {
         if !choices.contains(&s) {
-            return Err(format!("\"{s}\" is not one of: {}", choices.join(", ")));
+            return Err(not_one_of(s, choices));
         }
     }
     Ok(())
 }
 
+/// `"lg" is not one of: status, diff, log, …; did you mean "log"?`
+fn not_one_of(given: &str, choices: &[&str]) -> String {
+    let mut message = format!("\"{given}\" is not one of: {}", choices.join(", "));
+    let closest = choices.iter().map(|c| (strsim::levenshtein(given, c), *c)).filter(|(d, _)| *d <= 2).min();
+    if let Some((_, choice)) = closest {
+        message.push_str(&format!("; did you mean \"{choice}\"?"));
+    }
+    message
+}
+
 fn type_message(ty: &PortType, value: &Value) -> String {
     match (ty, value) {
-        (PortType::Enum(values), Value::String(s)) => format!("\"{s}\" is not one of: {}", values.join(", ")),
+        (PortType::Enum(values), Value::String(s)) => not_one_of(s, values),
         (PortType::Array(elem), Value::Array(items)) => {
             let bad = items.iter().position(|v| !elem.accepts(v)).unwrap_or(0);
             let shown = items.get(bad).map_or("nothing", kind_of);
@@ -183,6 +193,12 @@ mod tests {
     const TIMEOUT: PortSpec = PortSpec::input("timeout_ms", PortType::Integer, "").default("null").min(1).max(600000);
     const NET: PortSpec = PortSpec::input("allow_network", PortType::Boolean, "").default("false").audience(Audience::Capped);
     const LIMIT: PortSpec = PortSpec::input("memory_mb", PortType::Integer, "").default("256").audience(Audience::Capped);
+
+    #[test]
+    fn a_near_miss_names_the_closest_choice() {
+        assert_eq!(not_one_of("lg", &["status", "log"]), "\"lg\" is not one of: status, log; did you mean \"log\"?");
+        assert_eq!(not_one_of("zzzzzz", &["status", "log"]), "\"zzzzzz\" is not one of: status, log");
+    }
 
     #[test]
     fn range_errors_cite_the_limit() {

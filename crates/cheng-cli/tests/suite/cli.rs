@@ -533,6 +533,16 @@ fn a_missing_operation_is_a_validation_error() {
     }
 }
 
+/// A wrong value of a required choice is one error (not also "missing"), with the closest choice.
+#[test]
+fn a_misspelt_operation_is_one_error_with_a_suggestion() {
+    let (_d, ws) = temp_workspace();
+    let (code, _, stderr) = run_node("tools/workspace_git", &ws, &json!({"operation": "lg"}), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("(1 error)") && stderr.contains("did you mean \"log\"?"), "{stderr}");
+    assert!(!stderr.contains("missing"), "{stderr}");
+}
+
 /// `"after"` sequences two nodes without a port: the second sees what the first left behind, and
 /// a failure skips it; `graph check` counts the dependency; the published schema accepts it.
 #[test]
