@@ -3,19 +3,7 @@
 //! second patch after an outside change refused, and a single run's gate off with a warning.
 
 use super::support::*;
-use serde_json::{json, Value};
-use std::path::Path;
-
-fn run_in(state: &Path, node: &str, ws: &Path, input: Value, extra: &[&str]) -> (i32, Value, String) {
-    let out = cheng()
-        .env("XDG_STATE_HOME", state)
-        .args(["run", node, "--workspace", ws.to_str().unwrap(), "--input", &input.to_string()])
-        .args(extra)
-        .output()
-        .unwrap();
-    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), value, String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use serde_json::json;
 
 #[test]
 fn read_then_patch_in_one_session() {

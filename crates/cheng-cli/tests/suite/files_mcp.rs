@@ -2,81 +2,24 @@
 //! lets a later call edit; an outside change in between is refused), and a new connection has
 //! seen nothing.
 
-use super::support::{cheng, temp_workspace};
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use super::support::temp_workspace;
+use super::mcp_pipe::McpPipe;
+use serde_json::json;
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
+use std::process::Stdio;
 
-struct Server {
-    child: Child,
-    lines: Receiver<String>,
-}
-
-impl Server {
-    fn start(workspace: &Path) -> Server {
-        let mut child = cheng()
-            .args(["serve", "--stdio", "--approve", "--workspace"])
-            .arg(workspace)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cheng serve starts");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut server = Server { child, lines };
-        server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
-        server.answer(0);
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.child.stdin.as_mut().expect("stdin");
-        stdin.write_all(format!("{message}\n").as_bytes()).expect("write");
-        stdin.flush().expect("flush");
-    }
-
-    fn answer(&mut self, id: i64) -> Value {
-        loop {
-            let line = self.lines.recv_timeout(Duration::from_secs(30)).expect("an answer within 30 s");
-            let message: Value = serde_json::from_str(&line).expect("JSON");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    /// Calls tool `name`; returns its structured output.
-    fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}));
-        self.answer(id)["result"]["structuredContent"].clone()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A server on a pipe that approves every call, initialised.
+fn start(workspace: &Path) -> McpPipe {
+    let mut server = McpPipe::start(workspace, &["--approve"]);
+    server.initialize();
+    server
 }
 
 #[test]
 fn one_connection_is_one_freshness_scope() {
     let (_dir, ws) = temp_workspace();
     std::fs::write(ws.join("a.txt"), "one\ntwo\n").unwrap();
-    let mut server = Server::start(&ws);
+    let mut server = start(&ws);
     let edit = json!({"file_path": "a.txt", "old": "two", "new": "2"});
     let out = server.call(1, "edit_file", edit.clone());
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "never read on this connection: {out}");
@@ -92,7 +35,7 @@ fn one_connection_is_one_freshness_scope() {
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
     // A new connection has read nothing.
     drop(server);
-    let mut server = Server::start(&ws);
+    let mut server = start(&ws);
     let out = server.call(1, "write_file", json!({"file_path": "a.txt", "content": "x\n"}));
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
     assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n2\nthree\n");

@@ -3,91 +3,10 @@
 
 use super::support::{cheng, git, repo_root, require_or_skip_that, run_cheng, temp_workspace};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How long a test waits for an answer before failing (a missing answer fails, never hangs).
-const ANSWER_WAIT: Duration = Duration::from_secs(30);
-
-/// A server on a pipe: send lines, read answers (read on a thread, so a missing one times out).
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-}
-
-impl Server {
-    fn start(workspace: &Path, extra: &[&str]) -> Server {
-        let mut child = cheng()
-            .args(["serve", "--stdio", "--workspace"])
-            .arg(workspace)
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cheng serve starts");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        Server { child, stdin, lines }
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).expect("write to the server");
-        stdin.flush().expect("flush");
-    }
-
-    fn send(&mut self, message: &Value) {
-        self.send_raw(format!("{message}\n").as_bytes());
-    }
-
-    fn read(&mut self) -> Value {
-        let line = match self.lines.recv_timeout(ANSWER_WAIT) {
-            Ok(line) => line,
-            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {ANSWER_WAIT:?}"),
-            Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
-        };
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"))
-    }
-
-    /// Reads until the answer to `id` (other messages are skipped).
-    fn answer(&mut self, id: i64) -> Value {
-        loop {
-            let message = self.read();
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    fn initialize(&mut self) {
-        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
-        let answer = self.answer(0);
-        assert_eq!(answer["result"]["protocolVersion"], "2025-06-18", "{answer}");
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use super::mcp_pipe::McpPipe as Server;
 
 #[test]
 fn negotiates_every_handshake_revision_and_offers_the_newest_otherwise() {

@@ -2,75 +2,21 @@
 //! log messages — on the raw protocol, and with the official MCP Python SDK client
 //! (`tests/mcp/live.py`) in its three connection modes.
 
-use super::support::{cheng, git, repo_root, require_or_skip_that, temp_workspace};
+use super::support::{git, repo_root, require_or_skip_that, temp_workspace};
+use super::mcp_pipe::McpPipe;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
-/// A server on a pipe (a missing answer fails the test after 30 s, never hangs it).
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-}
-
-impl Server {
-    fn start(workspace: &Path, extra: &[&str]) -> Server {
-        let mut child = cheng()
-            .args(["serve", "--stdio", "--workspace"])
-            .arg(workspace)
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cheng serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut server = Server { child, stdin, lines };
-        server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
-        let (_, answer) = server.until_answer(0);
-        assert!(answer["result"]["capabilities"].get("logging").is_some(), "logging is offered: {answer}");
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write to the server");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Every message up to the answer to `id`, and the answer.
-    fn until_answer(&mut self, id: i64) -> (Vec<Value>, Value) {
-        let mut before = Vec::new();
-        loop {
-            let line = self.lines.recv_timeout(Duration::from_secs(30)).expect("a message from the server within 30 s");
-            let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return (before, message);
-            }
-            before.push(message);
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A server on a pipe, initialised; it offers logging.
+fn start(workspace: &Path, extra: &[&str]) -> McpPipe {
+    let mut server = McpPipe::start(workspace, extra);
+    server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    let (_, answer) = server.until_answer(0);
+    assert!(answer["result"]["capabilities"].get("logging").is_some(), "logging is offered: {answer}");
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    server
 }
 
 fn shell_call(id: i64, script: &str, meta: Value) -> Value {
@@ -85,7 +31,7 @@ fn progress_of(messages: &[Value]) -> Vec<&Value> {
 #[test]
 fn a_progress_token_brings_the_output_as_progress_notifications_before_the_answer() {
     let (_dir, ws) = temp_workspace();
-    let mut server = Server::start(&ws, &["--approve"]);
+    let mut server = start(&ws, &["--approve"]);
     server.send(&shell_call(1, "echo hello; echo oops >&2; echo world", json!({"progressToken": "tok-1"})));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
@@ -110,7 +56,7 @@ fn a_progress_token_brings_the_output_as_progress_notifications_before_the_answe
 #[test]
 fn without_a_progress_token_nothing_but_the_answer_is_sent() {
     let (_dir, ws) = temp_workspace();
-    let mut server = Server::start(&ws, &["--approve"]);
+    let mut server = start(&ws, &["--approve"]);
     server.send(&shell_call(1, "echo hello", json!({})));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
@@ -121,7 +67,7 @@ fn without_a_progress_token_nothing_but_the_answer_is_sent() {
 fn log_messages_only_after_logging_set_level() {
     let (_dir, ws) = temp_workspace();
     // --deny (the default) and no elicitation: the call is refused, which the server warns of.
-    let mut server = Server::start(&ws, &[]);
+    let mut server = start(&ws, &[]);
     server.send(&shell_call(1, "true", json!({})));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], true, "{answer}");

@@ -35,6 +35,19 @@ pub fn without_terminal(cmd: &mut Command) {
     cheng_exec::session::without_controlling_terminal(cmd);
 }
 
+/// `cheng run NODE -w WS --input JSON [extra]` with the state directory (`--session` tables) at
+/// `state`: exit code, stdout as JSON (null when it is not), stderr.
+pub fn run_in(state: &Path, node: &str, ws: &Path, input: serde_json::Value, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = cheng()
+        .env("XDG_STATE_HOME", state)
+        .args(["run", node, "--workspace", ws.to_str().unwrap(), "--input", &input.to_string()])
+        .args(extra)
+        .output()
+        .unwrap();
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.code().unwrap_or(-1), value, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// A captured stream as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
