@@ -135,6 +135,43 @@ enum Action {
     EpermWhen(Vec<Vec<Bits>>),
 }
 
+/// System calls refused whatever their arguments: file capabilities, io_uring (its requests
+/// would go around the rest), tracing, keyrings, BPF, kernel images and modules, mounts, setns.
+const ALWAYS_REFUSED: [i64; 32] = [
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    SYS_SETXATTRAT,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_setns,
+];
+
 /// Every listed system call, sorted by number; the rest are allowed.
 fn table() -> Vec<(u32, Action)> {
     let setid: u32 = libc::S_ISUID | libc::S_ISGID;
@@ -174,40 +211,7 @@ fn table() -> Vec<(u32, Action)> {
         (libc::SYS_mkdir, mode(1, setgid)),
     ]);
     // Always refused.
-    for nr in [
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        SYS_SETXATTRAT,
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-        libc::SYS_ptrace,
-        libc::SYS_process_vm_readv,
-        libc::SYS_process_vm_writev,
-        libc::SYS_keyctl,
-        libc::SYS_add_key,
-        libc::SYS_request_key,
-        libc::SYS_bpf,
-        libc::SYS_perf_event_open,
-        libc::SYS_userfaultfd,
-        libc::SYS_kexec_load,
-        libc::SYS_kexec_file_load,
-        libc::SYS_init_module,
-        libc::SYS_finit_module,
-        libc::SYS_delete_module,
-        libc::SYS_mount,
-        libc::SYS_umount2,
-        libc::SYS_pivot_root,
-        libc::SYS_fsopen,
-        libc::SYS_fsconfig,
-        libc::SYS_fsmount,
-        libc::SYS_fspick,
-        libc::SYS_move_mount,
-        libc::SYS_open_tree,
-        libc::SYS_mount_setattr,
-        libc::SYS_setns,
-    ] {
+    for nr in ALWAYS_REFUSED {
         t.push((nr, eperm()));
     }
     let mut t: Vec<(u32, Action)> = t.into_iter().map(|(nr, a)| (nr as u32, a)).collect();
@@ -481,41 +485,7 @@ mod reference {
         rules.insert(libc::SYS_unshare, vec![rule(vec![has_bits(0, newuser)?])?]);
         rules.insert(libc::SYS_clone, vec![rule(vec![has_bits(0, newuser)?])?]);
         // Always refused.
-        let always = [
-            libc::SYS_setxattr,
-            libc::SYS_lsetxattr,
-            libc::SYS_fsetxattr,
-            SYS_SETXATTRAT,
-            libc::SYS_io_uring_setup,
-            libc::SYS_io_uring_enter,
-            libc::SYS_io_uring_register,
-            libc::SYS_ptrace,
-            libc::SYS_process_vm_readv,
-            libc::SYS_process_vm_writev,
-            libc::SYS_keyctl,
-            libc::SYS_add_key,
-            libc::SYS_request_key,
-            libc::SYS_bpf,
-            libc::SYS_perf_event_open,
-            libc::SYS_userfaultfd,
-            libc::SYS_kexec_load,
-            libc::SYS_kexec_file_load,
-            libc::SYS_init_module,
-            libc::SYS_finit_module,
-            libc::SYS_delete_module,
-            libc::SYS_mount,
-            libc::SYS_umount2,
-            libc::SYS_pivot_root,
-            libc::SYS_fsopen,
-            libc::SYS_fsconfig,
-            libc::SYS_fsmount,
-            libc::SYS_fspick,
-            libc::SYS_move_mount,
-            libc::SYS_open_tree,
-            libc::SYS_mount_setattr,
-            libc::SYS_setns,
-        ];
-        for nr in always {
+        for nr in ALWAYS_REFUSED {
             rules.insert(nr, Vec::new());
         }
         Ok(rules)
