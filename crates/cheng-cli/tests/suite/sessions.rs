@@ -213,7 +213,7 @@ fn ctrl_c_of_a_graph_run_kills_its_sessions() {
     wait_for("the session to die after Ctrl-C", || processes(&["sleep", &session]).is_empty());
 }
 
-/// A workspace the sandbox user may enter (a session cannot use an idmapped mount).
+/// A workspace the sandbox user may enter without an idmapped mount.
 fn listable_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let (dir, ws) = temp_workspace();
@@ -226,25 +226,28 @@ fn the_sandbox_switch_runs_the_session_in_bubblewrap() {
     if !super::support::bwrap_works() {
         return;
     }
-    let (_d, ws) = listable_workspace();
-    std::fs::write(ws.join("seen.txt"), "inside\n").expect("write");
-    let config = json!({"sandbox": true}).to_string();
-    // The attack: write into the workspace from the session.
-    let input = json!({"command": "sh", "args": ["-c", "cat seen.txt; touch made.txt; echo write=$?"]}).to_string();
-    let out = cheng()
-        .args(["run", EXEC, "--workspace", ws.to_str().unwrap_or(""), "--approve", "--config", &config, "--input", &input])
-        .output()
-        .expect("cheng runs");
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert_eq!(result["sandboxed"], true, "{result}");
-    let output = result["output"].as_str().unwrap_or("");
-    assert!(output.starts_with("inside\n"), "{result}");
-    assert!(output.contains("write=1"), "the sandboxed session could write the workspace: {result}");
-    assert!(!ws.join("made.txt").exists(), "the session wrote the workspace");
-    // Without the switch the same command writes (the sandbox made the difference).
-    let (_, result, _) = run_node(EXEC, &ws, &json!({"command": "touch", "args": ["made.txt"]}), &["--approve"]);
-    assert_eq!(result["sandboxed"], false);
-    assert!(ws.join("made.txt").exists(), "{result}");
+    // A workspace others may enter, and a private one (as root the sandbox user sees it through
+    // an idmapped mount, made from a thread of its own before the session starts).
+    for (_d, ws) in [listable_workspace(), temp_workspace()] {
+        std::fs::write(ws.join("seen.txt"), "inside\n").expect("write");
+        let config = json!({"sandbox": true}).to_string();
+        // The attack: write into the workspace from the session.
+        let input = json!({"command": "sh", "args": ["-c", "cat seen.txt; touch made.txt; echo write=$?"]}).to_string();
+        let out = cheng()
+            .args(["run", EXEC, "--workspace", ws.to_str().unwrap_or(""), "--approve", "--config", &config, "--input", &input])
+            .output()
+            .expect("cheng runs");
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert_eq!(result["sandboxed"], true, "{result}");
+        let output = result["output"].as_str().unwrap_or("");
+        assert!(output.starts_with("inside\n"), "{result}");
+        assert!(output.contains("write=1"), "the sandboxed session could write the workspace: {result}");
+        assert!(!ws.join("made.txt").exists(), "the session wrote the workspace");
+        // Without the switch the same command writes (the sandbox made the difference).
+        let (_, result, _) = run_node(EXEC, &ws, &json!({"command": "touch", "args": ["made.txt"]}), &["--approve"]);
+        assert_eq!(result["sandboxed"], false);
+        assert!(ws.join("made.txt").exists(), "{result}");
+    }
 }
 
 #[test]

@@ -180,6 +180,51 @@ pub fn prepare(targets: &[IdmapTarget], sandbox: (u32, u32)) -> io::Result<Vec<(
     targets.iter().map(|t| Ok((t.clone(), userns_for((t.owner_uid, t.owner_gid), sandbox)?))).collect()
 }
 
+/// Gives the calling thread a private mount namespace with the idmapped clones in place; what it
+/// starts afterwards inherits the namespace. Only for a thread that ends soon after.
+fn enter_private_namespace(prepared: &[(IdmapTarget, Arc<OwnedFd>)]) -> Result<(), String> {
+    // SAFETY: unsharing the mount namespace (and fs info) of this thread only.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } != 0 {
+        return Err(format!("cannot create a private mount namespace: {}", io::Error::last_os_error()));
+    }
+    // SAFETY: remounting / as recursively private in the new namespace; nothing propagates to the host.
+    let rc = unsafe { libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) };
+    if rc != 0 {
+        return Err(format!("cannot make the private mount namespace private: {}", io::Error::last_os_error()));
+    }
+    for (target, userns) in prepared {
+        idmap_in_place(target, userns).map_err(|e| {
+            format!(
+                "cannot create an idmapped mount of {} (uid {} -> sandbox uid): {e}; the file system may not support idmapped mounts",
+                target.path.display(),
+                target.owner_uid
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Starts `spec` as a live process (a session) from a thread whose private mount namespace has
+/// the idmapped clones in place: the process, and the per-run reaper above it, keep that
+/// namespace after the thread ends. Its supervision runs on the caller's runtime.
+pub fn start_live_with_idmaps(
+    spec: ProcessSpec,
+    cancel: CancellationToken,
+    prepared: Vec<(IdmapTarget, Arc<OwnedFd>)>,
+) -> Result<crate::live::LiveProcess, String> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|e| format!("a session needs the async runtime: {e}"))?;
+    std::thread::Builder::new()
+        .name("cheng-sandbox-idmap".into())
+        .spawn(move || {
+            enter_private_namespace(&prepared)?;
+            let _entered = runtime.enter();
+            crate::live::LiveProcess::start(spec, cancel)
+        })
+        .map_err(|e| format!("cannot start the sandbox thread: {e}"))?
+        .join()
+        .map_err(|_| "the sandbox thread stopped unexpectedly".to_string())?
+}
+
 /// Runs `spec` from a thread whose private mount namespace has the idmapped clones in place.
 pub async fn run_with_idmaps(
     spec: ProcessSpec,
@@ -194,26 +239,7 @@ pub async fn run_with_idmaps(
         .name("cheng-sandbox-idmap".into())
         .spawn(move || {
             let result = (|| {
-                // SAFETY: unsharing the mount namespace (and fs info) of this thread only.
-                if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } != 0 {
-                    return Err(format!("cannot create a private mount namespace: {}", io::Error::last_os_error()));
-                }
-                // SAFETY: remounting / as recursively private in the new namespace; nothing propagates to the host.
-                let rc = unsafe {
-                    libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null())
-                };
-                if rc != 0 {
-                    return Err(format!("cannot make the private mount namespace private: {}", io::Error::last_os_error()));
-                }
-                for (target, userns) in &prepared {
-                    idmap_in_place(target, userns).map_err(|e| {
-                        format!(
-                            "cannot create an idmapped mount of {} (uid {} -> sandbox uid): {e}; the file system may not support idmapped mounts",
-                            target.path.display(),
-                            target.owner_uid
-                        )
-                    })?;
-                }
+                enter_private_namespace(&prepared)?;
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

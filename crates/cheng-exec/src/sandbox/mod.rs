@@ -514,8 +514,8 @@ impl Sandbox {
     /// it with what must live as long as it does (this sandbox: its masking placeholders).
     ///
     /// Fails closed ([`ErrorKind::SandboxUnavailable`], nothing runs) where a session cannot be
-    /// sandboxed as a single run would be: a writable workspace (the audit runs after a run) or
-    /// a view that needs an idmapped mount (made from a thread of its own for one run).
+    /// sandboxed as a single run would be: a writable workspace (the audit runs after a run). A
+    /// view that needs an idmapped mount is set up from a thread of its own, as for one run.
     pub fn start_live(
         mut self,
         cancel: CancellationToken,
@@ -523,18 +523,17 @@ impl Sandbox {
         if self.request.writable {
             return Err(unavailable("a sandboxed session cannot have a writable workspace (its writes are audited after a run ends); nothing ran"));
         }
-        if !self.idmaps.is_empty() {
-            let paths: Vec<String> = self.idmaps.iter().map(|t| t.path.display().to_string()).collect();
-            return Err(unavailable(format!(
-                "a sandboxed session cannot show {} through an idmapped mount (needed because the sandbox user may not enter it); nothing ran. Let others list and enter it (chmod o+rx), or start the session without the sandbox",
-                paths.join(", ")
-            )));
-        }
         // A per-run memory group is never asked for here (no delegated cgroup in the request).
         drop(self.group.take());
         let spec = self.spec(self.args.clone(), self.rlimits.clone(), None).map_err(|e| unavailable(format!("{e}; nothing ran")))?;
-        let process = crate::live::LiveProcess::start(spec, cancel)
-            .map_err(|e| unavailable(format!("bubblewrap could not be started: {e}; nothing ran")))?;
+        let process = if self.idmaps.is_empty() {
+            crate::live::LiveProcess::start(spec, cancel)
+        } else {
+            let prepared = idmap::prepare(&self.idmaps, self.ids)
+                .map_err(|e| unavailable(format!("cannot create the user namespace for an idmapped mount: {e}; nothing ran")))?;
+            idmap::start_live_with_idmaps(spec, cancel, prepared)
+        }
+        .map_err(|e| unavailable(format!("bubblewrap could not be started: {e}; nothing ran")))?;
         Ok((process, Box::new(self)))
     }
 
