@@ -108,7 +108,7 @@ fn main() {
     let (node, bare) = (median(node), median(bare));
     println!(
         "edit_file on {} MB: node {node:>8.3}  bare read+write {bare:>8.3}  ratio {:.2}x  (target < 50 ms; the node also hashes twice, diffs and fsyncs)",
-        ten.len() / 1_000_000,
+        (ten.len() as f64 / 1e6).round(),
         node / bare
     );
 }
