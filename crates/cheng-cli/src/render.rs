@@ -199,6 +199,13 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
         ("tools/workspace_preview", _) => text.stdout = s(out, "preview").unwrap_or("").to_string(),
         ("tools/workspace_tests", "detect") => text.stdout = projects(out),
         ("tools/runtime", _) => text.stdout = json_block(out.get("result")),
+        // File reads and searches: what the model sees (the `L{n}: ` lines, the paths, the tree).
+        ("tools/read_file" | "tools/grep" | "tools/glob" | "tools/list_dir", _) => text.stdout = line_ended(s(out, "content").unwrap_or("")),
+        // File changes: the diff that was approved and written.
+        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => text.stdout = patch(s(out, "diff").unwrap_or(""), style),
+        ("tools/delete_path", _) => {}
+        // Sessions: what the process wrote since the last call.
+        ("tools/exec_command" | "tools/write_stdin", _) => text.stdout = s(out, "output").unwrap_or("").to_string(),
         _ => {
             // Shell, tests run, code nodes: the command's own streams, as they were.
             text.stdout = s(out, "stdout").unwrap_or("").to_string();
@@ -210,6 +217,9 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
             }
         }
     }
+    for warning in out.get("warnings").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        let _ = writeln!(text.tail, "{}", style.yellow(&format!("warning: {warning}")));
+    }
     for (flag, what) in [("stdout_truncated", "stdout"), ("stderr_truncated", "stderr"), ("preview_truncated", "preview")] {
         if out.get(flag).and_then(Value::as_bool) == Some(true) {
             let _ = writeln!(text.tail, "{}", style.dim(&format!("({what} was truncated: head and tail kept; --json shows the markers)")));
@@ -219,6 +229,15 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
         text.stdout.push('\n');
     }
     text
+}
+
+/// `text` with a final newline, so the shell prompt starts on a line of its own.
+fn line_ended(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_string()
+    } else {
+        format!("{text}\n")
+    }
 }
 
 fn patch(patch: &str, style: Style) -> String {

@@ -163,3 +163,18 @@ fn on_a_terminal_run_prints_text_and_graph_run_a_table() {
     assert!(row("third ").contains("skipped"), "{screen}");
     assert!(screen.contains("graph failed: 3 nodes in"), "{screen}");
 }
+
+/// The file nodes print what the model sees (read_file's numbered lines, a search's paths) and
+/// what a change wrote (its diff), with the gate's warning on stderr.
+#[test]
+fn file_nodes_print_their_content_or_their_diff() {
+    let (_d, ws) = temp_workspace();
+    std::fs::write(ws.join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let (out, read) = run_text(&ws, "tools/read_file", &["file_path=notes.txt"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{read}");
+    let (out, grep) = run_text(&ws, "tools/grep", &["pattern=beta"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{grep}");
+    let (out, edit) = run_text(&ws, "tools/edit_file", &["file_path=notes.txt", "old=beta", "new=gamma"], &["--approve"]);
+    assert_eq!(out.status.code(), Some(0), "{edit}");
+    golden("file_nodes.txt", &format!("{read}=== grep\n{grep}=== edit\n{edit}"));
+}
