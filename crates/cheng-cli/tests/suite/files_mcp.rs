@@ -46,13 +46,7 @@ fn one_connection_is_one_freshness_scope() {
 /// nothing.
 #[test]
 fn the_python_sdk_reads_and_edits_with_approval_in_both_modes() {
-    let sdk = std::process::Command::new("python3")
-        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !super::support::require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+    if !super::support::mcp_sdk_available() {
         return;
     }
     for mode in ["legacy", "2026-07-28"] {

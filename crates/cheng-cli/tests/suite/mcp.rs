@@ -1,7 +1,7 @@
 //! `cheng serve --stdio`: the raw protocol's robustness, and the official MCP Python SDK client
 //! (`tests/mcp/client.py`) in its three connection modes.
 
-use super::support::{cheng, git, repo_root, require_or_skip_that, run_cheng, temp_workspace};
+use super::support::{cheng, git, repo_root, run_cheng, temp_workspace};
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -195,13 +195,7 @@ fn a_tools_file_offers_exactly_its_entries() {
 /// The official MCP Python SDK client, in each connection mode.
 #[test]
 fn the_official_python_client_lists_calls_approves_declines_and_cancels() {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+    if !super::support::mcp_sdk_available() {
         return;
     }
     let script = repo_root().join("crates/cheng-cli/tests/mcp/client.py");

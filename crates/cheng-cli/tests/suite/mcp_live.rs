@@ -2,7 +2,7 @@
 //! log messages — on the raw protocol, and with the official MCP Python SDK client
 //! (`tests/mcp/live.py`) in its three connection modes.
 
-use super::support::{git, repo_root, require_or_skip_that, temp_workspace};
+use super::support::{git, repo_root, temp_workspace};
 use super::mcp_pipe::McpPipe;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -95,13 +95,7 @@ fn log_messages_only_after_logging_set_level() {
 /// arrive as log messages once the client opted in.
 #[test]
 fn the_official_python_client_sees_output_while_the_call_runs() {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk) {
+    if !super::support::mcp_sdk_available() {
         return;
     }
     let script = repo_root().join("crates/cheng-cli/tests/mcp/live.py");

@@ -11,14 +11,8 @@ use std::time::{Duration, Instant};
 const EXEC: &str = "tools/exec_command";
 
 fn sdk_available() -> bool {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
     let curl = Command::new("curl").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
-    require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\") and curl", sdk && curl)
+    super::support::mcp_sdk_available() && require_or_skip_that("curl", curl)
 }
 
 /// Runs one check of `tests/mcp/sessions.py` against a fresh workspace (handshake-era approvals).

@@ -48,6 +48,18 @@ pub fn run_in(state: &Path, node: &str, ws: &Path, input: serde_json::Value, ext
     (out.status.code().unwrap_or(-1), value, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// Whether the official MCP Python SDK client (`mcp.Client`) imports; a test that needs it skips
+/// without it, and fails under CI (see [`require_or_skip_that`]).
+pub fn mcp_sdk_available() -> bool {
+    let sdk = Command::new("python3")
+        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk)
+}
+
 /// A captured stream as text (lossy).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
