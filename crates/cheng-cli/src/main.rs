@@ -12,12 +12,11 @@ use cheng_nodes_files as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
-/// mimalloc instead of glibc malloc: large Markdown documents no longer fault in fresh pages on
-/// every parse (glibc maps blocks past its mmap threshold anew each time); measured in
-/// docs/performance.md, "Allocator". Only this binary: `cheng-sandbox-init` keeps the system
+/// mimalloc, with huge blocks in mappings of their own (crates/cheng-alloc says why; measured in
+/// docs/performance.md, "Allocator"). Only this binary: `cheng-sandbox-init` keeps the system
 /// allocator (it runs under the sandbox's RLIMIT_AS).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
 
 mod approve;
 mod args;

@@ -10,11 +10,11 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// `--features mimalloc`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
+/// `--features binary-allocator`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
 /// "Allocator"); without it, the system allocator (glibc malloc).
-#[cfg(feature = "mimalloc")]
+#[cfg(feature = "binary-allocator")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
 
 use cheng_nodes_documents::markdown::diagnostics::check;
 use cheng_nodes_documents::markdown::document::options;

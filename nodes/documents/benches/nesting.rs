@@ -12,14 +12,14 @@
 //! run took more than 2000 ms of CPU time (CPU, not wall: the machine may be shared), so the
 //! benchmark can gate a release.
 //!
-//! `--features mimalloc` runs it with the `cheng` binary's allocator (what users run);
+//! `--features binary-allocator` runs it with the `cheng` binary's allocator (what users run);
 //! without it, the system allocator.
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[cfg(feature = "mimalloc")]
+#[cfg(feature = "binary-allocator")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
 
 #[path = "support/families.rs"]
 mod families;

@@ -18,6 +18,7 @@ use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
 use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
 use flatten::MAX_DEPTH;
+use sanitize::MarkdownHtml;
 use cheng_node::CancellationToken;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -281,7 +282,19 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
     budget.check()?;
     Ok(match operation {
         Operation::Markdown => {
-            let rendered = sanitize::render_markdown_bounded(text, || budget.check())?;
+            let keep = PRE_CUT_FACTOR * max_bytes;
+            let mut rendered = sanitize::render_markdown_kept(text, keep, || budget.check())?;
+            if let Some(cut) = rendered.cut.take() {
+                // Only the rendering's ends were kept: each is flattened on its own (raw HTML
+                // elements are then counted in the ends alone), then cut as below.
+                let raw_html = rendered.raw_html;
+                let head = sanitize::flatten_rendered(rendered, || budget.check())?;
+                let tail = MarkdownHtml { html: cut.tail, flattened: 0, raw_html, cut: None };
+                let tail = sanitize::flatten_rendered(tail, || budget.check())?;
+                let parts = Parts { head: &head.html, tail: &tail.html, tail_at: head.html.len() + cut.omitted };
+                let text = bound_html(parts, max_bytes);
+                return Ok(Rendered { format: "html", text, flattened: head.dropped + tail.dropped, bounded: true });
+            }
             let flat = sanitize::flatten_rendered(rendered, || budget.check())?;
             let flattened = flat.dropped;
             if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
@@ -326,14 +339,50 @@ pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, boo
     if operation != Operation::Markdown {
         return (head_tail(text.as_bytes(), keep).text, true);
     }
+    (bound_html(Parts { head: text, tail: text, tail_at: 0 }, max_bytes), true)
+}
+
+/// Sanitised HTML to head+tail cut: the whole text (`head` and `tail` both the text,
+/// `tail_at` 0), or the two ends of a rendering too long to keep whole (`tail` starts
+/// `tail_at` bytes into it, outside any tag).
+#[derive(Clone, Copy)]
+struct Parts<'t> {
+    head: &'t str,
+    tail: &'t str,
+    tail_at: usize,
+}
+
+impl Parts<'_> {
+    fn len(&self) -> usize {
+        self.tail_at + self.tail.len()
+    }
+
+    /// [`html_cut_points`] across the parts, the tail's point counted in the whole.
+    fn cut_points(&self, head: usize, tail: usize) -> (usize, usize) {
+        if self.tail_at == 0 {
+            return html_cut_points(self.tail, head, tail);
+        }
+        let (head_end, _) = html_cut_points(self.head, head, self.head.len());
+        let (_, tail_start) = html_cut_points(self.tail, 0, tail.saturating_sub(self.tail_at));
+        (head_end, self.tail_at + tail_start)
+    }
+}
+
+/// [`bound`] for sanitised HTML longer than `max_bytes`.
+fn bound_html(parts: Parts, max_bytes: usize) -> String {
+    let len = parts.len();
+    let keep = max_bytes.saturating_sub(omitted_marker(len as u64).len());
+    if keep == 0 {
+        return String::new();
+    }
     let mut cap = keep;
     for _ in 0..16 {
-        let (head_end, tail_start) = html_cut_points(text, cap / 2, text.len() - (cap - cap / 2));
+        let (head_end, tail_start) = parts.cut_points(cap / 2, len - (cap - cap / 2));
         let omitted = (tail_start - head_end) as u64;
-        let spliced = format!("{}{}{}", &text[..head_end], omitted_marker(omitted), &text[tail_start..]);
+        let spliced = format!("{}{}{}", &parts.head[..head_end], omitted_marker(omitted), &parts.tail[tail_start - parts.tail_at..]);
         let safe = sanitize::sanitize(&spliced);
         if safe.len() <= max_bytes {
-            return (safe, true);
+            return safe;
         }
         let over = safe.len() - max_bytes;
         cap = cap.saturating_sub(over + 16);
@@ -343,8 +392,20 @@ pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, boo
     }
     // Markup that cannot be cut small enough: escaped text, which is always safe (an entity cut
     // at the end stays text).
-    let escaped = ammonia::clean_text(&head_tail(text.as_bytes(), keep / 6).text);
-    (escaped[..floor_char_boundary(&escaped, max_bytes)].to_string(), true)
+    let text = if parts.tail_at == 0 {
+        head_tail(parts.tail.as_bytes(), keep / 6).text
+    } else {
+        let half = keep / 12;
+        let head_end = floor_char_boundary(parts.head, half);
+        let mut tail_start = parts.tail.len().saturating_sub(half);
+        while !parts.tail.is_char_boundary(tail_start) {
+            tail_start += 1;
+        }
+        let omitted = (parts.tail_at + tail_start - head_end) as u64;
+        format!("{}{}{}", &parts.head[..head_end], omitted_marker(omitted), &parts.tail[tail_start..])
+    };
+    let escaped = ammonia::clean_text(&text);
+    escaped[..floor_char_boundary(&escaped, max_bytes)].to_string()
 }
 
 /// The largest char boundary at or below `at`.

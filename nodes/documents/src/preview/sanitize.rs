@@ -18,6 +18,7 @@ use crate::preview::flatten::{flatten, Flattened, MAX_DEPTH};
 use crate::preview::prefix;
 use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use ammonia::Builder;
+use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
 
 /// Renders Markdown to HTML, unsanitised (only for [`sanitize`]). Headings get the same GitHub
@@ -42,6 +43,19 @@ pub struct MarkdownHtml {
     /// Whether the Markdown holds raw HTML (passed through into `html`). Without it `html` is
     /// pulldown-cmark's own well-nested output, at most [`MAX_DEPTH`] containers deep.
     pub raw_html: bool,
+    /// Set when the rendering was longer than the bytes asked to keep
+    /// ([`render_markdown_kept`]): `html` is then its head and this its tail.
+    pub cut: Option<Cut>,
+}
+
+/// The end of a rendering too long to keep whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cut {
+    /// The rendering's last bytes (at least the bytes asked to keep), starting where an event's
+    /// output starts: outside any tag pulldown-cmark wrote.
+    pub tail: String,
+    /// Bytes of the rendering between the head and the tail, not kept.
+    pub omitted: usize,
 }
 
 /// [`render_markdown`] with Markdown containers (block quotes, lists, emphasis, links, …) at
@@ -56,20 +70,27 @@ pub struct MarkdownHtml {
 /// its anchor is known (the same text and slugger as [`Document`]'s outline). Explicit `{#id}`s
 /// reserve their slug for the whole document, earlier headings included, so the first one met
 /// restarts the rendering after one more pass that collects them all.
-pub fn render_markdown_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+pub fn render_markdown_bounded<E>(markdown: &str, check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+    render_markdown_kept(markdown, usize::MAX, check)
+}
+
+/// [`render_markdown_bounded`] keeping at most about `keep` bytes of each end of the rendering:
+/// a longer one comes back as its first `keep` bytes and a [`Cut`] tail, never whole in memory
+/// (a preview shows only its ends).
+pub fn render_markdown_kept<E>(markdown: &str, keep: usize, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
     // Markers stacked past the bound on one line become text before pulldown-cmark sees them.
     let bounded = prefix::bound(markdown);
     let (markdown, unopened) = match &bounded {
         Some((text, levels)) => (text.as_str(), *levels),
         None => (markdown, 0),
     };
-    let mut rendered = render_markdown_unprefixed(markdown, &mut check)?;
+    let mut rendered = render_markdown_unprefixed(markdown, keep, &mut check)?;
     rendered.flattened += unopened;
     Ok(rendered)
 }
 
-fn render_markdown_unprefixed<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
-    match render_pass(markdown, None, &mut check)? {
+fn render_markdown_unprefixed<E>(markdown: &str, keep: usize, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+    match render_pass(markdown, None, keep, &mut check)? {
         Some(rendered) => Ok(rendered),
         None => {
             let mut reserved = Vec::new();
@@ -87,14 +108,15 @@ fn render_markdown_unprefixed<E>(markdown: &str, mut check: impl FnMut() -> Resu
             for id in &reserved {
                 slugger.reserve(id);
             }
-            Ok(render_pass(markdown, Some(slugger), &mut check)?.unwrap_or_default())
+            Ok(render_pass(markdown, Some(slugger), keep, &mut check)?.unwrap_or_default())
         }
     }
 }
 
 /// One rendering; `None` when `slugger` is `None` (explicit ids not collected yet) and a heading
 /// has an explicit id.
-fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, check: &mut impl FnMut() -> Result<(), E>) -> Result<Option<MarkdownHtml>, E> {
+fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, keep: usize, check: &mut impl FnMut() -> Result<(), E>) -> Result<Option<MarkdownHtml>, E> {
+    let boundary = Cell::new(false);
     let mut events = Events {
         parser: pulldown_cmark::Parser::new_ext(markdown, options()),
         queue: VecDeque::new(),
@@ -106,13 +128,100 @@ fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, check: &mut impl FnM
         events: 0,
         check,
         stop: None,
+        boundary: &boundary,
+        images: 0,
     };
-    let mut html = String::with_capacity(markdown.len() * 3 / 2);
-    pulldown_cmark::html::push_html(&mut html, &mut events);
+    let mut out = Ends::new(keep, markdown.len().saturating_mul(3) / 2, &boundary);
+    // Writing to `Ends` cannot fail.
+    let _ = pulldown_cmark::html::write_html_fmt(&mut out, &mut events);
     match events.stop {
         Some(Stop::Checked(e)) => Err(e),
         Some(Stop::ExplicitId) => Ok(None),
-        None => Ok(Some(MarkdownHtml { html, flattened: events.flattened, raw_html: events.raw_html })),
+        None => {
+            let (html, cut) = out.finish();
+            Ok(Some(MarkdownHtml { html, flattened: events.flattened, raw_html: events.raw_html, cut }))
+        }
+    }
+}
+
+/// The HTML writer's output, kept whole up to `3 × keep` bytes; past that, its first `keep`
+/// bytes and its last `keep` to `2 × keep` bytes, the tail starting where an event's output
+/// starts.
+struct Ends<'b> {
+    keep: usize,
+    head: String,
+    /// Whether `head` holds `keep` bytes and later output goes to `tail`.
+    full: bool,
+    /// Output after `head`; trimmed from the front to at least `keep` bytes, at an event's
+    /// start, whenever it passes `2 × keep`.
+    tail: String,
+    /// Where in `tail` the outputs of events start (ascending).
+    starts: VecDeque<usize>,
+    /// Bytes written after `head` and dropped from the front of `tail`.
+    dropped: usize,
+    /// Set by [`Events`] when the event it hands out starts outside any tag: the next write
+    /// starts that event's output.
+    boundary: &'b Cell<bool>,
+}
+
+impl<'b> Ends<'b> {
+    fn new(keep: usize, expected: usize, boundary: &'b Cell<bool>) -> Self {
+        let head = String::with_capacity(expected.min(keep));
+        Ends { keep, head, full: false, tail: String::new(), starts: VecDeque::new(), dropped: 0, boundary }
+    }
+
+    /// The whole rendering, or its head and a [`Cut`] when bytes were dropped between them.
+    fn finish(mut self) -> (String, Option<Cut>) {
+        if self.dropped == 0 {
+            self.head.push_str(&self.tail);
+            return (self.head, None);
+        }
+        (self.head, Some(Cut { tail: self.tail, omitted: self.dropped }))
+    }
+}
+
+impl std::fmt::Write for Ends<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let starts_event = self.boundary.replace(false);
+        if !self.full {
+            if self.head.len() + s.len() <= self.keep {
+                self.head.push_str(s);
+                return Ok(());
+            }
+            // The head takes what fits (to a char boundary); the rest starts the tail.
+            let mut fit = self.keep - self.head.len();
+            while !s.is_char_boundary(fit) {
+                fit -= 1;
+            }
+            self.head.push_str(&s[..fit]);
+            self.full = true;
+            self.tail.push_str(&s[fit..]);
+            return Ok(());
+        }
+        if starts_event {
+            self.starts.push_back(self.tail.len());
+        }
+        self.tail.push_str(s);
+        if self.tail.len() > 2 * self.keep {
+            // Drop the front, up to the last event start that leaves at least `keep` bytes.
+            let limit = self.tail.len() - self.keep;
+            let mut cut = 0;
+            while let Some(&start) = self.starts.front() {
+                if start > limit {
+                    break;
+                }
+                cut = start;
+                self.starts.pop_front();
+            }
+            if cut > 0 {
+                self.tail.drain(..cut);
+                self.dropped += cut;
+                for start in self.starts.iter_mut() {
+                    *start -= cut;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -135,51 +244,25 @@ struct Events<'a, 'c, C, E> {
     events: usize,
     check: &'c mut C,
     stop: Option<Stop<E>>,
+    /// Raised for each event handed out whose output starts outside a tag (see [`Ends`]): all
+    /// but those inside an image, whose text the writer puts in the `alt` attribute.
+    boundary: &'c Cell<bool>,
+    images: usize,
 }
 
 impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
-    /// The next event from the parser, after the depth bound (`Some(None)`: left out).
-    fn pull(&mut self) -> Option<Option<Event<'a>>> {
-        if self.stop.is_some() {
-            return None;
-        }
-        let event = self.parser.next()?;
+    /// Counts an event pulled from the parser and runs `check` every [`CHECK_EVERY_EVENTS`];
+    /// `false` once the check stopped the rendering.
+    #[inline]
+    fn counted(&mut self) -> bool {
         self.events += 1;
         if self.events.is_multiple_of(CHECK_EVERY_EVENTS) {
             if let Err(e) = (self.check)() {
                 self.stop = Some(Stop::Checked(e));
-                return None;
+                return false;
             }
         }
-        Some(match event {
-            Event::Start(tag) => {
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    self.flattened += 1;
-                    // A flattened heading still takes its anchor, as in the outline.
-                    if matches!(tag, Tag::Heading { .. }) {
-                        return self.heading(tag, false);
-                    }
-                    return Some(None);
-                }
-                if matches!(tag, Tag::Heading { .. }) {
-                    return self.heading(tag, true);
-                }
-                Some(Event::Start(tag))
-            }
-            Event::End(tag) => {
-                self.depth = self.depth.saturating_sub(1);
-                if self.depth >= MAX_DEPTH {
-                    return Some(block(&tag).then_some(Event::SoftBreak));
-                }
-                Some(Event::End(tag))
-            }
-            Event::Html(_) | Event::InlineHtml(_) => {
-                self.raw_html = true;
-                Some(event)
-            }
-            other => Some(other),
-        })
+        true
     }
 
     /// Reads a heading up to its end into the queue and returns its start (`None` when the
@@ -199,12 +282,8 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
         let mut open = 1usize;
         // Headings hold only inline content: the end that balances the start closes it.
         while let Some(event) = self.parser.next() {
-            self.events += 1;
-            if self.events.is_multiple_of(CHECK_EVERY_EVENTS) {
-                if let Err(e) = (self.check)() {
-                    self.stop = Some(Stop::Checked(e));
-                    return None;
-                }
+            if !self.counted() {
+                return None;
             }
             match &event {
                 Event::Start(Tag::Image { .. }) => image_depth += 1,
@@ -273,21 +352,69 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
 impl<'a, C: FnMut() -> Result<(), E>, E> Iterator for Events<'a, '_, C, E> {
     type Item = Event<'a>;
 
+    // Called once per event of documents of millions of events: an event is moved as little as
+    // possible (matched by reference, returned as it came); only starts and ends touch the
+    // depth, only headings the queue.
     fn next(&mut self) -> Option<Event<'a>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
+                self.boundary.set(self.images == 0);
+                match &event {
+                    Event::Start(Tag::Image { .. }) => self.images += 1,
+                    Event::End(TagEnd::Image) => self.images = self.images.saturating_sub(1),
+                    _ => {}
+                }
                 return Some(event);
             }
-            match self.pull()? {
-                Some(event) => {
-                    // A heading's start goes before the events queued behind it.
-                    if !self.queue.is_empty() {
-                        self.queue.push_front(event);
-                        continue;
+            if self.stop.is_some() {
+                return None;
+            }
+            let event = self.parser.next()?;
+            if !self.counted() {
+                return None;
+            }
+            self.boundary.set(self.images == 0);
+            match &event {
+                Event::Start(tag) => {
+                    self.depth += 1;
+                    let kept = self.depth <= MAX_DEPTH;
+                    if !kept {
+                        self.flattened += 1;
                     }
+                    if matches!(tag, Tag::Heading { .. }) {
+                        let Event::Start(tag) = event else { continue };
+                        // A heading takes its anchor even when flattened, as in the outline;
+                        // its start goes before the events queued behind it.
+                        match self.heading(tag, kept) {
+                            Some(Some(start)) => return Some(start),
+                            Some(None) => continue,
+                            None => return None,
+                        }
+                    }
+                    if kept {
+                        if matches!(tag, Tag::Image { .. }) {
+                            self.images += 1;
+                        }
+                        return Some(event);
+                    }
+                }
+                Event::End(tag) => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth < MAX_DEPTH {
+                        if matches!(tag, TagEnd::Image) {
+                            self.images = self.images.saturating_sub(1);
+                        }
+                        return Some(event);
+                    }
+                    if block(tag) {
+                        return Some(Event::SoftBreak);
+                    }
+                }
+                Event::Html(_) | Event::InlineHtml(_) => {
+                    self.raw_html = true;
                     return Some(event);
                 }
-                None => continue,
+                _ => return Some(event),
             }
         }
     }

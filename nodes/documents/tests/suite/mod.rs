@@ -2,6 +2,7 @@ mod analysis_checks;
 mod counted_refs;
 mod fixtures;
 mod html_stream;
+mod kept_ends;
 mod link_listing;
 mod links;
 mod many_files;
