@@ -4,7 +4,9 @@
 //!   `elicitation/create` when the client declared the elicitation capability, else answers with
 //!   the server's `--approve` / `--deny` decision (default deny).
 //! - Stateless era (2026-07-28): nothing can be asked mid-call, so a call that needs approval
-//!   returns `input_required` with one elicitation per card and a sealed `requestState`
+//!   returns `input_required` with one elicitation for the run and one for each host read path
+//!   and each capability it asks for ([`approval_items`]), all in one round, and a sealed
+//!   `requestState`
 //!   ([`Sealer`]); the retry runs with [`SealedApprover`], which approves exactly the sealed cards.
 
 use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Values};
@@ -49,6 +51,67 @@ pub fn elicitation_params(card: &ApprovalRequest) -> Result<ElicitRequestParams,
         "requestedSchema": {"type": "object", "properties": {}},
     }))
     .map_err(|e| format!("cannot build the approval request: {e}"))
+}
+
+/// The stateless era's questions for one card, each asked as its own input request in the same
+/// round: the run itself (`""`), then each host read path (`-read-N`) and each capability
+/// (`-capability-NAME`). All must be accepted for anything to run. Returns (key suffix, what is
+/// asked in a few words, the elicitation).
+pub fn approval_items(card: &ApprovalRequest) -> Result<Vec<(String, String, ElicitRequestParams)>, String> {
+    let form = |message: String| -> Result<ElicitRequestParams, String> {
+        serde_json::from_value(json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {"type": "object", "properties": {}},
+        }))
+        .map_err(|e| format!("cannot build the approval request: {e}"))
+    };
+    let mut run = card.clone();
+    run.requested_paths.clear();
+    run.capabilities.clear();
+    let mut message = card_text(&run);
+    let separate = card.requested_paths.len() + card.capabilities.len();
+    if separate > 0 {
+        // Before the closing "Accept to run it once" line.
+        let at = message.rfind('\n').unwrap_or(message.len());
+        message.insert_str(at, &format!(
+            "\nAsked separately in the same round: {}; every one must be accepted for the call to run.",
+            [
+                plural(card.requested_paths.len(), "host read path"),
+                plural(card.capabilities.len(), "capability"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" and ")
+        ));
+    }
+    let mut items = vec![(String::new(), format!("running {}", card.command_display), form(message)?)];
+    for (n, path) in card.requested_paths.iter().enumerate() {
+        let message = format!(
+            "Allow tool `{}` ({}) to read {path} on the host, read-only, inside its sandbox, for this call?\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
+            card.node_id, card.node_type, card.command_display
+        );
+        items.push((format!("-read-{}", n + 1), format!("reading {path}"), form(message)?));
+    }
+    for capability in &card.capabilities {
+        let message = format!(
+            "Allow tool `{}` ({}) the capability {} for this call? It opens {}.\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
+            card.node_id, card.node_type, capability.name, capability.opens, card.command_display
+        );
+        items.push((format!("-capability-{}", capability.name), format!("the capability {}", capability.name), form(message)?));
+    }
+    Ok(items)
+}
+
+/// `"2 host read paths"`, `"1 capability"`; `None` for none.
+fn plural(n: usize, what: &str) -> Option<String> {
+    match n {
+        0 => None,
+        1 => Some(format!("1 {what}")),
+        _ if what.ends_with('y') => Some(format!("{n} {}ies", &what[..what.len() - 1])),
+        _ => Some(format!("{n} {what}s")),
+    }
 }
 
 /// Shared record of why approvals went the way they did, for the tool result's text.

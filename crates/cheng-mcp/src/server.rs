@@ -157,24 +157,27 @@ impl Server {
             };
             let responses = params.input_responses.clone().unwrap_or_default();
             for (i, card) in opened.items.iter().enumerate() {
-                let key = item_key(i);
-                let action = responses.get(&key).and_then(|r| r.get("action")).and_then(Value::as_str);
-                match action {
-                    Some("accept") => {}
-                    Some(other) => {
-                        let verb = if other == "cancel" { "cancelled" } else { "declined" };
-                        return Ok(refusal(
-                            ErrorKind::ApprovalDenied,
-                            format!("tool `{}`: a person {verb} the approval of {}; nothing ran.", tool.name, card.command_display),
-                        )
-                        .into());
-                    }
-                    None => {
-                        return Ok(refusal(
-                            ErrorKind::ApprovalDenied,
-                            format!("tool `{}`: inputResponses.{key} is missing: every approval must be answered; nothing ran.", tool.name),
-                        )
-                        .into());
+                let items = approve::approval_items(&card.into()).map_err(|e| McpError::internal_error(e, None))?;
+                for (suffix, what, _) in items {
+                    let key = format!("{}{suffix}", item_key(i));
+                    let action = responses.get(&key).and_then(|r| r.get("action")).and_then(Value::as_str);
+                    match action {
+                        Some("accept") => {}
+                        Some(other) => {
+                            let verb = if other == "cancel" { "cancelled" } else { "declined" };
+                            return Ok(refusal(
+                                ErrorKind::ApprovalDenied,
+                                format!("tool `{}`: a person {verb} the approval of {what} ({}); nothing ran.", tool.name, card.command_display),
+                            )
+                            .into());
+                        }
+                        None => {
+                            return Ok(refusal(
+                                ErrorKind::ApprovalDenied,
+                                format!("tool `{}`: inputResponses.{key} is missing: every approval must be answered; nothing ran.", tool.name),
+                            )
+                            .into());
+                        }
                     }
                 }
             }
@@ -235,10 +238,11 @@ impl Server {
         let sealed = self.sealer.seal(&offered.tool.name, arguments, &items, STATE_TTL).map_err(|e| McpError::internal_error(e, None))?;
         let mut requests = InputRequests::new();
         for (i, card) in items.iter().enumerate() {
-            let params = approve::elicitation_params(&card.into()).map_err(|e| McpError::internal_error(e, None))?;
-            let request: InputRequest = serde_json::from_value(json!({"method": "elicitation/create", "params": params}))
-                .map_err(|e| McpError::internal_error(format!("cannot build the approval request: {e}"), None))?;
-            requests.insert(item_key(i), request);
+            for (suffix, _, params) in approve::approval_items(&card.into()).map_err(|e| McpError::internal_error(e, None))? {
+                let request: InputRequest = serde_json::from_value(json!({"method": "elicitation/create", "params": params}))
+                    .map_err(|e| McpError::internal_error(format!("cannot build the approval request: {e}"), None))?;
+                requests.insert(format!("{}{suffix}", item_key(i)), request);
+            }
         }
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)).into())
     }

@@ -151,6 +151,43 @@ async def tampered_state():
         assert not result.is_error and exists(marker), f"the genuine retry did not run: {text(result)}"
 
 
+async def several_approvals():
+    """The stateless era asks the run, each host read path and each capability as separate
+    input requests in one round; declining any one of them runs nothing."""
+    import tempfile
+
+    outside = tempfile.mkdtemp(prefix="cheng-read-")
+    with open(os.path.join(outside, "seen.txt"), "w") as f:
+        f.write("outside")
+    arguments = {
+        "script": f"ls {outside}",
+        "request_read_paths": [outside],
+        "allow_network": True,
+    }
+    asked = []
+
+    async def decline_reads(_ctx, p):
+        asked.append(p.message)
+        return types.ElicitResult(action="decline" if "to read" in p.message else "accept", content={})
+
+    async with Client(params(), mode=MODE, elicitation_callback=decline_reads) as client:
+        result = await client.call_tool("code_shell", arguments)
+        assert len(asked) == 3, f"expected the run, one read path and one capability asked apart: {asked}"
+        assert any(outside in m for m in asked) and any("allow_network" in m for m in asked), asked
+        assert result.is_error and "seen.txt" not in text(result), f"a call with a declined read path ran: {text(result)}"
+        assert f"reading {outside}" in text(result), f"the refusal does not name what was declined: {text(result)}"
+    asked.clear()
+
+    async def accept_all(_ctx, p):
+        asked.append(p.message)
+        return types.ElicitResult(action="accept", content={})
+
+    async with Client(params(), mode=MODE, elicitation_callback=accept_all) as client:
+        result = await client.call_tool("code_shell", arguments)
+        assert len(asked) == 3, asked
+        assert not result.is_error and "seen.txt" in text(result), f"the approved call did not run or saw nothing: {text(result)}"
+
+
 async def main():
     done = []
     for check in (list_tools, read_only_call, shell_accepted, shell_declined, shell_no_elicitation, cancel_sleep):
@@ -159,6 +196,8 @@ async def main():
     if MODE == "2026-07-28":
         await tampered_state()
         done.append("tampered_state")
+        await several_approvals()
+        done.append("several_approvals")
     print(f"ok {MODE}: {', '.join(done)}")
 
 
