@@ -1,6 +1,9 @@
 //! Reusable script threads.
 //!
-//! Each run still gets a fresh QuickJS runtime; only the OS thread is reused. Starting a thread
+//! Each run still gets a fresh QuickJS runtime; only the OS thread is reused. Back from a run
+//! (its answer sent), a thread offers itself as idle and only then frees the run's runtime and
+//! prepares the next one ([`super::engine::between_runs`]), so no caller waits for that work
+//! unless its task arrives meanwhile (it then waits at most as long as making a runtime takes). Starting a thread
 //! per run costs a stack mapping, its unmapping (a TLB shootdown on every core) and a cold malloc
 //! arena — more than creating the QuickJS runtime itself. Idle threads wait for work for a while
 //! and then exit; a thread stuck in a script never returns to the pool.
@@ -60,6 +63,7 @@ fn work(id: u64, own: Sender<Task>, receiver: Receiver<Task>) {
             }
             idle.push((id, own.clone()));
         }
+        super::engine::between_runs();
         next = match receiver.recv_timeout(IDLE_TIMEOUT) {
             Ok(task) => Some(task),
             Err(RecvTimeoutError::Timeout) => {
