@@ -42,16 +42,24 @@ impl Conn {
         conn
     }
 
-    fn notify(&mut self, method: &str) {
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": method})).expect("write");
+    /// One message, one `write`, as MCP clients send them. (`writeln!` straight into the pipe
+    /// wrote every JSON token with a write of its own — some fifty per request, each waking the
+    /// server for a piece of a line — which the round trips then measured.)
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).expect("write");
         self.stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method}));
     }
 
     fn rpc(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("write");
-        self.stdin.flush().expect("flush");
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let mut line = String::new();
             assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed stdout");

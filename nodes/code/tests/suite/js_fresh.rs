@@ -21,10 +21,12 @@ async fn state_left_by_one_call_is_not_seen_by_the_next() {
     let plant = "globalThis.leak = 42; Object.prototype.polluted = 1; JSON.parse = () => 'hijacked'; \
                  Math.max = () => -1; console.log('planted'); 'planted'";
     let check = "[typeof leak, ({}).polluted === undefined, JSON.parse('[1]'), Math.max(1, 2)]";
-    // Sequential calls reuse one script thread, which prepares each next runtime after a call.
+    // Sequential calls reuse one script thread, which prepares the next runtime once a call has
+    // been answered and nothing asked for the thread for a millisecond: the pause lets it.
     for round in 0..5 {
         let planted = run(json!({"script": plant})).await;
         assert_eq!(planted["result"], "planted", "round {round}: {planted:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         let checked = run(json!({"script": check})).await;
         assert_eq!(checked["result"], json!(["undefined", true, [1], 2]), "round {round}: {checked:#?}");
         assert_eq!(checked["stdout"], "", "round {round}: the console is the call's own");
@@ -37,6 +39,7 @@ async fn limits_apply_to_every_call_on_a_warm_thread() {
     for round in 0..3 {
         let warm = run(json!({"script": "1"})).await;
         assert_eq!(warm["result"], 1);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         let small = run(json!({"script": hog, "memory_mb": 8})).await;
         assert_eq!(small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "round {round}: {small:#?}");
         let spin = run(json!({"script": "for (;;) {}", "timeout_ms": 50})).await;
