@@ -40,14 +40,28 @@ fn answers_a_client_does_not_read_yet_arrive_whole_and_in_lines() {
         }
     }
     send(json!({"jsonrpc": "2.0", "id": LISTS + 1, "method": "ping"}));
+    // Requests are answered as they finish (the ping may overtake listings): read until every
+    // id has come, on a thread, so a lost answer fails the test instead of hanging it.
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || loop {
+        let mut line = String::new();
+        match stdout.read_line(&mut line) {
+            Ok(n) if n > 0 => {
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    });
     let mut seen = BTreeSet::new();
     let mut sizes = BTreeSet::new();
     let mut total = 0usize;
-    while !seen.contains(&(LISTS + 1)) {
-        let mut line = String::new();
-        let n = stdout.read_line(&mut line).expect("read");
-        assert!(n > 0, "the server closed stdout after answering {} requests", seen.len());
-        total += n;
+    while seen.len() < (LISTS + 2) as usize {
+        let line = received
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no further answer ({e}) after {} of {}: {seen:?}", seen.len(), LISTS + 2));
+        total += line.len();
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("a line is not one whole message ({e}): {}…", &line[..line.len().min(200)]));
         let id = message["id"].as_i64().unwrap_or_else(|| panic!("an answer without an id: {message}"));
