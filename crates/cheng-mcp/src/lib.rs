@@ -100,6 +100,11 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
         // blocking-thread hand-off per message; anything else falls back to blocking stdio.
         let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
         let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdin);
+        // Answers are written to a pipe straight from the serve loop (see `transport`).
+        let stdout = match transport::stdout_pipe() {
+            Some(pipe) => transport::Stdout::Pipe(pipe),
+            None => transport::Stdout::Stream(stdout),
+        };
         let (transport, writer) = transport::LineTransport::new(reader, stdout, options.max_message);
         let shutdown = server.shutdown.clone();
         let active = server.active.clone();

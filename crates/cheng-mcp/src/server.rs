@@ -48,11 +48,19 @@ pub struct Server {
     scope: cheng_node::Scope,
     /// `logging/setLevel` (handshake era; see [`crate::live`]).
     log_level: crate::live::LogLevel,
+    /// What every call's run starts from (the workspace canonicalised and checked once, one job,
+    /// the connection's scope); each call sets its approver and cancellation.
+    options: RunOptions,
 }
 
 impl Server {
     pub fn new(engine: Engine, catalog: Catalog, workspace: PathBuf, fallback: Decision, jobs: usize) -> Result<Server, String> {
         let listing: ListToolsResult = serde_json::from_value(listing(&catalog)).map_err(|e| format!("cannot list the tools: {e}"))?;
+        let scope = cheng_node::Scope::new(cheng_node::ScopeKind::Server);
+        let options = RunOptions::new(&workspace)
+            .map_err(|e| format!("--workspace {}: {e}; pass an existing directory", workspace.display()))?
+            .jobs(1)
+            .scope(scope.clone());
         Ok(Server {
             engine,
             catalog: Arc::new(catalog),
@@ -63,8 +71,9 @@ impl Server {
             sealer: Arc::new(Sealer::new()?),
             shutdown: CancellationToken::new(),
             active: Arc::new(AtomicUsize::new(0)),
-            scope: cheng_node::Scope::new(cheng_node::ScopeKind::Server),
+            scope,
             log_level: crate::live::LogLevel::default(),
+            options,
         })
     }
 
@@ -261,12 +270,7 @@ impl Server {
             () = ctx.ct.cancelled() => return Err(McpError::internal_error("cancelled before it started; nothing ran", None)),
             () = cancel.cancelled() => return Err(McpError::internal_error("the server is shutting down; nothing ran", None)),
         };
-        let options = RunOptions::new(&self.workspace)
-            .map_err(|e| McpError::internal_error(format!("cannot run tool `{}`: {e}", offered.tool.name), None))?
-            .jobs(1)
-            .approver(approver)
-            .cancel(cancel.clone())
-            .scope(self.scope.clone());
+        let options = self.options.clone().approver(approver).cancel(cancel.clone());
         // Live output as progress notifications when the client gave a progress token.
         let progress = crate::live::Progress::for_request(ctx, crate::live::Logger::for_request(ctx, &self.log_level));
         let options = match &progress {

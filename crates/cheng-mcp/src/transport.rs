@@ -8,9 +8,16 @@
 //!   bare `Invalid request` without the request's id);
 //! - after `notifications/cancelled` nothing more is sent for that request id.
 //!
+//! Output: when stdout is a pipe (how clients launch stdio servers), a message is written to it
+//! at once, from the call that hands it over, with a non-blocking write; only what the pipe cannot
+//! take right away (the client is not reading) is queued for a writer task, and later messages
+//! queue behind it until it has drained, so the order never changes. Elsewhere (a file, a
+//! terminal) every message goes through the writer task. Each message is serialised once,
+//! straight to its line.
+//!
 //! Everything else — the message types, dispatch, negotiation — is rmcp's.
 
-use rmcp::model::{CallToolRequestParams, InitializeRequestParams};
+use rmcp::model::{CallToolRequestParams, InitializeRequestParams, JsonRpcMessage};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -18,6 +25,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 
 /// The largest message accepted, in bytes (one line).
@@ -34,7 +42,7 @@ pub struct LineTransport<R> {
     /// Skipping the rest of an oversized line.
     discarding: bool,
     max: usize,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    out: Out,
     /// Request ids (as JSON text) the client cancelled: their responses are not sent.
     cancelled: Arc<Mutex<HashSet<String>>>,
     /// Cancelled when the input ends (the client closed stdin or went away).
@@ -53,18 +61,97 @@ impl std::fmt::Display for Closed {
 
 impl std::error::Error for Closed {}
 
+/// Where the server's messages go.
+pub enum Stdout<W> {
+    /// A pipe, written without blocking (see the module documentation).
+    Pipe(pipe::Sender),
+    /// Anything else, written by the writer task.
+    Stream(W),
+}
+
+/// stdout as a non-blocking pipe of its own, when it is a pipe; `None` otherwise (or off Linux).
+///
+/// The descriptor is reopened through `/proc/self/fd/1`, as rmcp's `stdio_pipes` does, so
+/// `O_NONBLOCK` is set on a private open file description: the process's own stdout, and
+/// children that inherit it, stay blocking. Must be called inside the runtime.
+pub fn stdout_pipe() -> Option<pipe::Sender> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open("/proc/self/fd/1").ok()?;
+        // Refuses anything that is not a pipe.
+        pipe::Sender::from_file(file).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// The sending half of the output: a direct pipe (with the writer task's queue behind it), or
+/// the queue alone.
+struct Out {
+    direct: Option<Arc<pipe::Sender>>,
+    /// True while the queue holds lines the pipe has not taken yet: new lines queue behind them.
+    backlog: Arc<Mutex<bool>>,
+    queue: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+fn lock(backlog: &Mutex<bool>) -> std::sync::MutexGuard<'_, bool> {
+    // A flag cannot be left half-written: keep using it after a panic elsewhere.
+    backlog.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Out {
+    /// Sends one message (without its newline).
+    fn emit(&self, mut line: Vec<u8>) -> Result<(), Closed> {
+        line.push(b'\n');
+        let Some(pipe) = &self.direct else {
+            return self.queue.send(line).map_err(|_| Closed);
+        };
+        let mut backlog = lock(&self.backlog);
+        if !*backlog {
+            let mut written = 0;
+            while written < line.len() {
+                match pipe.try_write(&line[written..]) {
+                    Ok(0) => return Err(Closed),
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => return Err(Closed),
+                }
+            }
+            if written == line.len() {
+                return Ok(());
+            }
+            line.drain(..written);
+            *backlog = true;
+        }
+        // Queued while the flag is held, so the writer task cannot clear it past this line.
+        self.queue.send(line).map_err(|_| Closed)
+    }
+}
+
 impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
-    /// Reads from `reader`; writes go through one task that owns `writer` (returned, to await
-    /// at shutdown so every queued line is flushed).
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, writer: W, max: usize) -> (Self, tokio::task::JoinHandle<()>) {
-        let (out, rx) = mpsc::unbounded_channel();
-        let writer_task = tokio::spawn(write_lines(writer, rx));
+    /// Reads from `reader`; writes to `stdout` (see the module documentation) with one writer
+    /// task behind it (returned, to await at shutdown so every queued line is written).
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, stdout: Stdout<W>, max: usize) -> (Self, tokio::task::JoinHandle<()>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::new(Mutex::new(false));
+        let (direct, writer_task) = match stdout {
+            Stdout::Pipe(pipe) => {
+                let pipe = Arc::new(pipe);
+                (Some(pipe.clone()), tokio::spawn(drain_backlog(pipe, backlog.clone(), rx)))
+            }
+            Stdout::Stream(writer) => (None, tokio::spawn(write_lines(writer, rx))),
+        };
+        let out = Out { direct, backlog, queue };
         (LineTransport { reader, line: Vec::new(), discarding: false, max, out, cancelled: Arc::default(), eof: Default::default() }, writer_task)
     }
 
     fn reply_error(&self, id: Value, code: i64, message: String) {
         let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-        let _ = self.out.send(line.to_string().into_bytes());
+        let _ = self.out.emit(line.to_string().into_bytes());
     }
 
     /// One complete line, or `None` at end of input. Oversized lines are answered and skipped.
@@ -118,6 +205,30 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
                     continue;
                 }
                 return Some(std::mem::take(&mut self.line));
+            }
+        }
+    }
+
+    fn write(&self, item: &TxJsonRpcMessage<RoleServer>) -> Result<(), Closed> {
+        let reply_to = match item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = reply_to {
+            if let Ok(mut cancelled) = self.cancelled.lock() {
+                // The key is the id's JSON text, as the cancellation carried it.
+                if !cancelled.is_empty() && serde_json::to_string(id).is_ok_and(|key| cancelled.remove(&key)) {
+                    // The client cancelled this request: nothing further is sent for it.
+                    return Ok(());
+                }
+            }
+        }
+        match serde_json::to_vec(item) {
+            Ok(line) => self.out.emit(line),
+            Err(e) => {
+                eprintln!("cheng serve: cannot serialise a message: {e}");
+                Ok(())
             }
         }
     }
@@ -181,11 +292,11 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
 /// The precise problem with a known method's params, naming the field.
 fn check_params(method: &str, params: Option<&Value>) -> Option<String> {
     fn field_error<T: serde::de::DeserializeOwned>(method: &str, params: Option<&Value>) -> Option<String> {
-        let params = params.cloned().unwrap_or(Value::Null);
-        if !params.is_object() {
+        let Some(params) = params.filter(|p| p.is_object()) else {
             return Some(format!("Invalid params for {method}: `params` must be an object"));
-        }
-        serde_json::from_value::<T>(params).err().map(|e| format!("Invalid params for {method}: params: {e}"))
+        };
+        // Read in place: the arguments are not copied to be checked.
+        T::deserialize(params).err().map(|e| format!("Invalid params for {method}: params: {e}"))
     }
     match method {
         "tools/call" => {
@@ -204,9 +315,32 @@ fn check_params(method: &str, params: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The writer task of a pipe: writes what the pipe could not take at once, then lets new
+/// messages go straight to the pipe again.
+async fn drain_backlog(pipe: Arc<pipe::Sender>, backlog: Arc<Mutex<bool>>, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(line) = rx.recv().await {
+        let mut written = 0;
+        while written < line.len() {
+            if pipe.writable().await.is_err() {
+                return;
+            }
+            match pipe.try_write(&line[written..]) {
+                Ok(0) => return,
+                Ok(n) => written += n,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
+                Err(_) => return,
+            }
+        }
+        let mut backlog = lock(&backlog);
+        if rx.is_empty() {
+            *backlog = false;
+        }
+    }
+}
+
+/// The writer task of any other stream: every message, in order, flushed when the queue is empty.
 async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
-    while let Some(mut line) = rx.recv().await {
-        line.push(b'\n');
+    while let Some(line) = rx.recv().await {
         if writer.write_all(&line).await.is_err() {
             return;
         }
@@ -220,29 +354,10 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Unbound
 impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTransport<R> {
     type Error = Closed;
 
+    /// Written (or queued) here, before the returned future is polled: rmcp calls `send` from its
+    /// one serve loop, so the order of the calls is the order on the wire.
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let value = serde_json::to_value(&item);
-        let out = self.out.clone();
-        let cancelled = self.cancelled.clone();
-        async move {
-            let value = match value {
-                Ok(value) => value,
-                Err(e) => {
-                    eprintln!("cheng serve: cannot serialise a message: {e}");
-                    return Ok(());
-                }
-            };
-            let is_reply = value.get("result").is_some() || value.get("error").is_some();
-            if is_reply {
-                if let Some(id) = value.get("id") {
-                    if cancelled.lock().map(|mut c| c.remove(&id.to_string())).unwrap_or(false) {
-                        // The client cancelled this request: nothing further is sent for it.
-                        return Ok(());
-                    }
-                }
-            }
-            out.send(value.to_string().into_bytes()).map_err(|_| Closed)
-        }
+        std::future::ready(self.write(&item))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {

@@ -33,6 +33,7 @@ mod text_output;
 mod term_bugs;
 mod truncation;
 mod mcp;
+mod mcp_backlog;
 mod mcp_pipe;
 mod mcp_live;
 mod sessions;

@@ -45,11 +45,15 @@ impl Streams {
         }
     }
 
-    /// (stdout, stderr).
+    /// (stdout, stderr). The console functions may still hold the streams (their runtime is
+    /// freed after the answer has gone out): what was printed is taken out of them.
     pub fn finish(self) -> (Bounded, Bounded) {
         let [out, err] = match Rc::try_unwrap(self.0) {
             Ok(cell) => cell.into_inner(),
-            Err(shared) => shared.borrow().clone(),
+            Err(shared) => match shared.try_borrow_mut() {
+                Ok(mut streams) => std::mem::replace(&mut *streams, [HeadTail::new(0), HeadTail::new(0)]),
+                Err(_) => shared.borrow().clone(),
+            },
         };
         (out.finish(), err.finish())
     }

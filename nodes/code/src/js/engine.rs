@@ -1,7 +1,16 @@
 //! One script run: a fresh QuickJS runtime and context with limits, `input`, `console`, the
 //! script, its promise (if any) and the conversion of its result — all on the calling thread.
+//!
+//! Creating the runtime and its context (every built-in object) is most of a small script's
+//! cost, so a script thread prepares the next run's pair ahead, when it has finished a run
+//! ([`prepare_spare`]): a call then only sets its limits and evaluates. The spare is taken out of
+//! the thread's slot by the run that uses it and freed with that run; a runtime that ran a script
+//! is never used again. The spare is made on the thread that will run it (QuickJS measures its
+//! stack limit from the thread that created the runtime) and dies with the thread. Freeing a used
+//! runtime (a garbage collection of everything the script made) also waits until the answer has
+//! gone out: the run leaves it in the thread's slot for [`between_runs`].
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -115,24 +124,90 @@ enum Stop {
     Cancelled,
 }
 
+/// A runtime and its context that no script has run in yet.
+struct Pristine {
+    // Declared first: the context goes before its runtime.
+    context: Context,
+    runtime: Runtime,
+}
+
+thread_local! {
+    /// This thread's spare for its next run.
+    static SPARE: RefCell<Option<Pristine>> = const { RefCell::new(None) };
+    /// The runtime of this thread's last run, not freed yet.
+    static USED: RefCell<Option<Runtime>> = const { RefCell::new(None) };
+}
+
+/// Frees the last run's runtime.
+fn free_used() {
+    let used = USED.with(|used| used.try_borrow_mut().ok().and_then(|mut slot| slot.take()));
+    drop(used);
+}
+
+/// What a script thread does once its answer has gone out: frees the last run's runtime and
+/// prepares the next run's.
+pub fn between_runs() {
+    free_used();
+    prepare_spare();
+}
+
+fn pristine() -> Result<Pristine, Failure> {
+    let runtime = Runtime::new()
+        .map_err(|e| Failure::new(ErrorKind::SandboxUnavailable, format!("the QuickJS runtime could not be created: {e}")))?;
+    let context = Context::full(&runtime).map_err(|e| {
+        Failure::new(ErrorKind::MemoryLimit, format!("the QuickJS context could not be created within memory_mb: {e}"))
+    })?;
+    Ok(Pristine { context, runtime })
+}
+
+/// Makes this thread's spare for its next run, unless it has one.
+pub fn prepare_spare() {
+    SPARE.with(|spare| {
+        let Ok(mut slot) = spare.try_borrow_mut() else { return };
+        if slot.is_none() {
+            *slot = pristine().ok();
+        }
+    });
+}
+
+/// This thread's spare, taken out of its slot (or a new pair when there is none).
+fn take_pristine() -> Result<Pristine, Failure> {
+    match SPARE.with(|spare| spare.try_borrow_mut().ok().and_then(|mut slot| slot.take())) {
+        Some(spare) => Ok(spare),
+        None => pristine(),
+    }
+}
+
 /// Runs one job to completion on the current thread.
 pub fn run(job: Job) -> Outcome {
     let started = Instant::now();
     let deadline = started + job.limits.timeout;
     let streams = Streams::new(job.output.clone());
     let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
+    // Left by a caller that does not call `between_runs`.
+    free_used();
 
-    let runtime = match Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => {
-            return Outcome::failed(
-                Failure::new(ErrorKind::SandboxUnavailable, format!("the QuickJS runtime could not be created: {e}")),
-                job.limits,
-                started,
-            )
-        }
+    let Pristine { context, runtime } = match take_pristine() {
+        Ok(pair) => pair,
+        Err(failure) => return Outcome::failed(failure, job.limits, started),
     };
     runtime.set_memory_limit(job.limits.memory_bytes);
+    // The context was made before the limit was set: it must fit within it, as when it is made
+    // under the limit.
+    let made = usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(usize::MAX);
+    if made > job.limits.memory_bytes {
+        return Outcome::failed(
+            Failure::new(
+                ErrorKind::MemoryLimit,
+                format!(
+                    "the QuickJS context could not be created within memory_mb: it takes {} alone",
+                    human_bytes(made as u64)
+                ),
+            ),
+            job.limits,
+            started,
+        );
+    }
     runtime.set_max_stack_size(job.limits.max_stack_bytes);
     {
         let stop = stop.clone();
@@ -154,20 +229,18 @@ pub fn run(job: Job) -> Outcome {
         })));
     }
 
-    let result = match Context::full(&runtime) {
-        Ok(context) => context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline)),
-        Err(e) => Err(Raw::Failure(Failure::new(
-            ErrorKind::MemoryLimit,
-            format!("the QuickJS context could not be created within memory_mb: {e}"),
-        ))),
-    };
+    let result = context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline));
+    drop(context);
     let usage = runtime.memory_usage();
     let used = u64::try_from(usage.malloc_size).ok();
     let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
     let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
-    // Freeing the runtime releases the console functions' handles on the streams.
-    drop(runtime);
     let (stdout, stderr) = streams.finish();
+    // Freed after the answer has gone out (`between_runs`), or by the thread's next run.
+    USED.with(|used| match used.try_borrow_mut() {
+        Ok(mut slot) => *slot = Some(runtime),
+        Err(_) => drop(runtime),
+    });
     let mut warnings = Vec::new();
     for (name, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
         if stream.truncated {
@@ -389,6 +462,87 @@ fn location(stack: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job(script: &str, memory_bytes: usize, timeout: Duration) -> Job {
+        Job {
+            script: script.to_string(),
+            input_json: "null".into(),
+            limits: Limits { timeout, memory_bytes, max_stack_bytes: MAX_STACK_BYTES },
+            cancel: CancellationToken::new(),
+            lifecycle: super::super::Lifecycle::new(),
+            output: cheng_node::Output::off(),
+        }
+    }
+
+    fn has_spare() -> bool {
+        SPARE.with(|spare| spare.borrow().is_some())
+    }
+
+    /// Runs `script` on a prepared spare (checking it was the one used), on a thread with a
+    /// script thread's stack (the QuickJS limit must fit in it) that ran a script before, as a
+    /// pooled thread has.
+    fn run_on_spare(script: &str, memory_bytes: usize, timeout: Duration) -> Outcome {
+        let script = script.to_string();
+        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(move || {
+            let warm = run(job("globalThis.before = 1; 1", 64 * MB, Duration::from_secs(5)));
+            assert!(warm.result.is_ok(), "{:?}", warm.result);
+            prepare_spare();
+            assert!(has_spare(), "a spare was prepared");
+            let outcome = run(job(&script, memory_bytes, timeout));
+            assert!(!has_spare(), "the run took the spare");
+            outcome
+        });
+        thread.expect("the thread starts").join().expect("no assertion failed")
+    }
+
+    const MB: usize = 1024 * 1024;
+
+    /// The attack: leave state behind (a global, a poisoned prototype, a replaced built-in) for
+    /// the next script run on the same thread, which runs on the runtime prepared after this one.
+    #[test]
+    fn a_script_leaves_nothing_for_the_next_one() {
+        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(|| {
+            let plant = "globalThis.leak = 42; Object.prototype.polluted = 1; JSON.stringify = () => 'hijacked'; \
+                         Array.prototype.map = function () { return ['hijacked']; }; 'planted'";
+            let first = run(job(plant, 64 * MB, Duration::from_secs(5)));
+            assert_eq!(first.result, Ok(serde_json::json!("planted")));
+            prepare_spare();
+            assert!(has_spare(), "a spare was prepared");
+            let check = "[typeof leak, ({}).polluted === undefined, JSON.stringify({a: 1}), [1, 2].map((x) => x * 2)]";
+            let second = run(job(check, 64 * MB, Duration::from_secs(5)));
+            assert_eq!(second.result, Ok(serde_json::json!(["undefined", true, "{\"a\":1}", [2, 4]])));
+            assert!(!has_spare(), "the run took the spare");
+        });
+        thread.expect("the thread starts").join().expect("no assertion failed");
+    }
+
+    #[test]
+    fn a_prepared_runtime_keeps_the_memory_limit() {
+        let hog = "const parts = []; for (let i = 0; i < 32; i++) parts.push('x'.repeat(MB - 64) + i); parts.length"
+            .replace("MB", &MB.to_string());
+        let small = run_on_spare(&hog, 8 * MB, Duration::from_secs(30));
+        assert_eq!(small.result.as_ref().map_err(|f| f.kind), Err(ErrorKind::MemoryLimit), "{:?}", small.result);
+        let large = run_on_spare(&hog, 64 * MB, Duration::from_secs(30));
+        assert_eq!(large.result, Ok(serde_json::json!(32)));
+    }
+
+    /// A limit below what the context itself takes fails as making the context under it did.
+    #[test]
+    fn a_prepared_context_larger_than_the_limit_is_refused() {
+        let tiny = run_on_spare("1", 64 * 1024, Duration::from_secs(5));
+        let failure = tiny.result.expect_err("the context does not fit in 64 KiB");
+        assert_eq!(failure.kind, ErrorKind::MemoryLimit);
+        assert!(failure.message.contains("memory_mb"), "{}", failure.message);
+    }
+
+    #[test]
+    fn a_prepared_runtime_keeps_the_timeout_and_stack_limit() {
+        let spin = run_on_spare("for (;;) {}", 64 * MB, Duration::from_millis(50));
+        assert_eq!(spin.result.map_err(|f| f.kind), Err(ErrorKind::TimedOut));
+        let deep = run_on_spare("function f(n) { return f(n + 1) + 1; } f(0)", 64 * MB, Duration::from_secs(30));
+        let failure = deep.result.expect_err("unbounded recursion fails");
+        assert!(failure.message.contains("recursed too deeply"), "{}", failure.message);
+    }
 
     #[test]
     fn locations_come_from_the_first_frame() {

@@ -1,6 +1,10 @@
 //! Reusable script threads.
 //!
-//! Each run still gets a fresh QuickJS runtime; only the OS thread is reused. Starting a thread
+//! Each run still gets a fresh QuickJS runtime; only the OS thread is reused. Back from a run
+//! (its answer sent), a thread offers itself as idle, lets the answer go out ([`SETTLE`]), and
+//! only then frees the run's runtime and prepares the next one
+//! ([`super::engine::between_runs`]), so no caller waits for that work unless its task arrives
+//! meanwhile (it then waits at most as long as making a runtime takes). Starting a thread
 //! per run costs a stack mapping, its unmapping (a TLB shootdown on every core) and a cold malloc
 //! arena — more than creating the QuickJS runtime itself. Idle threads wait for work for a while
 //! and then exit; a thread stuck in a script never returns to the pool.
@@ -20,6 +24,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Idle threads kept beyond this number exit at once.
 const MAX_IDLE: usize = 4;
+/// How long a thread back from a run leaves the processor to others before it frees that run's
+/// runtime and prepares the next one.
+const SETTLE: Duration = Duration::from_millis(1);
 
 fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Task>)>> {
     // A panic while holding this lock cannot leave the list inconsistent: keep using it.
@@ -60,24 +67,39 @@ fn work(id: u64, own: Sender<Task>, receiver: Receiver<Task>) {
             }
             idle.push((id, own.clone()));
         }
-        next = match receiver.recv_timeout(IDLE_TIMEOUT) {
+        // The answer goes out first (the caller's wake-up, the reply, the client reading it):
+        // on a busy machine that work would otherwise wait for this thread's. A task arriving
+        // in the meantime runs without a spare, as every run did before spares.
+        next = match receiver.recv_timeout(SETTLE) {
             Ok(task) => Some(task),
+            Err(RecvTimeoutError::Disconnected) => None,
             Err(RecvTimeoutError::Timeout) => {
-                let mut idle = idle();
-                match idle.iter().position(|(i, _)| *i == id) {
-                    Some(at) => {
-                        idle.remove(at);
-                        return;
-                    }
-                    // Someone took this thread just now: their task is on its way.
-                    None => {
-                        drop(idle);
-                        receiver.recv().ok()
-                    }
+                super::engine::between_runs();
+                wait_idle(id, &receiver)
+            }
+        };
+    }
+}
+
+/// Waits for the next task as an idle thread; `None` when the thread should end.
+fn wait_idle(id: u64, receiver: &Receiver<Task>) -> Option<Task> {
+    match receiver.recv_timeout(IDLE_TIMEOUT) {
+        Ok(task) => Some(task),
+        Err(RecvTimeoutError::Timeout) => {
+            let mut idle = idle();
+            match idle.iter().position(|(i, _)| *i == id) {
+                Some(at) => {
+                    idle.remove(at);
+                    None
+                }
+                // Someone took this thread just now: their task is on its way.
+                None => {
+                    drop(idle);
+                    receiver.recv().ok()
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => None,
-        };
+        }
+        Err(RecvTimeoutError::Disconnected) => None,
     }
 }
 

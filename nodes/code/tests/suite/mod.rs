@@ -1,5 +1,7 @@
 #[cfg(feature = "js")]
 mod js;
+#[cfg(feature = "js")]
+mod js_fresh;
 
 mod live_output;
 mod protect;
