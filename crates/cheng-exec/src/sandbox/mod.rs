@@ -9,9 +9,10 @@
 //! reports what was enforced.
 //!
 //! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
-//! files copied into a root that is then remounted read-only) or the whole disk read-only
-//! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
-//! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
+//! files and directories copied into a root that is then remounted read-only, /run a directory
+//! of that root) or the whole disk read-only (`full_disk_readonly`, with a private /run),
+//! approved read paths read-only at their own path, a fresh /proc, a minimal /dev, a private
+//! size-bounded /tmp, and the boundary (the workspace) read-only,
 //! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
 //! [`audit`] removes setuid/setgid bits and file capabilities the run set and names each new
 //! `.git` in the warnings.
