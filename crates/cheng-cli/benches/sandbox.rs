@@ -327,7 +327,19 @@ fn main() {
     }
     let shown: Vec<String> = own.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     println!("  own line: {} {}", own.program.display(), shown.join(" "));
-    println!("  mount operations in the own line: {}", sandbox.mounts().len());
+    // Binds and tmpfs mounts are mount(2) calls in bwrap (a bind also a remount and a scan of the
+    // mount table); --file, --dir and --symlink only create entries in the view's root.
+    let count = |ops: &[&str]| sandbox.mounts().iter().filter(|m| ops.contains(&m.op)).count();
+    println!(
+        "  view operations in the own line: {} ({} binds, {} tmpfs, {} remounts; {} copied files, {} directories, {} symlinks; bwrap's /dev and /proc besides)",
+        sandbox.mounts().len(),
+        count(&["--bind", "--ro-bind", "--ro-bind-try"]),
+        count(&["--tmpfs"]),
+        count(&["--remount-ro"]),
+        count(&["--file"]),
+        count(&["--dir"]),
+        count(&["--symlink"]),
+    );
 
     // code_python: node against its own line.
     let out = Command::new("python3")
