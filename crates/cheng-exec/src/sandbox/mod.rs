@@ -9,7 +9,7 @@
 //! reports what was enforced.
 //!
 //! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
-//! files and directories copied into a root that is then remounted read-only, /run a directory
+//! files copied into a root that is then remounted read-only, /run a directory
 //! of that root) or the whole disk read-only (`full_disk_readonly`, with a private /run),
 //! approved read paths read-only at their own path, a fresh /proc, a minimal /dev, a private
 //! size-bounded /tmp, and the boundary (the workspace) read-only,

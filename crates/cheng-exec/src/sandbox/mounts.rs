@@ -53,10 +53,6 @@ pub enum SystemEntry {
     /// bind would show, at one write instead of a bind mount, a remount and a scan of the mount
     /// table.
     Copy(PathBuf),
-    /// A directory made in the sandbox's read-only root with the given mode: a small /etc
-    /// directory is shown as a copy (its directories made, its files copied, its symlinks
-    /// recreated; see [`etc_entries`]) instead of a bind.
-    Dir { path: PathBuf, mode: u32 },
 }
 
 /// Files up to this size are copied into the view ([`SystemEntry::Copy`]); larger ones are bound.
@@ -77,81 +73,8 @@ pub fn system_view() -> Vec<SystemEntry> {
             _ => {}
         }
     }
-    for entry in ETC_ENTRIES {
-        out.extend(etc_entries(Path::new(entry)));
-    }
+    out.extend(ETC_ENTRIES.iter().filter_map(|entry| etc_entry(Path::new(entry))));
     out
-}
-
-/// A directory with at most this many entries (all levels) may be copied into the view.
-pub const COPY_DIR_MAX_ENTRIES: usize = 32;
-
-/// How one /etc entry is shown: [`etc_entry`] for a file; a directory everyone may list whose
-/// tree is small ([`COPY_DIR_MAX_ENTRIES`], [`COPY_MAX_BYTES`] in all) and holds only
-/// directories everyone may list, regular files everyone may read and symlinks is recreated in
-/// the read-only root (directories with their modes, files copied, symlinks as they are), which
-/// shows what a read-only bind would at no mount; any other directory is bound read-only. The
-/// list of names is read when the host facts are gathered (once per process), the files'
-/// contents at each run. Empty when it does not exist.
-pub(crate) fn etc_entries(path: &Path) -> Vec<SystemEntry> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            let mut out = Vec::new();
-            let mut bytes = 0;
-            if copy_tree(path, &meta, &mut out, &mut bytes, 0) {
-                out
-            } else {
-                vec![SystemEntry::ReadOnly(path.to_path_buf())]
-            }
-        }
-        _ => etc_entry(path).into_iter().collect(),
-    }
-}
-
-/// Adds the entries recreating the directory `dir` to `out`; false when it must be bound instead.
-fn copy_tree(dir: &Path, meta: &std::fs::Metadata, out: &mut Vec<SystemEntry>, bytes: &mut u64, depth: usize) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = meta.permissions().mode() & 0o7777;
-    // Others may list and enter it (a copy would not keep stricter permissions), and it is not
-    // deeper than a few levels.
-    if mode & 0o005 != 0o005 || mode & 0o7000 != 0 || depth > 3 {
-        return false;
-    }
-    out.push(SystemEntry::Dir { path: dir.to_path_buf(), mode });
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    let mut names: Vec<PathBuf> = Vec::new();
-    for entry in entries {
-        let Ok(entry) = entry else { return false };
-        names.push(entry.path());
-        if names.len() + out.len() > COPY_DIR_MAX_ENTRIES {
-            return false;
-        }
-    }
-    names.sort();
-    for path in names {
-        let Ok(meta) = std::fs::symlink_metadata(&path) else { return false };
-        let file_type = meta.file_type();
-        if file_type.is_symlink() {
-            let Ok(target) = std::fs::read_link(&path) else { return false };
-            out.push(SystemEntry::Symlink { target, link: path });
-        } else if file_type.is_dir() {
-            if !copy_tree(&path, &meta, out, bytes, depth + 1) {
-                return false;
-            }
-        } else if file_type.is_file() && meta.permissions().mode() & 0o004 != 0 {
-            *bytes += meta.len();
-            if *bytes > COPY_MAX_BYTES {
-                return false;
-            }
-            out.push(SystemEntry::Copy(path));
-        } else {
-            return false;
-        }
-        if out.len() > COPY_DIR_MAX_ENTRIES {
-            return false;
-        }
-    }
-    true
 }
 
 /// How one /etc entry is shown: copied when it is a small regular file everyone may read
@@ -476,50 +399,6 @@ mod tests {
         assert_eq!(etc_entry(&path("big")), Some(SystemEntry::ReadOnly(path("big"))));
         assert_eq!(etc_entry(&path("ssl")), Some(SystemEntry::ReadOnly(path("ssl"))));
         assert_eq!(etc_entry(&path("missing")), None);
-    }
-
-    #[test]
-    fn only_small_open_directories_are_recreated_instead_of_bound() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = |name: &str| dir.path().join(name);
-        let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
-        // A small directory of readable files, a symlink and an empty subdirectory: recreated.
-        std::fs::create_dir_all(path("conf.d/update.d")).unwrap();
-        mode(&path("conf.d"), 0o755);
-        mode(&path("conf.d/update.d"), 0o755);
-        std::fs::write(path("conf.d/a.conf"), "a").unwrap();
-        mode(&path("conf.d/a.conf"), 0o644);
-        std::os::unix::fs::symlink("/usr/share/x", path("conf.d/link")).unwrap();
-        assert_eq!(
-            etc_entries(&path("conf.d")),
-            [
-                SystemEntry::Dir { path: path("conf.d"), mode: 0o755 },
-                SystemEntry::Copy(path("conf.d/a.conf")),
-                SystemEntry::Symlink { target: "/usr/share/x".into(), link: path("conf.d/link") },
-                SystemEntry::Dir { path: path("conf.d/update.d"), mode: 0o755 },
-            ]
-        );
-        // A file only its owner may read inside: the whole directory is bound (its permissions kept).
-        std::fs::write(path("conf.d/update.d/secret"), "token").unwrap();
-        mode(&path("conf.d/update.d/secret"), 0o600);
-        assert_eq!(etc_entries(&path("conf.d")), [SystemEntry::ReadOnly(path("conf.d"))]);
-        std::fs::remove_file(path("conf.d/update.d/secret")).unwrap();
-        // A subdirectory others may not list (like /etc/ssl/private): bound.
-        mode(&path("conf.d/update.d"), 0o710);
-        assert_eq!(etc_entries(&path("conf.d")), [SystemEntry::ReadOnly(path("conf.d"))]);
-        mode(&path("conf.d/update.d"), 0o755);
-        // Too many entries: bound.
-        for i in 0..COPY_DIR_MAX_ENTRIES {
-            std::fs::write(path(&format!("conf.d/{i}.conf")), "x").unwrap();
-            mode(&path(&format!("conf.d/{i}.conf")), 0o644);
-        }
-        assert_eq!(etc_entries(&path("conf.d")), [SystemEntry::ReadOnly(path("conf.d"))]);
-        // A file is shown as before; a missing entry not at all.
-        std::fs::write(path("hosts"), "127.0.0.1 localhost\n").unwrap();
-        mode(&path("hosts"), 0o644);
-        assert_eq!(etc_entries(&path("hosts")), [SystemEntry::Copy(path("hosts"))]);
-        assert!(etc_entries(&path("missing")).is_empty());
     }
 
     #[test]

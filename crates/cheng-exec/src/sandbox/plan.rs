@@ -223,11 +223,6 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
                     b.file(fd, path, path, 0o444);
                     files.push((path.clone(), fd));
                 }
-                SystemEntry::Dir { path, mode } => {
-                    layout.parents(&mut b, path);
-                    b.dir(path, *mode);
-                    layout.made.push(path.clone());
-                }
             }
         }
     }

@@ -313,27 +313,3 @@ fn a_small_io_directory_is_copied_into_the_read_only_root() {
     assert!(args.contains("--perms 755 --size 1048576 --tmpfs /run"), "{args}");
     assert!(args.contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --chdir"), "{args}");
 }
-
-#[test]
-fn a_small_etc_directory_is_recreated_not_bound() {
-    let mut h = host(false);
-    h.system_view = vec![
-        SystemEntry::ReadOnly("/usr".into()),
-        SystemEntry::Dir { path: "/etc/ld.so.conf.d".into(), mode: 0o755 },
-        SystemEntry::Copy("/etc/ld.so.conf.d/libc.conf".into()),
-        SystemEntry::Symlink { target: "/usr/share/x".into(), link: "/etc/ld.so.conf.d/link".into() },
-        SystemEntry::Dir { path: "/etc/ca-certificates/update.d".into(), mode: 0o750 },
-    ];
-    let plan = plan(&request(), &h, &facts()).unwrap();
-    let args = argv(&plan);
-    assert!(
-        args.contains(
-            "--ro-bind-try /usr /usr --perms 755 --dir /etc --perms 755 --dir /etc/ld.so.conf.d \
-             --perms 444 --file 4 /etc/ld.so.conf.d/libc.conf --symlink /usr/share/x /etc/ld.so.conf.d/link \
-             --perms 755 --dir /etc/ca-certificates --perms 750 --dir /etc/ca-certificates/update.d --dev /dev"
-        ),
-        "{args}"
-    );
-    // Made in the root, which is remounted read-only at the end.
-    assert!(args.contains("--remount-ro / --chdir"), "{args}");
-}

@@ -7,7 +7,6 @@ mod sandbox_support;
 mod seccomp;
 mod shell;
 mod view;
-mod view_dirs;
 #[cfg(feature = "python")]
 mod python;
 mod result_cap;
