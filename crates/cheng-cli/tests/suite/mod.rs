@@ -25,6 +25,7 @@ mod preview;
 mod runtime;
 mod sandbox_init;
 mod sandbox_signals;
+mod sandbox_startup;
 mod seccomp;
 mod setuid_audit;
 mod shell;

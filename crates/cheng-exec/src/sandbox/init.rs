@@ -10,6 +10,9 @@
 //! embedders) get the same sandbox without Landlock, with the uid drop done by `setpriv`, and a
 //! warning saying so.
 //!
+//! The sandbox does not mount it: bwrap receives the executable open on a descriptor and runs
+//! `/proc/self/fd/N` (see `plan::Plan::init`); the descriptor is closed with the others below.
+//!
 //! What runs inside is, when it exists, the small dedicated executable [`HELPER_NAME`] found
 //! next to the running binary (built and installed with `cheng`: it is a second binary of the
 //! `cheng-cli` package, whose `main` is [`main`]); otherwise the running binary itself. Both

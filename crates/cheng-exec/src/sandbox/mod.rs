@@ -9,9 +9,10 @@
 //! reports what was enforced.
 //!
 //! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
-//! files copied into a root that is then remounted read-only) or the whole disk read-only
-//! (`full_disk_readonly`), approved read paths read-only at their own path, a fresh /proc, a
-//! minimal /dev, private size-bounded /tmp and /run, and the boundary (the workspace) read-only,
+//! files copied into a root that is then remounted read-only, /run a directory
+//! of that root) or the whole disk read-only (`full_disk_readonly`, with a private /run),
+//! approved read paths read-only at their own path, a fresh /proc, a minimal /dev, a private
+//! size-bounded /tmp, and the boundary (the workspace) read-only,
 //! or writable with its protected metadata re-mounted read-only or masked. After a writable run,
 //! [`audit`] removes setuid/setgid bits and file capabilities the run set and names each new
 //! `.git` in the warnings.
@@ -58,8 +59,6 @@ use tokio_util::sync::CancellationToken;
 
 /// Where the per-run I/O directory (input file, result channel) is mounted inside.
 pub const IO_DIR: &str = "/run/cheng-io";
-/// Where the launcher binary is mounted inside.
-const INIT_PATH: &str = "/run/cheng-init";
 /// The first of the unprivileged ids sandboxed code runs as when cheng is root. Each run gets
 /// its own uid (RLIMIT_NPROC counts per uid, so a fork bomb in one sandbox cannot starve another
 /// running at the same time); the ids have no /etc/passwd entry.
@@ -140,7 +139,10 @@ pub struct SandboxRequest {
     pub read_paths: Vec<PathBuf>,
     /// Further read-only directories the program needs (an interpreter's prefix).
     pub extra_ro: Vec<PathBuf>,
-    /// A host directory bound read-only at [`IO_DIR`] (see [`io_parent`] for where to make it).
+    /// A host directory shown read-only at [`IO_DIR`] (see [`io_parent`] for where to make it):
+    /// bound, or, when it holds only a few small regular files and no `io_outputs` and the
+    /// view's root is read-only, copied (its files read when bwrap starts; see
+    /// [`plan::io_copies`]).
     pub io_dir: Option<PathBuf>,
     /// Names of FIFOs in `io_dir` the sandbox may write ([`channel::Channel`]; each must exist
     /// and be a FIFO; bound writable, one by one, so that the sandbox cannot create anything
@@ -238,6 +240,8 @@ pub struct Sandbox {
     mounts: Vec<bwrap::Mount>,
     /// Host files copied into the view, with the descriptor number bwrap reads each from.
     files: Vec<(PathBuf, std::os::fd::RawFd)>,
+    /// The init executable and the descriptor bwrap passes it on to the first program inside.
+    init: Option<(PathBuf, std::os::fd::RawFd)>,
     request: SandboxRequest,
     /// rlimits set on bwrap before it is executed; empty when the init step sets them inside.
     rlimits: Vec<crate::Rlimit>,
@@ -322,6 +326,10 @@ fn gather_run(
         Some(CgroupV2::Unavailable(why)) => (plan::MemoryFact::Unavailable(why.clone()), None),
         None => (plan::MemoryFact::Rlimit, None),
     };
+    let io_copies = match &request.io_dir {
+        Some(io) if request.io_outputs.is_empty() && !request.full_disk_readonly => plan::io_copies(io),
+        _ => None,
+    };
     let mut owners = Vec::new();
     let boundary_listable = world_listable(&request.boundary);
     if host.root {
@@ -339,6 +347,7 @@ fn gather_run(
         boundary_listable,
         owners,
         protections: protections.list().to_vec(),
+        io_copies,
         warnings,
         memory,
     };
@@ -372,6 +381,7 @@ impl Sandbox {
             env: plan.env,
             mounts: plan.mounts,
             files: plan.files,
+            init: plan.init,
             rlimits: plan.rlimits,
             group,
             fallback: plan.fallback,
@@ -392,10 +402,11 @@ impl Sandbox {
         (&self.bwrap, &self.args)
     }
 
-    /// The host files bwrap copies into the view (`--file N`), with the descriptor number N
-    /// each must be open on.
-    pub fn files(&self) -> &[(PathBuf, std::os::fd::RawFd)] {
-        &self.files
+    /// The host files bwrap must find open, with the descriptor number each must be open on:
+    /// those it copies into the view (`--file N`), and the init executable, which it passes on
+    /// to the first program inside (executed as `/proc/self/fd/N`).
+    pub fn files(&self) -> Vec<(PathBuf, std::os::fd::RawFd)> {
+        self.files.iter().chain(&self.init).cloned().collect()
     }
 
     /// The mount operations of the command line, in order.
@@ -504,6 +515,13 @@ impl Sandbox {
             let file = std::fs::File::open(path).or_else(|_| std::fs::File::open("/dev/null")).map_err(|e| {
                 format!("cannot open {} to copy it into the sandbox: {e}", path.display())
             })?;
+            inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
+        }
+        // The init executable, run from its descriptor (not CLOEXEC in bwrap: the first program
+        // inside is `/proc/self/fd/N`, and the init step closes it before the command starts).
+        if let Some((path, fd)) = &self.init {
+            let file = std::fs::File::open(path)
+                .map_err(|e| format!("cannot open the sandbox init step {} to hand it to bubblewrap: {e}", path.display()))?;
             inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
         }
         Ok(ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec })

@@ -13,7 +13,7 @@ use super::idmap::IdmapTarget;
 use super::init;
 use super::limits::SandboxLimits;
 use super::mounts::{self, Protection, SystemEntry};
-use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, INIT_PATH, IO_DIR};
+use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, IO_DIR};
 use crate::{Rlimit, RlimitResource};
 use cheng_node::{ErrorKind, NodeError};
 use std::ffi::OsString;
@@ -35,6 +35,12 @@ pub(crate) fn namespace_flags(root: bool, network: bool) -> Vec<&'static str> {
         flags.push("--unshare-user");
     }
     flags
+}
+
+/// The path the first program inside is executed from when the init executable is handed over
+/// on descriptor `fd`: the kernel follows the descriptor, whatever the view shows.
+pub(crate) fn init_exec_path(fd: RawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
 /// Dropped by every sandbox (bwrap's own capabilities; the init step clears the rest).
@@ -75,6 +81,8 @@ pub(crate) struct RunFacts {
     pub owners: Vec<IdmapTarget>,
     /// The protected metadata of a writable boundary ([`mounts::protect`]).
     pub protections: Vec<Protection>,
+    /// The I/O directory's files, when it is shown as a copy rather than bound ([`io_copies`]).
+    pub io_copies: Option<Vec<PathBuf>>,
     /// Warnings from gathering (protection, cgroup), reported first.
     pub warnings: Vec<String>,
     pub memory: MemoryFact,
@@ -93,6 +101,10 @@ pub(crate) struct Plan {
     /// Host files bwrap copies into the view, each read from the descriptor number given
     /// (opened for each start of bwrap: it reads them to the end).
     pub files: Vec<(PathBuf, RawFd)>,
+    /// The init executable, open on the descriptor given, which bwrap passes on to the first
+    /// program inside: that program is `/proc/self/fd/N` ([`init_exec_path`]), so the init step
+    /// runs without being mounted into the view, and closes the descriptor before the command.
+    pub init: Option<(PathBuf, RawFd)>,
     /// rlimits set on bwrap before exec (empty when the init step sets them inside).
     pub rlimits: Vec<Rlimit>,
     /// The command line and rlimits (with RLIMIT_AS) for a run that cannot join its cgroup group.
@@ -100,6 +112,28 @@ pub(crate) struct Plan {
     /// Paths to show through idmapped mounts.
     pub idmaps: Vec<IdmapTarget>,
     pub enforcement: Enforcement,
+}
+
+/// The I/O directory is copied when it holds at most this many files …
+pub(crate) const IO_COPY_MAX_FILES: usize = 4;
+
+/// The files of the I/O directory `io` when it can be shown as a copy: at most
+/// [`IO_COPY_MAX_FILES`] regular files, [`mounts::COPY_MAX_BYTES`] in all, nothing else (a FIFO,
+/// a directory, a symlink keep the bind). `None` otherwise, or when it cannot be read.
+pub(crate) fn io_copies(io: &Path) -> Option<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(io).ok()? {
+        let entry = entry.ok()?;
+        let meta = entry.metadata().ok()?;
+        bytes += meta.len();
+        if !meta.file_type().is_file() || out.len() >= IO_COPY_MAX_FILES || bytes > mounts::COPY_MAX_BYTES {
+            return None;
+        }
+        out.push(entry.path());
+    }
+    out.sort();
+    Some(out)
 }
 
 fn unavailable(message: impl Into<String>) -> NodeError {
@@ -195,9 +229,18 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     b.dev(Path::new("/dev")).proc(Path::new("/proc"));
     // Private, size-bounded scratch space (tmpfs pages count against memory, not RLIMIT_AS).
     b.tmpfs(Path::new("/tmp"), 0o1777, Some(limits.memory_bytes));
-    b.tmpfs(Path::new("/run"), 0o755, Some(1 << 20));
-    layout.made.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
-    layout.writable_roots.extend([PathBuf::from("/tmp"), PathBuf::from("/run")]);
+    layout.made.push(PathBuf::from("/tmp"));
+    layout.writable_roots.push(PathBuf::from("/tmp"));
+    if request.full_disk_readonly {
+        // Hides the host's /run (its sockets) under the whole-disk view.
+        b.tmpfs(Path::new("/run"), 0o755, Some(1 << 20));
+        layout.writable_roots.push(PathBuf::from("/run"));
+    } else {
+        // A directory of the view's root, read-only with it: nothing inside writes there (the
+        // I/O directory's writable entries are binds of their own).
+        b.dir(Path::new("/run"), 0o755);
+    }
+    layout.made.push(PathBuf::from("/run"));
     for path in request.extra_ro.iter().chain(&request.read_paths) {
         layout.parents(&mut b, path);
         b.ro_bind(path, path);
@@ -210,18 +253,27 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     } else {
         b.ro_bind(&request.boundary, &request.boundary);
     }
-    if let Some(io) = &request.io_dir {
+    if let (Some(_), Some(copies), false) = (&request.io_dir, &run.io_copies, request.full_disk_readonly) {
+        // A directory of the read-only root holding copies: the same read-only view at no mount.
+        b.dir(Path::new(IO_DIR), 0o755);
+        for path in copies {
+            let Some(name) = path.file_name() else { continue };
+            let fd = FIRST_FILE_FD + files.len() as RawFd;
+            b.file(fd, path, &Path::new(IO_DIR).join(name), 0o444);
+            files.push((path.clone(), fd));
+        }
+    } else if let Some(io) = &request.io_dir {
         b.ro_bind(io, Path::new(IO_DIR));
         for name in &request.io_outputs {
             b.bind(&io.join(name), &Path::new(IO_DIR).join(name));
         }
     }
-    if let Some(exe) = launcher {
-        b.ro_bind(exe, Path::new(INIT_PATH));
-    }
+    // The init executable is not mounted: bwrap receives it open on the next descriptor and
+    // executes it through /proc/self/fd (see `Plan::init`).
+    let init = launcher.map(|exe| (exe.clone(), FIRST_FILE_FD + files.len() as RawFd));
     if !request.full_disk_readonly {
-        // The root of the view (the directories made above, the copied files) is read-only
-        // like the binds in it; the tmpfs mounts on /tmp and /run stay writable.
+        // The root of the view (the directories made above, /run, the copied files) is
+        // read-only like the binds in it; the tmpfs on /tmp stays writable.
         b.remount_ro(Path::new("/"));
     }
     b.chdir(&request.cwd);
@@ -280,7 +332,8 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
             writable: writable_roots.clone(),
             command: request.command.clone(),
         };
-        let mut argv: Vec<OsString> = vec![INIT_PATH.into()];
+        let exe = init.as_ref().map(|(_, fd)| init_exec_path(*fd)).unwrap_or_default();
+        let mut argv: Vec<OsString> = vec![exe.into_os_string()];
         argv.extend(plan.to_args());
         argv
     };
@@ -411,6 +464,7 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
         bwrap: host.bwrap.clone(),
         mounts: b.mounts().to_vec(),
         files,
+        init,
         args: b.into_args(),
         env: request.env.clone(),
         rlimits,

@@ -32,6 +32,7 @@ fn facts() -> RunFacts {
         boundary_listable: true,
         owners: Vec::new(),
         protections: Vec::new(),
+        io_copies: None,
         warnings: Vec::new(),
         memory: MemoryFact::Rlimit,
     }
@@ -48,7 +49,7 @@ fn argv(plan: &Plan) -> String {
 /// The system view of [`host`], after the namespace flags.
 const VIEW: &str = "--symlink usr/bin /bin --ro-bind-try /usr /usr --perms 755 --dir /etc --perms 444 --file 4 /etc/passwd \
                     --ro-bind-try /etc/ssl /etc/ssl \
-                    --dev /dev --proc /proc --perms 1777 --size 134217728 --tmpfs /tmp --perms 755 --size 1048576 --tmpfs /run";
+                    --dev /dev --proc /proc --perms 1777 --size 134217728 --tmpfs /tmp --perms 755 --dir /run";
 /// The init step's rlimits for memory_mb 128 (RLIMIT_AS first).
 const RLIMITS: &str = "--rlimit as=134217728 --rlimit fsize=1073741824 --rlimit nofile=1024 --rlimit core=0 --rlimit nproc=256";
 const ROOT_CAPS: &str = "--cap-drop ALL --cap-add CAP_SETUID --cap-add CAP_SETGID --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH";
@@ -59,8 +60,8 @@ fn default_unprivileged() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net --unshare-user \
          --seccomp 3 --uid 1000 --gid 1000 {VIEW} --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws --cap-drop ALL \
-         -- /run/cheng-init __sandbox-init {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
+         --remount-ro / --chdir /work/ws --cap-drop ALL \
+         -- /proc/self/fd/5 __sandbox-init {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
     assert_eq!(plan.bwrap, Path::new("/usr/bin/bwrap"));
@@ -81,12 +82,14 @@ fn default_unprivileged() {
         ops,
         [
             "--symlink /bin", "--ro-bind-try /usr", "--dir /etc", "--file /etc/passwd", "--ro-bind-try /etc/ssl", "--dev /dev",
-            "--proc /proc", "--tmpfs /tmp", "--tmpfs /run", "--dir /work", "--ro-bind /work/ws", "--ro-bind /run/cheng-init",
+            "--proc /proc", "--tmpfs /tmp", "--dir /run", "--dir /work", "--ro-bind /work/ws",
             "--remount-ro /",
         ]
     );
-    // The copied file is read from the descriptor the argv names, right after seccomp's.
+    // The copied file is read from the descriptor the argv names, right after seccomp's; the
+    // init executable is handed over on the next one and executed from there, not mounted.
     assert_eq!(plan.files, [(PathBuf::from("/etc/passwd"), 4)]);
+    assert_eq!(plan.init, Some((PathBuf::from(INIT), 5)));
 }
 
 #[test]
@@ -95,8 +98,8 @@ fn default_as_root_drops_to_the_run_uid_inside() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
-         -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
+         --remount-ro / --chdir /work/ws {ROOT_CAPS} \
+         -- /proc/self/fd/5 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
     assert!(!argv(&plan).contains("--unshare-user"), "root skips the user namespace");
@@ -121,8 +124,8 @@ fn allow_filesystem_binds_the_workspace_writable_and_protects_its_metadata() {
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /work --bind /work/ws /work/ws \
          --ro-bind /work/ws/.git /work/ws/.git --ro-bind /dev/null /work/ws/.bashrc \
-         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
-         -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev --write /work/ws \
+         --remount-ro / --chdir /work/ws {ROOT_CAPS} \
+         -- /proc/self/fd/5 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev --write /work/ws \
          -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
@@ -151,10 +154,12 @@ fn full_disk_read_only_as_root_opens_closed_ancestors_as_tmpfs() {
          --dev /dev --proc /proc --perms 1777 --size 134217728 --tmpfs /tmp --perms 755 --size 1048576 --tmpfs /run \
          --perms 755 --dir /root/.pyenv --perms 755 --dir /root/.pyenv/versions \
          --ro-bind /root/.pyenv/versions/3.12 /root/.pyenv/versions/3.12 --ro-bind /root/ws /root/ws \
-         --ro-bind {INIT} /run/cheng-init --chdir /root/ws/sub {ROOT_CAPS} \
-         -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
+         --chdir /root/ws/sub {ROOT_CAPS} \
+         -- /proc/self/fd/4 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
+    // No copied file: the init executable is on the first descriptor after seccomp's.
+    assert_eq!(plan.init, Some((PathBuf::from(INIT), 4)));
     // Without root nothing is in the way: the whole disk as it is.
     let plan = super::plan(&req, &host(false), &facts()).unwrap();
     assert!(argv(&plan).contains("--seccomp 3 --uid 1000 --gid 1000 --ro-bind / / --dev /dev"), "{}", argv(&plan));
@@ -171,8 +176,8 @@ fn request_read_paths_are_bound_read_only_at_their_own_path() {
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
          --seccomp 3 {VIEW} --perms 755 --dir /data --ro-bind /data/ref /data/ref --perms 755 --dir /work --ro-bind /work/ws /work/ws \
-         --ro-bind {INIT} /run/cheng-init --remount-ro / --chdir /work/ws {ROOT_CAPS} \
-         -- /run/cheng-init __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
+         --remount-ro / --chdir /work/ws {ROOT_CAPS} \
+         -- /proc/self/fd/5 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
     // Owned by root: shown as the sandbox uid through an idmapped mount; the listable workspace is not.
@@ -225,7 +230,7 @@ fn without_an_init_step_root_uses_setpriv_and_rlimits_on_bwrap() {
     req.use_launcher = false;
     let plan = plan(&req, &host(true), &facts()).unwrap();
     let args = argv(&plan);
-    assert!(!args.contains("/run/cheng-init"), "{args}");
+    assert!(!args.contains("/proc/self/fd/") && plan.init.is_none(), "{args}");
     assert!(
         args.ends_with(
             "-- /usr/bin/setpriv --reuid=1900000007 --regid=1900000007 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /bin/sh -c true"
@@ -277,4 +282,34 @@ fn an_empty_command_is_refused() {
     let mut req = request();
     req.command.clear();
     assert!(plan(&req, &host(false), &facts()).is_err());
+}
+
+#[test]
+fn a_small_io_directory_is_copied_into_the_read_only_root() {
+    let mut req = request();
+    req.io_dir = Some("/dev/shm/cheng-sandbox-x/io".into());
+    let mut f = facts();
+    f.io_copies = Some(vec!["/dev/shm/cheng-sandbox-x/io/input.json".into()]);
+    let plan = plan(&req, &host(false), &f).unwrap();
+    let args = argv(&plan);
+    assert!(
+        args.contains(
+            "--ro-bind /work/ws /work/ws --perms 755 --dir /run/cheng-io --perms 444 --file 5 /run/cheng-io/input.json --remount-ro / \
+             --chdir /work/ws"
+        ),
+        "{args}"
+    );
+    assert_eq!(plan.files, [(PathBuf::from("/etc/passwd"), 4), (PathBuf::from("/dev/shm/cheng-sandbox-x/io/input.json"), 5)]);
+    assert_eq!(plan.init, Some((PathBuf::from(INIT), 6)));
+    assert!(args.contains("-- /proc/self/fd/6 __sandbox-init"), "{args}");
+
+    // Not copyable (python's result FIFO is an output, or a large input): bound read-only.
+    let plan = super::plan(&req, &host(false), &facts()).unwrap();
+    assert!(argv(&plan).contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --remount-ro /"), "{}", argv(&plan));
+    // The whole-disk view has no read-only root to copy into (its /run is a tmpfs): bound.
+    req.full_disk_readonly = true;
+    let plan = super::plan(&req, &host(false), &f).unwrap();
+    let args = argv(&plan);
+    assert!(args.contains("--perms 755 --size 1048576 --tmpfs /run"), "{args}");
+    assert!(args.contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --chdir"), "{args}");
 }

@@ -456,8 +456,10 @@ async fn no_per_run_directory_outlives_its_run() {
     if !sandbox_available() { return; }
     let (_d, ws) = workspace();
     let parent = cheng_exec::sandbox::io_parent();
-    // The run's own I/O directory, found from inside through $INPUT_FILE's mount source.
-    let out = run(&CodeShell, &ws, json!({"script": "grep ' /run/cheng-io ' /proc/self/mountinfo | head -n1", "input": 1})).await;
+    // The run's own I/O directory, found from inside through $INPUT_FILE's mount source (an
+    // input past the copy limit, so that the directory is bound, not copied into the view).
+    let input = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    let out = run(&CodeShell, &ws, json!({"script": "grep ' /run/cheng-io ' /proc/self/mountinfo | head -n1", "input": input})).await;
     assert_eq!(out["success"], true, "{out:?}");
     let mountinfo = out["result"].as_str().unwrap_or("").to_string();
     // Field 4 is the root of the mount inside its file system: .../cheng-sandbox-XXXX/io.
