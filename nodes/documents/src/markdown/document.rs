@@ -248,22 +248,7 @@ impl<'a> Document<'a> {
         let bounded = crate::preview::prefix::bound(text);
         let source = bounded.as_ref().map_or(text, |(s, _)| s.as_str());
         let mut broken = Vec::new();
-        let mut events = 0usize;
-        let mut stopped = None;
-        let checked = parser(source, &mut broken).into_offset_iter().map_while(|event| {
-            events += 1;
-            if events.is_multiple_of(CHECK_EVERY_EVENTS) {
-                if let Err(e) = check() {
-                    stopped = Some(e);
-                    return None;
-                }
-            }
-            Some(event)
-        });
-        doc.walk(checked, source);
-        if let Some(e) = stopped {
-            return Err(e);
-        }
+        doc.walk(parser(source, &mut broken).into_offset_iter(), source, &mut check)?;
         doc.broken_refs_omitted = keep_first(&mut broken, KEPT_BROKEN_REFS);
         doc.broken_refs = broken;
         doc.assign_anchors();
@@ -284,7 +269,14 @@ impl<'a> Document<'a> {
         Cow::Owned(s.into_string())
     }
 
-    fn walk<'s, I: Iterator<Item = (Event<'s>, Range<usize>)>>(&mut self, events: I, source: &'s str) {
+    /// Reads every event, calling `check` every [`CHECK_EVERY_EVENTS`] (here rather than in an
+    /// iterator adapter: documents have millions of events, and each adapter moves every one).
+    fn walk<'s, I: Iterator<Item = (Event<'s>, Range<usize>)>, E>(
+        &mut self,
+        events: I,
+        source: &'s str,
+        check: &mut impl FnMut() -> Result<(), E>,
+    ) -> Result<(), E> {
         let text = self.text;
         // Open heading: (level, start, explicit id, text with line breaks as `\n`).
         let mut heading: Option<(u8, usize, Option<String>, String)> = None;
@@ -298,7 +290,12 @@ impl<'a> Document<'a> {
         // A run of contiguous ordinary text, scanned for bare URLs when it ends.
         let mut run: Option<Range<usize>> = None;
 
+        let mut count = 0usize;
         for (event, range) in events {
+            count += 1;
+            if count.is_multiple_of(CHECK_EVERY_EVENTS) {
+                check()?;
+            }
             let is_plain_text = matches!(event, Event::Text(_))
                 && !in_code
                 && !in_metadata
@@ -431,6 +428,7 @@ impl<'a> Document<'a> {
         if let Some(r) = run.take() {
             scan_bare_urls(text, r, &mut self.bare_urls);
         }
+        Ok(())
     }
 
     fn scan_html(&mut self, html: &str, offset: usize) {
