@@ -36,6 +36,7 @@ pub mod audit;
 pub(crate) mod bwrap;
 pub mod cgroup;
 pub mod channel;
+pub(crate) mod etc_copies;
 pub(crate) mod host;
 pub(crate) mod idmap;
 pub mod init;
@@ -326,6 +327,7 @@ fn gather_run(
         Some(CgroupV2::Unavailable(why)) => (plan::MemoryFact::Unavailable(why.clone()), None),
         None => (plan::MemoryFact::Rlimit, None),
     };
+    let etc_copies = if request.full_disk_readonly { None } else { etc_copies::for_run(host.root, &host.system_view) };
     let io_copies = match &request.io_dir {
         Some(io) if request.io_outputs.is_empty() && !request.full_disk_readonly => plan::io_copies(io),
         _ => None,
@@ -348,6 +350,7 @@ fn gather_run(
         owners,
         protections: protections.list().to_vec(),
         io_copies,
+        etc_copies,
         warnings,
         memory,
     };

@@ -83,6 +83,10 @@ pub(crate) struct RunFacts {
     pub protections: Vec<Protection>,
     /// The I/O directory's files, when it is shown as a copy rather than bound ([`io_copies`]).
     pub io_copies: Option<Vec<PathBuf>>,
+    /// A directory of current copies of the view's /etc files (and mount points for the /etc
+    /// entries bound on top), bound read-only at /etc instead of copying each file
+    /// ([`super::etc_copies`]).
+    pub etc_copies: Option<PathBuf>,
     /// Warnings from gathering (protection, cgroup), reported first.
     pub warnings: Vec<String>,
     pub memory: MemoryFact,
@@ -207,7 +211,31 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
             }
         }
     } else {
+        let etc = Path::new("/etc");
+        let mut etc_bound = false;
+        // A bind the request adds under /etc needs a mount point the copies' read-only
+        // directory cannot offer: then the files are copied one by one.
+        let binds_under_etc = request.extra_ro.iter().chain(&request.read_paths).chain([&request.boundary]).any(|p| p.starts_with(etc));
+        let etc_copies = run.etc_copies.as_ref().filter(|_| !binds_under_etc);
         for entry in &host.system_view {
+            let path = match entry {
+                SystemEntry::Symlink { link, .. } => link,
+                SystemEntry::ReadOnly(path) | SystemEntry::Copy(path) => path,
+            };
+            if let Some(copies) = etc_copies.filter(|_| path.starts_with(etc) && path != etc) {
+                // The copies' directory, once, at /etc; its files are the copies, its empty
+                // entries the mount points of what is bound below.
+                if !etc_bound {
+                    b.ro_bind(copies, etc);
+                    layout.ro_roots.push(etc.to_path_buf());
+                    etc_bound = true;
+                }
+                if let SystemEntry::ReadOnly(path) = entry {
+                    b.ro_bind_try(path, path);
+                    layout.ro_roots.push(path.clone());
+                }
+                continue;
+            }
             match entry {
                 SystemEntry::Symlink { target, link } => {
                     b.symlink(target, link);

@@ -27,6 +27,7 @@ fn host(root: bool) -> HostFacts {
 
 fn facts() -> RunFacts {
     RunFacts {
+        etc_copies: None,
         ids: SANDBOX_IDS,
         closed_ancestors: Vec::new(),
         boundary_listable: true,
@@ -312,4 +313,32 @@ fn a_small_io_directory_is_copied_into_the_read_only_root() {
     let args = argv(&plan);
     assert!(args.contains("--perms 755 --size 1048576 --tmpfs /run"), "{args}");
     assert!(args.contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --chdir"), "{args}");
+}
+
+#[test]
+fn a_directory_of_etc_copies_is_one_bind_unless_a_bind_goes_under_etc() {
+    let mut run = facts();
+    run.etc_copies = Some("/run/cheng/etc-42".into());
+    let plan = plan(&request(), &host(true), &run).unwrap();
+    let args = argv(&plan);
+    // The copies' directory at /etc, what is bound in /etc on top of it, no file copied.
+    assert!(
+        args.contains("--ro-bind-try /usr /usr --ro-bind /run/cheng/etc-42 /etc --ro-bind-try /etc/ssl /etc/ssl --dev /dev"),
+        "{args}"
+    );
+    assert!(!args.contains("--file") && !args.contains("--dir /etc"), "{args}");
+    assert!(plan.files.is_empty());
+    // The init step then comes on the first descriptor after seccomp's.
+    assert!(args.contains("-- /proc/self/fd/4 __sandbox-init"), "{args}");
+    // A read path under /etc needs a mount point the read-only directory cannot give: the files
+    // are copied one by one, as without the directory.
+    let mut req = request();
+    req.read_paths.push("/etc/apt".into());
+    let plan = plan_for(&req, &run);
+    let args = argv(&plan);
+    assert!(args.contains("--perms 755 --dir /etc --perms 444 --file 4 /etc/passwd") && !args.contains("etc-42"), "{args}");
+}
+
+fn plan_for(req: &SandboxRequest, run: &RunFacts) -> Plan {
+    plan(req, &host(true), run).unwrap()
 }

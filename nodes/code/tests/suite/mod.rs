@@ -1,6 +1,7 @@
 #[cfg(feature = "js")]
 mod js;
 #[cfg(feature = "js")]
+mod etc_copies;
 mod js_fresh;
 
 mod live_output;
