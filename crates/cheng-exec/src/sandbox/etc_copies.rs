@@ -10,10 +10,12 @@
 //! unexpected (a source gone, a type changed, a write failing) makes the run use the `--file`
 //! copies as before.
 //!
-//! Only as root (the directory lives in root's /run/cheng, `etc-<pid>`, mode 0755, files 0444,
-//! out of reach of other users and of the sandbox, which sees it read-only), and only from a
-//! process's second sandbox on: a single `cheng run` leaves nothing behind. Directories of
-//! processes that are gone are removed when the next one is made.
+//! Only as root (the directory lives in root's /run/cheng, `etc-<pid>-<nanoseconds>`, mode
+//! 0755, files 0444, out of reach of other users and of the sandbox, which sees it read-only),
+//! and only from a process's second sandbox on: a single `cheng run` leaves nothing behind. Each
+//! directory has a lock file beside it (`….lock`) its process holds locked (`flock`) for as long
+//! as it runs; the next process to make a directory removes those whose lock it can take (their
+//! process is gone, in whatever pid namespace it ran).
 
 use super::mounts::SystemEntry;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -50,6 +52,8 @@ impl Stamp {
 #[derive(Debug)]
 pub(crate) struct EtcCopies {
     dir: PathBuf,
+    /// The directory's device and inode, as made.
+    id: (u64, u64),
     /// Each copied source, where its copy is, and the version copied.
     copies: Vec<(PathBuf, PathBuf, Stamp)>,
     /// Each entry bound on top, its mount point, and whether it is a directory.
@@ -95,7 +99,8 @@ impl EtcCopies {
                 SystemEntry::Symlink { .. } => {}
             }
         }
-        Some(EtcCopies { dir: dir.to_path_buf(), copies, mount_points })
+        let made = std::fs::symlink_metadata(dir).ok()?;
+        Some(EtcCopies { dir: dir.to_path_buf(), id: (made.dev(), made.ino()), copies, mount_points })
     }
 
     /// Brings every copy up to date with its source; `false` when one cannot be.
@@ -162,8 +167,9 @@ fn copy(source: &Path, target: &Path) -> Option<Stamp> {
 
 /// Sandboxes started by this process so far.
 static STARTS: AtomicUsize = AtomicUsize::new(0);
-/// This process's copies, once made; `Err(())` once making them failed (not tried again).
-static COPIES: Mutex<Option<Result<EtcCopies, ()>>> = Mutex::new(None);
+/// This process's copies and the lock it holds for them, once made; `Err(())` once making them
+/// failed (not tried again).
+static COPIES: Mutex<Option<Result<(EtcCopies, std::fs::File), ()>>> = Mutex::new(None);
 
 /// The directory to bind at /etc for this run, up to date; `None` to copy the files one by one
 /// (not root, the process's first sandbox, or anything unexpected).
@@ -175,11 +181,13 @@ pub(crate) fn for_run(root: bool, view: &[SystemEntry]) -> Option<PathBuf> {
     if slot.is_none() {
         *slot = Some(make_for_process(view).ok_or(()));
     }
-    let copies = slot.as_mut()?.as_mut().ok()?;
-    copies.refresh().then(|| copies.dir().to_path_buf())
+    let (copies, _lock) = slot.as_mut()?.as_mut().ok()?;
+    // Still the directory this process made (nothing removed or replaced it).
+    let current = std::fs::symlink_metadata(copies.dir()).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == copies.id);
+    (current && copies.refresh()).then(|| copies.dir().to_path_buf())
 }
 
-fn make_for_process(view: &[SystemEntry]) -> Option<EtcCopies> {
+fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> {
     let base = Path::new(BASE);
     make_dir(base)?;
     // Root's own directory only: not a symlink, owned by root, written by nobody else.
@@ -188,22 +196,46 @@ fn make_for_process(view: &[SystemEntry]) -> Option<EtcCopies> {
         return None;
     }
     remove_orphans(base);
-    let dir = base.join(format!("etc-{}", std::process::id()));
-    if dir.exists() {
-        // Left by an earlier process with this pid.
-        std::fs::remove_dir_all(&dir).ok()?;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let name = format!("etc-{}-{nanos}", std::process::id());
+    // The lock first (created anew, locked, and still the file at that path), then the
+    // directory: a directory always has a live lock beside it while its process runs.
+    let lock_path = base.join(format!("{name}.lock"));
+    let lock = std::fs::OpenOptions::new().write(true).create_new(true).open(&lock_path).ok()?;
+    if !crate::flock::try_lock_exclusive(&lock).ok()? {
+        return None;
     }
-    EtcCopies::build(dir, view)
+    let opened = lock.metadata().ok()?;
+    if !std::fs::symlink_metadata(&lock_path).is_ok_and(|m| (m.dev(), m.ino()) == (opened.dev(), opened.ino())) {
+        return None;
+    }
+    let copies = EtcCopies::build(base.join(name), view)?;
+    Some((copies, lock))
 }
 
-/// Removes the directories of processes that no longer run.
+/// Removes the directories (and lock files) whose process no longer holds its lock, and
+/// directories without a lock file (whose lock was removed: their process is gone).
 fn remove_orphans(base: &Path) {
     let Ok(entries) = std::fs::read_dir(base) else { return };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("etc-")).and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+        if !name.starts_with("etc-") {
+            continue;
+        }
+        let Some(dir_name) = name.strip_suffix(".lock") else {
+            // A process makes its lock file before its directory.
+            if !base.join(format!("{name}.lock")).exists() && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+            continue;
+        };
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&path) else { continue };
+        if crate::flock::try_lock_exclusive(&lock).unwrap_or(false) {
+            // Its process is gone: the directory first, then the lock (a directory without a
+            // lock is never left for a live process).
+            let _ = std::fs::remove_dir_all(base.join(dir_name));
+            let _ = std::fs::remove_file(&path);
         }
     }
 }
@@ -244,6 +276,29 @@ mod tests {
         // A source gone: the copies are not used.
         std::fs::remove_file(&etc_file).unwrap();
         assert!(!copies.refresh());
+    }
+
+    #[test]
+    fn only_directories_whose_process_is_gone_are_removed() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = |n: &str| base.path().join(n);
+        for name in ["etc-1-1", "etc-2-2", "etc-3-3", "other"] {
+            std::fs::create_dir(dir(name)).unwrap();
+        }
+        // etc-1-1: its lock file is not held (its process is gone).
+        std::fs::write(dir("etc-1-1.lock"), b"").unwrap();
+        // etc-2-2: a live process holds its lock.
+        let held = std::fs::File::create(dir("etc-2-2.lock")).unwrap();
+        assert!(crate::flock::try_lock_exclusive(&held).unwrap());
+        // etc-3-3: no lock file at all.
+        remove_orphans(base.path());
+        assert!(!dir("etc-1-1").exists() && !dir("etc-1-1.lock").exists());
+        assert!(dir("etc-2-2").is_dir() && dir("etc-2-2.lock").exists(), "a live process's directory was removed");
+        assert!(!dir("etc-3-3").exists());
+        assert!(dir("other").is_dir(), "a name not of this module was removed");
+        drop(held);
+        remove_orphans(base.path());
+        assert!(!dir("etc-2-2").exists(), "the directory outlived its process's lock");
     }
 
     #[test]
