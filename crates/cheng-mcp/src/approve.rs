@@ -45,9 +45,14 @@ pub fn card_text(card: &ApprovalRequest) -> String {
 
 /// `elicitation/create` params for `card`: a form with no fields (the answer is the action).
 pub fn elicitation_params(card: &ApprovalRequest) -> Result<ElicitRequestParams, String> {
+    form(card_text(card))
+}
+
+/// An `elicitation/create` form with no fields asking `message`.
+fn form(message: String) -> Result<ElicitRequestParams, String> {
     serde_json::from_value(json!({
         "mode": "form",
-        "message": card_text(card),
+        "message": message,
         "requestedSchema": {"type": "object", "properties": {}},
     }))
     .map_err(|e| format!("cannot build the approval request: {e}"))
@@ -58,33 +63,25 @@ pub fn elicitation_params(card: &ApprovalRequest) -> Result<ElicitRequestParams,
 /// (`-capability-NAME`). All must be accepted for anything to run. Returns (key suffix, what is
 /// asked in a few words, the elicitation).
 pub fn approval_items(card: &ApprovalRequest) -> Result<Vec<(String, String, ElicitRequestParams)>, String> {
-    let form = |message: String| -> Result<ElicitRequestParams, String> {
-        serde_json::from_value(json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {"type": "object", "properties": {}},
-        }))
-        .map_err(|e| format!("cannot build the approval request: {e}"))
-    };
     let mut run = card.clone();
     run.requested_paths.clear();
     run.capabilities.clear();
     let mut message = card_text(&run);
-    let separate = card.requested_paths.len() + card.capabilities.len();
-    if separate > 0 {
+    let (paths, capabilities) = (card.requested_paths.len(), card.capabilities.len());
+    let separate: Vec<String> = [
+        (paths > 0).then(|| format!("{paths} host read path{}", if paths == 1 { "" } else { "s" })),
+        (capabilities > 0).then(|| format!("{capabilities} {}", if capabilities == 1 { "capability" } else { "capabilities" })),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !separate.is_empty() {
         // Before the closing "Accept to run it once" line.
         let at = message.rfind('\n').unwrap_or(message.len());
-        message.insert_str(at, &format!(
-            "\nAsked separately in the same round: {}; every one must be accepted for the call to run.",
-            [
-                plural(card.requested_paths.len(), "host read path"),
-                plural(card.capabilities.len(), "capability"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" and ")
-        ));
+        message.insert_str(
+            at,
+            &format!("\nAsked separately in the same round: {}; every one must be accepted for the call to run.", separate.join(" and ")),
+        );
     }
     let mut items = vec![(String::new(), format!("running {}", card.command_display), form(message)?)];
     for (n, path) in card.requested_paths.iter().enumerate() {
@@ -102,16 +99,6 @@ pub fn approval_items(card: &ApprovalRequest) -> Result<Vec<(String, String, Eli
         items.push((format!("-capability-{}", capability.name), format!("the capability {}", capability.name), form(message)?));
     }
     Ok(items)
-}
-
-/// `"2 host read paths"`, `"1 capability"`; `None` for none.
-fn plural(n: usize, what: &str) -> Option<String> {
-    match n {
-        0 => None,
-        1 => Some(format!("1 {what}")),
-        _ if what.ends_with('y') => Some(format!("{n} {}ies", &what[..what.len() - 1])),
-        _ => Some(format!("{n} {what}s")),
-    }
 }
 
 /// Shared record of why approvals went the way they did, for the tool result's text.
