@@ -56,7 +56,7 @@ pub(crate) struct EtcCopies {
     id: (u64, u64),
     /// Each copied source, where its copy is, and the version copied.
     copies: Vec<(PathBuf, PathBuf, Stamp)>,
-    /// Each entry bound on top, its mount point, and whether it is a directory.
+    /// Each entry bound on top (its mount point is made inside), and whether it is a directory.
     mount_points: Vec<(PathBuf, bool)>,
 }
 
@@ -99,12 +99,16 @@ impl EtcCopies {
                 SystemEntry::Symlink { .. } => {}
             }
         }
-        let made = std::fs::symlink_metadata(dir).ok()?;
-        Some(EtcCopies { dir: dir.to_path_buf(), id: (made.dev(), made.ino()), copies, mount_points })
+        Some(EtcCopies { dir: dir.to_path_buf(), id: identity(dir)?, copies, mount_points })
     }
 
-    /// Brings every copy up to date with its source; `false` when one cannot be.
+    /// Brings every copy up to date with its source; `false` when one cannot be, or when the
+    /// directory is no longer the one made (something removed or replaced it).
     pub(crate) fn refresh(&mut self) -> bool {
+        let current = std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
+        if !current {
+            return false;
+        }
         for (source, target, stamp) in &mut self.copies {
             let Ok(meta) = std::fs::metadata(&*source) else { return false };
             if !meta.is_file() {
@@ -121,6 +125,11 @@ impl EtcCopies {
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// The device and inode `path` itself (not a symlink's target) has now.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Where `source` (an /etc path) goes inside `dir`; `None` outside /etc.
@@ -182,9 +191,7 @@ pub(crate) fn for_run(root: bool, view: &[SystemEntry]) -> Option<PathBuf> {
         *slot = Some(make_for_process(view).ok_or(()));
     }
     let (copies, _lock) = slot.as_mut()?.as_mut().ok()?;
-    // Still the directory this process made (nothing removed or replaced it).
-    let current = std::fs::symlink_metadata(copies.dir()).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == copies.id);
-    (current && copies.refresh()).then(|| copies.dir().to_path_buf())
+    copies.refresh().then(|| copies.dir().to_path_buf())
 }
 
 fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> {
@@ -206,7 +213,7 @@ fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> 
         return None;
     }
     let opened = lock.metadata().ok()?;
-    if !std::fs::symlink_metadata(&lock_path).is_ok_and(|m| (m.dev(), m.ino()) == (opened.dev(), opened.ino())) {
+    if identity(&lock_path) != Some((opened.dev(), opened.ino())) {
         return None;
     }
     let copies = EtcCopies::build(base.join(name), view)?;
