@@ -324,47 +324,76 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
 
     /// The depth bound for an event inside a heading.
     fn shape(&mut self, event: Event<'a>) -> Option<Event<'a>> {
+        match self.bound_depth(&event) {
+            Bound::Keep => Some(event),
+            Bound::Drop => None,
+            Bound::LineBreak => Some(Event::SoftBreak),
+        }
+    }
+
+    /// What the depth bound does with `event` (the depth, the flattened count and the raw HTML
+    /// flag follow it). Takes the event by reference: documents have millions of events, and
+    /// each move of one costs.
+    #[inline]
+    fn bound_depth(&mut self, event: &Event<'a>) -> Bound {
         match event {
-            Event::Start(tag) => {
+            Event::Start(_) => {
                 self.depth += 1;
                 if self.depth > MAX_DEPTH {
                     self.flattened += 1;
-                    return None;
+                    return Bound::Drop;
                 }
-                Some(Event::Start(tag))
+                Bound::Keep
             }
             Event::End(tag) => {
                 self.depth = self.depth.saturating_sub(1);
-                if self.depth >= MAX_DEPTH {
-                    return block(&tag).then_some(Event::SoftBreak);
+                if self.depth < MAX_DEPTH {
+                    Bound::Keep
+                } else if block(tag) {
+                    Bound::LineBreak
+                } else {
+                    Bound::Drop
                 }
-                Some(Event::End(tag))
             }
             Event::Html(_) | Event::InlineHtml(_) => {
                 self.raw_html = true;
-                Some(event)
+                Bound::Keep
             }
-            other => Some(other),
+            _ => Bound::Keep,
         }
     }
+
+    /// Hands `event` to the writer: whether its output starts outside a tag (see [`Ends`]), and
+    /// the images it opens or closes.
+    #[inline]
+    fn hand_out(&mut self, event: Event<'a>) -> Option<Event<'a>> {
+        self.boundary.set(self.images == 0);
+        match &event {
+            Event::Start(Tag::Image { .. }) => self.images += 1,
+            Event::End(TagEnd::Image) => self.images = self.images.saturating_sub(1),
+            _ => {}
+        }
+        Some(event)
+    }
+}
+
+/// What the depth bound does with an event.
+enum Bound {
+    Keep,
+    Drop,
+    /// A flattened block's end: a line break in its place.
+    LineBreak,
 }
 
 impl<'a, C: FnMut() -> Result<(), E>, E> Iterator for Events<'a, '_, C, E> {
     type Item = Event<'a>;
 
-    // Called once per event of documents of millions of events: an event is moved as little as
-    // possible (matched by reference, returned as it came); only starts and ends touch the
-    // depth, only headings the queue.
+    // Called once per event of documents of millions of events: an event is matched by
+    // reference and returned as it came; only headings use the queue.
     fn next(&mut self) -> Option<Event<'a>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
-                self.boundary.set(self.images == 0);
-                match &event {
-                    Event::Start(Tag::Image { .. }) => self.images += 1,
-                    Event::End(TagEnd::Image) => self.images = self.images.saturating_sub(1),
-                    _ => {}
-                }
-                return Some(event);
+                return self.hand_out(event);
             }
             if self.stop.is_some() {
                 return None;
@@ -373,48 +402,21 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Iterator for Events<'a, '_, C, E> {
             if !self.counted() {
                 return None;
             }
-            self.boundary.set(self.images == 0);
-            match &event {
-                Event::Start(tag) => {
-                    self.depth += 1;
-                    let kept = self.depth <= MAX_DEPTH;
-                    if !kept {
-                        self.flattened += 1;
-                    }
-                    if matches!(tag, Tag::Heading { .. }) {
-                        let Event::Start(tag) = event else { continue };
-                        // A heading takes its anchor even when flattened, as in the outline;
-                        // its start goes before the events queued behind it.
-                        match self.heading(tag, kept) {
-                            Some(Some(start)) => return Some(start),
-                            Some(None) => continue,
-                            None => return None,
-                        }
-                    }
-                    if kept {
-                        if matches!(tag, Tag::Image { .. }) {
-                            self.images += 1;
-                        }
-                        return Some(event);
-                    }
+            let bound = self.bound_depth(&event);
+            if let Event::Start(Tag::Heading { .. }) = &event {
+                let Event::Start(tag) = event else { continue };
+                // A heading takes its anchor even when flattened, as in the outline; its start
+                // goes before the events queued behind it.
+                match self.heading(tag, matches!(bound, Bound::Keep)) {
+                    Some(Some(start)) => return self.hand_out(start),
+                    Some(None) => continue,
+                    None => return None,
                 }
-                Event::End(tag) => {
-                    self.depth = self.depth.saturating_sub(1);
-                    if self.depth < MAX_DEPTH {
-                        if matches!(tag, TagEnd::Image) {
-                            self.images = self.images.saturating_sub(1);
-                        }
-                        return Some(event);
-                    }
-                    if block(tag) {
-                        return Some(Event::SoftBreak);
-                    }
-                }
-                Event::Html(_) | Event::InlineHtml(_) => {
-                    self.raw_html = true;
-                    return Some(event);
-                }
-                _ => return Some(event),
+            }
+            match bound {
+                Bound::Keep => return self.hand_out(event),
+                Bound::LineBreak => return self.hand_out(Event::SoftBreak),
+                Bound::Drop => {}
             }
         }
     }
