@@ -10,7 +10,10 @@
 //! which grows such blocks with `mremap` too. The mappings ask for transparent huge pages
 //! (`MADV_HUGEPAGE`; hosts set to `madvise` grant them only when asked): a block that big is
 //! walked end to end, and 2 MiB pages cut both the page faults and the TLB misses of that walk.
+//! While such a block is filled, a thread of its own faults in its next pages (see [`ahead`]).
 //! docs/performance.md, "Allocator", has the figures.
+
+mod ahead;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ptr;
@@ -46,6 +49,7 @@ fn map(size: usize) -> *mut u8 {
         return ptr::null_mut();
     }
     advise_huge_pages(p, len);
+    ahead::follow(p.cast(), 0, len);
     p.cast()
 }
 
@@ -82,6 +86,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if mapped(&layout) {
             if let Some(len) = mapping_len(layout.size()) {
+                ahead::forget(ptr);
                 // SAFETY: `ptr` came from `map` with this layout's size, so `ptr..ptr+len` is
                 // exactly that mapping, which the caller gives up.
                 unsafe {
@@ -110,11 +115,15 @@ unsafe impl GlobalAlloc for Allocator {
                 if old_len == new_len {
                     return ptr;
                 }
+                ahead::forget(ptr);
                 // SAFETY: `ptr..ptr+old_len` is one mapping from `map`; MREMAP_MAYMOVE lets the
                 // kernel move it (contents kept, old range unmapped); checked for MAP_FAILED.
                 let p = unsafe { libc::mremap(ptr.cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
                 if p == libc::MAP_FAILED {
                     return ptr::null_mut();
+                }
+                if new_len > old_len {
+                    ahead::follow(p.cast(), old_len, new_len);
                 }
                 p.cast()
             }
@@ -157,8 +166,59 @@ mod tests {
         (0..n).step_by(4093).all(|i| unsafe { *p.add(i) } == (i % 251) as u8)
     }
 
+    /// The tests below share the one block [`ahead`] follows.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits up to two seconds for `done`.
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        false
+    }
+
+    #[test]
+    fn a_block_being_filled_is_faulted_in_ahead_of_its_writer_and_no_further() {
+        let _one = one_at_a_time();
+        let a = Allocator;
+        let (chunk, mark, lead) = (ahead::CHUNK, ahead::MARK, ahead::LEAD);
+        let size = 12 * chunk;
+        // SAFETY: a valid layout; the block is written within its size and freed once.
+        unsafe {
+            let p = a.alloc(layout(size, 8));
+            assert!(!p.is_null());
+            assert!(ahead::on(), "this kernel faults in ahead (MADV_POPULATE_WRITE, Linux 5.14)");
+            let first = p as usize + (((p as usize + mark - 1) & !(mark - 1)) - p as usize);
+            let inside = |c: usize| first + c * chunk + mark;
+            // Nothing written yet: the first `lead` chunks are faulted in, then the thread waits.
+            assert!(eventually(|| ahead::resident(inside(lead - 1)) && ahead::waiting_for_writer()), "chunks 0..{lead} ahead");
+            assert!(!ahead::resident(inside(lead)), "chunk {lead} is past the lead");
+            // The writer goes front to back into chunk 3 (touching each mark on its way):
+            // chunks up to 3 + lead are faulted in, the one after is not.
+            for c in 0..=3 {
+                *((first + c * chunk) as *mut u8) = 1;
+            }
+            assert!(eventually(|| ahead::resident(inside(3 + lead))), "chunk {} ahead", 3 + lead);
+            assert!(eventually(ahead::waiting_for_writer), "the thread waits for the writer again");
+            assert!(!ahead::resident(inside(3 + lead + 1)), "nothing was faulted in past the lead");
+            for c in 4..12 {
+                assert!(!ahead::resident(first + c * chunk), "the writer's mark {c} was left to it");
+            }
+            a.dealloc(p, layout(size, 8));
+        }
+    }
+
     #[test]
     fn growing_across_the_threshold_and_within_mappings_keeps_the_contents() {
+        let _one = one_at_a_time();
         let a = Allocator;
         let small = HUGE / 4;
         // SAFETY: valid non-zero layouts; every block is used within its size and freed once.
@@ -182,6 +242,7 @@ mod tests {
 
     #[test]
     fn huge_zeroed_blocks_are_zero_and_over_aligned_ones_stay_with_mimalloc() {
+        let _one = one_at_a_time();
         let a = Allocator;
         // SAFETY: as above.
         unsafe {

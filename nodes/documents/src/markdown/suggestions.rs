@@ -503,6 +503,10 @@ pub fn count_overlapping(hay: &str, needle: &str) -> usize {
     if needle.is_empty() {
         return usize::MAX;
     }
+    // A needle as long as the text can only be all of it (a one-line 16 MiB document's window).
+    if needle.len() >= hay.len() {
+        return usize::from(needle == hay);
+    }
     let mut count = 0;
     let mut from = 0;
     while let Some(at) = hay[from..].find(needle) {
@@ -524,6 +528,16 @@ mod tests {
     use super::*;
     use crate::markdown::diagnostics::check;
     use crate::markdown::document::Document;
+
+    #[test]
+    fn overlapping_occurrences_count_up_to_two_and_a_whole_text_needle_once() {
+        assert_eq!(count_overlapping("aaaa", "aaa"), 2);
+        assert_eq!(count_overlapping("xabcx", "abc"), 1);
+        assert_eq!(count_overlapping("abc", "abc"), 1);
+        assert_eq!(count_overlapping("abc", "abd"), 0);
+        assert_eq!(count_overlapping("ab", "abc"), 0);
+        assert_eq!(count_overlapping("é", "é"), 1);
+    }
 
     #[test]
     fn counting_the_rest_agrees_with_building_it() {
