@@ -84,8 +84,8 @@ impl Server {
                 None,
             ));
         };
-        let arguments = params.arguments.take().unwrap_or_default();
         let tool = &offered.tool;
+        let arguments = params.arguments.take().unwrap_or_default();
         let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
         // The arguments as the client sent them are kept only where an approval seals them.

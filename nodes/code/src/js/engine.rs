@@ -249,8 +249,9 @@ pub fn run(job: Job) -> Outcome {
 
     let result = context.with(|ctx| evaluate(&ctx, &job, &stop, deadline));
     drop(context);
-    let usage = runtime.memory_usage();
-    let used = u64::try_from(usage.malloc_size).ok();
+    // The one count of what QuickJS holds (it walks every object): for the metric, and for the
+    // diagnosis of an exception without a value (near the limit, that is running out of memory).
+    let used = u64::try_from(runtime.memory_usage().malloc_size).ok();
     let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
     let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
     let (stdout, stderr) = streams.finish();
@@ -325,7 +326,11 @@ fn evaluate<'js>(
     stop: &Rc<Cell<Option<Stop>>>,
     deadline: Instant,
 ) -> Result<serde_json::Value, Raw> {
-    let input = ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?;
+    let input = if job.input_json == "null" {
+        Value::new_null(ctx.clone())
+    } else {
+        ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?
+    };
     ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
 
     let mut options = EvalOptions::default();
