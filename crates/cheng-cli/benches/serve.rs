@@ -30,6 +30,10 @@ impl Conn {
     fn start(workspace: &Path, env: &[(&str, &str)]) -> Conn {
         // `CHENG_BENCH_SERVER` runs another build of the server (e.g. to compare before and after).
         let server = std::env::var("CHENG_BENCH_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_cheng").to_string());
+        Conn::start_binary(&server, workspace, env)
+    }
+
+    fn start_binary(server: &str, workspace: &Path, env: &[(&str, &str)]) -> Conn {
         let mut cmd = Command::new(server);
         cmd.args(["serve", "--stdio", "--approve", "--workspace"]).arg(workspace);
         cmd.env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_ENABLE_CODE_PYTHON");
@@ -238,6 +242,32 @@ fn main() {
         }
         println!("  (ping right after a node -e run, the floor of any request in this interleaving: {:.0} µs)", us(median(pings)));
         targets.push(format!("code_js ≥ 200× faster than node -e: {} ({ratio:.0}×)", if ratio >= 200.0 { "met" } else { "MISSED" }));
+        // `CHENG_BENCH_COMPARE`: other `cheng` binaries, `:`-separated, whose code_js calls alternate
+        // with this server's in one loop (each after a `node -e` run), for a paired before/after
+        // comparison on a machine whose load moves between runs.
+        if let Ok(others) = std::env::var("CHENG_BENCH_COMPARE") {
+            let mut servers = vec![("this server".to_string(), js)];
+            for other in others.split(':').filter(|o| !o.is_empty()) {
+                let mut conn = Conn::start_binary(other, &ws, &[("CHENG_ENABLE_CODE_JS", "1")]);
+                for _ in 0..5 {
+                    conn.call("code_js", json!({"script": script}));
+                }
+                servers.push((other.to_string(), conn));
+            }
+            let mut samples = vec![Vec::new(); servers.len()];
+            for _ in 0..(n / 2).max(10) {
+                for (k, (_, conn)) in servers.iter_mut().enumerate() {
+                    let ok = Command::new("node").args(["-e", &format!("{script}; console.log(s)")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+                    assert!(ok);
+                    samples[k].push(time(|| drop(conn.call("code_js", json!({"script": script})))));
+                }
+            }
+            for ((name, _), samples) in servers.iter().zip(samples) {
+                let mut sorted = samples.clone();
+                sorted.sort();
+                println!("  compared: code_js {name}: median {:.0} µs, quartiles {:.0}–{:.0} µs", us(median(samples)), us(sorted[sorted.len() / 4]), us(sorted[sorted.len() * 3 / 4]));
+            }
+        }
     } else {
         println!("code_js: skipped (node is not installed)");
     }

@@ -195,13 +195,38 @@ struct Finished {
     cancelled: bool,
 }
 
+/// A future whose panic is caught and returned, so that a future run in place (not as a task of
+/// its own) fails as cleanly as a panicking task does.
+struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let future = self.0.as_mut();
+        // A future that panicked is never polled again (it is dropped with this one).
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
+}
+
 pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> GraphResult {
-    // The loop runs as a task of its own: node completions then wake it on the same worker
-    // thread instead of crossing to whichever thread awaits `run` (a large share of the
-    // per-node cost otherwise).
     let shared = Arc::clone(&graph.inner);
     let started = Instant::now();
-    match tokio::spawn(schedule(shared, options)).await {
+    // A graph of one node (every server call, `cheng run`) runs in the caller's task: no node
+    // completion to route, and each task spawned would cost a hand-off to the scheduler (and the
+    // wake-up of an idle worker thread) on the call's path. Larger graphs run their loop as a
+    // task of its own: node completions then wake it on the same worker thread instead of
+    // crossing to whichever thread awaits `run` (a large share of the per-node cost otherwise).
+    let outcome = if graph.inner.nodes.len() == 1 {
+        CatchUnwind(Box::pin(schedule(shared, options))).await.map_err(|_| "it panicked".to_string())
+    } else {
+        tokio::spawn(schedule(shared, options)).await.map_err(|err| err.to_string())
+    };
+    match outcome {
         Ok(result) => result,
         Err(err) => {
             let error = NodeError::internal(format!("the scheduler stopped unexpectedly ({err}); this is a bug in cheng"));
@@ -242,6 +267,9 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
     let mut ready: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
     let mut running: JoinSet<Finished> = JoinSet::new();
     let mut task_index: HashMap<tokio::task::Id, (usize, Instant)> = HashMap::new();
+    // One node runs in place (see `run_graph`): its result, once it has run.
+    let in_place = n == 1;
+    let mut ran_in_place: Option<Finished> = None;
 
     loop {
         while running.len() < jobs && !cancel.is_cancelled() {
@@ -273,25 +301,38 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
             }
             let node = Arc::clone(&prepared.node);
+            if in_place {
+                let start = Instant::now();
+                let finished = match CatchUnwind(Box::pin(execute(i, node, ctx, input, asked, live))).await {
+                    Ok(finished) => finished,
+                    Err(_) => panicked(graph, i, "panicked", start),
+                };
+                ran_in_place = Some(finished);
+                break;
+            }
             let handle = running.spawn(execute(i, node, ctx, input, asked, live));
             task_index.insert(handle.id(), (i, Instant::now()));
         }
-        if running.is_empty() {
-            break;
-        }
-        let Some(joined) = running.join_next_with_id().await else { break };
+        let joined = match ran_in_place.take() {
+            Some(finished) => Ok((None, finished)),
+            None if running.is_empty() => break,
+            None => match running.join_next_with_id().await {
+                Some(joined) => joined.map(|(id, finished)| (Some(id), finished)),
+                None => break,
+            },
+        };
         let finished = match joined {
             Ok((id, finished)) => {
-                task_index.remove(&id);
+                if let Some(id) = id {
+                    task_index.remove(&id);
+                }
                 finished
             }
             Err(err) => {
                 // A panicking node is a bug in that node; the run carries on and says so.
                 let Some((index, start)) = task_index.remove(&err.id()) else { continue };
                 let what = if err.is_panic() { "panicked" } else { "was aborted" };
-                let spec = graph.nodes[index].spec;
-                let error = NodeError::internal(format!("node {} {what}; this is a bug in {}", graph.nodes[index].id, spec.id));
-                Finished { index, outputs: complete_outputs(spec, error.to_outputs()), duration: start.elapsed(), cancelled: false }
+                panicked(graph, index, what, start)
             }
         };
         let i = finished.index;
@@ -341,6 +382,13 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         });
     }
     result
+}
+
+/// The result of a node whose task panicked (`what`) or was aborted: a bug in that node.
+fn panicked(graph: &Prepared, index: usize, what: &str, start: Instant) -> Finished {
+    let spec = graph.nodes[index].spec;
+    let error = NodeError::internal(format!("node {} {what}; this is a bug in {}", graph.nodes[index].id, spec.id));
+    Finished { index, outputs: complete_outputs(spec, error.to_outputs()), duration: start.elapsed(), cancelled: false }
 }
 
 /// The node's static input plus edge values (checked against the target port now that they are

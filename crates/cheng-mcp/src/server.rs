@@ -77,17 +77,21 @@ impl Server {
         })
     }
 
-    async fn call(&self, params: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call(&self, mut params: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
         let Some(offered) = self.catalog.find(&params.name) else {
             return Err(McpError::invalid_params(
                 format!("params.name: unknown tool `{}`; this server offers: {}", params.name, self.catalog.names().join(", ")),
                 None,
             ));
         };
-        let arguments = params.arguments.clone().unwrap_or_default();
         let tool = &offered.tool;
+        let arguments = params.arguments.take().unwrap_or_default();
+        let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        // The arguments as the client sent them are kept only where an approval seals them.
+        let (arguments, sealed) = if stateless && can_elicit { (arguments.clone(), Some(arguments)) } else { (arguments, None) };
         // The author's presets, as tools/runtime applies them.
-        let inputs = match tool.with_presets(arguments.clone()) {
+        let inputs = match tool.with_presets(arguments) {
             Ok(inputs) => inputs,
             Err(message) => return Ok(refusal(ErrorKind::PolicyDenied, message).into()),
         };
@@ -114,9 +118,7 @@ impl Server {
                 return Ok(refusal(kind, text).into());
             }
         };
-        let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
-        if stateless && can_elicit {
+        if let Some(arguments) = sealed {
             self.call_stateless(offered, &params, arguments, &validated, ctx).await
         } else {
             // The handshake era asks mid-call; a client that cannot ask gets --approve/--deny.

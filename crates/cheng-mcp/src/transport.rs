@@ -17,7 +17,10 @@
 //!
 //! Everything else — the message types, dispatch, negotiation — is rmcp's.
 
-use rmcp::model::{CallToolRequestParams, InitializeRequestParams, JsonRpcMessage};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, InitializeRequestParams, JsonRpcMessage, JsonRpcRequest, RequestId,
+};
+use serde::Deserialize;
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
@@ -274,6 +277,11 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
             self.reply_error(id, INVALID_PARAMS, problem);
             return None;
         }
+        if method.as_deref() == Some("tools/call") {
+            if let Some(message) = call_request(&value) {
+                return Some(message);
+            }
+        }
         match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
             Ok(message) => Some(message),
             Err(e) => {
@@ -287,6 +295,23 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
             }
         }
     }
+}
+
+/// A `tools/call` request read as one directly. rmcp's own reading tries every request type of
+/// its untagged `ClientRequest` in turn, each from a buffered copy of the message, and
+/// `tools/call` is the fourteenth: most of the cost of reading a call. Only `tools/call` accepts
+/// the method name `tools/call` (the union's last member, a custom request, is reached only when
+/// it fails), so reading it directly gives the same message; `None` (the params did not fit, or
+/// the message also carries `result`/`error`, which rmcp refuses) leaves it to rmcp's reading,
+/// errors and all.
+fn call_request(value: &Value) -> Option<RxJsonRpcMessage<RoleServer>> {
+    let fields = value.as_object()?;
+    if fields.contains_key("result") || fields.contains_key("error") {
+        return None;
+    }
+    let id = RequestId::deserialize(fields.get("id")?).ok()?;
+    let request = CallToolRequest::deserialize(value).ok()?;
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request))))
 }
 
 /// The precise problem with a known method's params, naming the field.
@@ -374,5 +399,54 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTra
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// rmcp's own reading of a message, for comparison.
+    fn by_rmcp(message: &Value) -> RxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(message.clone()).expect("rmcp reads the message")
+    }
+
+    /// The direct reading of `tools/call` is the message rmcp would have made: same id, method,
+    /// params, `_meta` (progress token, the stateless era's protocol version) and retry fields.
+    #[test]
+    fn a_call_read_directly_is_the_call_rmcp_reads() {
+        let messages = [
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "code_js", "arguments": {"script": "1 + 1", "input": {"a": [1, 2.5, null]}}}}),
+            json!({"jsonrpc": "2.0", "id": "x-1", "method": "tools/call", "params": {"name": "outline"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                "name": "workspace_shell", "arguments": {"command": "true"},
+                "_meta": {"progressToken": 5, "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+                "requestState": "sealed", "inputResponses": {"approval-1": {"action": "accept"}}}}),
+        ];
+        for message in messages {
+            let direct = call_request(&message).expect("a well-formed call is read directly");
+            let rmcp = by_rmcp(&message);
+            assert!(matches!(&rmcp, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_))), "{message}");
+            assert_eq!(serde_json::to_value(&direct).expect("serialises"), serde_json::to_value(&rmcp).expect("serialises"), "{message}");
+            let meta = |m: &RxJsonRpcMessage<RoleServer>| match m {
+                JsonRpcMessage::Request(JsonRpcRequest { request: ClientRequest::CallToolRequest(r), .. }) => {
+                    r.extensions.get::<rmcp::model::RequestMetaObject>().cloned()
+                }
+                _ => None,
+            };
+            assert_eq!(meta(&direct), meta(&rmcp), "{message}");
+            assert_eq!(meta(&direct).is_some(), message["params"].get("_meta").is_some(), "{message}");
+        }
+    }
+
+    /// What rmcp refuses or reads as something else is left to rmcp.
+    #[test]
+    fn a_call_that_is_not_a_plain_request_is_left_to_rmcp() {
+        let with_result = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}, "result": {}});
+        assert!(call_request(&with_result).is_none());
+        assert!(serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(with_result).is_err(), "rmcp refuses it");
+        let without_name = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
+        assert!(call_request(&without_name).is_none());
+        assert!(call_request(&json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "a"}})).is_none(), "no id");
     }
 }

@@ -4,6 +4,7 @@ mod after;
 mod approval;
 mod cancel;
 mod engine_ports;
+mod in_place;
 mod inject;
 mod live_output;
 mod schedule;

@@ -16,19 +16,28 @@ use rquickjs::{Coerced, Ctx, Function, Object, Type, Value};
 pub const STREAM_CAP: usize = 1 << 20;
 
 /// The two captured streams, shared by the `console` functions of one run, and the run's live
-/// output handle (each printed piece is passed on as it is printed, with its byte offset).
+/// output handle (each printed piece is passed on as it is printed, with its byte offset). Made
+/// with the spare context the console is installed in, before the run (and its output handle)
+/// is known: the run hands its output over with [`Streams::set_output`].
 #[derive(Clone)]
 pub struct Streams(Rc<RefCell<[HeadTail; 2]>>, Rc<Live>);
 
 struct Live {
-    output: Output,
+    output: RefCell<Output>,
     offsets: [Cell<u64>; 2],
 }
 
 impl Streams {
     pub fn new(output: Output) -> Self {
-        let live = Live { output, offsets: [Cell::new(0), Cell::new(0)] };
+        let live = Live { output: RefCell::new(output), offsets: [Cell::new(0), Cell::new(0)] };
         Streams(Rc::new(RefCell::new([HeadTail::new(STREAM_CAP), HeadTail::new(STREAM_CAP)])), Rc::new(live))
+    }
+
+    /// Where printed pieces go live from now on.
+    pub fn set_output(&self, output: Output) {
+        if let Ok(mut slot) = self.1.output.try_borrow_mut() {
+            *slot = output;
+        }
     }
 
     fn push(&self, stream: i32, text: &str) {
@@ -37,10 +46,11 @@ impl Streams {
             streams[index].push(text.as_bytes());
         }
         let live = &self.1;
-        if live.output.is_on() {
+        let Ok(output) = live.output.try_borrow() else { return };
+        if output.is_on() {
             let which = if index == 1 { OutputStream::Stderr } else { OutputStream::Stdout };
             let offset = live.offsets[index].get();
-            live.output.chunk(which, text.as_bytes(), offset);
+            output.chunk(which, text.as_bytes(), offset);
             live.offsets[index].set(offset + text.len() as u64);
         }
     }

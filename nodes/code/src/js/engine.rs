@@ -12,6 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::text::{head_tail, human_bytes, Bounded};
@@ -43,7 +44,8 @@ pub struct Limits {
 
 /// Everything the blocking thread needs (all `Send`; QuickJS objects are created on the thread).
 pub struct Job {
-    pub script: String,
+    /// Shared with the caller, which looks the script over while it runs.
+    pub script: Arc<String>,
     pub input_json: String,
     pub limits: Limits,
     pub cancel: CancellationToken,
@@ -124,11 +126,22 @@ enum Stop {
     Cancelled,
 }
 
-/// A runtime and its context that no script has run in yet.
+/// A runtime and its context that no script has run in yet, with `console` installed (writing
+/// to `streams`).
 struct Pristine {
     // Declared first: the context goes before its runtime.
     context: Context,
     runtime: Runtime,
+    streams: Streams,
+}
+
+/// What a pristine runtime and context take (QuickJS's own count, which the memory limit
+/// counts), measured once per process: every pristine pair is made the same way, and the count
+/// walks every object, so it is not measured again on each run's path.
+static PRISTINE_BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+fn pristine_bytes(runtime: &Runtime) -> usize {
+    *PRISTINE_BYTES.get_or_init(|| usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(usize::MAX))
 }
 
 thread_local! {
@@ -157,7 +170,12 @@ fn pristine() -> Result<Pristine, Failure> {
     let context = Context::full(&runtime).map_err(|e| {
         Failure::new(ErrorKind::MemoryLimit, format!("the QuickJS context could not be created within memory_mb: {e}"))
     })?;
-    Ok(Pristine { context, runtime })
+    // The console's native functions belong to the context; the run gives them its output.
+    let streams = Streams::new(cheng_node::Output::off());
+    context.with(|ctx| console::install(&ctx, &streams)).map_err(|e| {
+        Failure::new(ErrorKind::Internal, format!("the sandbox's console could not be installed: {e}; this is a bug in cheng"))
+    })?;
+    Ok(Pristine { context, runtime, streams })
 }
 
 /// Makes this thread's spare for its next run, unless it has one.
@@ -182,19 +200,19 @@ fn take_pristine() -> Result<Pristine, Failure> {
 pub fn run(job: Job) -> Outcome {
     let started = Instant::now();
     let deadline = started + job.limits.timeout;
-    let streams = Streams::new(job.output.clone());
     let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
     // Left by a caller that does not call `between_runs`.
     free_used();
 
-    let Pristine { context, runtime } = match take_pristine() {
+    let Pristine { context, runtime, streams } = match take_pristine() {
         Ok(pair) => pair,
         Err(failure) => return Outcome::failed(failure, job.limits, started),
     };
+    streams.set_output(job.output.clone());
     runtime.set_memory_limit(job.limits.memory_bytes);
     // The context was made before the limit was set: it must fit within it, as when it is made
     // under the limit.
-    let made = usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(usize::MAX);
+    let made = pristine_bytes(&runtime);
     if made > job.limits.memory_bytes {
         return Outcome::failed(
             Failure::new(
@@ -229,10 +247,11 @@ pub fn run(job: Job) -> Outcome {
         })));
     }
 
-    let result = context.with(|ctx| evaluate(&ctx, &job, &streams, &stop, deadline));
+    let result = context.with(|ctx| evaluate(&ctx, &job, &stop, deadline));
     drop(context);
-    let usage = runtime.memory_usage();
-    let used = u64::try_from(usage.malloc_size).ok();
+    // The one count of what QuickJS holds (it walks every object): for the metric, and for the
+    // diagnosis of an exception without a value (near the limit, that is running out of memory).
+    let used = u64::try_from(runtime.memory_usage().malloc_size).ok();
     let near_limit = used.is_some_and(|u| u as f64 >= job.limits.memory_bytes as f64 * 0.9);
     let result = result.map_err(|raw| finalize(raw, stop.get(), near_limit, &job.limits));
     let (stdout, stderr) = streams.finish();
@@ -304,13 +323,15 @@ fn finalize(raw: Raw, stop: Option<Stop>, near_limit: bool, limits: &Limits) -> 
 fn evaluate<'js>(
     ctx: &Ctx<'js>,
     job: &Job,
-    streams: &Streams,
     stop: &Rc<Cell<Option<Stop>>>,
     deadline: Instant,
 ) -> Result<serde_json::Value, Raw> {
-    let input = ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?;
+    let input = if job.input_json == "null" {
+        Value::new_null(ctx.clone())
+    } else {
+        ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?
+    };
     ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
-    console::install(ctx, streams).map_err(|e| exception(ctx, e, "installing console"))?;
 
     let mut options = EvalOptions::default();
     options.global = true;
@@ -465,7 +486,7 @@ mod tests {
 
     fn job(script: &str, memory_bytes: usize, timeout: Duration) -> Job {
         Job {
-            script: script.to_string(),
+            script: Arc::new(script.to_string()),
             input_json: "null".into(),
             limits: Limits { timeout, memory_bytes, max_stack_bytes: MAX_STACK_BYTES },
             cancel: CancellationToken::new(),
@@ -512,6 +533,41 @@ mod tests {
             let second = run(job(check, 64 * MB, Duration::from_secs(5)));
             assert_eq!(second.result, Ok(serde_json::json!(["undefined", true, "{\"a\":1}", [2, 4]])));
             assert!(!has_spare(), "the run took the spare");
+        });
+        thread.expect("the thread starts").join().expect("no assertion failed");
+    }
+
+    /// The console is installed with the spare: each run's console writes to that run's streams
+    /// only, whatever the run before it did with its own console.
+    #[test]
+    fn each_run_prints_to_its_own_streams() {
+        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(|| {
+            let first = run(job(
+                "console.log('first'); globalThis.keep = console.log; console.log = () => {}; console.error('first err'); 1",
+                64 * MB,
+                Duration::from_secs(5),
+            ));
+            assert_eq!((first.stdout.text.as_str(), first.stderr.text.as_str()), ("first\n", "first err\n"));
+            prepare_spare();
+            assert!(has_spare(), "a spare was prepared");
+            let second = run(job("console.log('second', typeof keep); 2", 64 * MB, Duration::from_secs(5)));
+            assert_eq!((second.stdout.text.as_str(), second.stderr.text.as_str()), ("second undefined\n", ""));
+            assert_eq!(second.result, Ok(serde_json::json!(2)));
+        });
+        thread.expect("the thread starts").join().expect("no assertion failed");
+    }
+
+    /// Why the pristine pair's size is measured once per process: every pair takes the same.
+    #[test]
+    fn every_pristine_pair_takes_the_same_bytes() {
+        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(|| {
+            let sizes: Vec<u64> = (0..3)
+                .map(|_| pristine().map(|pair| pair.runtime.memory_usage().malloc_size as u64).unwrap_or(0))
+                .collect();
+            assert!(sizes[0] > 0, "{sizes:?}");
+            assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
+            let pair = pristine().map_err(|f| f.message).expect("a pair is made");
+            assert_eq!(pristine_bytes(&pair.runtime) as u64, sizes[0]);
         });
         thread.expect("the thread starts").join().expect("no assertion failed");
     }

@@ -139,8 +139,7 @@ impl Node for CodeJs {
         let limits = limits_from(&input)?;
         let input_json = serde_json::to_string(input.get("input").unwrap_or(&Value::Null))
             .map_err(|e| NodeError::invalid_input(format!("input could not be serialised as JSON: {e}")))?;
-        let warnings = lint::warnings(&script);
-        let outcome = execute(script, input_json, limits, ctx).await;
+        let (outcome, warnings) = execute(Arc::new(script), input_json, limits, ctx).await;
         Ok(outputs(outcome, warnings))
     }
 }
@@ -206,17 +205,18 @@ impl Drop for AbandonOnDrop {
 }
 
 /// Runs the script on a script thread and waits for it, never longer than the deadline plus a
-/// grace period (a native operation may not reach the interrupt check in time).
+/// grace period (a native operation may not reach the interrupt check in time); also the lint's
+/// warnings, found while the script thread wakes up and runs.
 ///
 /// Script threads are cheng's own rather than tokio's blocking pool: their stack size is ours to
 /// choose (the QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script
 /// abandoned in a native loop does not hold up the runtime's shutdown, which waits for
 /// blocking-pool tasks.
-async fn execute(script: String, input_json: String, limits: Limits, ctx: &RunContext) -> Outcome {
+async fn execute(script: Arc<String>, input_json: String, limits: Limits, ctx: &RunContext) -> (Outcome, Vec<String>) {
     let started = Instant::now();
     let stuck = STUCK_THREADS.load(Ordering::Acquire);
     if stuck >= MAX_STUCK_THREADS {
-        return Outcome::failed(
+        let outcome = Outcome::failed(
             Failure::new(
                 ErrorKind::SandboxUnavailable,
                 format!(
@@ -227,11 +227,12 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
             limits,
             started,
         );
+        return (outcome, lint::warnings(&script));
     }
     let lifecycle = Lifecycle::new();
     let _guard = AbandonOnDrop(lifecycle.clone());
-    let job = engine::Job { script, input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone(), output: ctx.output.clone() };
-    let (send, mut receive) = tokio::sync::oneshot::channel();
+    let job = engine::Job { script: Arc::clone(&script), input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone(), output: ctx.output.clone() };
+    let (send, receive) = tokio::sync::oneshot::channel();
     let task = Box::new(move || {
         let lifecycle = job.lifecycle.clone();
         let outcome = engine::run(job);
@@ -240,13 +241,21 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
         let _ = send.send(outcome);
     });
     let spawned = pool::run(task, engine::THREAD_STACK_BYTES);
+    // Looked over here, while the script thread wakes up, rather than before the hand-off.
+    let warnings = lint::warnings(&script);
     if let Err(e) = spawned {
-        return Outcome::failed(
+        let outcome = Outcome::failed(
             Failure::new(ErrorKind::SandboxUnavailable, format!("could not start the JavaScript thread: {e}")),
             limits,
             started,
         );
+        return (outcome, warnings);
     }
+    (wait(receive, limits, started, ctx).await, warnings)
+}
+
+/// Waits for the script thread's outcome (see [`execute`]).
+async fn wait(mut receive: tokio::sync::oneshot::Receiver<Outcome>, limits: Limits, started: Instant, ctx: &RunContext) -> Outcome {
     let give_up = tokio::time::sleep(limits.timeout + ABANDON_GRACE);
     tokio::pin!(give_up);
     let cancel = ctx.cancel.clone();
@@ -289,18 +298,20 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
 
 /// The output object: every port present, `null` where it does not apply.
 fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
-    warnings.extend(outcome.warnings.iter().cloned());
-    let mut out = Values::new();
-    let result = match &outcome.result {
-        Ok(value) => Ok(value.clone()),
-        Err(failed) => Err(NodeError::new(failed.kind, failed.message.clone())),
+    let metrics = outcome.metrics_json();
+    let Outcome { result, stdout, stderr, warnings: found_running, .. } = outcome;
+    warnings.extend(found_running);
+    let (value, result) = match result {
+        Ok(value) => (value, Ok(())),
+        Err(failed) => (Value::Null, Err(NodeError::new(failed.kind, failed.message))),
     };
-    out.insert("result".into(), result.as_ref().map_or(Value::Null, Value::clone));
+    let mut out = Values::new();
+    out.insert("result".into(), value);
     out.insert("isolation_level".into(), json!("quickjs"));
-    out.insert("metrics".into(), outcome.metrics_json());
-    out.insert("stdout".into(), json!(outcome.stdout.text));
-    out.insert("stderr".into(), json!(outcome.stderr.text));
-    out.insert("warnings".into(), json!(warnings));
+    out.insert("metrics".into(), metrics);
+    out.insert("stdout".into(), Value::String(stdout.text));
+    out.insert("stderr".into(), Value::String(stderr.text));
+    out.insert("warnings".into(), Value::Array(warnings.into_iter().map(Value::String).collect()));
     failure::fill(&mut out, &result);
     out
 }
