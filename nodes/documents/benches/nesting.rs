@@ -9,8 +9,10 @@
 //! bytes with the nodes' options, the floor of any Markdown operation that parses everything)
 //! and, per operation, the milliseconds of one whole node run (reading the file included); the
 //! acceptance bound is 2000 ms for every node run. The process exits with status 1 when a node
-//! run took more than 2000 ms of CPU time (CPU, not wall: the machine may be shared), so the
-//! benchmark can gate a release.
+//! run's best took more than 2000 ms both on the wall clock and in CPU time (all threads: with
+//! the binary's allocator a second thread faults in the parser's memory, so the wall time of an
+//! idle machine can be the lower one; the CPU time is what a shared machine's wall time cannot
+//! show), so the benchmark can gate a release.
 //!
 //! `--features binary-allocator` runs it with the `cheng` binary's allocator (what users run);
 //! without it, the system allocator.
@@ -102,8 +104,11 @@ fn main() {
             }
             worst = worst.max(best);
             worst_cpu = worst_cpu.max(best_cpu);
-            if best_cpu > LIMIT_CPU_MS {
-                over.push(format!("{name} / {op}: {best_cpu:.0} ms CPU"));
+            // Under the bound on the wall clock, it finished in time; under it in CPU time (all
+            // threads), it would have on an idle machine (where CPU-bound work takes at most its
+            // CPU time), whatever else held the cores meanwhile.
+            if best.min(best_cpu) > LIMIT_MS {
+                over.push(format!("{name} / {op}: {best:.0} ms wall, {best_cpu:.0} ms CPU"));
             }
             row.push_str(&format!(" {best:>9.1}"));
             cpu_row.push_str(&format!(" {best_cpu:>9.1}"));
@@ -111,15 +116,15 @@ fn main() {
         println!("{row}");
         println!("{cpu_row}");
     }
-    println!("slowest node run: {worst:.1} ms wall, {worst_cpu:.1} ms CPU (acceptance: every node run under {LIMIT_CPU_MS} ms CPU)");
+    println!("slowest node run: {worst:.1} ms wall, {worst_cpu:.1} ms CPU (acceptance: every node run under {LIMIT_MS} ms, wall or CPU)");
     if !over.is_empty() {
         eprintln!("over the acceptance bound:\n  {}", over.join("\n  "));
         std::process::exit(1);
     }
 }
 
-/// The acceptance bound per node run, in CPU ms.
-const LIMIT_CPU_MS: f64 = 2000.0;
+/// The acceptance bound per node run, in ms.
+const LIMIT_MS: f64 = 2000.0;
 
 /// CPU time of this process so far (user + system, every thread), in ms: on a loaded machine
 /// the wall time also counts the time other processes held the cores.
