@@ -34,6 +34,10 @@ pub fn render_markdown(markdown: &str) -> String {
 /// Events rendered between two calls of the caller's `check`.
 const CHECK_EVERY_EVENTS: usize = 64 * 1024;
 
+/// The most bytes of source text [`Events::join_texts`] hands on as one event (a kept tail
+/// starts at an event's output, so events stay this short).
+const JOINED_TEXT_BYTES: usize = 4096;
+
 /// What [`render_markdown_bounded`] made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MarkdownHtml {
@@ -119,6 +123,8 @@ fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, keep: usize, check: 
     let boundary = Cell::new(false);
     let mut events = Events {
         parser: pulldown_cmark::Parser::new_ext(markdown, options()),
+        source: markdown,
+        after_text: false,
         queue: VecDeque::new(),
         explicit_ids_known: slugger.is_some(),
         slugger: slugger.unwrap_or_default(),
@@ -234,6 +240,10 @@ enum Stop<E> {
 /// anchors filled in.
 struct Events<'a, 'c, C, E> {
     parser: pulldown_cmark::Parser<'a>,
+    /// The text parsed, of which borrowed texts are stretches (see [`Events::join_texts`]).
+    source: &'a str,
+    /// Whether the last event pulled was a text borrowed from the source.
+    after_text: bool,
     /// A heading's events, its start last filled in, waiting to be rendered.
     queue: VecDeque<Event<'a>>,
     explicit_ids_known: bool,
@@ -363,6 +373,61 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
         }
     }
 
+    /// Joins the texts that follow `first` while each is the next stretch of the source, up to
+    /// [`JOINED_TEXT_BYTES`]; `None` when the next event is not such a text. The event that ends
+    /// the run goes through the depth bound and heading anchors here and waits in the queue. pulldown-cmark makes a text event of each inline piece (`[a](` repeated gives
+    /// three per four bytes, twelve million at the size cap), and texts that are one stretch of
+    /// the source render exactly as the one text they make (the writer escapes text character by
+    /// character). Only runs are looked into: most texts are followed by a tag, and looking
+    /// ahead of each would cost every event a copy.
+    fn join_texts(&mut self, first: &'a str) -> Option<Event<'a>> {
+        let base = self.source.as_ptr() as usize;
+        let start = (first.as_ptr() as usize).checked_sub(base)?;
+        let mut end = start.checked_add(first.len()).filter(|end| *end <= self.source.len())?;
+        let mut joined = false;
+        while end - start < JOINED_TEXT_BYTES {
+            match self.parser.next() {
+                Some(Event::Text(CowStr::Borrowed(text))) if text.as_ptr() as usize == base + end => {
+                    end += text.len();
+                    joined = true;
+                    if !self.counted() {
+                        break;
+                    }
+                }
+                Some(other) => {
+                    self.after_text = false;
+                    self.queue_after_run(other);
+                    break;
+                }
+                None => break,
+            }
+        }
+        // Both ends are ends of strs lying in the source, so they are character boundaries.
+        joined.then(|| self.source.get(start..end)).flatten().map(|text| Event::Text(CowStr::Borrowed(text)))
+    }
+
+    /// What [`Iterator::next`] does with an event it pulled, for the one that ended a run of
+    /// joined texts: its outcome waits in the (empty) queue behind the joined text. Kept apart
+    /// from `next`, whose loop handles every event of the document and must not copy them once
+    /// more through a shared helper.
+    #[cold]
+    fn queue_after_run(&mut self, event: Event<'a>) {
+        let bound = self.bound_depth(&event);
+        if let Event::Start(Tag::Heading { .. }) = &event {
+            let Event::Start(tag) = event else { return };
+            // `heading` queues the heading's events; its start goes before them.
+            if let Some(Some(start)) = self.heading(tag, matches!(bound, Bound::Keep)) {
+                self.queue.push_front(start);
+            }
+            return;
+        }
+        match bound {
+            Bound::Keep => self.queue.push_back(event),
+            Bound::LineBreak => self.queue.push_back(Event::SoftBreak),
+            Bound::Drop => {}
+        }
+    }
+
     /// Hands `event` to the writer: whether its output starts outside a tag (see [`Ends`]), and
     /// the images it opens or closes.
     #[inline]
@@ -401,6 +466,15 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Iterator for Events<'a, '_, C, E> {
             let event = self.parser.next()?;
             if !self.counted() {
                 return None;
+            }
+            if let Event::Text(CowStr::Borrowed(text)) = &event {
+                if std::mem::replace(&mut self.after_text, true) {
+                    if let Some(joined) = self.join_texts(text) {
+                        return self.hand_out(joined);
+                    }
+                }
+            } else {
+                self.after_text = false;
             }
             let bound = self.bound_depth(&event);
             if let Event::Start(Tag::Heading { .. }) = &event {
@@ -498,6 +572,41 @@ pub fn flatten_rendered<E>(rendered: MarkdownHtml, check: impl FnMut() -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_joined_into_one_event_render_as_they_came() {
+        let brackets = "[a](".repeat(3000);
+        for markdown in [
+            brackets.as_str(),
+            "a *b* c `d` e\\*f &amp; g\nh  \ni [x] y [z",
+            "> q [r\n\n| a | [b |\n|---|---|\n| c | d] |\n",
+            "```\nx < y\n[z\n```\n\n![alt [ text](u) after [ ]\n\n- [ ] [t\n",
+        ] {
+            let mut plain = String::new();
+            pulldown_cmark::html::push_html(&mut plain, pulldown_cmark::Parser::new_ext(markdown, options()));
+            assert_eq!(render_markdown(markdown), plain, "{markdown:?}");
+        }
+        // The run is handed to the writer as a few events, not three per four bytes.
+        let boundary = Cell::new(false);
+        let mut check = || Ok::<(), ()>(());
+        let events = Events {
+            parser: pulldown_cmark::Parser::new_ext(&brackets, options()),
+            source: &brackets,
+            after_text: false,
+            queue: VecDeque::new(),
+            explicit_ids_known: true,
+            slugger: Slugger::default(),
+            depth: 0,
+            flattened: 0,
+            raw_html: false,
+            events: 0,
+            check: &mut check,
+            stop: None,
+            boundary: &boundary,
+            images: 0,
+        };
+        assert!(events.count() <= 3 + brackets.len().div_ceil(JOINED_TEXT_BYTES));
+    }
 
     #[test]
     fn scripts_and_handlers_go_links_get_rel() {
