@@ -375,9 +375,11 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
 
     /// Joins the texts that follow `first` while each is the next stretch of the source, up to
     /// [`JOINED_TEXT_BYTES`]; `None` when the next event is not such a text. The event that ends
-    /// the run goes through the depth bound and heading anchors here and waits in the queue. pulldown-cmark makes a text event of each inline piece (`[a](` repeated gives
-    /// three per four bytes, twelve million at the size cap), and texts that are one stretch of
-    /// the source render exactly as the one text they make (the writer escapes text character by
+    /// the run goes through the depth bound and heading anchors here and waits in the queue.
+    ///
+    /// pulldown-cmark makes a text event of each inline piece (`[a](` repeated gives three per
+    /// four bytes, twelve million at the size cap), and texts that are one stretch of the source
+    /// render exactly as the one text they make (the writer escapes text character by
     /// character). Only runs are looked into: most texts are followed by a tag, and looking
     /// ahead of each would cost every event a copy.
     fn join_texts(&mut self, first: &'a str) -> Option<Event<'a>> {
