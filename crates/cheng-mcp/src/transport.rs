@@ -114,16 +114,7 @@ impl Out {
         };
         let mut backlog = lock(&self.backlog);
         if !*backlog {
-            let mut written = 0;
-            while written < line.len() {
-                match pipe.try_write(&line[written..]) {
-                    Ok(0) => return Err(Closed),
-                    Ok(n) => written += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(_) => return Err(Closed),
-                }
-            }
+            let written = write_now(pipe, &line)?;
             if written == line.len() {
                 return Ok(());
             }
@@ -340,6 +331,21 @@ fn check_params(method: &str, params: Option<&Value>) -> Option<String> {
     }
 }
 
+/// Writes as much of `bytes` as the pipe takes without blocking; `Err` once it is closed.
+fn write_now(pipe: &pipe::Sender, bytes: &[u8]) -> Result<usize, Closed> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match pipe.try_write(&bytes[written..]) {
+            Ok(0) => return Err(Closed),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(_) => return Err(Closed),
+        }
+    }
+    Ok(written)
+}
+
 /// The writer task of a pipe: writes what the pipe could not take at once, then lets new
 /// messages go straight to the pipe again.
 async fn drain_backlog(pipe: Arc<pipe::Sender>, backlog: Arc<Mutex<bool>>, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
@@ -349,11 +355,9 @@ async fn drain_backlog(pipe: Arc<pipe::Sender>, backlog: Arc<Mutex<bool>>, mut r
             if pipe.writable().await.is_err() {
                 return;
             }
-            match pipe.try_write(&line[written..]) {
-                Ok(0) => return,
+            match write_now(&pipe, &line[written..]) {
                 Ok(n) => written += n,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {}
-                Err(_) => return,
+                Err(Closed) => return,
             }
         }
         let mut backlog = lock(&backlog);

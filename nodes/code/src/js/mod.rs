@@ -3,9 +3,10 @@
 //! Each call gets a fresh QuickJS runtime and context, so one script can never see another's
 //! state, on a script thread of cheng's own (reused across calls), so the async engine never waits
 //! on JavaScript. The thread prepares the next call's runtime and context after a call
-//! (`engine::prepare_spare`); a runtime that ran a script is never used again. The sandbox is the language itself: there is no `std`/`os` module, no module
-//! loader, no `require`, no `fetch`, no timers — only ECMAScript built-ins and a `console` whose
-//! output is captured (head+tail, 1 MiB per stream).
+//! (`engine::prepare_spare`); a runtime that ran a script is never used again. The sandbox is
+//! the language itself: there is no `std`/`os` module, no module loader, no `require`, no
+//! `fetch`, no timers — only ECMAScript built-ins and a `console` whose output is captured
+//! (head+tail, 1 MiB per stream).
 //!
 //! Decisions where the seed is silent (documented in the node reference):
 //! - `input` is a global holding the JSON input; the value of the script's final expression is

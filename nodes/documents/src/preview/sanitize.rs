@@ -195,10 +195,7 @@ impl std::fmt::Write for Ends<'_> {
                 return Ok(());
             }
             // The head takes what fits (to a char boundary); the rest starts the tail.
-            let mut fit = self.keep - self.head.len();
-            while !s.is_char_boundary(fit) {
-                fit -= 1;
-            }
+            let fit = super::floor_char_boundary(s, self.keep - self.head.len());
             self.head.push_str(&s[..fit]);
             self.full = true;
             self.tail.push_str(&s[fit..]);
