@@ -98,7 +98,8 @@ impl Registry {
     }
 }
 
-/// Adapts a `&'static dyn Node` from inventory to the registry's `Arc<dyn Node>`.
+/// Adapts a `&'static dyn Node` from inventory to the registry's `Arc<dyn Node>`. Forwards every
+/// method of [`Node`]: one with a default left out here would drop the node's own silently.
 struct StaticNode(&'static dyn Node);
 
 #[async_trait::async_trait]
@@ -113,7 +114,53 @@ impl Node for StaticNode {
     ) -> Result<crate::ApprovalRequest, crate::NodeError> {
         self.0.approval_request(ctx, input)
     }
+    fn prepare(&self) {
+        self.0.prepare()
+    }
     async fn run(&self, ctx: &crate::RunContext, input: crate::Values) -> Result<crate::Values, crate::NodeError> {
         self.0.run(ctx, input).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Effects, NodeError, RunContext, Values};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static PREPARED: AtomicUsize = AtomicUsize::new(0);
+    static SPEC: NodeSpec = NodeSpec {
+        id: "test/prepares",
+        title: "Prepares",
+        description: "Counts its preparations.",
+        category: "test",
+        inputs: &[],
+        outputs: &[],
+        gate: None,
+        effects: Effects::ReadOnly,
+    };
+
+    struct Prepares;
+
+    #[async_trait::async_trait]
+    impl Node for Prepares {
+        fn spec(&self) -> &'static NodeSpec {
+            &SPEC
+        }
+        fn prepare(&self) {
+            PREPARED.fetch_add(1, Ordering::SeqCst);
+        }
+        async fn run(&self, _ctx: &RunContext, _input: Values) -> Result<Values, NodeError> {
+            Ok(Values::new())
+        }
+    }
+
+    /// Inventory nodes reach the engine through the adapter: their own `prepare` must run.
+    #[test]
+    fn an_inventory_node_is_prepared_through_the_adapter() {
+        static NODE: Prepares = Prepares;
+        let adapted: Arc<dyn Node> = Arc::new(StaticNode(&NODE));
+        adapted.prepare();
+        assert_eq!(PREPARED.load(Ordering::SeqCst), 1);
     }
 }
