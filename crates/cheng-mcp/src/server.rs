@@ -459,11 +459,14 @@ mod tests {
         }
     }
 
-    /// The transport's announcement of a call reaches the tool's node; other names are ignored.
+    cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&Prepares) }
+
+    /// The transport's announcement of a call reaches the tool's node, registered as every node
+    /// is (through inventory and the registry's adapter); other names are ignored.
     #[test]
     fn an_announced_call_prepares_its_node() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let engine = Engine::new(Registry::new().with(Prepares));
+        let engine = Engine::new(Registry::from_inventory());
         let catalog = Catalog::every_node(&engine).expect("a catalog");
         let server = Server::new(engine, catalog, dir.path().to_path_buf(), Decision::Denied, 1).expect("a server");
         let announce = server.announcer();
