@@ -121,4 +121,3 @@ impl Node for StaticNode {
         self.0.run(ctx, input).await
     }
 }
-
