@@ -137,6 +137,40 @@ fn a_slow_call_does_not_delay_ping_or_tools_list() {
     assert_ne!(second["id"], 1, "tools/list or ping waited for the slow call: {second}");
 }
 
+/// code_js through the server: each call is announced as it is read (the script thread that will
+/// run it is woken ahead) and a small script is waited out on the caller's processor. Every call
+/// still gets its own answer: quick ones back to back and after a pause, one longer than that
+/// wait, a failing one, and one after a call refused before it ran (a thread woken in vain).
+#[test]
+fn code_js_calls_through_the_server_each_get_their_own_answer() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Server::start_with_env(&ws, &[], &[("CHENG_ENABLE_CODE_JS", "1")]);
+    server.initialize();
+    let mut id = 10;
+    let mut call = |server: &mut Server, arguments: Value| {
+        id += 1;
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "code_js", "arguments": arguments}}));
+        server.answer(id)
+    };
+    for n in 0..5 {
+        let answer = call(&mut server, json!({"script": "input * 2", "input": n}));
+        assert_eq!(answer["result"]["structuredContent"]["result"], json!(n * 2), "{answer}");
+        if n == 2 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let long = "let t = Date.now(); while (Date.now() - t < 30) {} 'done'";
+    let answer = call(&mut server, json!({"script": long}));
+    assert_eq!(answer["result"]["structuredContent"]["result"], "done", "{answer}");
+    let answer = call(&mut server, json!({"script": "throw new Error('boom')"}));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR", "{answer}");
+    let answer = call(&mut server, json!({"script": "1", "timeout_ms": 0}));
+    assert_eq!(answer["result"]["isError"], true, "refused before it ran: {answer}");
+    let answer = call(&mut server, json!({"script": "[1, 2, 3].map((x) => x + 1)"}));
+    assert_eq!(answer["result"]["structuredContent"]["result"], json!([2, 3, 4]), "{answer}");
+}
+
 #[test]
 fn closing_stdin_kills_running_children_and_exits_0() {
     let (_dir, ws) = temp_workspace();

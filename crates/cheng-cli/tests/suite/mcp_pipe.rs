@@ -21,10 +21,16 @@ pub struct McpPipe {
 
 impl McpPipe {
     pub fn start(workspace: &Path, extra: &[&str]) -> McpPipe {
+        McpPipe::start_with_env(workspace, extra, &[])
+    }
+
+    /// [`McpPipe::start`] with environment variables set for the server (e.g. a node's gate).
+    pub fn start_with_env(workspace: &Path, extra: &[&str], env: &[(&str, &str)]) -> McpPipe {
         let mut child = cheng()
             .args(["serve", "--stdio", "--workspace"])
             .arg(workspace)
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
