@@ -131,9 +131,10 @@ impl Node for CodeJs {
         &SPEC
     }
 
-    /// The script thread that will take the run stops sleeping (see `pool`).
+    /// The script thread that will take the run stops sleeping (see `pool`). On one processor
+    /// its waiting could only hold up the thread that hands the run over: not done there.
     fn prepare(&self) {
-        if STUCK_THREADS.load(Ordering::Acquire) < MAX_STUCK_THREADS {
+        if several_processors() && STUCK_THREADS.load(Ordering::Acquire) < MAX_STUCK_THREADS {
             pool::wake();
         }
     }
@@ -281,8 +282,7 @@ const WAIT_ON_CPU: Duration = Duration::from_micros(400);
 /// sharing its processor is not held up; with a single processor it does not wait at all.
 fn wait_on_cpu(receive: &mut tokio::sync::oneshot::Receiver<Outcome>, limits: Limits, started: Instant) -> Option<Outcome> {
     use tokio::sync::oneshot::error::TryRecvError;
-    static PROCESSORS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    if *PROCESSORS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) < 2 {
+    if !several_processors() {
         return None;
     }
     let until = Instant::now() + WAIT_ON_CPU;
@@ -294,6 +294,12 @@ fn wait_on_cpu(receive: &mut tokio::sync::oneshot::Receiver<Outcome>, limits: Li
             Err(TryRecvError::Empty) => return None,
         }
     }
+}
+
+/// Whether this process may run on more than one processor (looked up once).
+fn several_processors() -> bool {
+    static PROCESSORS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PROCESSORS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) > 1
 }
 
 fn ended_without_result(limits: Limits, started: Instant) -> Outcome {
