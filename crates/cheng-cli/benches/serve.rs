@@ -12,6 +12,7 @@
 use cheng_nodes_documents as _;
 
 use cheng_engine::{Engine, RunOptions};
+use cheng_test_support::footprint;
 use cheng_node::Registry;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -117,25 +118,6 @@ fn time(mut f: impl FnMut()) -> Duration {
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
-}
-
-/// Open descriptors, direct children and resident memory (KiB) of `pid`.
-fn footprint(pid: u32) -> (usize, usize, u64) {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
-    let mut children = 0;
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        // The parent pid is the second field after the parenthesised command name.
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(pid) {
-            children += 1;
-        }
-    }
-    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
-        .unwrap_or(0);
-    (fds, children, rss)
 }
 
 fn bwrap_works() -> bool {
@@ -298,15 +280,15 @@ fn main() {
     println!(
         "soak: {reads} workspace_markdown + {shells} workspace_shell true in {:.1} s; fds {} -> {}, children {} -> {}, RSS {} -> {} KiB ({:+} KiB)",
         took.as_secs_f64(),
-        before.0,
-        after.0,
-        before.1,
-        after.1,
-        before.2,
-        after.2,
-        after.2 as i64 - before.2 as i64
+        before.fds,
+        after.fds,
+        before.children,
+        after.children,
+        before.rss_kib,
+        after.rss_kib,
+        after.rss_kib as i64 - before.rss_kib as i64
     );
-    let steady = after.0 <= before.0 && after.1 <= before.1 && after.2 <= before.2 + 8 * 1024;
+    let steady = after.fds <= before.fds && after.children <= before.children && after.rss_kib <= before.rss_kib + 8 * 1024;
     targets.push(format!("soak: fds and children back to warm-up, RSS within +8 MiB: {}", if steady { "met" } else { "MISSED" }));
 
     println!("\ntargets:");

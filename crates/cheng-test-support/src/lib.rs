@@ -126,6 +126,33 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// What a process holds: open descriptors, direct children, resident memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    pub fds: usize,
+    pub children: usize,
+    pub rss_kib: u64,
+}
+
+/// The [`Footprint`] of `pid`, from /proc (zeros for what cannot be read).
+pub fn footprint(pid: u32) -> Footprint {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    let mut children = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The parent pid is the second field after the parenthesised command name.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            children += 1;
+        }
+    }
+    let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
+    Footprint { fds, children, rss_kib }
+}
+
 /// Host pids of the processes `pgrep args...` selects, e.g. `["-f", "^sleep 97\\.31$"]` (the
 /// full command line) or `["-x", name]` (the process name); empty when none. Panics when pgrep
 /// cannot run.
