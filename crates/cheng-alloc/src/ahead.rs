@@ -46,13 +46,21 @@ struct State {
     off: bool,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { job: None, busy: false, started: false, waiting: false, off: false });
+static STATE: Mutex<State> = Mutex::new(State {
+    job: None,
+    busy: false,
+    started: false,
+    waiting: false,
+    off: false,
+});
 /// Signalled when there is a new job, and when a fault-in step ends.
 static CHANGED: Condvar = Condvar::new();
 
 fn state() -> MutexGuard<'static, State> {
     // Nothing panics while holding the lock; a poisoned one is still consistent.
-    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Follows the writer of `start..end` in the mapping at `block` (replacing any other block).
@@ -61,11 +69,18 @@ pub(crate) fn follow(block: *mut u8, start: usize, end: usize) {
     if state.off {
         return;
     }
-    state.job = Some(Job { block: block as usize, start: block as usize + start, end: block as usize + end });
+    state.job = Some(Job {
+        block: block as usize,
+        start: block as usize + start,
+        end: block as usize + end,
+    });
     if !state.started {
         state.started = true;
         // The thread's own allocations are small ones (mimalloc's): this does not recurse here.
-        let spawned = std::thread::Builder::new().name("cheng-fault-ahead".into()).stack_size(64 << 10).spawn(work);
+        let spawned = std::thread::Builder::new()
+            .name("cheng-fault-ahead".into())
+            .stack_size(64 << 10)
+            .spawn(work);
         if spawned.is_err() {
             state.off = true;
             state.job = None;
@@ -81,7 +96,9 @@ pub(crate) fn forget(block: *mut u8) {
     if state.job.is_some_and(|job| job.block == block as usize) {
         state.job = None;
         while state.busy {
-            state = CHANGED.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = CHANGED
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
 }
@@ -107,7 +124,9 @@ fn work() {
     loop {
         state.waiting = false;
         let Some(job) = state.job else {
-            state = CHANGED.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+            state = CHANGED
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             continue;
         };
         let (first, count) = chunks(&job);
@@ -130,7 +149,10 @@ fn work() {
             state.waiting = next >= reached + LEAD;
             if state.waiting {
                 waited.get_or_insert_with(Instant::now);
-                state = CHANGED.wait_timeout(state, POLL).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+                state = CHANGED
+                    .wait_timeout(state, POLL)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
                 continue;
             }
             // One huge page at a time, so `forget` never waits long.
@@ -142,7 +164,9 @@ fn work() {
                 drop(state);
                 // SAFETY: `at..at+len` lies in the mapping `job` names, which `forget` keeps
                 // mapped until `busy` is false again; populating writes no contents.
-                let r = unsafe { libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) };
+                let r = unsafe {
+                    libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE)
+                };
                 let error = (r != 0).then(|| std::io::Error::last_os_error().raw_os_error());
                 state = self::state();
                 state.busy = false;

@@ -39,11 +39,20 @@ fn mapping_len(size: usize) -> Option<usize> {
 
 /// A fresh zero-filled mapping of at least `size` bytes, or null.
 fn map(size: usize) -> *mut u8 {
-    let Some(len) = mapping_len(size) else { return ptr::null_mut() };
+    let Some(len) = mapping_len(size) else {
+        return ptr::null_mut();
+    };
     // SAFETY: an anonymous private mapping at an address the kernel picks touches no existing
     // memory; the result is checked against MAP_FAILED before use.
     let p = unsafe {
-        libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     if p == libc::MAP_FAILED {
         return ptr::null_mut();
@@ -109,7 +118,9 @@ unsafe impl GlobalAlloc for Allocator {
                 unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
             }
             (true, true) => {
-                let (Some(old_len), Some(new_len)) = (mapping_len(layout.size()), mapping_len(new_size)) else {
+                let (Some(old_len), Some(new_len)) =
+                    (mapping_len(layout.size()), mapping_len(new_size))
+                else {
                     return ptr::null_mut();
                 };
                 if old_len == new_len {
@@ -163,7 +174,9 @@ mod tests {
 
     fn holds_pattern(p: *const u8, n: usize) -> bool {
         // SAFETY: as in `fill`.
-        (0..n).step_by(4093).all(|i| unsafe { *p.add(i) } == (i % 251) as u8)
+        (0..n)
+            .step_by(4093)
+            .all(|i| unsafe { *p.add(i) } == (i % 251) as u8)
     }
 
     /// The tests below share the one block [`ahead`] follows.
@@ -195,22 +208,44 @@ mod tests {
         unsafe {
             let p = a.alloc(layout(size, 8));
             assert!(!p.is_null());
-            assert!(ahead::on(), "this kernel faults in ahead (MADV_POPULATE_WRITE, Linux 5.14)");
+            assert!(
+                ahead::on(),
+                "this kernel faults in ahead (MADV_POPULATE_WRITE, Linux 5.14)"
+            );
             let first = p as usize + (((p as usize + mark - 1) & !(mark - 1)) - p as usize);
             let inside = |c: usize| first + c * chunk + mark;
             // Nothing written yet: the first `lead` chunks are faulted in, then the thread waits.
-            assert!(eventually(|| ahead::resident(inside(lead - 1)) && ahead::waiting_for_writer()), "chunks 0..{lead} ahead");
-            assert!(!ahead::resident(inside(lead)), "chunk {lead} is past the lead");
+            assert!(
+                eventually(|| ahead::resident(inside(lead - 1)) && ahead::waiting_for_writer()),
+                "chunks 0..{lead} ahead"
+            );
+            assert!(
+                !ahead::resident(inside(lead)),
+                "chunk {lead} is past the lead"
+            );
             // The writer goes front to back into chunk 3 (touching each mark on its way):
             // chunks up to 3 + lead are faulted in, the one after is not.
             for c in 0..=3 {
                 *((first + c * chunk) as *mut u8) = 1;
             }
-            assert!(eventually(|| ahead::resident(inside(3 + lead))), "chunk {} ahead", 3 + lead);
-            assert!(eventually(ahead::waiting_for_writer), "the thread waits for the writer again");
-            assert!(!ahead::resident(inside(3 + lead + 1)), "nothing was faulted in past the lead");
+            assert!(
+                eventually(|| ahead::resident(inside(3 + lead))),
+                "chunk {} ahead",
+                3 + lead
+            );
+            assert!(
+                eventually(ahead::waiting_for_writer),
+                "the thread waits for the writer again"
+            );
+            assert!(
+                !ahead::resident(inside(3 + lead + 1)),
+                "nothing was faulted in past the lead"
+            );
             for c in 4..12 {
-                assert!(!ahead::resident(first + c * chunk), "the writer's mark {c} was left to it");
+                assert!(
+                    !ahead::resident(first + c * chunk),
+                    "the writer's mark {c} was left to it"
+                );
             }
             a.dealloc(p, layout(size, 8));
         }

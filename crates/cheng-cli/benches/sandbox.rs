@@ -34,7 +34,10 @@ const HELPER: &str = env!("CARGO_BIN_EXE_cheng-sandbox-init");
 const CHENG: &str = env!("CARGO_BIN_EXE_cheng");
 
 fn rounds() -> usize {
-    std::env::var("CHENG_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(60)
+    std::env::var("CHENG_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
 }
 
 fn defaults(node: &dyn Node, input: Value) -> cheng_node::Values {
@@ -73,13 +76,23 @@ impl Bare {
     fn run(&self) -> Duration {
         let start = Instant::now();
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).env_clear().envs(self.env.iter().cloned()).stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
         let mut fds: Vec<(OwnedFd, RawFd)> = Vec::new();
         if self.seccomp {
-            fds.push((seccomp::program_fd().expect("seccomp program"), seccomp::SECCOMP_FD));
+            fds.push((
+                seccomp::program_fd().expect("seccomp program"),
+                seccomp::SECCOMP_FD,
+            ));
         }
         for (path, to) in &self.files {
-            fds.push((OwnedFd::from(std::fs::File::open(path).expect("copied file opens")), *to));
+            fds.push((
+                OwnedFd::from(std::fs::File::open(path).expect("copied file opens")),
+                *to,
+            ));
         }
         // Sources moved above every target first, so that no dup2 overwrites a later source.
         let pairs: Vec<(RawFd, RawFd)> = fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
@@ -103,7 +116,11 @@ impl Bare {
         }
         let status = cmd.status().expect("runs");
         let took = start.elapsed();
-        assert!(status.success(), "{} failed: {status}", self.program.display());
+        assert!(
+            status.success(),
+            "{} failed: {status}",
+            self.program.display()
+        );
         drop(fds);
         reap_orphans();
         took
@@ -117,7 +134,11 @@ fn median(v: &[f64]) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -133,13 +154,23 @@ fn sandbox_for(ws: &Path, command: Vec<OsString>, extra_ro: Vec<PathBuf>, io: &P
 
 fn own_line(sandbox: &Sandbox, env: Vec<(OsString, OsString)>) -> Bare {
     let (bwrap, args) = sandbox.command_line();
-    Bare { program: bwrap.to_path_buf(), args: args.to_vec(), env, seccomp: true, files: sandbox.files().to_vec() }
+    Bare {
+        program: bwrap.to_path_buf(),
+        args: args.to_vec(),
+        env,
+        seccomp: true,
+        files: sandbox.files().to_vec(),
+    }
 }
 
 /// The own line with the chain inside (init step, setpriv …) replaced by `command`.
 fn own_line_running(sandbox: &Sandbox, env: Vec<(OsString, OsString)>, command: &[&str]) -> Bare {
     let mut bare = own_line(sandbox, env);
-    let end = bare.args.iter().position(|a| a == "--").expect("-- before the command");
+    let end = bare
+        .args
+        .iter()
+        .position(|a| a == "--")
+        .expect("-- before the command");
     bare.args.truncate(end + 1);
     bare.args.extend(command.iter().map(OsString::from));
     bare
@@ -149,8 +180,20 @@ fn minimal_line() -> Bare {
     Bare::plain(
         "bwrap",
         &[
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--new-session", "--die-with-parent", "true",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--new-session",
+            "--die-with-parent",
+            "true",
         ],
     )
 }
@@ -199,7 +242,10 @@ fn interleave(rounds: usize, mut jobs: Vec<Job<'_>>) -> Vec<(String, Series)> {
     for (_, job) in jobs.iter_mut() {
         job();
     }
-    let mut out: Vec<(String, Series)> = jobs.iter().map(|(name, _)| (name.to_string(), Series::default())).collect();
+    let mut out: Vec<(String, Series)> = jobs
+        .iter()
+        .map(|(name, _)| (name.to_string(), Series::default()))
+        .collect();
     let n = jobs.len();
     for round in 0..rounds {
         for k in 0..n {
@@ -214,8 +260,15 @@ fn interleave(rounds: usize, mut jobs: Vec<Job<'_>>) -> Vec<(String, Series)> {
 }
 
 fn get<'a>(results: &'a [(String, Series)], name: &str) -> &'a Series {
-    static EMPTY: Series = Series { wall: Vec::new(), cpu: Vec::new() };
-    results.iter().find(|(n, _)| n == name).map(|(_, v)| v).unwrap_or(&EMPTY)
+    static EMPTY: Series = Series {
+        wall: Vec::new(),
+        cpu: Vec::new(),
+    };
+    results
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v)
+        .unwrap_or(&EMPTY)
 }
 
 fn main() {
@@ -226,23 +279,40 @@ fn main() {
     // Orphans of the bare runs come back here to be reaped and counted (see `reap_orphans`).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().canonicalize().expect("canonical");
     let (_io_guard, io) = cheng_nodes_code::sandboxed::io_dir().expect("io dir");
     let n = rounds();
 
     // code_shell `true`.
-    let command: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), "true".into(), "code_shell".into()];
+    let command: Vec<OsString> = vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "true".into(),
+        "code_shell".into(),
+    ];
     let sandbox = sandbox_for(&ws, command, vec![], &io);
     let env: Vec<(OsString, OsString)> = SandboxRequest::new(ws.clone(), vec!["true".into()]).env;
     let own = own_line(&sandbox, env.clone());
     let view_true = own_line_running(&sandbox, env.clone(), &["/bin/true"]);
-    let view_sh = own_line_running(&sandbox, env.clone(), &["/bin/sh", "-c", "true", "code_shell"]);
+    let view_sh = own_line_running(
+        &sandbox,
+        env.clone(),
+        &["/bin/sh", "-c", "true", "code_shell"],
+    );
     // The same without the seccomp filter: what the filter costs bwrap and every system call inside.
     let mut view_true_no_filter = view_true.clone();
     view_true_no_filter.seccomp = false;
-    if let Some(i) = view_true_no_filter.args.iter().position(|a| a == "--seccomp") {
+    if let Some(i) = view_true_no_filter
+        .args
+        .iter()
+        .position(|a| a == "--seccomp")
+    {
         view_true_no_filter.args.drain(i..i + 2);
     }
     // ... and also without the copied files (each `--perms 444 --file N DEST`).
@@ -264,34 +334,91 @@ fn main() {
     };
     let minimal_cgroup = with_flags(&["--unshare-cgroup-try"]);
     let minimal_caps = with_flags(&[
-        "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--cap-add",
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SETUID",
+        "--cap-add",
+        "CAP_SETGID",
+        "--cap-add",
+        "CAP_SETPCAP",
+        "--cap-add",
         "CAP_DAC_READ_SEARCH",
     ]);
     let true_bin = Bare::plain("/bin/true", &[]);
-    let helper_true = Bare::plain(HELPER, &["__sandbox-init", "--rlimit", "nofile=1024", "--write", "/tmp", "--", "/bin/true"]);
-    let cheng_true = Bare::plain(CHENG, &["__sandbox-init", "--rlimit", "nofile=1024", "--write", "/tmp", "--", "/bin/true"]);
+    let helper_true = Bare::plain(
+        HELPER,
+        &[
+            "__sandbox-init",
+            "--rlimit",
+            "nofile=1024",
+            "--write",
+            "/tmp",
+            "--",
+            "/bin/true",
+        ],
+    );
+    let cheng_true = Bare::plain(
+        CHENG,
+        &[
+            "__sandbox-init",
+            "--rlimit",
+            "nofile=1024",
+            "--write",
+            "/tmp",
+            "--",
+            "/bin/true",
+        ],
+    );
     let sh_true = Bare::plain("/bin/sh", &["-c", "true"]);
     let ws_arg = ws.to_str().expect("utf-8").to_string();
-    let cli = Bare::plain(CHENG, &["run", "tools/code_shell", "--workspace", &ws_arg, "--input", r#"{"script":"true"}"#]);
+    let cli = Bare::plain(
+        CHENG,
+        &[
+            "run",
+            "tools/code_shell",
+            "--workspace",
+            &ws_arg,
+            "--input",
+            r#"{"script":"true"}"#,
+        ],
+    );
     let ctx = RunContext::for_workspace(CodeShell.spec().id, ws.clone(), Decision::Approved);
     let mut setup = Vec::new();
     let results = interleave(
         n,
         vec![
-            ("node", Box::new(|| {
-                let start = Instant::now();
-                let out = rt.block_on(CodeShell.run(&ctx, defaults(&CodeShell, json!({"script": "true"})))).expect("node runs");
-                let took = ms(start.elapsed());
-                assert_eq!(out["success"], true, "{out:?}");
-                setup.push(out["metrics"]["sandbox_setup_ms"].as_f64().unwrap_or(f64::NAN));
-                took
-            })),
+            (
+                "node",
+                Box::new(|| {
+                    let start = Instant::now();
+                    let out = rt
+                        .block_on(
+                            CodeShell.run(&ctx, defaults(&CodeShell, json!({"script": "true"}))),
+                        )
+                        .expect("node runs");
+                    let took = ms(start.elapsed());
+                    assert_eq!(out["success"], true, "{out:?}");
+                    setup.push(
+                        out["metrics"]["sandbox_setup_ms"]
+                            .as_f64()
+                            .unwrap_or(f64::NAN),
+                    );
+                    took
+                }),
+            ),
             ("own", Box::new(|| ms(own.run()))),
             ("minimal", Box::new(|| ms(minimal.run()))),
             ("view true", Box::new(|| ms(view_true.run()))),
             ("view sh", Box::new(|| ms(view_sh.run()))),
-            ("view true no filter", Box::new(|| ms(view_true_no_filter.run()))),
-            ("view true no filter no copies", Box::new(|| ms(view_true_no_copies.run()))),
+            (
+                "view true no filter",
+                Box::new(|| ms(view_true_no_filter.run())),
+            ),
+            (
+                "view true no filter no copies",
+                Box::new(|| ms(view_true_no_copies.run())),
+            ),
             ("minimal env", Box::new(|| ms(minimal_env.run()))),
             ("minimal cgroup", Box::new(|| ms(minimal_cgroup.run()))),
             ("minimal caps", Box::new(|| ms(minimal_caps.run()))),
@@ -307,8 +434,14 @@ fn main() {
     let (node, own_ms, minimal_ms) = (m("node"), m("own"), m("minimal"));
     println!("code_shell `true` (medians of {n}, interleaved):");
     println!("  node in process {node:.2} ms/call");
-    println!("  vs the minimal bwrap line {minimal_ms:.2} ms: {:.2}x (target <= 1.5x)", node / minimal_ms);
-    println!("  vs the node's own bwrap line {own_ms:.2} ms: {:.2}x (target <= 1.1x)", node / own_ms);
+    println!(
+        "  vs the minimal bwrap line {minimal_ms:.2} ms: {:.2}x (target <= 1.5x)",
+        node / minimal_ms
+    );
+    println!(
+        "  vs the node's own bwrap line {own_ms:.2} ms: {:.2}x (target <= 1.1x)",
+        node / own_ms
+    );
     println!("  `cheng run tools/code_shell` (CLI, a fresh process) {:.2} ms/call: {:.2}x the minimal line", m("cli"), m("cli") / minimal_ms);
     println!(
         "  CPU time (user + system, whole process tree): node {:.2} ms, minimal line {:.2} ms: {:.2}x; own line {:.2} ms: {:.2}x",
@@ -322,18 +455,39 @@ fn main() {
     println!("    {:<52} {:>8} {:>8}", "", "wall ms", "CPU ms");
     let rows = [
         ("minimal bwrap line, `true`", "minimal", None),
-        ("+ the node's view (mounts, copies, seccomp), `true`", "view true", Some("minimal")),
-        ("+ `sh -c true` instead of `true`", "view sh", Some("view true")),
-        ("+ the init step (= the node's own line)", "own", Some("view sh")),
+        (
+            "+ the node's view (mounts, copies, seccomp), `true`",
+            "view true",
+            Some("minimal"),
+        ),
+        (
+            "+ `sh -c true` instead of `true`",
+            "view sh",
+            Some("view true"),
+        ),
+        (
+            "+ the init step (= the node's own line)",
+            "own",
+            Some("view sh"),
+        ),
         ("+ cheng in process (= the node)", "node", Some("own")),
     ];
     for (label, name, prev) in rows {
         match prev {
             None => println!("    {label:<52} {:>8.2} {:>8.2}", m(name), c(name)),
-            Some(p) => println!("    {label:<52} {:>+8.2} {:>+8.2}   (total {:.2} / {:.2})", m(name) - m(p), c(name) - c(p), m(name), c(name)),
+            Some(p) => println!(
+                "    {label:<52} {:>+8.2} {:>+8.2}   (total {:.2} / {:.2})",
+                m(name) - m(p),
+                c(name) - c(p),
+                m(name),
+                c(name)
+            ),
         }
     }
-    println!("    cheng's setup before bwrap starts (metrics.sandbox_setup_ms): {:.2} ms", median(&setup));
+    println!(
+        "    cheng's setup before bwrap starts (metrics.sandbox_setup_ms): {:.2} ms",
+        median(&setup)
+    );
     println!(
         "    of the view: the seccomp filter {:+.2} ms wall, {:+.2} ms CPU (the view without it: {:.2} / {:.2})",
         m("view true") - m("view true no filter"),
@@ -346,28 +500,49 @@ fn main() {
         c("view true no filter") - c("view true no filter no copies"),
         c("view true no filter no copies")
     );
-    println!("    the minimal line plus one piece of the node's line (CPU ms against the minimal line):");
+    println!(
+        "    the minimal line plus one piece of the node's line (CPU ms against the minimal line):"
+    );
     for (label, name) in [
         ("the node's environment (LANG=C.UTF-8 …)", "minimal env"),
         ("--unshare-cgroup-try", "minimal cgroup"),
-        ("--cap-drop ALL and the root case's --cap-add", "minimal caps"),
+        (
+            "--cap-drop ALL and the root case's --cap-add",
+            "minimal caps",
+        ),
     ] {
         println!("      {label:<50} {:>+8.2}", c(name) - c("minimal"));
     }
     println!("    outside any sandbox (wall / CPU ms):");
     for (label, name) in [
-        ("`cheng-sandbox-init __sandbox-init … -- /bin/true`", "helper true"),
-        ("`cheng __sandbox-init … -- /bin/true` (multi-call)", "cheng true"),
+        (
+            "`cheng-sandbox-init __sandbox-init … -- /bin/true`",
+            "helper true",
+        ),
+        (
+            "`cheng __sandbox-init … -- /bin/true` (multi-call)",
+            "cheng true",
+        ),
         ("`/bin/true`", "true"),
         ("`sh -c true`", "sh true"),
     ] {
         println!("      {label:<52} {:>6.2} {:>6.2}", m(name), c(name));
     }
-    let shown: Vec<String> = own.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let shown: Vec<String> = own
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     println!("  own line: {} {}", own.program.display(), shown.join(" "));
     // Binds and tmpfs mounts are mount(2) calls in bwrap (a bind also a remount and a scan of the
     // mount table); --file, --dir and --symlink only create entries in the view's root.
-    let count = |ops: &[&str]| sandbox.mounts().iter().filter(|m| ops.contains(&m.op)).count();
+    let count = |ops: &[&str]| {
+        sandbox
+            .mounts()
+            .iter()
+            .filter(|m| ops.contains(&m.op))
+            .count()
+    };
     println!(
         "  view operations in the own line: {} ({} binds, {} tmpfs, {} remounts; {} copied files, {} directories, {} symlinks; bwrap's /dev and /proc besides)",
         sandbox.mounts().len(),
@@ -381,27 +556,51 @@ fn main() {
 
     // code_python: node against its own line.
     let out = Command::new("python3")
-        .args(["-I", "-c", "import sys; print(sys.executable); print(sys.base_prefix)"])
+        .args([
+            "-I",
+            "-c",
+            "import sys; print(sys.executable); print(sys.base_prefix)",
+        ])
         .output()
         .expect("python3");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut lines = text.lines();
-    let exe = PathBuf::from(lines.next().unwrap_or("/usr/bin/python3")).canonicalize().expect("python3 path");
-    let prefix = PathBuf::from(lines.next().unwrap_or("/usr")).canonicalize().expect("python3 prefix");
-    let extra = if prefix.starts_with("/usr") { vec![] } else { vec![prefix] };
+    let exe = PathBuf::from(lines.next().unwrap_or("/usr/bin/python3"))
+        .canonicalize()
+        .expect("python3 path");
+    let prefix = PathBuf::from(lines.next().unwrap_or("/usr"))
+        .canonicalize()
+        .expect("python3 prefix");
+    let extra = if prefix.starts_with("/usr") {
+        vec![]
+    } else {
+        vec![prefix]
+    };
     let script = "result = sum([1, 2, 3])";
-    let sandbox = sandbox_for(&ws, vec![exe.into(), "-I".into(), "-c".into(), script.into()], extra, &io);
+    let sandbox = sandbox_for(
+        &ws,
+        vec![exe.into(), "-I".into(), "-c".into(), script.into()],
+        extra,
+        &io,
+    );
     let own = own_line(&sandbox, env);
     let ctx = RunContext::for_workspace(CodePython.spec().id, ws.clone(), Decision::Approved);
     let results = interleave(
         n.min(30),
         vec![
-            ("node", Box::new(|| {
-                let start = Instant::now();
-                let out = rt.block_on(CodePython.run(&ctx, defaults(&CodePython, json!({"script": script})))).expect("node runs");
-                assert_eq!(out["success"], true, "{out:?}");
-                ms(start.elapsed())
-            })),
+            (
+                "node",
+                Box::new(|| {
+                    let start = Instant::now();
+                    let out = rt
+                        .block_on(
+                            CodePython.run(&ctx, defaults(&CodePython, json!({"script": script}))),
+                        )
+                        .expect("node runs");
+                    assert_eq!(out["success"], true, "{out:?}");
+                    ms(start.elapsed())
+                }),
+            ),
             ("own", Box::new(|| ms(own.run()))),
             ("minimal", Box::new(|| ms(minimal.run()))),
         ],

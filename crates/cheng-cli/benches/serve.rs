@@ -12,8 +12,8 @@
 use cheng_nodes_documents as _;
 
 use cheng_engine::{Engine, RunOptions};
-use cheng_test_support::footprint;
 use cheng_node::Registry;
+use cheng_test_support::footprint;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -30,21 +30,34 @@ struct Conn {
 impl Conn {
     fn start(workspace: &Path, env: &[(&str, &str)]) -> Conn {
         // `CHENG_BENCH_SERVER` runs another build of the server (e.g. to compare before and after).
-        let server = std::env::var("CHENG_BENCH_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_cheng").to_string());
+        let server = std::env::var("CHENG_BENCH_SERVER")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cheng").to_string());
         Conn::start_binary(&server, workspace, env)
     }
 
     fn start_binary(server: &str, workspace: &Path, env: &[(&str, &str)]) -> Conn {
         let mut cmd = Command::new(server);
-        cmd.args(["serve", "--stdio", "--approve", "--workspace"]).arg(workspace);
-        cmd.env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_ENABLE_CODE_PYTHON");
+        cmd.args(["serve", "--stdio", "--approve", "--workspace"])
+            .arg(workspace);
+        cmd.env_remove("CHENG_ENABLE_CODE_JS")
+            .env_remove("CHENG_ENABLE_CODE_PYTHON");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("cheng serve starts");
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cheng serve starts");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut conn = Conn { child, stdin, stdout, next: 1 };
+        let mut conn = Conn {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        };
         conn.rpc("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
         conn.notify("notifications/initialized");
         conn
@@ -70,7 +83,10 @@ impl Conn {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed stdout");
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "the server closed stdout"
+            );
             let message: Value = serde_json::from_str(&line).expect("JSON");
             if message["id"] == json!(id) {
                 assert!(message.get("error").is_none(), "{method}: {message}");
@@ -98,11 +114,17 @@ impl Drop for Conn {
 }
 
 fn iters() -> usize {
-    std::env::var("CHENG_BENCH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
+    std::env::var("CHENG_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
 }
 
 fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -122,7 +144,18 @@ fn us(d: Duration) -> f64 {
 
 fn bwrap_works() -> bool {
     Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "true"])
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+            "--unshare-net",
+            "true",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -142,18 +175,45 @@ fn main() {
     for _ in 0..20 {
         conn.rpc("tools/list", json!({}));
     }
-    let list = median((0..n).map(|_| time(|| drop(conn.rpc("tools/list", json!({}))))).collect());
-    println!("tools/list round trip ({} tools): {:.0} µs (median of {n})", conn.rpc("tools/list", json!({}))["tools"].as_array().map_or(0, Vec::len), us(list));
-    targets.push(format!("tools/list < 5 ms: {}", if list < Duration::from_millis(5) { "met" } else { "MISSED" }));
+    let list = median(
+        (0..n)
+            .map(|_| time(|| drop(conn.rpc("tools/list", json!({})))))
+            .collect(),
+    );
+    println!(
+        "tools/list round trip ({} tools): {:.0} µs (median of {n})",
+        conn.rpc("tools/list", json!({}))["tools"]
+            .as_array()
+            .map_or(0, Vec::len),
+        us(list)
+    );
+    targets.push(format!(
+        "tools/list < 5 ms: {}",
+        if list < Duration::from_millis(5) {
+            "met"
+        } else {
+            "MISSED"
+        }
+    ));
 
     // A read-only call through the server against the same node run in process by the engine.
     let input = json!({"operation": "outline", "path": "doc.md"});
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let engine = Engine::new(Registry::from_inventory());
     let in_process = || {
         let options = RunOptions::new(&ws).expect("options");
         let inputs = input.as_object().cloned().unwrap_or_default();
-        let result = runtime.block_on(engine.run_node("tools/workspace_markdown", Default::default(), inputs, options)).expect("valid");
+        let result = runtime
+            .block_on(engine.run_node(
+                "tools/workspace_markdown",
+                Default::default(),
+                inputs,
+                options,
+            ))
+            .expect("valid");
         assert_eq!(result.outputs["success"], true);
     };
     let (mut served, mut direct) = (Vec::new(), Vec::new());
@@ -162,19 +222,43 @@ fn main() {
         in_process();
     }
     for _ in 0..n {
-        served.push(time(|| drop(conn.call("workspace_markdown", input.clone()))));
+        served.push(time(|| {
+            drop(conn.call("workspace_markdown", input.clone()))
+        }));
         direct.push(time(in_process));
     }
     let (served, direct) = (median(served), median(direct));
     let ratio = us(served) / us(direct);
-    println!("workspace_markdown outline: server {:.0} µs, in process {:.0} µs, ratio {ratio:.2}×", us(served), us(direct));
-    targets.push(format!("read-only round trip ≤ 1.2× in process: {} ({ratio:.2}×)", if ratio <= 1.2 { "met" } else { "MISSED" }));
+    println!(
+        "workspace_markdown outline: server {:.0} µs, in process {:.0} µs, ratio {ratio:.2}×",
+        us(served),
+        us(direct)
+    );
+    targets.push(format!(
+        "read-only round trip ≤ 1.2× in process: {} ({ratio:.2}×)",
+        if ratio <= 1.2 { "met" } else { "MISSED" }
+    ));
 
     // code_shell `true` through the server against the bare bubblewrap line.
     if bwrap_works() {
         let bare = || {
             let ok = Command::new("bwrap")
-                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--new-session", "--die-with-parent", "true"])
+                .args([
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--dev",
+                    "/dev",
+                    "--proc",
+                    "/proc",
+                    "--unshare-pid",
+                    "--unshare-net",
+                    "--unshare-ipc",
+                    "--unshare-uts",
+                    "--new-session",
+                    "--die-with-parent",
+                    "true",
+                ])
                 .status()
                 .is_ok_and(|s| s.success());
             assert!(ok, "bare bwrap failed");
@@ -185,19 +269,32 @@ fn main() {
             conn.call("code_shell", json!({"script": "true"}));
         }
         for _ in 0..rounds {
-            served.push(time(|| drop(conn.call("code_shell", json!({"script": "true"})))));
+            served.push(time(|| {
+                drop(conn.call("code_shell", json!({"script": "true"})))
+            }));
             raw.push(time(bare));
         }
         let (served, raw) = (median(served), median(raw));
         let ratio = us(served) / us(raw);
-        println!("code_shell true: server {:.0} µs, bare bwrap {:.0} µs, ratio {ratio:.2}×", us(served), us(raw));
-        targets.push(format!("code_shell true ≤ 1.6× bare bwrap: {} ({ratio:.2}×)", if ratio <= 1.6 { "met" } else { "MISSED" }));
+        println!(
+            "code_shell true: server {:.0} µs, bare bwrap {:.0} µs, ratio {ratio:.2}×",
+            us(served),
+            us(raw)
+        );
+        targets.push(format!(
+            "code_shell true ≤ 1.6× bare bwrap: {} ({ratio:.2}×)",
+            if ratio <= 1.6 { "met" } else { "MISSED" }
+        ));
     } else {
         println!("code_shell: skipped (bubblewrap cannot create namespaces here)");
     }
 
     // code_js through the server against `node -e` on the same script.
-    let node = Command::new("node").arg("--version").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    let node = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     if node {
         let mut js = Conn::start(&ws, &[("CHENG_ENABLE_CODE_JS", "1")]);
         let script = "let s = 0; for (let i = 0; i < 1000; i++) s += i; s";
@@ -208,22 +305,37 @@ fn main() {
         for _ in 0..(n / 4).max(10) {
             served.push(time(|| drop(js.call("code_js", json!({"script": script})))));
             raw.push(time(|| {
-                let ok = Command::new("node").args(["-e", &format!("{script}; console.log(s)")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+                let ok = Command::new("node")
+                    .args(["-e", &format!("{script}; console.log(s)")])
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
                 assert!(ok);
             }));
         }
         let (served, raw) = (median(served), median(raw));
         let ratio = us(raw) / us(served);
-        println!("code_js: server {:.0} µs, node -e {:.0} µs, server {ratio:.0}× faster", us(served), us(raw));
+        println!(
+            "code_js: server {:.0} µs, node -e {:.0} µs, server {ratio:.0}× faster",
+            us(served),
+            us(raw)
+        );
         // For reading the figure: the same interleaving with the cheapest request there is.
         let mut pings = Vec::new();
         for _ in 0..(n / 8).max(10) {
-            let ok = Command::new("node").args(["-e", &format!("{script}; console.log(s)")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+            let ok = Command::new("node")
+                .args(["-e", &format!("{script}; console.log(s)")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
             assert!(ok);
             pings.push(time(|| drop(js.rpc("ping", json!({})))));
         }
         println!("  (ping right after a node -e run, the floor of any request in this interleaving: {:.0} µs)", us(median(pings)));
-        targets.push(format!("code_js ≥ 200× faster than node -e: {} ({ratio:.0}×)", if ratio >= 200.0 { "met" } else { "MISSED" }));
+        targets.push(format!(
+            "code_js ≥ 200× faster than node -e: {} ({ratio:.0}×)",
+            if ratio >= 200.0 { "met" } else { "MISSED" }
+        ));
         // `CHENG_BENCH_COMPARE`: other `cheng` binaries, `:`-separated, whose code_js calls alternate
         // with this server's in one loop (each after a `node -e` run), for a paired before/after
         // comparison on a machine whose load moves between runs.
@@ -239,15 +351,26 @@ fn main() {
             let mut samples = vec![Vec::new(); servers.len()];
             for _ in 0..(n / 2).max(10) {
                 for (k, (_, conn)) in servers.iter_mut().enumerate() {
-                    let ok = Command::new("node").args(["-e", &format!("{script}; console.log(s)")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+                    let ok = Command::new("node")
+                        .args(["-e", &format!("{script}; console.log(s)")])
+                        .stdout(Stdio::null())
+                        .status()
+                        .is_ok_and(|s| s.success());
                     assert!(ok);
-                    samples[k].push(time(|| drop(conn.call("code_js", json!({"script": script})))));
+                    samples[k].push(time(|| {
+                        drop(conn.call("code_js", json!({"script": script})))
+                    }));
                 }
             }
             for ((name, _), samples) in servers.iter().zip(samples) {
                 let mut sorted = samples.clone();
                 sorted.sort();
-                println!("  compared: code_js {name}: median {:.0} µs, quartiles {:.0}–{:.0} µs", us(median(samples)), us(sorted[sorted.len() / 4]), us(sorted[sorted.len() * 3 / 4]));
+                println!(
+                    "  compared: code_js {name}: median {:.0} µs, quartiles {:.0}–{:.0} µs",
+                    us(median(samples)),
+                    us(sorted[sorted.len() / 4]),
+                    us(sorted[sorted.len() * 3 / 4])
+                );
             }
         }
     } else {
@@ -288,8 +411,13 @@ fn main() {
         after.rss_kib,
         after.rss_kib as i64 - before.rss_kib as i64
     );
-    let steady = after.fds <= before.fds && after.children <= before.children && after.rss_kib <= before.rss_kib + 8 * 1024;
-    targets.push(format!("soak: fds and children back to warm-up, RSS within +8 MiB: {}", if steady { "met" } else { "MISSED" }));
+    let steady = after.fds <= before.fds
+        && after.children <= before.children
+        && after.rss_kib <= before.rss_kib + 8 * 1024;
+    targets.push(format!(
+        "soak: fds and children back to warm-up, RSS within +8 MiB: {}",
+        if steady { "met" } else { "MISSED" }
+    ));
 
     println!("\ntargets:");
     for t in targets.iter() {

@@ -24,25 +24,50 @@ struct Conn {
 impl Conn {
     fn start(workspace: &Path) -> Conn {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
-        cmd.args(["serve", "--stdio", "--approve", "--workspace"]).arg(workspace);
-        cmd.env_remove("CHENG_ENABLE_CODE_JS").env_remove("CHENG_ENABLE_CODE_PYTHON");
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("cheng serve starts");
+        cmd.args(["serve", "--stdio", "--approve", "--workspace"])
+            .arg(workspace);
+        cmd.env_remove("CHENG_ENABLE_CODE_JS")
+            .env_remove("CHENG_ENABLE_CODE_PYTHON");
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cheng serve starts");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut conn = Conn { child, stdin, stdout, next: 1 };
+        let mut conn = Conn {
+            child,
+            stdin,
+            stdout,
+            next: 1,
+        };
         conn.rpc("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
-        writeln!(conn.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
+        writeln!(
+            conn.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .expect("write");
         conn
     }
 
     fn rpc(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("write");
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
         self.stdin.flush().expect("flush");
         loop {
             let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed stdout");
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "the server closed stdout"
+            );
             let message: Value = serde_json::from_str(&line).expect("JSON");
             if message["id"] == json!(id) {
                 assert!(message.get("error").is_none(), "{method}: {message}");
@@ -66,7 +91,10 @@ impl Drop for Conn {
 }
 
 fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -95,41 +123,81 @@ fn main() {
     // workspace_shell `true`, interleaved so both see the same machine.
     for _ in 0..20 {
         conn.call("workspace_shell", json!({"command": "true"}));
-        conn.call("exec_command", json!({"command": "true", "yield_time_ms": 250}));
+        conn.call(
+            "exec_command",
+            json!({"command": "true", "yield_time_ms": 250}),
+        );
     }
     let (mut shell, mut exec) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        shell.push(time(|| drop(conn.call("workspace_shell", json!({"command": "true"})))));
+        shell.push(time(|| {
+            drop(conn.call("workspace_shell", json!({"command": "true"})))
+        }));
         exec.push(time(|| {
-            let out = conn.call("exec_command", json!({"command": "true", "yield_time_ms": 250}));
+            let out = conn.call(
+                "exec_command",
+                json!({"command": "true", "yield_time_ms": 250}),
+            );
             assert_eq!(out["running"], false, "{out}");
         }));
     }
     let (shell, exec) = (median(shell), median(exec));
     let ratio = exec.as_secs_f64() / shell.as_secs_f64();
     println!("workspace_shell true: {:.2} ms, exec_command true: {:.2} ms, ratio {ratio:.2} (median of {n})", ms(shell), ms(exec));
-    targets.push(format!("exec_command true <= 1.2x workspace_shell true: {}", if ratio <= 1.2 { "met" } else { "MISSED" }));
+    targets.push(format!(
+        "exec_command true <= 1.2x workspace_shell true: {}",
+        if ratio <= 1.2 { "met" } else { "MISSED" }
+    ));
 
     // Waits on an idle session: a write its process never answers (yield 250 ms), and an empty
     // poll (the 5000 ms floor). The overshoot is the call's round trip plus the timer's lateness.
-    let out = conn.call("exec_command", json!({"command": "sleep", "args": ["1000"], "yield_time_ms": 250}));
+    let out = conn.call(
+        "exec_command",
+        json!({"command": "sleep", "args": ["1000"], "yield_time_ms": 250}),
+    );
     let sid = out["session_id"].clone();
     let writes: Vec<Duration> = (0..20)
-        .map(|_| time(|| drop(conn.call("write_stdin", json!({"session_id": sid, "chars": "x\n", "yield_time_ms": 250})))))
+        .map(|_| {
+            time(|| {
+                drop(conn.call(
+                    "write_stdin",
+                    json!({"session_id": sid, "chars": "x\n", "yield_time_ms": 250}),
+                ))
+            })
+        })
         .collect();
     let write = median(writes.clone());
     let worst_write = writes.iter().max().copied().unwrap_or_default();
-    println!("idle write, yield 250 ms: median {:.2} ms, worst {:.2} ms (20 samples)", ms(write), ms(worst_write));
+    println!(
+        "idle write, yield 250 ms: median {:.2} ms, worst {:.2} ms (20 samples)",
+        ms(write),
+        ms(worst_write)
+    );
     let polls = env_count("CHENG_BENCH_POLLS", 5);
     let polls: Vec<Duration> = (0..polls)
-        .map(|_| time(|| drop(conn.call("write_stdin", json!({"session_id": sid, "chars": "", "yield_time_ms": 250})))))
+        .map(|_| {
+            time(|| {
+                drop(conn.call(
+                    "write_stdin",
+                    json!({"session_id": sid, "chars": "", "yield_time_ms": 250}),
+                ))
+            })
+        })
         .collect();
     let worst_poll = polls.iter().max().copied().unwrap_or_default();
     let poll = median(polls.clone());
-    println!("idle poll (5000 ms floor): median {:.2} ms, worst {:.2} ms ({} samples)", ms(poll), ms(worst_poll), polls.len());
+    println!(
+        "idle poll (5000 ms floor): median {:.2} ms, worst {:.2} ms ({} samples)",
+        ms(poll),
+        ms(worst_poll),
+        polls.len()
+    );
     // Judged on the medians (a shared machine delays single samples); the worst are shown.
     let within = write <= Duration::from_millis(255) && poll <= Duration::from_millis(5005);
-    targets.push(format!("idle session returns within yield + 5 ms: {}", if within { "met" } else { "MISSED" }));
+    targets.push(format!(
+        "idle session returns within yield + 5 ms: {}",
+        if within { "met" } else { "MISSED" }
+    ));
     for target in targets {
         println!("target {target}");
     }

@@ -18,18 +18,32 @@ use std::time::Duration;
 
 /// The approver for these flags and this terminal. `cancel` is the run's token (`q` and Ctrl-C
 /// cancel it); `order` lists the node ids in graph order (requests are asked in that order).
-pub fn approver(args: &ApprovalArgs, cancel: CancellationToken, order: Vec<String>) -> Arc<dyn Approver> {
+pub fn approver(
+    args: &ApprovalArgs,
+    cancel: CancellationToken,
+    order: Vec<String>,
+) -> Arc<dyn Approver> {
     if args.approve {
-        return Arc::new(Flag { decision: Decision::Approved, quiet: args.quiet });
+        return Arc::new(Flag {
+            decision: Decision::Approved,
+            quiet: args.quiet,
+        });
     }
     if args.deny {
-        return Arc::new(Flag { decision: Decision::Denied, quiet: args.quiet });
+        return Arc::new(Flag {
+            decision: Decision::Denied,
+            quiet: args.quiet,
+        });
     }
     match Terminal::find() {
         Some(terminal) => Arc::new(Prompt {
             terminal,
             cancel,
-            order: order.into_iter().enumerate().map(|(i, id)| (id, i)).collect(),
+            order: order
+                .into_iter()
+                .enumerate()
+                .map(|(i, id)| (id, i))
+                .collect(),
             all: AtomicBool::new(false),
             turns: Mutex::new(Turns::default()),
             changed: tokio::sync::Notify::new(),
@@ -54,7 +68,11 @@ impl Terminal {
             return Some(Terminal::Std);
         }
         // Opening /dev/tty fails (ENXIO) without a controlling terminal: CI, cron, setsid.
-        let tty = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty").ok()?;
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
         tty.is_terminal().then_some(Terminal::DevTty)
     }
 
@@ -74,13 +92,15 @@ impl Terminal {
     /// `None` at end of input or on a read error.
     fn read_line(self) -> tokio::sync::oneshot::Receiver<Option<String>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let spawned = std::thread::Builder::new().name("cheng-prompt".into()).spawn(move || {
-            let line = match self {
-                Terminal::Std => read_line_from(std::io::stdin()),
-                Terminal::DevTty => File::open("/dev/tty").ok().and_then(read_line_from),
-            };
-            let _ = tx.send(line);
-        });
+        let spawned = std::thread::Builder::new()
+            .name("cheng-prompt".into())
+            .spawn(move || {
+                let line = match self {
+                    Terminal::Std => read_line_from(std::io::stdin()),
+                    Terminal::DevTty => File::open("/dev/tty").ok().and_then(read_line_from),
+                };
+                let _ = tx.send(line);
+            });
         // Without a thread nobody can answer: the dropped sender reads as end of input.
         drop(spawned);
         rx
@@ -94,7 +114,9 @@ fn read_line_from(mut source: impl Read) -> Option<String> {
     let mut byte = [0u8; 1];
     loop {
         match source.read(&mut byte) {
-            Ok(0) => return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned()),
+            Ok(0) => {
+                return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned())
+            }
             Ok(_) if byte[0] == b'\n' => return Some(String::from_utf8_lossy(&line).into_owned()),
             Ok(_) => line.push(byte[0]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -117,7 +139,10 @@ fn card(request: &ApprovalRequest) -> String {
         text.push_str(&format!("  path:     {path}\n"));
     }
     for capability in &request.capabilities {
-        text.push_str(&format!("  allows:   {}: {}\n", capability.name, capability.opens));
+        text.push_str(&format!(
+            "  allows:   {}: {}\n",
+            capability.name, capability.opens
+        ));
     }
     if let Some(details) = &request.details {
         for line in details.lines() {
@@ -136,7 +161,8 @@ fn node_label(request: &ApprovalRequest) -> String {
     }
 }
 
-const QUESTION: &str = "Approve? [y]es / [n]o / [a]ll remaining in this run / [q]uit the run (Ctrl-C cancels): ";
+const QUESTION: &str =
+    "Approve? [y]es / [n]o / [a]ll remaining in this run / [q]uit the run (Ctrl-C cancels): ";
 
 /// What a typed line means.
 #[derive(Debug, PartialEq, Eq)]
@@ -169,8 +195,16 @@ struct Flag {
 impl Approver for Flag {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         if !self.quiet {
-            let verb = if self.decision == Decision::Approved { "approved (--approve)" } else { "denied (--deny)" };
-            errln!("cheng: {verb}: {}: {}", node_label(request), request.command_display);
+            let verb = if self.decision == Decision::Approved {
+                "approved (--approve)"
+            } else {
+                "denied (--deny)"
+            };
+            errln!(
+                "cheng: {verb}: {}: {}",
+                node_label(request),
+                request.command_display
+            );
         }
         self.decision
     }
@@ -182,8 +216,16 @@ struct NoTerminal;
 #[async_trait]
 impl Approver for NoTerminal {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
-        let asks: Vec<&str> = request.capabilities.iter().map(|c| c.name.as_str()).collect();
-        let with = if asks.is_empty() { String::new() } else { format!(" with {}", asks.join(", ")) };
+        let asks: Vec<&str> = request
+            .capabilities
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        let with = if asks.is_empty() {
+            String::new()
+        } else {
+            format!(" with {}", asks.join(", "))
+        };
         errln!(
             "cheng: denied: {} needs approval to run `{}`{with}, but there is no terminal to ask on; \
              pass --approve to approve it (or --deny to deny without this message)",
@@ -256,7 +298,8 @@ impl Prompt {
     }
 
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        self.terminal.show(&format!("\n{}{QUESTION}", card(request)));
+        self.terminal
+            .show(&format!("\n{}{QUESTION}", card(request)));
         loop {
             let line = tokio::select! {
                 line = self.terminal.read_line() => line.ok().flatten(),
@@ -292,7 +335,11 @@ impl Approver for Prompt {
         if self.cancel.is_cancelled() {
             return Decision::Denied;
         }
-        let index = self.order.get(&request.node_id).copied().unwrap_or(usize::MAX);
+        let index = self
+            .order
+            .get(&request.node_id)
+            .copied()
+            .unwrap_or(usize::MAX);
         let key = (index, self.seq.fetch_add(1, Ordering::SeqCst));
         self.with_turns(|t| t.waiting.insert(key));
         tokio::select! {
@@ -306,7 +353,11 @@ impl Approver for Prompt {
             return Decision::Denied;
         }
         let decision = if self.all.load(Ordering::SeqCst) {
-            self.terminal.show(&format!("cheng: approved (all remaining): {}: {}\n", node_label(request), request.command_display));
+            self.terminal.show(&format!(
+                "cheng: approved (all remaining): {}: {}\n",
+                node_label(request),
+                request.command_display
+            ));
             Decision::Approved
         } else {
             self.ask(request).await
@@ -329,7 +380,10 @@ mod tests {
             workspace: "/ws".into(),
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
-            capabilities: vec![cheng_node::CapabilityRequest { name: "allow_network".into(), opens: "the network".into() }],
+            capabilities: vec![cheng_node::CapabilityRequest {
+                name: "allow_network".into(),
+                opens: "the network".into(),
+            }],
             details: None,
         }
     }
@@ -337,7 +391,15 @@ mod tests {
     #[test]
     fn card_shows_everything_a_person_decides_on() {
         let text = card(&request("build"));
-        for part in ["build (tools/workspace_shell)", "cargo test", "/ws", "sub (in the workspace)", "run the tests", "/etc/hosts", "allow_network: the network"] {
+        for part in [
+            "build (tools/workspace_shell)",
+            "cargo test",
+            "/ws",
+            "sub (in the workspace)",
+            "run the tests",
+            "/etc/hosts",
+            "allow_network: the network",
+        ] {
             assert!(text.contains(part), "{part} missing from {text}");
         }
     }

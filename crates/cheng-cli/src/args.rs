@@ -29,8 +29,10 @@ pub enum Command {
         json: bool,
     },
     /// Show a node type's ports, defaults, controls, audiences, gate and effects.
-    #[command(after_help = "Examples:\n  cheng describe workspace_git          # short ids work when unambiguous\n  \
-                            cheng describe tools/workspace_shell --json")]
+    #[command(
+        after_help = "Examples:\n  cheng describe workspace_git          # short ids work when unambiguous\n  \
+                            cheng describe tools/workspace_shell --json"
+    )]
     Describe {
         /// A node type such as tools/workspace_shell (or just workspace_shell).
         #[arg(value_name = "TYPE")]

@@ -5,7 +5,12 @@ use clap::CommandFactory;
 
 pub fn print(shell: clap_complete::Shell) -> Exit {
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut crate::args::Cli::command(), "cheng", &mut script);
+    clap_complete::generate(
+        shell,
+        &mut crate::args::Cli::command(),
+        "cheng",
+        &mut script,
+    );
     crate::out::print(&String::from_utf8_lossy(&script))
 }
 
@@ -35,7 +40,12 @@ mod tests {
     #[test]
     fn completions_name_the_commands() {
         let mut script = Vec::new();
-        clap_complete::generate(clap_complete::Shell::Bash, &mut crate::args::Cli::command(), "cheng", &mut script);
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut crate::args::Cli::command(),
+            "cheng",
+            &mut script,
+        );
         let script = String::from_utf8(script).unwrap();
         for word in ["run", "graph", "describe", "--set", "--workspace"] {
             assert!(script.contains(word), "{word}");

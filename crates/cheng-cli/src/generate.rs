@@ -21,7 +21,9 @@ fn every_linked_node() -> Registry {
 type Files = BTreeMap<PathBuf, String>;
 
 pub fn schemas(args: &GenerateArgs) -> Exit {
-    let Some(dir) = output_dir(args, "schemas") else { return Exit::Usage };
+    let Some(dir) = output_dir(args, "schemas") else {
+        return Exit::Usage;
+    };
     let registry = every_linked_node();
     let mut files = Files::new();
     for spec in registry.specs() {
@@ -32,8 +34,17 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
                 return Exit::Failed;
             }
         };
-        if files.insert(PathBuf::from(format!("{}.json", spec.short_name())), text + "\n").is_some() {
-            complain(format!("two node types share the file name {}.json", spec.short_name()));
+        if files
+            .insert(
+                PathBuf::from(format!("{}.json", spec.short_name())),
+                text + "\n",
+            )
+            .is_some()
+        {
+            complain(format!(
+                "two node types share the file name {}.json",
+                spec.short_name()
+            ));
             return Exit::Failed;
         }
     }
@@ -46,26 +57,43 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
             return Exit::Failed;
         }
     }
-    let managed = |rel: &Path| rel.parent() == Some(Path::new("")) && rel.extension().is_some_and(|e| e == "json");
+    let managed = |rel: &Path| {
+        rel.parent() == Some(Path::new("")) && rel.extension().is_some_and(|e| e == "json")
+    };
     sync(&dir, &files, &managed, args.write, "cheng schemas --write")
 }
 
 pub fn docs(args: &GenerateArgs) -> Exit {
-    let Some(dir) = output_dir(args, "docs") else { return Exit::Usage };
+    let Some(dir) = output_dir(args, "docs") else {
+        return Exit::Usage;
+    };
     let registry = every_linked_node();
     let mut files = Files::new();
     for spec in registry.specs() {
-        if files.insert(Path::new("nodes").join(format!("{}.md", spec.short_name())), catalog::node_markdown(spec)).is_some() {
-            complain(format!("two node types share the file name {}.md", spec.short_name()));
+        if files
+            .insert(
+                Path::new("nodes").join(format!("{}.md", spec.short_name())),
+                catalog::node_markdown(spec),
+            )
+            .is_some()
+        {
+            complain(format!(
+                "two node types share the file name {}.md",
+                spec.short_name()
+            ));
             return Exit::Failed;
         }
     }
-    files.insert(Path::new("nodes").join("README.md"), catalog::index_markdown(registry.specs()));
+    files.insert(
+        Path::new("nodes").join("README.md"),
+        catalog::index_markdown(registry.specs()),
+    );
     files.insert(PathBuf::from("errors.md"), catalog::errors_markdown());
     // Hand-written guides elsewhere in docs/ are left alone.
     let managed = |rel: &Path| {
         rel == Path::new("errors.md")
-            || (rel.parent() == Some(Path::new("nodes")) && rel.extension().is_some_and(|e| e == "md"))
+            || (rel.parent() == Some(Path::new("nodes"))
+                && rel.extension().is_some_and(|e| e == "md"))
     };
     sync(&dir, &files, &managed, args.write, "cheng docs --write")
 }
@@ -88,7 +116,13 @@ fn output_dir(args: &GenerateArgs, default: &str) -> Option<PathBuf> {
     None
 }
 
-fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool, fix: &str) -> Exit {
+fn sync(
+    dir: &Path,
+    files: &Files,
+    managed: &dyn Fn(&Path) -> bool,
+    write: bool,
+    fix: &str,
+) -> Exit {
     let existing = match existing_files(dir, managed) {
         Ok(existing) => existing,
         Err(e) => {
@@ -96,14 +130,23 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
             return Exit::Failed;
         }
     };
-    let extra: Vec<&PathBuf> = existing.iter().filter(|p| !files.contains_key(*p)).collect();
+    let extra: Vec<&PathBuf> = existing
+        .iter()
+        .filter(|p| !files.contains_key(*p))
+        .collect();
     if write {
         for (rel, text) in files {
             let path = dir.join(rel);
             let result = path
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| if std::fs::read_to_string(&path).ok().as_deref() == Some(text) { Ok(()) } else { std::fs::write(&path, text) });
+                .and_then(|()| {
+                    if std::fs::read_to_string(&path).ok().as_deref() == Some(text) {
+                        Ok(())
+                    } else {
+                        std::fs::write(&path, text)
+                    }
+                });
             if let Err(e) = result {
                 complain(format!("cannot write {}: {e}", path.display()));
                 return Exit::Failed;
@@ -116,7 +159,12 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
                 return Exit::Failed;
             }
         }
-        let _ = outln!("wrote {} files to {}{}", files.len(), dir.display(), removed_note(extra.len()));
+        let _ = outln!(
+            "wrote {} files to {}{}",
+            files.len(),
+            dir.display(),
+            removed_note(extra.len())
+        );
         return Exit::Ok;
     }
     let mut problems = Vec::new();
@@ -127,9 +175,17 @@ fn sync(dir: &Path, files: &Files, managed: &dyn Fn(&Path) -> bool, write: bool,
             Err(_) => problems.push(format!("missing: {}", rel.display())),
         }
     }
-    problems.extend(extra.iter().map(|rel| format!("extra:   {}", rel.display())));
+    problems.extend(
+        extra
+            .iter()
+            .map(|rel| format!("extra:   {}", rel.display())),
+    );
     if problems.is_empty() {
-        let _ = outln!("ok: {} files in {} are up to date", files.len(), dir.display());
+        let _ = outln!(
+            "ok: {} files in {} are up to date",
+            files.len(),
+            dir.display()
+        );
         return Exit::Ok;
     }
     complain(format!("{} is out of date:", dir.display()));

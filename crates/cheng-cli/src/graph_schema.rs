@@ -97,10 +97,16 @@ pub const STARTER: &str = r#"{
 /// `cheng graph new FILE`.
 pub fn new_graph(file: &std::path::Path) -> crate::Exit {
     use std::io::Write;
-    let created = std::fs::OpenOptions::new().write(true).create_new(true).open(file);
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(file);
     let written = created.and_then(|mut f| f.write_all(STARTER.as_bytes()));
     if let Err(e) = written {
-        crate::complain(format!("cannot write {}: {e} (graph new never replaces an existing file)", file.display()));
+        crate::complain(format!(
+            "cannot write {}: {e} (graph new never replaces an existing file)",
+            file.display()
+        ));
         return crate::Exit::Usage;
     }
     let name = file.display();
@@ -128,15 +134,43 @@ mod tests {
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            let graph: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let graph: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             for key in graph.as_object().unwrap().keys() {
-                assert!(schema["properties"].get(key).is_some(), "{}: {key}", path.display());
+                assert!(
+                    schema["properties"].get(key).is_some(),
+                    "{}: {key}",
+                    path.display()
+                );
             }
             for n in graph["nodes"].as_array().unwrap() {
-                assert!(node["properties"]["type"]["enum"].as_array().unwrap().contains(&n["type"]), "{}", path.display());
-                let then = node["allOf"].as_array().unwrap().iter().find(|c| c["if"]["properties"]["type"]["const"] == n["type"]).unwrap();
-                for port in n["inputs"].as_object().into_iter().flatten().map(|(k, _)| k) {
-                    assert!(then["then"]["properties"]["inputs"]["properties"].get(port).is_some(), "{}: {port}", path.display());
+                assert!(
+                    node["properties"]["type"]["enum"]
+                        .as_array()
+                        .unwrap()
+                        .contains(&n["type"]),
+                    "{}",
+                    path.display()
+                );
+                let then = node["allOf"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["if"]["properties"]["type"]["const"] == n["type"])
+                    .unwrap();
+                for port in n["inputs"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| k)
+                {
+                    assert!(
+                        then["then"]["properties"]["inputs"]["properties"]
+                            .get(port)
+                            .is_some(),
+                        "{}: {port}",
+                        path.display()
+                    );
                 }
             }
             seen += 1;

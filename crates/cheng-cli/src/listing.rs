@@ -9,17 +9,30 @@ pub fn nodes(json: bool) -> Exit {
     let registry = Registry::from_inventory();
     // What the operator's policy disables is not offered (run and describe still name the rule).
     let policy = cheng_node::policy::current();
-    let specs: Vec<&NodeSpec> = registry.specs().filter(|s| policy.disabled(s.id).is_none()).collect();
+    let specs: Vec<&NodeSpec> = registry
+        .specs()
+        .filter(|s| policy.disabled(s.id).is_none())
+        .collect();
     if json {
         let all: Vec<Value> = specs.iter().map(|s| catalog::node_json(s)).collect();
         return print_json(&Value::Array(all));
     }
     let width = specs.iter().map(|s| s.id.len()).max().unwrap_or(0);
     let category = specs.iter().map(|s| s.category.len()).max().unwrap_or(0);
-    let effects = specs.iter().map(|s| s.effects.describe().len()).max().unwrap_or(0);
+    let effects = specs
+        .iter()
+        .map(|s| s.effects.describe().len())
+        .max()
+        .unwrap_or(0);
     let mut text = String::new();
     for spec in specs {
-        text.push_str(&format!("{:<width$}  {:<category$}  {:<effects$}  {}\n", spec.id, spec.category, spec.effects.describe(), spec.title));
+        text.push_str(&format!(
+            "{:<width$}  {:<category$}  {:<effects$}  {}\n",
+            spec.id,
+            spec.category,
+            spec.effects.describe(),
+            spec.title
+        ));
     }
     out::print(&text)
 }
@@ -37,22 +50,37 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
         Lookup::Unknown => return unknown_type(registry, node_type),
     };
     if let Some(source) = cheng_node::policy::current().disabled(spec.id) {
-        complain(format!("note: {} is disabled by the operator's policy ({source}); `cheng run` refuses it", spec.id));
+        complain(format!(
+            "note: {} is disabled by the operator's policy ({source}); `cheng run` refuses it",
+            spec.id
+        ));
     }
     if json {
         let mut value = catalog::node_json(spec);
         value["schemas"] = schema::node_schemas_with(spec, &cheng_node::policy::current());
         print_json(&value)
     } else {
-        out::print(&catalog::node_markdown_with(spec, &cheng_node::policy::current()))
+        out::print(&catalog::node_markdown_with(
+            spec,
+            &cheng_node::policy::current(),
+        ))
     }
 }
 
 /// The engine's own message for an unknown or gated type (with its suggestions).
 fn unknown_type(registry: Registry, node_type: &str) -> Exit {
     let engine = Engine::new(registry);
-    if let Err(errors) = engine.validate(&Graph::single(node_type, Default::default(), Default::default())) {
-        for e in errors.iter().filter(|e| matches!(e.kind, ValidationErrorKind::UnknownType | ValidationErrorKind::GatedType)) {
+    if let Err(errors) = engine.validate(&Graph::single(
+        node_type,
+        Default::default(),
+        Default::default(),
+    )) {
+        for e in errors.iter().filter(|e| {
+            matches!(
+                e.kind,
+                ValidationErrorKind::UnknownType | ValidationErrorKind::GatedType
+            )
+        }) {
             complain(&e.message);
         }
     }

@@ -52,7 +52,10 @@ fn main() -> ExitCode {
     cheng_exec::sandbox::init::run_if_requested();
     let cli = args::Cli::parse();
     // The generated files describe the built-in policy whatever this machine's says.
-    let generating = matches!(cli.command, args::Command::Schemas(_) | args::Command::Docs(_));
+    let generating = matches!(
+        cli.command,
+        args::Command::Schemas(_) | args::Command::Docs(_)
+    );
     if !generating {
         if let Err(exit) = policy::load_and_install(cli.policy.as_deref()) {
             return ExitCode::from(exit as u8);
@@ -62,7 +65,9 @@ fn main() -> ExitCode {
         return ExitCode::from(exit as u8);
     }
     let exit = match cli.command {
-        args::Command::Policy { command: args::PolicyCommand::Show } => policy::show(),
+        args::Command::Policy {
+            command: args::PolicyCommand::Show,
+        } => policy::show(),
         args::Command::Nodes { json } => listing::nodes(json),
         args::Command::Describe { node_type, json } => listing::describe(&node_type, json),
         args::Command::Run(run) => running::run(run),
@@ -84,8 +89,14 @@ fn serving(args: args::ServeArgs) -> Exit {
     let options = cheng_mcp::ServeOptions {
         workspace: args.workspace,
         tools: args.tools,
-        jobs: args.jobs.map_or_else(cheng_engine::default_jobs, usize::from),
-        fallback: if args.approval.approve { cheng_node::Decision::Approved } else { cheng_node::Decision::Denied },
+        jobs: args
+            .jobs
+            .map_or_else(cheng_engine::default_jobs, usize::from),
+        fallback: if args.approval.approve {
+            cheng_node::Decision::Approved
+        } else {
+            cheng_node::Decision::Denied
+        },
         max_message: args.max_message.max(1024),
     };
     match cheng_mcp::serve_stdio(options) {

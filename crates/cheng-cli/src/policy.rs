@@ -34,7 +34,9 @@ pub fn load_and_install(flag: Option<&Path>) -> Result<(), Exit> {
 pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
     let approve = match command {
         Command::Run(run) => run.approval.approve,
-        Command::Graph { command: crate::args::GraphCommand::Run(run) } => run.approval.approve,
+        Command::Graph {
+            command: crate::args::GraphCommand::Run(run),
+        } => run.approval.approve,
         Command::Serve(serve) => serve.approval.approve,
         _ => false,
     };

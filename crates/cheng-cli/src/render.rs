@@ -82,7 +82,8 @@ impl Style {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stdout().is_terminal()
             }
         };
         Style { color }
@@ -186,10 +187,22 @@ pub fn summary_line(out: &Values) -> String {
 pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
     let success = out.get("success").and_then(Value::as_bool).unwrap_or(false);
     let line = summary_line(out);
-    let mut text = Text { head: format!("{}\n", if success { style.green(&line) } else { style.red(&line) }), ..Text::default() };
+    let mut text = Text {
+        head: format!(
+            "{}\n",
+            if success {
+                style.green(&line)
+            } else {
+                style.red(&line)
+            }
+        ),
+        ..Text::default()
+    };
     let operation = s(out, "operation").unwrap_or("");
     match (node_type, operation) {
-        ("tools/workspace_git", "diff" | "show") => text.stdout = patch(s(out, "stdout").unwrap_or(""), style),
+        ("tools/workspace_git", "diff" | "show") => {
+            text.stdout = patch(s(out, "stdout").unwrap_or(""), style)
+        }
         ("tools/workspace_git", "status") => text.stdout = git_status(out),
         ("tools/workspace_git", "log") => text.stdout = git_log(out, style),
         ("tools/workspace_git", "branch") => text.stdout = git_branches(out, style),
@@ -200,12 +213,18 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
         ("tools/workspace_tests", "detect") => text.stdout = projects(out),
         ("tools/runtime", _) => text.stdout = json_block(out.get("result")),
         // File reads and searches: what the model sees (the `L{n}: ` lines, the paths, the tree).
-        ("tools/read_file" | "tools/grep" | "tools/glob" | "tools/list_dir", _) => text.stdout = line_ended(s(out, "content").unwrap_or("")),
+        ("tools/read_file" | "tools/grep" | "tools/glob" | "tools/list_dir", _) => {
+            text.stdout = line_ended(s(out, "content").unwrap_or(""))
+        }
         // File changes: the diff that was approved and written.
-        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => text.stdout = patch(s(out, "diff").unwrap_or(""), style),
+        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => {
+            text.stdout = patch(s(out, "diff").unwrap_or(""), style)
+        }
         ("tools/delete_path", _) => {}
         // Sessions: what the process wrote since the last call.
-        ("tools/exec_command" | "tools/write_stdin", _) => text.stdout = s(out, "output").unwrap_or("").to_string(),
+        ("tools/exec_command" | "tools/write_stdin", _) => {
+            text.stdout = s(out, "output").unwrap_or("").to_string()
+        }
         _ => {
             // Shell, tests run, code nodes: the command's own streams, as they were.
             text.stdout = s(out, "stdout").unwrap_or("").to_string();
@@ -217,12 +236,32 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
             }
         }
     }
-    for warning in out.get("warnings").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-        let _ = writeln!(text.tail, "{}", style.yellow(&format!("warning: {warning}")));
+    for warning in out
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let _ = writeln!(
+            text.tail,
+            "{}",
+            style.yellow(&format!("warning: {warning}"))
+        );
     }
-    for (flag, what) in [("stdout_truncated", "stdout"), ("stderr_truncated", "stderr"), ("preview_truncated", "preview")] {
+    for (flag, what) in [
+        ("stdout_truncated", "stdout"),
+        ("stderr_truncated", "stderr"),
+        ("preview_truncated", "preview"),
+    ] {
         if out.get(flag).and_then(Value::as_bool) == Some(true) {
-            let _ = writeln!(text.tail, "{}", style.dim(&format!("({what} was truncated: head and tail kept; --json shows the markers)")));
+            let _ = writeln!(
+                text.tail,
+                "{}",
+                style.dim(&format!(
+                    "({what} was truncated: head and tail kept; --json shows the markers)"
+                ))
+            );
         }
     }
     if !text.stdout.is_empty() && !text.stdout.ends_with('\n') {
@@ -247,17 +286,18 @@ fn patch(patch: &str, style: Style) -> String {
     let mut text = String::with_capacity(patch.len() + patch.len() / 8);
     for line in patch.split_inclusive('\n') {
         let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
-        let painted = if body.starts_with("+++") || body.starts_with("---") || body.starts_with("diff ") {
-            style.bold(body)
-        } else if body.starts_with('+') {
-            style.green(body)
-        } else if body.starts_with('-') {
-            style.red(body)
-        } else if body.starts_with("@@") {
-            style.cyan(body)
-        } else {
-            body.to_string()
-        };
+        let painted =
+            if body.starts_with("+++") || body.starts_with("---") || body.starts_with("diff ") {
+                style.bold(body)
+            } else if body.starts_with('+') {
+                style.green(body)
+            } else if body.starts_with('-') {
+                style.red(body)
+            } else if body.starts_with("@@") {
+                style.cyan(body)
+            } else {
+                body.to_string()
+            };
         text.push_str(&painted);
         text.push_str(end);
     }
@@ -265,7 +305,10 @@ fn patch(patch: &str, style: Style) -> String {
 }
 
 fn items(out: &Values, key: &str) -> Vec<Value> {
-    out.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
+    out.get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// `git status --short`-like lines: index and work-tree letters, then the path.
@@ -276,7 +319,11 @@ fn git_status(out: &Values) -> String {
             Some(".") | None => " ".to_string(),
             Some(other) => other.to_string(),
         };
-        let (index, tree) = if file["untracked"] == true { ("?".into(), "?".into()) } else { (letter("index_status"), letter("worktree_status")) };
+        let (index, tree) = if file["untracked"] == true {
+            ("?".into(), "?".into())
+        } else {
+            (letter("index_status"), letter("worktree_status"))
+        };
         let path = file["path"].as_str().unwrap_or("");
         match file["orig_path"].as_str() {
             Some(orig) => {
@@ -294,7 +341,14 @@ fn git_log(out: &Values, style: Style) -> String {
     let mut text = String::new();
     for commit in items(out, "commits") {
         let field = |k: &str| commit[k].as_str().unwrap_or("").to_string();
-        let _ = writeln!(text, "{} {} {} {}", style.yellow(&field("short_hash")), field("date"), style.dim(&field("author")), field("subject"));
+        let _ = writeln!(
+            text,
+            "{} {} {} {}",
+            style.yellow(&field("short_hash")),
+            field("date"),
+            style.dim(&field("author")),
+            field("subject")
+        );
     }
     text
 }
@@ -318,12 +372,30 @@ fn outline(value: Option<&Value>) -> String {
         for node in nodes {
             let level = node["level"].as_u64().unwrap_or(1);
             let indent = "  ".repeat(usize::try_from(level.saturating_sub(1)).unwrap_or(0));
-            let _ = writeln!(text, "{indent}{} {} (line {})", "#".repeat(usize::try_from(level).unwrap_or(1)), node["text"].as_str().unwrap_or(""), node["line"]);
-            walk(node["children"].as_array().map(Vec::as_slice).unwrap_or(&[]), text);
+            let _ = writeln!(
+                text,
+                "{indent}{} {} (line {})",
+                "#".repeat(usize::try_from(level).unwrap_or(1)),
+                node["text"].as_str().unwrap_or(""),
+                node["line"]
+            );
+            walk(
+                node["children"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+                text,
+            );
         }
     }
     let mut text = String::new();
-    walk(value.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]), &mut text);
+    walk(
+        value
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]),
+        &mut text,
+    );
     text
 }
 
@@ -334,8 +406,18 @@ fn findings(out: &Values, style: Style) -> String {
     for d in items(out, "diagnostics") {
         let file = d["path"].as_str().unwrap_or(path);
         let rule = d["rule"].as_str().unwrap_or("");
-        let rule = if d["severity"] == "error" { style.red(rule) } else { style.yellow(rule) };
-        let _ = writeln!(text, "{file}:{}:{} {rule} {}", d["line"], d["column"], d["message"].as_str().unwrap_or(""));
+        let rule = if d["severity"] == "error" {
+            style.red(rule)
+        } else {
+            style.yellow(rule)
+        };
+        let _ = writeln!(
+            text,
+            "{file}:{}:{} {rule} {}",
+            d["line"],
+            d["column"],
+            d["message"].as_str().unwrap_or("")
+        );
     }
     text
 }
@@ -357,21 +439,36 @@ fn edits(out: &Values, style: Style) -> String {
 
 fn projects(out: &Values) -> String {
     let mut text = String::new();
-    let projects = out.get("detected_project").and_then(|d| d["projects"].as_array()).cloned().unwrap_or_default();
+    let projects = out
+        .get("detected_project")
+        .and_then(|d| d["projects"].as_array())
+        .cloned()
+        .unwrap_or_default();
     for p in projects {
         let commands: Vec<String> = p["commands"]
             .as_array()
             .map(|cs| {
                 cs.iter()
                     .map(|c| {
-                        let argv = std::iter::once(c["command"].as_str().unwrap_or(""))
-                            .chain(c["args"].as_array().into_iter().flatten().filter_map(Value::as_str));
+                        let argv = std::iter::once(c["command"].as_str().unwrap_or("")).chain(
+                            c["args"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(Value::as_str),
+                        );
                         cheng_node::text::command_display(argv)
                     })
                     .collect()
             })
             .unwrap_or_default();
-        let _ = writeln!(text, "{}  {}  {}", p["cwd"].as_str().unwrap_or("."), p["type"].as_str().unwrap_or(""), commands.join("; "));
+        let _ = writeln!(
+            text,
+            "{}  {}  {}",
+            p["cwd"].as_str().unwrap_or("."),
+            p["type"].as_str().unwrap_or(""),
+            commands.join("; ")
+        );
     }
     text
 }
@@ -387,10 +484,27 @@ fn json_block(value: Option<&Value>) -> String {
 /// `graph run`'s text: one row per node (id, type, status, time, summary) and a closing line.
 pub fn graph(result: &Value, style: Style) -> Text {
     let nodes = result["nodes"].as_object().cloned().unwrap_or_default();
-    let id_width = nodes.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(4);
-    let type_width = nodes.values().map(|n| n["type"].as_str().unwrap_or("").len()).max().unwrap_or(0).max(4);
+    let id_width = nodes
+        .keys()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let type_width = nodes
+        .values()
+        .map(|n| n["type"].as_str().unwrap_or("").len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     let mut text = String::new();
-    let _ = writeln!(text, "{}", style.bold(&format!("{:<id_width$}  {:<type_width$}  {:<9}  {:>8}  SUMMARY", "NODE", "TYPE", "STATUS", "TIME")));
+    let _ = writeln!(
+        text,
+        "{}",
+        style.bold(&format!(
+            "{:<id_width$}  {:<type_width$}  {:<9}  {:>8}  SUMMARY",
+            "NODE", "TYPE", "STATUS", "TIME"
+        ))
+    );
     for (id, node) in &nodes {
         let status = node["status"].as_str().unwrap_or("");
         let padded = format!("{status:<9}");
@@ -405,14 +519,31 @@ pub fn graph(result: &Value, style: Style) -> Text {
             _ => summary_line(&outputs),
         };
         let time = cheng_node::text::human_duration_ms(node["duration_ms"].as_u64().unwrap_or(0));
-        let _ = writeln!(text, "{:<id_width$}  {:<type_width$}  {painted}  {time:>8}  {}", id, node["type"].as_str().unwrap_or(""), one_line(&summary));
+        let _ = writeln!(
+            text,
+            "{:<id_width$}  {:<type_width$}  {painted}  {time:>8}  {}",
+            id,
+            node["type"].as_str().unwrap_or(""),
+            one_line(&summary)
+        );
     }
     let status = result["status"].as_str().unwrap_or("");
     let time = cheng_node::text::human_duration_ms(result["duration_ms"].as_u64().unwrap_or(0));
     let n = nodes.len();
-    let closing = format!("graph {status}: {n} {} in {time}", crate::plural(n, "node", "nodes"));
-    let closing = if status == "succeeded" { style.green(&closing) } else { style.red(&closing) };
-    Text { head: String::new(), stdout: text, tail: format!("{closing}\n") }
+    let closing = format!(
+        "graph {status}: {n} {} in {time}",
+        crate::plural(n, "node", "nodes")
+    );
+    let closing = if status == "succeeded" {
+        style.green(&closing)
+    } else {
+        style.red(&closing)
+    };
+    Text {
+        head: String::new(),
+        stdout: text,
+        tail: format!("{closing}\n"),
+    }
 }
 
 /// The first line of `text`, at most 100 characters.

@@ -4,7 +4,10 @@ use crate::args::{GraphRunArgs, RunArgs};
 use crate::listing::print_json;
 use crate::out::{errln, outln};
 use crate::{approve, complain, plural, render, set, Exit};
-use cheng_engine::{Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions, ValidationError, ValidationErrorKind};
+use cheng_engine::{
+    Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions,
+    ValidationError, ValidationErrorKind,
+};
 use cheng_node::{CancellationToken, Registry, Scope, ScopeKind, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -25,7 +28,11 @@ pub fn run(args: RunArgs) -> Exit {
         set::typed_text(node.spec(), &args.set, &mut inputs);
         set::typed_text(node.spec(), &args.config_set, &mut config);
     }
-    if args.fail_on.is_some() && registry.get(&node_type).is_some_and(|n| !n.spec().outputs.iter().any(|p| p.name == "diagnostics")) {
+    if args.fail_on.is_some()
+        && registry
+            .get(&node_type)
+            .is_some_and(|n| !n.spec().outputs.iter().any(|p| p.name == "diagnostics"))
+    {
         complain(format!("--fail-on: {node_type} reports no diagnostics; it applies to nodes that do, such as tools/workspace_markdown"));
         return Exit::Usage;
     }
@@ -34,7 +41,9 @@ pub fn run(args: RunArgs) -> Exit {
         return Exit::Usage;
     }
     let workspace = set::workspace(args.workspace.as_deref());
-    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else {
+        return Exit::Usage;
+    };
     let workspace_root = options.workspace.clone();
     let scope = match &args.session {
         // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
@@ -51,13 +60,19 @@ pub fn run(args: RunArgs) -> Exit {
             ScopeKind::Session(name.clone())
         }
     };
-    let approver = approve::approver(&args.approval, options.cancel.clone(), vec![node_type.clone()]);
+    let approver = approve::approver(
+        &args.approval,
+        options.cancel.clone(),
+        vec![node_type.clone()],
+    );
     let options = options.approver(approver).scope(Scope::new(scope));
     let engine = Engine::new(registry);
     let requested = inputs.clone();
     let outcome = {
         let node_type = node_type.clone();
-        with_runtime(options, |options| async move { engine.run_node(&node_type, config, inputs, options).await })
+        with_runtime(options, |options| async move {
+            engine.run_node(&node_type, config, inputs, options).await
+        })
     };
     report_event_errors(events.as_deref());
     match outcome {
@@ -78,16 +93,31 @@ pub fn run(args: RunArgs) -> Exit {
                 NodeStatus::Cancelled => Exit::Cancelled,
                 NodeStatus::Failed | NodeStatus::Skipped => Exit::Failed,
             };
-            let failing = args.fail_on.map(|threshold| (threshold, render::failing_diagnostics(&result.outputs, threshold)));
+            let failing = args.fail_on.map(|threshold| {
+                (
+                    threshold,
+                    render::failing_diagnostics(&result.outputs, threshold),
+                )
+            });
             let printed = match args.output.text_style() {
-                _ if args.output.format == render::Format::Diff && !args.output.json => print_diff(&workspace_root, &result.outputs),
+                _ if args.output.format == render::Format::Diff && !args.output.json => {
+                    print_diff(&workspace_root, &result.outputs)
+                }
                 Some(style) => render::node(&node_type, &result.outputs, style).print(),
                 None => print_json(&Value::Object(result.outputs)),
             };
             match failing {
                 Some((threshold, Some(n))) if n > 0 && exit == Exit::Ok => {
-                    let what = if threshold == render::Severity::Error { "error" } else { "finding" };
-                    complain(format!("--fail-on {}: {n} {}", format!("{threshold:?}").to_lowercase(), plural(n, what, &format!("{what}s"))));
+                    let what = if threshold == render::Severity::Error {
+                        "error"
+                    } else {
+                        "finding"
+                    };
+                    complain(format!(
+                        "--fail-on {}: {n} {}",
+                        format!("{threshold:?}").to_lowercase(),
+                        plural(n, what, &format!("{what}s"))
+                    ));
                     exit = Exit::Failed;
                 }
                 Some((_, None)) if result.status == NodeStatus::Succeeded => {
@@ -105,7 +135,9 @@ pub fn run(args: RunArgs) -> Exit {
 
 pub fn graph_run(args: GraphRunArgs) -> Exit {
     let engine = Engine::new(Registry::from_inventory());
-    let Some(graph) = load(&args.file) else { return Exit::Usage };
+    let Some(graph) = load(&args.file) else {
+        return Exit::Usage;
+    };
     let validated = match engine.validate(&graph) {
         Ok(v) => v,
         Err(errors) => {
@@ -114,14 +146,18 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
         }
     };
     let workspace = set::workspace(args.workspace.as_deref());
-    let Some((options, events)) = options(workspace, args.events.as_deref()) else { return Exit::Usage };
+    let Some((options, events)) = options(workspace, args.events.as_deref()) else {
+        return Exit::Usage;
+    };
     let order = validated.ids().map(str::to_string).collect();
     let approver = approve::approver(&args.approval, options.cancel.clone(), order);
     let mut options = options.approver(approver);
     if let Some(jobs) = args.jobs {
         options = options.jobs(usize::from(jobs));
     }
-    let outcome = with_runtime(options, |options| async move { engine.run(&validated, options).await });
+    let outcome = with_runtime(options, |options| async move {
+        engine.run(&validated, options).await
+    });
     report_event_errors(events.as_deref());
     match outcome {
         Err(e) => {
@@ -152,7 +188,9 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
 
 pub fn graph_check(file: &Path) -> Exit {
     let engine = Engine::new(Registry::from_inventory());
-    let Some(graph) = load(file) else { return Exit::Usage };
+    let Some(graph) = load(file) else {
+        return Exit::Usage;
+    };
     match engine.validate(&graph) {
         Ok(validated) => {
             for warning in cheng_engine::lint::edge_warnings(engine.registry(), &graph) {
@@ -160,8 +198,20 @@ pub fn graph_check(file: &Path) -> Exit {
             }
             let (nodes, edges) = (validated.len(), validated.edge_count());
             let after: usize = graph.nodes.iter().map(|n| n.after.len()).sum();
-            let ordering = if after == 0 { String::new() } else { format!(", {after} `after` {}", plural(after, "dependency", "dependencies")) };
-            outln!("ok: {}: {nodes} {}, {edges} {}{ordering}", file.display(), plural(nodes, "node", "nodes"), plural(edges, "edge", "edges"))
+            let ordering = if after == 0 {
+                String::new()
+            } else {
+                format!(
+                    ", {after} `after` {}",
+                    plural(after, "dependency", "dependencies")
+                )
+            };
+            outln!(
+                "ok: {}: {nodes} {}, {edges} {}{ordering}",
+                file.display(),
+                plural(nodes, "node", "nodes"),
+                plural(edges, "edge", "edges")
+            )
         }
         Err(errors) => {
             print_errors(&format!("{}: invalid graph", file.display()), &errors);
@@ -221,7 +271,10 @@ fn config_hints(errors: &[ValidationError], requested: &Values) -> Vec<String> {
 /// `--config-set`/`--set` on top.
 fn run_values(args: &RunArgs) -> Result<(Values, Values), String> {
     if args.input.as_deref() == Some("@-") && args.config.as_deref() == Some("@-") {
-        return Err("--input @- and --config @- both ask for standard input; read one of them from a file".into());
+        return Err(
+            "--input @- and --config @- both ask for standard input; read one of them from a file"
+                .into(),
+        );
     }
     let mut stdin = set::read_stdin;
     let mut config = set::json_object("--config", args.config.as_deref(), &mut stdin)?;
@@ -253,7 +306,10 @@ fn print_diff(workspace: &Path, outputs: &Values) -> Exit {
 type EventFile = JsonlSink<Box<dyn std::io::Write + Send>>;
 
 /// Run options for a checked workspace, with the event sink the flags ask for.
-fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
+fn options(
+    (workspace, source): (PathBuf, &str),
+    events: Option<&Path>,
+) -> Option<(RunOptions, Option<Arc<EventFile>>)> {
     let workspace = workspace.as_path();
     let problem = match std::fs::metadata(workspace) {
         Ok(meta) if meta.is_dir() => None,
@@ -261,7 +317,10 @@ fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Optio
         Err(e) => Some(e.to_string()),
     };
     if let Some(problem) = problem {
-        complain(format!("{source} {}: {problem}; pass an existing directory with --workspace DIR", workspace.display()));
+        complain(format!(
+            "{source} {}: {problem}; pass an existing directory with --workspace DIR",
+            workspace.display()
+        ));
         return None;
     }
     let options = match RunOptions::new(workspace) {
@@ -271,20 +330,26 @@ fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Optio
             return None;
         }
     };
-    let Some(path) = events else { return Some((options.events(Arc::new(NullSink)), None)) };
+    let Some(path) = events else {
+        return Some((options.events(Arc::new(NullSink)), None));
+    };
     // `--events jsonl` names the format (the only one): the lines go to stderr, next to the
     // `cheng:` messages, which never start with `{`.
-    let writer: Box<dyn std::io::Write + Send> = if path == Path::new("-") || path == Path::new("jsonl") {
-        Box::new(std::io::stderr())
-    } else {
-        match std::fs::File::create(path) {
-            Ok(file) => Box::new(file),
-            Err(e) => {
-                complain(format!("--events {}: cannot create the file: {e}", path.display()));
-                return None;
+    let writer: Box<dyn std::io::Write + Send> =
+        if path == Path::new("-") || path == Path::new("jsonl") {
+            Box::new(std::io::stderr())
+        } else {
+            match std::fs::File::create(path) {
+                Ok(file) => Box::new(file),
+                Err(e) => {
+                    complain(format!(
+                        "--events {}: cannot create the file: {e}",
+                        path.display()
+                    ));
+                    return None;
+                }
             }
-        }
-    };
+        };
     let sink = Arc::new(JsonlSink::new(writer));
     let shared: Arc<dyn EventSink> = sink.clone();
     Some((options.events(shared), Some(sink)))
@@ -292,7 +357,10 @@ fn options((workspace, source): (PathBuf, &str), events: Option<&Path>) -> Optio
 
 fn report_event_errors(sink: Option<&EventFile>) {
     // A closed stderr (or FILE pipe) is a reader that went away, not an error to report.
-    if let Some(e) = sink.and_then(|s| s.take_error()).filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe) {
+    if let Some(e) = sink
+        .and_then(|s| s.take_error())
+        .filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe)
+    {
         complain(format!("--events: writing events failed: {e}"));
     }
 }

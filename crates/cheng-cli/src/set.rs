@@ -7,10 +7,19 @@ use std::path::{Path, PathBuf};
 
 /// A JSON object from `JSON`, `@FILE` or `@-` (stdin); absent means `{}`. `stdin` supplies
 /// stdin's text (read at most once by the caller).
-pub fn json_object(flag: &str, text: Option<&str>, stdin: &mut dyn FnMut() -> Result<String, String>) -> Result<Values, String> {
-    let Some(text) = text else { return Ok(Values::new()) };
+pub fn json_object(
+    flag: &str,
+    text: Option<&str>,
+    stdin: &mut dyn FnMut() -> Result<String, String>,
+) -> Result<Values, String> {
+    let Some(text) = text else {
+        return Ok(Values::new());
+    };
     let (source, text) = match text.strip_prefix('@') {
-        Some("-") => (format!("{flag} @- (standard input)"), stdin().map_err(|e| format!("{flag} @-: {e}"))?),
+        Some("-") => (
+            format!("{flag} @- (standard input)"),
+            stdin().map_err(|e| format!("{flag} @-: {e}"))?,
+        ),
         Some(path) => match std::fs::read_to_string(path) {
             Ok(contents) => (format!("{flag} @{path}"), contents),
             Err(e) => return Err(format!("{flag} @{path}: cannot read the file: {e}")),
@@ -26,7 +35,9 @@ pub fn json_object(flag: &str, text: Option<&str>, stdin: &mut dyn FnMut() -> Re
         Err(e) => {
             let mut message = format!("{source}: not valid JSON: {e}");
             if !text.trim_start().starts_with('{') && Path::new(&text).is_file() {
-                message.push_str(&format!("; {text:?} is a file: did you mean {flag} @{text}?"));
+                message.push_str(&format!(
+                    "; {text:?} is a file: did you mean {flag} @{text}?"
+                ));
             }
             Err(message)
         }
@@ -36,7 +47,8 @@ pub fn json_object(flag: &str, text: Option<&str>, stdin: &mut dyn FnMut() -> Re
 /// Reads all of stdin as UTF-8 text.
 pub fn read_stdin() -> Result<String, String> {
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| format!("cannot read standard input: {e}"))?;
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
     Ok(text)
 }
 
@@ -60,7 +72,9 @@ pub fn apply(flag: &str, assignments: &[String], values: &mut Values) -> Result<
 /// `gh api -F` does. Anything else stays text, for validation to name.
 pub fn typed_text(spec: &NodeSpec, assignments: &[String], values: &mut Values) {
     for assignment in assignments {
-        let Some((port, text)) = assignment.split_once('=') else { continue };
+        let Some((port, text)) = assignment.split_once('=') else {
+            continue;
+        };
         if port.ends_with(':') || text.starts_with('@') {
             continue;
         }
@@ -91,7 +105,9 @@ pub fn parse(flag: &str, assignment: &str) -> Result<(String, Value), String> {
         None => (key, false),
     };
     if port.is_empty() {
-        return Err(format!("{flag} {assignment:?}: the port name before `=` is empty"));
+        return Err(format!(
+            "{flag} {assignment:?}: the port name before `=` is empty"
+        ));
     }
     let value = if json {
         serde_json::from_str::<Value>(text).map_err(|e| {
@@ -127,7 +143,11 @@ pub fn node_type(registry: &Registry, name: &str) -> String {
         return name.to_string();
     }
     let suffix = format!("/{name}");
-    let matches: Vec<&str> = registry.specs().map(|s| s.id).filter(|id| id.ends_with(&suffix)).collect();
+    let matches: Vec<&str> = registry
+        .specs()
+        .map(|s| s.id)
+        .filter(|id| id.ends_with(&suffix))
+        .collect();
     match matches.as_slice() {
         [one] => (*one).to_string(),
         // A gated node is not registered: `tools/<name>` lets the engine say how to enable it.
@@ -149,21 +169,42 @@ mod tests {
     fn text_json_and_equals_signs() {
         assert_eq!(one("command=ls").unwrap(), ("command".into(), json!("ls")));
         assert_eq!(one("command=").unwrap(), ("command".into(), json!("")));
-        assert_eq!(one("expr=a=b").unwrap(), ("expr".into(), json!("a=b")), "only the first = splits");
-        assert_eq!(one("args:=[\"-l\",\"a b\"]").unwrap(), ("args".into(), json!(["-l", "a b"])));
+        assert_eq!(
+            one("expr=a=b").unwrap(),
+            ("expr".into(), json!("a=b")),
+            "only the first = splits"
+        );
+        assert_eq!(
+            one("args:=[\"-l\",\"a b\"]").unwrap(),
+            ("args".into(), json!(["-l", "a b"]))
+        );
         assert_eq!(one("n:=30").unwrap(), ("n".into(), json!(30)));
-        assert_eq!(one("n=30").unwrap(), ("n".into(), json!("30")), "= is always text");
+        assert_eq!(
+            one("n=30").unwrap(),
+            ("n".into(), json!("30")),
+            "= is always text"
+        );
         assert_eq!(one("x:=\"@lit\"").unwrap(), ("x".into(), json!("@lit")));
-        assert_eq!(one("input:={\"n\":30}").unwrap(), ("input".into(), json!({"n": 30})));
+        assert_eq!(
+            one("input:={\"n\":30}").unwrap(),
+            ("input".into(), json!({"n": 30}))
+        );
     }
 
     #[test]
     fn malformed_assignments_say_what_to_write() {
         assert!(one("command").unwrap_err().contains("expected PORT=TEXT"));
-        assert!(one("=ls").unwrap_err().contains("port name before `=` is empty"));
-        assert!(one(":=1").unwrap_err().contains("port name before `=` is empty"));
+        assert!(one("=ls")
+            .unwrap_err()
+            .contains("port name before `=` is empty"));
+        assert!(one(":=1")
+            .unwrap_err()
+            .contains("port name before `=` is empty"));
         let e = one("args:=[oops").unwrap_err();
-        assert!(e.contains("not valid JSON") && e.contains("args=TEXT"), "{e}");
+        assert!(
+            e.contains("not valid JSON") && e.contains("args=TEXT"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -174,7 +215,10 @@ mod tests {
         let (port, value) = one(&format!("script=@{}", file.display())).unwrap();
         assert_eq!((port.as_str(), value), ("script", json!("let a = 1;\n")));
         let e = one("script=@/nonexistent/fib.js").unwrap_err();
-        assert!(e.contains("cannot read the file") && e.contains("/nonexistent/fib.js"), "{e}");
+        assert!(
+            e.contains("cannot read the file") && e.contains("/nonexistent/fib.js"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -201,15 +245,24 @@ mod tests {
 
     #[test]
     fn at_dash_reads_stdin() {
-        let values = json_object("--input", Some("@-"), &mut || Ok("{\"command\":\"ls\"}".into())).unwrap();
+        let values = json_object("--input", Some("@-"), &mut || {
+            Ok("{\"command\":\"ls\"}".into())
+        })
+        .unwrap();
         assert_eq!(values["command"], json!("ls"));
     }
 
     #[test]
     fn short_node_ids() {
         let registry = Registry::from_inventory_with(|_| false);
-        assert_eq!(node_type(&registry, "tools/workspace_git"), "tools/workspace_git");
+        assert_eq!(
+            node_type(&registry, "tools/workspace_git"),
+            "tools/workspace_git"
+        );
         assert_eq!(node_type(&registry, "workspace_git"), "tools/workspace_git");
-        assert_eq!(node_type(&registry, "nothing_like_it"), "tools/nothing_like_it");
+        assert_eq!(
+            node_type(&registry, "nothing_like_it"),
+            "tools/nothing_like_it"
+        );
     }
 }

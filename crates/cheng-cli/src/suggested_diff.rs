@@ -12,20 +12,26 @@ use std::path::Path;
 /// The diff of every file the edits touch, in the order first touched.
 pub fn render(workspace: &Path, out: &Values) -> Result<String, String> {
     let Some(edits) = out.get("suggested_edits").and_then(Value::as_array) else {
-        return Err("--format diff: this operation suggests no edits (format_suggestions does)".into());
+        return Err(
+            "--format diff: this operation suggests no edits (format_suggestions does)".into(),
+        );
     };
     let mut files: Vec<(String, String, String)> = Vec::new();
     for (i, edit) in edits.iter().enumerate() {
-        let (Some(path), Some(old), Some(new)) =
-            (edit["path"].as_str(), edit["old_string"].as_str(), edit["new_string"].as_str())
-        else {
+        let (Some(path), Some(old), Some(new)) = (
+            edit["path"].as_str(),
+            edit["old_string"].as_str(),
+            edit["new_string"].as_str(),
+        ) else {
             return Err(format!("--format diff: suggested_edits[{i}] lacks path, old_string or new_string; this is a bug in cheng"));
         };
         let index = match files.iter().position(|(p, _, _)| p == path) {
             Some(index) => index,
             None => {
-                let file = cheng_node::paths::resolve_existing(workspace, Some(path), "path").map_err(|e| format!("--format diff: {}", e.message))?;
-                let text = std::fs::read_to_string(&file).map_err(|e| format!("--format diff: cannot read {path}: {e}"))?;
+                let file = cheng_node::paths::resolve_existing(workspace, Some(path), "path")
+                    .map_err(|e| format!("--format diff: {}", e.message))?;
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|e| format!("--format diff: cannot read {path}: {e}"))?;
                 files.push((path.to_string(), text.clone(), text));
                 files.len() - 1
             }
@@ -45,7 +51,13 @@ pub fn render(workspace: &Path, out: &Values) -> Result<String, String> {
     for (path, before, after) in &files {
         if before != after {
             let unified = similar::TextDiff::from_lines(before, after);
-            diff.push_str(&unified.unified_diff().context_radius(3).header(&format!("a/{path}"), &format!("b/{path}")).to_string());
+            diff.push_str(
+                &unified
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&format!("a/{path}"), &format!("b/{path}"))
+                    .to_string(),
+            );
         }
     }
     Ok(diff)
@@ -71,7 +83,10 @@ mod tests {
         ]));
         let diff = render(dir.path(), &out).unwrap();
         assert!(diff.starts_with("--- a/t.md\n+++ b/t.md\n"), "{diff}");
-        assert!(diff.contains("-Some text   \n") && diff.contains("+Some text\n"), "{diff}");
+        assert!(
+            diff.contains("-Some text   \n") && diff.contains("+Some text\n"),
+            "{diff}"
+        );
         assert!(diff.contains("\\ No newline at end of file"), "{diff}");
     }
 
@@ -79,7 +94,13 @@ mod tests {
     fn a_changed_file_is_refused_not_guessed() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.md"), "a\na\n").unwrap();
-        let err = render(dir.path(), &outputs(json!([{"path": "t.md", "old_string": "a\n", "new_string": "b\n", "line": 1}]))).unwrap_err();
+        let err = render(
+            dir.path(),
+            &outputs(
+                json!([{"path": "t.md", "old_string": "a\n", "new_string": "b\n", "line": 1}]),
+            ),
+        )
+        .unwrap_err();
         assert!(err.contains("2 times") && err.contains("changed"), "{err}");
         let err = render(dir.path(), &outputs(Value::Null)).unwrap_err();
         assert!(err.contains("format_suggestions"), "{err}");

@@ -23,10 +23,18 @@ use std::time::{Duration, Instant};
 
 fn graph(n: usize, chain: bool) -> Graph {
     let nodes: Vec<Value> = (0..n)
-        .map(|i| if i == 0 { json!({"id": "n0", "type": "bench/noop", "inputs": {"x": 1}}) } else { json!({"id": format!("n{i}"), "type": "bench/noop"}) })
+        .map(|i| {
+            if i == 0 {
+                json!({"id": "n0", "type": "bench/noop", "inputs": {"x": 1}})
+            } else {
+                json!({"id": format!("n{i}"), "type": "bench/noop"})
+            }
+        })
         .collect();
     let edges: Vec<Value> = if chain {
-        (1..n).map(|i| json!({"from": format!("n{}.x", i - 1), "to": format!("n{i}.x")})).collect()
+        (1..n)
+            .map(|i| json!({"from": format!("n{}.x", i - 1), "to": format!("n{i}.x")}))
+            .collect()
     } else {
         Vec::new()
     };
@@ -46,10 +54,16 @@ fn per_node_us(d: Duration, n: usize) -> f64 {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let engine = Engine::new(Registry::new().with(Noop));
     let dir = tempfile::tempdir().expect("tempdir");
-    println!("engine overhead per node (best of 3; {} jobs)", cheng_engine::default_jobs());
+    println!(
+        "engine overhead per node (best of 3; {} jobs)",
+        cheng_engine::default_jobs()
+    );
     println!(
         "{:>6} {:>7} {:>14} {:>14} {:>14} {:>14} {:>8}",
         "shape", "nodes", "validate µs/n", "run µs/n", "total µs/n", "baseline µs/n", "ratio"
@@ -116,7 +130,12 @@ fn main() {
         }
     }
     for shape in ["chain", "wide"] {
-        let at = |n| rows.iter().find(|r| r.0 == shape && r.1 == n).map(|r| r.2).unwrap_or(f64::NAN);
+        let at = |n| {
+            rows.iter()
+                .find(|r| r.0 == shape && r.1 == n)
+                .map(|r| r.2)
+                .unwrap_or(f64::NAN)
+        };
         println!(
             "{shape}: {:.2} µs/node at 10k (target ≤ 20); µs/node growth 1k→10k {:.2}x, 10k→100k {:.2}x \
              (linear = 1x; quadratic would be 10x per step)",

@@ -11,7 +11,10 @@
 
 use crate::events::{now, Event, EventSink};
 use cheng_node::policy::capability_opens;
-use cheng_node::{async_trait, ApprovalRequest, Approver, CapabilityRequest, Decision, CancellationToken, Effects, Node, NodeError, RunContext, Values};
+use cheng_node::{
+    async_trait, ApprovalRequest, Approver, CancellationToken, CapabilityRequest, Decision,
+    Effects, Node, NodeError, RunContext, Values,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -56,7 +59,12 @@ impl Approver for RunApprover {
 
 /// The one card a run of `node` with `input` asks a person about before it starts, if any.
 /// `asked`: the capabilities the input requests that are left on "ask".
-pub(crate) fn approval_card(node: &dyn Node, ctx: &RunContext, input: &Values, asked: &[&'static str]) -> Result<Option<ApprovalRequest>, NodeError> {
+pub(crate) fn approval_card(
+    node: &dyn Node,
+    ctx: &RunContext,
+    input: &Values,
+    asked: &[&'static str],
+) -> Result<Option<ApprovalRequest>, NodeError> {
     let spec = node.spec();
     let gated = spec.effects.requires_approval(input);
     // Sandboxed nodes name the host paths they would read on their card.
@@ -64,7 +72,13 @@ pub(crate) fn approval_card(node: &dyn Node, ctx: &RunContext, input: &Values, a
         return Ok(None);
     }
     let mut card = node.approval_request(ctx, input)?;
-    card.capabilities = asked.iter().map(|name| CapabilityRequest { name: (*name).to_string(), opens: capability_opens(name).to_string() }).collect();
+    card.capabilities = asked
+        .iter()
+        .map(|name| CapabilityRequest {
+            name: (*name).to_string(),
+            opens: capability_opens(name).to_string(),
+        })
+        .collect();
     if !gated && card.capabilities.is_empty() && card.requested_paths.is_empty() {
         return Ok(None);
     }
@@ -83,7 +97,10 @@ impl Approver for Covered {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         let covered = !request.requested_paths.is_empty()
             && request.capabilities.is_empty()
-            && request.requested_paths.iter().all(|p| self.paths.contains(p));
+            && request
+                .requested_paths
+                .iter()
+                .all(|p| self.paths.contains(p));
         if covered {
             return Decision::Approved;
         }

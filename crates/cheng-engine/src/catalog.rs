@@ -30,7 +30,10 @@ fn input_json(port: &PortSpec) -> Value {
     obj.insert("name".into(), json!(port.name));
     obj.insert("type".into(), json!(port.ty.display()));
     obj.insert("required".into(), json!(port.required));
-    obj.insert("default".into(), port.default_value().unwrap_or(Value::Null));
+    obj.insert(
+        "default".into(),
+        port.default_value().unwrap_or(Value::Null),
+    );
     obj.insert("min".into(), json!(port.min));
     obj.insert("max".into(), json!(port.max));
     obj.insert("choices".into(), json!(choices(port)));
@@ -128,7 +131,9 @@ pub fn node_markdown_with(spec: &NodeSpec, policy: &Policy) -> String {
             limits.push(format!("min {min}"));
         }
         match (cheng_node::check::ceiling(policy, spec.id, port), port.max) {
-            (Some((max, _)), Some(spec_max)) if max == spec_max => limits.push(format!("max {max}")),
+            (Some((max, _)), Some(spec_max)) if max == spec_max => {
+                limits.push(format!("max {max}"))
+            }
             (Some((max, layer)), _) => limits.push(format!("max {max}, {layer}")),
             (None, _) => {}
         }
@@ -153,9 +158,13 @@ pub fn node_markdown_with(spec: &NodeSpec, policy: &Policy) -> String {
             port.name,
             cell(&port.ty.display()),
             if port.required { "✓" } else { "—" },
-            port.default.map(|d| format!("`{}`", cell(d))).unwrap_or_else(|| "—".into()),
+            port.default
+                .map(|d| format!("`{}`", cell(d)))
+                .unwrap_or_else(|| "—".into()),
             port.audience.as_str(),
-            port.control.map(|c| format!("`{}`", c.as_str())).unwrap_or_else(|| "—".into()),
+            port.control
+                .map(|c| format!("`{}`", c.as_str()))
+                .unwrap_or_else(|| "—".into()),
             description,
         );
     }
@@ -169,7 +178,13 @@ pub fn node_markdown_with(spec: &NodeSpec, policy: &Policy) -> String {
     md.push_str("| Field | Type | Description |\n");
     md.push_str("|---|---|---|\n");
     for port in spec.outputs {
-        let _ = writeln!(md, "| `{}` | {} | {} |", port.name, cell(&port.ty.display()), cell(port.description));
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} |",
+            port.name,
+            cell(&port.ty.display()),
+            cell(port.description)
+        );
     }
     md
 }
@@ -190,7 +205,9 @@ pub fn index_markdown<'a>(specs: impl Iterator<Item = &'a NodeSpec>) -> String {
             cell(spec.title),
             spec.category,
             spec.effects.describe(),
-            spec.gate.map(|g| format!("`{g}`")).unwrap_or_else(|| "—".into()),
+            spec.gate
+                .map(|g| format!("`{g}`"))
+                .unwrap_or_else(|| "—".into()),
         );
     }
     md
@@ -205,7 +222,13 @@ pub fn errors_markdown() -> String {
          has to act first.\n\n| Code | Terminal | Meaning |\n|---|:-:|---|\n",
     );
     for kind in ErrorKind::ALL {
-        let _ = writeln!(md, "| `{}` | {} | {} |", kind.code(), if kind.terminal() { "yes" } else { "no" }, cell(kind.meaning()));
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} |",
+            kind.code(),
+            if kind.terminal() { "yes" } else { "no" },
+            cell(kind.meaning())
+        );
     }
     md
 }
@@ -221,8 +244,13 @@ mod tests {
         description: "Documents | things.",
         category: "test",
         inputs: &[
-            PortSpec::input("timeout_ms", PortType::Integer, "Budget").default("null").max(600000),
-            PortSpec::input("allow_x", PortType::Boolean, "Switch").default("false").audience(Audience::Author).control(Control::Switch),
+            PortSpec::input("timeout_ms", PortType::Integer, "Budget")
+                .default("null")
+                .max(600000),
+            PortSpec::input("allow_x", PortType::Boolean, "Switch")
+                .default("false")
+                .audience(Audience::Author)
+                .control(Control::Switch),
             PortSpec::sandbox_root(),
         ],
         outputs: &[PortSpec::output("success", PortType::Boolean, "ok")],
@@ -233,8 +261,13 @@ mod tests {
     #[test]
     fn markdown_has_the_seed_columns_and_escapes_pipes() {
         let md = node_markdown(&SPEC);
-        assert!(md.contains("| Field | Type | Required | Default | Audience | Control | Description |"));
-        assert!(md.contains("| `allow_x` | boolean | — | `false` | author | `switch` | Switch |"), "{md}");
+        assert!(
+            md.contains("| Field | Type | Required | Default | Audience | Control | Description |")
+        );
+        assert!(
+            md.contains("| `allow_x` | boolean | — | `false` | author | `switch` | Switch |"),
+            "{md}"
+        );
         assert!(md.contains("Budget (max 600000)"));
         assert!(md.contains("CHENG_ENABLE_DOC"));
         assert!(md.contains("`operation` is `run`"));
@@ -253,14 +286,20 @@ mod tests {
     #[test]
     fn error_table_lists_every_code() {
         let md = errors_markdown();
-        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| `LOCAL_EXECUTOR_")).collect();
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| `LOCAL_EXECUTOR_"))
+            .collect();
         assert_eq!(rows.len(), ErrorKind::ALL.len(), "{md}");
         for kind in ErrorKind::ALL {
             // Code, terminal flag and meaning, on one row.
             let terminal = if kind.terminal() { "yes" } else { "no" };
             let row = format!("| `{}` | {terminal} | {} |", kind.code(), kind.meaning());
             assert!(rows.contains(&row.as_str()), "missing row {row}");
-            assert!(kind.meaning().ends_with('.') && kind.meaning().len() > 30, "{kind:?} needs a real meaning");
+            assert!(
+                kind.meaning().ends_with('.') && kind.meaning().len() > 30,
+                "{kind:?} needs a real meaning"
+            );
         }
         // The two ends of the spectrum, spelled out.
         assert!(md.contains("| `LOCAL_EXECUTOR_APPROVAL_DENIED` | yes |"));

@@ -113,15 +113,35 @@ pub struct ValidationError {
 
 impl ValidationError {
     pub fn graph(kind: ValidationErrorKind, message: impl Into<String>) -> Self {
-        ValidationError { kind, node: None, port: None, message: message.into() }
+        ValidationError {
+            kind,
+            node: None,
+            port: None,
+            message: message.into(),
+        }
     }
 
     pub fn node(kind: ValidationErrorKind, node: &str, message: impl Into<String>) -> Self {
-        ValidationError { kind, node: Some(node.to_string()), port: None, message: message.into() }
+        ValidationError {
+            kind,
+            node: Some(node.to_string()),
+            port: None,
+            message: message.into(),
+        }
     }
 
-    pub fn port(kind: ValidationErrorKind, node: &str, port: &str, message: impl Into<String>) -> Self {
-        ValidationError { kind, node: Some(node.to_string()), port: Some(port.to_string()), message: message.into() }
+    pub fn port(
+        kind: ValidationErrorKind,
+        node: &str,
+        port: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        ValidationError {
+            kind,
+            node: Some(node.to_string()),
+            port: Some(port.to_string()),
+            message: message.into(),
+        }
     }
 }
 
@@ -138,7 +158,10 @@ impl fmt::Display for ValidationError {
 impl std::error::Error for ValidationError {}
 
 /// Up to three candidates close to `wanted`, best first (for "did you mean" hints).
-pub(crate) fn suggestions<'a>(wanted: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+pub(crate) fn suggestions<'a>(
+    wanted: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
     let limit = (wanted.chars().count() / 4).max(2);
     let mut scored: Vec<(usize, &str)> = candidates
         .filter_map(|c| {
@@ -151,7 +174,12 @@ pub(crate) fn suggestions<'a>(wanted: &str, candidates: impl Iterator<Item = &'a
     scored.sort();
     // Only the closest: a near miss should not drown among merely similar names.
     let best = scored.first().map(|(d, _)| *d).unwrap_or(0);
-    scored.into_iter().take_while(|(d, _)| *d == best).take(3).map(|(_, c)| c).collect()
+    scored
+        .into_iter()
+        .take_while(|(d, _)| *d == best)
+        .take(3)
+        .map(|(_, c)| c)
+        .collect()
 }
 
 /// ` Did you mean `a` or `b`?` (empty when there is nothing close).
@@ -172,9 +200,19 @@ mod tests {
 
     #[test]
     fn suggests_close_ids_and_short_names() {
-        let ids = ["tools/workspace_shell", "tools/workspace_git", "tools/code_js"];
-        assert_eq!(suggestions("tools/workspace_shel", ids.into_iter()), ["tools/workspace_shell"]);
-        assert_eq!(suggestions("workspace_shell", ids.into_iter()), ["tools/workspace_shell"]);
+        let ids = [
+            "tools/workspace_shell",
+            "tools/workspace_git",
+            "tools/code_js",
+        ];
+        assert_eq!(
+            suggestions("tools/workspace_shel", ids.into_iter()),
+            ["tools/workspace_shell"]
+        );
+        assert_eq!(
+            suggestions("workspace_shell", ids.into_iter()),
+            ["tools/workspace_shell"]
+        );
         assert!(suggestions("completely_else", ids.into_iter()).is_empty());
     }
 
@@ -211,7 +249,10 @@ mod tests {
     fn policy_problems_map_to_policy_denied_and_the_rest_to_invalid_input() {
         use ValidationErrorKind as K;
         for kind in ValidationErrorKind::ALL {
-            let expected = if matches!(kind, K::AuthorOnly | K::EngineOnly | K::AboveCap | K::GatedType) {
+            let expected = if matches!(
+                kind,
+                K::AuthorOnly | K::EngineOnly | K::AboveCap | K::GatedType
+            ) {
                 ErrorKind::PolicyDenied
             } else {
                 ErrorKind::InvalidInput
@@ -222,7 +263,12 @@ mod tests {
 
     #[test]
     fn display_names_node_and_port() {
-        let e = ValidationError::port(ValidationErrorKind::OutOfRange, "a", "timeout_ms", "too big");
+        let e = ValidationError::port(
+            ValidationErrorKind::OutOfRange,
+            "a",
+            "timeout_ms",
+            "too big",
+        );
         assert_eq!(e.to_string(), "node `a`, port `timeout_ms`: too big");
     }
 }

@@ -152,7 +152,12 @@ struct JsonlState<W> {
 
 impl<W: Write + Send> JsonlSink<W> {
     pub fn new(writer: W) -> Self {
-        JsonlSink { out: Mutex::new(JsonlState { writer, error: None }) }
+        JsonlSink {
+            out: Mutex::new(JsonlState {
+                writer,
+                error: None,
+            }),
+        }
     }
 
     /// The first write error, if any (later events are dropped after one).
@@ -170,7 +175,9 @@ impl JsonlSink<std::fs::File> {
 
 impl<W: Write + Send> EventSink for JsonlSink<W> {
     fn emit(&self, event: Event) {
-        let Ok(mut state) = self.out.lock() else { return };
+        let Ok(mut state) = self.out.lock() else {
+            return;
+        };
         if state.error.is_some() {
             return;
         }
@@ -182,7 +189,11 @@ impl<W: Write + Send> EventSink for JsonlSink<W> {
             }
         };
         line.push(b'\n');
-        if let Err(e) = state.writer.write_all(&line).and_then(|()| state.writer.flush()) {
+        if let Err(e) = state
+            .writer
+            .write_all(&line)
+            .and_then(|()| state.writer.flush())
+        {
             state.error = Some(e);
         }
     }
@@ -215,7 +226,11 @@ mod tests {
     #[test]
     fn jsonl_lines_have_event_name_and_timestamp() {
         let sink = JsonlSink::new(Vec::new());
-        sink.emit(Event::NodeStarted { ts: now(), node: "a".into(), node_type: "test/x".into() });
+        sink.emit(Event::NodeStarted {
+            ts: now(),
+            node: "a".into(),
+            node_type: "test/x".into(),
+        });
         let bytes = sink.out.into_inner().unwrap().writer;
         let line: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(line["event"], "node_started");

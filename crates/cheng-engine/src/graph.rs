@@ -57,7 +57,10 @@ impl Endpoint {
     /// Splits `node.port` at the last dot (node ids may not contain dots, ports never do).
     pub fn parse(text: &str) -> Option<Endpoint> {
         let (node, port) = text.rsplit_once('.')?;
-        (!node.is_empty() && !port.is_empty()).then(|| Endpoint { node: node.to_string(), port: port.to_string() })
+        (!node.is_empty() && !port.is_empty()).then(|| Endpoint {
+            node: node.to_string(),
+            port: port.to_string(),
+        })
     }
 }
 
@@ -77,7 +80,13 @@ impl Graph {
     /// A graph of one node (what `cheng run` executes). The node's id is its type.
     pub fn single(node_type: &str, config: Values, inputs: Values) -> Graph {
         Graph {
-            nodes: vec![GraphNode { id: node_type.to_string(), node_type: node_type.to_string(), config, inputs, after: Vec::new() }],
+            nodes: vec![GraphNode {
+                id: node_type.to_string(),
+                node_type: node_type.to_string(),
+                config,
+                inputs,
+                after: Vec::new(),
+            }],
             edges: Vec::new(),
         }
     }
@@ -85,7 +94,10 @@ impl Graph {
     /// Parses graph JSON text, reporting every shape problem found.
     pub fn from_json(text: &str) -> Result<Graph, Vec<ValidationError>> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
-            vec![ValidationError::graph(Kind::Malformed, format!("the graph is not valid JSON: {e}"))]
+            vec![ValidationError::graph(
+                Kind::Malformed,
+                format!("the graph is not valid JSON: {e}"),
+            )]
         })?;
         Graph::from_value(&value)
     }
@@ -94,7 +106,10 @@ impl Graph {
     pub fn from_value(value: &Value) -> Result<Graph, Vec<ValidationError>> {
         let mut errors = Vec::new();
         let Some(top) = value.as_object() else {
-            return Err(vec![ValidationError::graph(Kind::Malformed, "a graph is a JSON object with `version`, `nodes` and `edges`")]);
+            return Err(vec![ValidationError::graph(
+                Kind::Malformed,
+                "a graph is a JSON object with `version`, `nodes` and `edges`",
+            )]);
         };
         match top.get("version") {
             None => {
@@ -107,7 +122,9 @@ impl Graph {
             Some(v) => {
                 return Err(vec![ValidationError::graph(
                     Kind::UnsupportedVersion,
-                    format!("unsupported graph version {v}; this cheng reads version {GRAPH_VERSION} only"),
+                    format!(
+                    "unsupported graph version {v}; this cheng reads version {GRAPH_VERSION} only"
+                ),
                 )])
             }
         }
@@ -128,8 +145,14 @@ impl Graph {
                     }
                 }
             }
-            Some(_) => errors.push(ValidationError::graph(Kind::Malformed, "`nodes` must be an array of node objects")),
-            None => errors.push(ValidationError::graph(Kind::Malformed, "the graph has no `nodes` array")),
+            Some(_) => errors.push(ValidationError::graph(
+                Kind::Malformed,
+                "`nodes` must be an array of node objects",
+            )),
+            None => errors.push(ValidationError::graph(
+                Kind::Malformed,
+                "the graph has no `nodes` array",
+            )),
         }
         match top.get("edges") {
             None | Some(Value::Null) => {}
@@ -172,12 +195,18 @@ impl Graph {
 
 fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) -> Option<GraphNode> {
     let Some(obj) = value.as_object() else {
-        errors.push(ValidationError::graph(Kind::Malformed, format!("nodes[{index}] must be an object with `id` and `type`")));
+        errors.push(ValidationError::graph(
+            Kind::Malformed,
+            format!("nodes[{index}] must be an object with `id` and `type`"),
+        ));
         return None;
     };
     let id = match obj.get("id") {
         Some(Value::String(id)) if id.is_empty() => {
-            errors.push(ValidationError::graph(Kind::Malformed, format!("nodes[{index}]: `id` is empty")));
+            errors.push(ValidationError::graph(
+                Kind::Malformed,
+                format!("nodes[{index}]: `id` is empty"),
+            ));
             return None;
         }
         Some(Value::String(id)) if id.contains('.') || id.chars().any(char::is_whitespace) => {
@@ -190,7 +219,10 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
         }
         Some(Value::String(id)) => id.clone(),
         _ => {
-            errors.push(ValidationError::graph(Kind::Malformed, format!("nodes[{index}] needs a string `id`")));
+            errors.push(ValidationError::graph(
+                Kind::Malformed,
+                format!("nodes[{index}] needs a string `id`"),
+            ));
             return None;
         }
     };
@@ -208,7 +240,11 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
     let node_type = match obj.get("type") {
         Some(Value::String(t)) => t.clone(),
         _ => {
-            errors.push(ValidationError::node(Kind::Malformed, &id, "needs a string `type` such as \"tools/workspace_shell\""));
+            errors.push(ValidationError::node(
+                Kind::Malformed,
+                &id,
+                "needs a string `type` such as \"tools/workspace_shell\"",
+            ));
             return None;
         }
     };
@@ -216,7 +252,11 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
         None | Some(Value::Null) => Some(Values::new()),
         Some(Value::Object(m)) => Some(m.clone()),
         Some(_) => {
-            errors.push(ValidationError::node(Kind::Malformed, &id, format!("`{key}` must be an object of port values")));
+            errors.push(ValidationError::node(
+                Kind::Malformed,
+                &id,
+                format!("`{key}` must be an object of port values"),
+            ));
             None
         }
     };
@@ -224,21 +264,39 @@ fn parse_node(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
     let inputs = map("inputs");
     let after = match obj.get("after") {
         None | Some(Value::Null) => Some(Vec::new()),
-        Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => Some(ids.iter().filter_map(Value::as_str).map(str::to_string).collect()),
+        Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => Some(
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
         Some(_) => {
-            errors.push(ValidationError::node(Kind::Malformed, &id, "`after` must be an array of node ids, such as [\"build\"]"));
+            errors.push(ValidationError::node(
+                Kind::Malformed,
+                &id,
+                "`after` must be an array of node ids, such as [\"build\"]",
+            ));
             None
         }
     };
     match (config, inputs, after) {
-        (Some(config), Some(inputs), Some(after)) if ok => Some(GraphNode { id, node_type, config, inputs, after }),
+        (Some(config), Some(inputs), Some(after)) if ok => Some(GraphNode {
+            id,
+            node_type,
+            config,
+            inputs,
+            after,
+        }),
         _ => None,
     }
 }
 
 fn parse_edge(index: usize, value: &Value, errors: &mut Vec<ValidationError>) -> Option<Edge> {
     let Some(obj) = value.as_object() else {
-        errors.push(ValidationError::graph(Kind::Malformed, format!("edges[{index}] must be {{\"from\": \"node.port\", \"to\": \"node.port\"}}")));
+        errors.push(ValidationError::graph(
+            Kind::Malformed,
+            format!("edges[{index}] must be {{\"from\": \"node.port\", \"to\": \"node.port\"}}"),
+        ));
         return None;
     };
     let mut ok = true;
@@ -251,7 +309,11 @@ fn parse_edge(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
             ok = false;
         }
     }
-    let mut end = |key: &str| match obj.get(key).and_then(Value::as_str).map(|s| (s, Endpoint::parse(s))) {
+    let mut end = |key: &str| match obj
+        .get(key)
+        .and_then(Value::as_str)
+        .map(|s| (s, Endpoint::parse(s)))
+    {
         Some((_, Some(endpoint))) => Some(endpoint),
         Some((text, None)) => {
             errors.push(ValidationError::graph(
@@ -261,7 +323,10 @@ fn parse_edge(index: usize, value: &Value, errors: &mut Vec<ValidationError>) ->
             None
         }
         None => {
-            errors.push(ValidationError::graph(Kind::Malformed, format!("edges[{index}] needs a string `{key}` (\"node.port\")")));
+            errors.push(ValidationError::graph(
+                Kind::Malformed,
+                format!("edges[{index}] needs a string `{key}` (\"node.port\")"),
+            ));
             None
         }
     };

@@ -76,7 +76,10 @@ pub struct Engine {
 impl Engine {
     /// An engine under the installed operator policy ([`cheng_node::policy::current`]).
     pub fn new(registry: Registry) -> Self {
-        Engine { registry, policy: cheng_node::policy::current() }
+        Engine {
+            registry,
+            policy: cheng_node::policy::current(),
+        }
     }
 
     /// The same engine under another operator policy.
@@ -123,7 +126,10 @@ impl Engine {
         let validated = self.validate(&graph)?;
         let result = self.run(&validated, options).await;
         result.nodes.into_iter().next().ok_or_else(|| {
-            vec![ValidationError::graph(ValidationErrorKind::Malformed, "the run produced no result")]
+            vec![ValidationError::graph(
+                ValidationErrorKind::Malformed,
+                "the run produced no result",
+            )]
         })
     }
 }

@@ -7,12 +7,26 @@ use cheng_node::{PortType, Registry};
 /// through (the value is unknown until the upstream node runs), so the mismatch, if any, shows
 /// only at run time. Graphs that fail validation get no warnings (their errors come first).
 pub fn edge_warnings(registry: &Registry, graph: &Graph) -> Vec<String> {
-    let node_type = |id: &str| graph.nodes.iter().find(|n| n.id == id).map(|n| n.node_type.as_str());
-    let spec = |id: &str| node_type(id).and_then(|t| registry.get(t)).map(|node| node.spec());
+    let node_type = |id: &str| {
+        graph
+            .nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map(|n| n.node_type.as_str())
+    };
+    let spec = |id: &str| {
+        node_type(id)
+            .and_then(|t| registry.get(t))
+            .map(|node| node.spec())
+    };
     let mut warnings = Vec::new();
     for edge in &graph.edges {
-        let (Some(from), Some(to)) = (spec(&edge.from.node), spec(&edge.to.node)) else { continue };
-        let (Some(out), Some(inp)) = (from.output(&edge.from.port), to.input(&edge.to.port)) else { continue };
+        let (Some(from), Some(to)) = (spec(&edge.from.node), spec(&edge.to.node)) else {
+            continue;
+        };
+        let (Some(out), Some(inp)) = (from.output(&edge.from.port), to.input(&edge.to.port)) else {
+            continue;
+        };
         if matches!(out.ty, PortType::Any) && !matches!(inp.ty, PortType::Any) {
             warnings.push(format!(
                 "edge {} → {}: output `{}` may carry any value but input `{}` takes {}; a value of another type fails the run at `{}`",

@@ -78,7 +78,10 @@ impl Coalescer {
         if self.pending.is_empty() {
             return None;
         }
-        Some(self.last_emit.map_or_else(Instant::now, |last| last + COALESCE_INTERVAL))
+        Some(
+            self.last_emit
+                .map_or_else(Instant::now, |last| last + COALESCE_INTERVAL),
+        )
     }
 
     /// Everything still held (the node returned), an incomplete character included.
@@ -90,7 +93,10 @@ impl Coalescer {
     }
 
     fn is_due(&self, now: Instant) -> bool {
-        !self.pending.is_empty() && self.last_emit.is_none_or(|last| now.saturating_duration_since(last) >= COALESCE_INTERVAL)
+        !self.pending.is_empty()
+            && self
+                .last_emit
+                .is_none_or(|last| now.saturating_duration_since(last) >= COALESCE_INTERVAL)
     }
 
     /// The held bytes up to the last complete character (nothing when that is none).
@@ -106,7 +112,11 @@ impl Coalescer {
     fn take(&mut self, n: usize) -> Piece {
         let rest = self.pending.split_off(n);
         let bytes = std::mem::replace(&mut self.pending, rest);
-        let piece = Piece { offset: self.pending_offset, bytes: bytes.len(), text: String::from_utf8_lossy(&bytes).into_owned() };
+        let piece = Piece {
+            offset: self.pending_offset,
+            bytes: bytes.len(),
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        };
         self.pending_offset += bytes.len() as u64;
         piece
     }
@@ -200,7 +210,12 @@ pub(crate) struct NodeOutput {
 }
 
 impl NodeOutput {
-    pub fn new(node: String, node_type: &'static str, events: Arc<dyn EventSink>, budget: Arc<Mutex<Budget>>) -> Arc<Self> {
+    pub fn new(
+        node: String,
+        node_type: &'static str,
+        events: Arc<dyn EventSink>,
+        budget: Arc<Mutex<Budget>>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| NodeOutput {
             node,
             node_type,
@@ -216,9 +231,14 @@ impl NodeOutput {
 
     /// Sends what is still held; later chunks are ignored. Called when the node returns.
     pub fn finish(&self) {
-        let Ok(mut streams) = self.streams.lock() else { return };
+        let Ok(mut streams) = self.streams.lock() else {
+            return;
+        };
         self.closed.store(true, Ordering::SeqCst);
-        for (i, stream) in [OutputStream::Stdout, OutputStream::Stderr].into_iter().enumerate() {
+        for (i, stream) in [OutputStream::Stdout, OutputStream::Stderr]
+            .into_iter()
+            .enumerate()
+        {
             if let Some(piece) = streams[i].finish() {
                 self.send(stream, piece);
             }
@@ -272,12 +292,17 @@ impl NodeOutput {
             loop {
                 tokio::time::sleep_until(deadline.into()).await;
                 let Some(this) = me.upgrade() else { return };
-                let Ok(mut streams) = this.streams.lock() else { return };
+                let Ok(mut streams) = this.streams.lock() else {
+                    return;
+                };
                 if this.closed.load(Ordering::SeqCst) {
                     return;
                 }
                 let now = Instant::now();
-                for (i, stream) in [OutputStream::Stdout, OutputStream::Stderr].into_iter().enumerate() {
+                for (i, stream) in [OutputStream::Stdout, OutputStream::Stderr]
+                    .into_iter()
+                    .enumerate()
+                {
                     if let Some(piece) = streams[i].due(now) {
                         this.send(stream, piece);
                     }
@@ -297,7 +322,9 @@ impl NodeOutput {
 impl OutputSink for NodeOutput {
     fn chunk(&self, stream: OutputStream, bytes: &[u8], _offset: u64) {
         // Offsets are counted here, from what arrives: contiguous per stream by construction.
-        let Ok(mut streams) = self.streams.lock() else { return };
+        let Ok(mut streams) = self.streams.lock() else {
+            return;
+        };
         if self.closed.load(Ordering::SeqCst) {
             return;
         }
@@ -333,16 +360,32 @@ mod tests {
         assert_eq!(texts(&c.push(t0, b"one\n")), ["one\n"]);
         // Within 100 ms: held.
         assert!(c.push(t0 + Duration::from_millis(10), b"two\n").is_empty());
-        assert!(c.push(t0 + Duration::from_millis(60), b"three\n").is_empty());
+        assert!(c
+            .push(t0 + Duration::from_millis(60), b"three\n")
+            .is_empty());
         assert_eq!(c.deadline(), Some(t0 + COALESCE_INTERVAL));
         assert_eq!(c.due(t0 + Duration::from_millis(99)), None);
         // Due at 100 ms: one event with both.
         let piece = c.due(t0 + COALESCE_INTERVAL).expect("due");
-        assert_eq!(piece, Piece { offset: 4, bytes: 10, text: "two\nthree\n".into() });
+        assert_eq!(
+            piece,
+            Piece {
+                offset: 4,
+                bytes: 10,
+                text: "two\nthree\n".into()
+            }
+        );
         assert_eq!(c.deadline(), None);
         // A chunk after the interval goes out at once again.
         let later = c.push(t0 + Duration::from_millis(250), b"four\n");
-        assert_eq!(later, vec![Piece { offset: 14, bytes: 5, text: "four\n".into() }]);
+        assert_eq!(
+            later,
+            vec![Piece {
+                offset: 14,
+                bytes: 5,
+                text: "four\n".into()
+            }]
+        );
     }
 
     #[test]
@@ -369,7 +412,14 @@ mod tests {
         let first = c.push(t0, &[b"a".as_slice(), &snow[..1]].concat());
         assert_eq!(texts(&first), ["a"]);
         let second = c.push(t0 + COALESCE_INTERVAL, &snow[1..]);
-        assert_eq!(second, vec![Piece { offset: 1, bytes: 3, text: "☃".into() }]);
+        assert_eq!(
+            second,
+            vec![Piece {
+                offset: 1,
+                bytes: 3,
+                text: "☃".into()
+            }]
+        );
         // Cut at 64 KiB: the piece ends before the character.
         let mut c = Coalescer::default();
         let mut big = vec![b'a'; COALESCE_BYTES - 1];
@@ -378,7 +428,10 @@ mod tests {
         assert_eq!(pieces[0].bytes, COALESCE_BYTES - 1);
         pieces.extend(c.finish());
         assert_eq!(pieces.last().map(|p| p.text.as_str()), Some("☃"));
-        assert!(pieces.iter().all(|p| !p.text.contains('\u{FFFD}')), "no replacement characters");
+        assert!(
+            pieces.iter().all(|p| !p.text.contains('\u{FFFD}')),
+            "no replacement characters"
+        );
         assert_eq!(pieces.iter().map(|p| p.bytes).sum::<usize>(), big.len());
     }
 
@@ -412,8 +465,14 @@ mod tests {
         out.finish();
         out.chunk(OutputStream::Stdout, b"after finish", 0);
         let events = sink.events();
-        let chunks: Vec<&Event> = events.iter().filter(|e| e.name() == "output_chunk").collect();
-        let dropped: Vec<&Event> = events.iter().filter(|e| e.name() == "output_dropped").collect();
+        let chunks: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.name() == "output_chunk")
+            .collect();
+        let dropped: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.name() == "output_dropped")
+            .collect();
         assert_eq!(dropped.len(), 1, "one event says output was dropped");
         let sent: u64 = chunks
             .iter()
@@ -423,6 +482,10 @@ mod tests {
             })
             .sum();
         assert_eq!(sent, RUN_OUTPUT_BYTES);
-        assert_eq!(events.last().map(Event::name), Some("output_dropped"), "nothing after the bound");
+        assert_eq!(
+            events.last().map(Event::name),
+            Some("output_dropped"),
+            "nothing after the bound"
+        );
     }
 }

@@ -27,6 +27,9 @@ mod tests {
         assert!(edge_compatible(&PortType::String, &PortType::Enum(&["a"])));
         assert!(edge_compatible(&PortType::Any, &PortType::Integer));
         assert!(!edge_compatible(&PortType::Integer, &PortType::String));
-        assert!(!edge_compatible(&PortType::Array(&PortType::Integer), &PortType::Array(&PortType::String)));
+        assert!(!edge_compatible(
+            &PortType::Array(&PortType::Integer),
+            &PortType::Array(&PortType::String)
+        ));
     }
 }

@@ -7,14 +7,15 @@
 use crate::approval::{approval_card, Covered, RunApprover};
 use crate::events::{now, Event, EventSink, NullSink};
 use crate::live::{Budget, NodeOutput};
-use cheng_node::Output;
 use crate::ports::check_value;
-use cheng_node::check::{asked_capabilities, resolve_request};
-use cheng_node::policy::Policy;
 use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
+use cheng_node::check::{asked_capabilities, resolve_request};
 use cheng_node::policy::capability_opens;
-use cheng_node::{Scope, ScopeKind,
-    Approver, Audience, Decision, ErrorKind, FixedApprover, Node, NodeError, NodeSpec, RunContext, Values, CancellationToken,
+use cheng_node::policy::Policy;
+use cheng_node::Output;
+use cheng_node::{
+    Approver, Audience, CancellationToken, Decision, ErrorKind, FixedApprover, Node, NodeError,
+    NodeSpec, RunContext, Scope, ScopeKind, Values,
 };
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -32,7 +33,9 @@ const CANCEL_GRACE: Duration = Duration::from_secs(10);
 /// whichever graph run or server call started them (the card's diff is computed on what the
 /// previous one left).
 fn serial_lock(workspace: &Path) -> Arc<tokio::sync::Mutex<()>> {
-    static LOCKS: std::sync::OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> = std::sync::OnceLock::new();
+    static LOCKS: std::sync::OnceLock<
+        std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    > = std::sync::OnceLock::new();
     let locks = LOCKS.get_or_init(Default::default);
     // A poisoned map is still a valid map.
     let mut locks = locks.lock().unwrap_or_else(|p| p.into_inner());
@@ -59,7 +62,11 @@ impl RunOptions {
     /// approvals denied, no events, a fresh cancellation token.
     pub fn new(workspace: impl AsRef<Path>) -> std::io::Result<Self> {
         let workspace = cheng_node::paths::canonical_root(workspace.as_ref()).map_err(|e| {
-            let kind = if e.kind == ErrorKind::NotFound { std::io::ErrorKind::NotFound } else { std::io::ErrorKind::NotADirectory };
+            let kind = if e.kind == ErrorKind::NotFound {
+                std::io::ErrorKind::NotFound
+            } else {
+                std::io::ErrorKind::NotADirectory
+            };
             std::io::Error::new(kind, e.message)
         })?;
         Ok(RunOptions {
@@ -100,7 +107,9 @@ impl RunOptions {
 
 /// The number of CPUs (1 when unknown).
 pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -178,7 +187,11 @@ impl GraphResult {
 
     /// `{status, duration_ms, nodes: {id: {type, status, duration_ms, reason?, outputs}}}`.
     pub fn to_json(&self) -> Value {
-        let nodes: Map<String, Value> = self.nodes.iter().map(|n| (n.id.clone(), n.to_json())).collect();
+        let nodes: Map<String, Value> = self
+            .nodes
+            .iter()
+            .map(|n| (n.id.clone(), n.to_json()))
+            .collect();
         json!({ "status": self.status, "duration_ms": millis(self.duration), "nodes": nodes })
     }
 }
@@ -202,7 +215,10 @@ struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
 impl<F: std::future::Future> std::future::Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
 
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
         let future = self.0.as_mut();
         // A future that panicked is never polled again (it is dropped with this one).
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.poll(cx))) {
@@ -222,14 +238,20 @@ pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> Gr
     // task of its own: node completions then wake it on the same worker thread instead of
     // crossing to whichever thread awaits `run` (a large share of the per-node cost otherwise).
     let outcome = if graph.inner.nodes.len() == 1 {
-        CatchUnwind(Box::pin(schedule(shared, options))).await.map_err(|_| "it panicked".to_string())
+        CatchUnwind(Box::pin(schedule(shared, options)))
+            .await
+            .map_err(|_| "it panicked".to_string())
     } else {
-        tokio::spawn(schedule(shared, options)).await.map_err(|err| err.to_string())
+        tokio::spawn(schedule(shared, options))
+            .await
+            .map_err(|err| err.to_string())
     };
     match outcome {
         Ok(result) => result,
         Err(err) => {
-            let error = NodeError::internal(format!("the scheduler stopped unexpectedly ({err}); this is a bug in cheng"));
+            let error = NodeError::internal(format!(
+                "the scheduler stopped unexpectedly ({err}); this is a bug in cheng"
+            ));
             let nodes = graph
                 .inner
                 .nodes
@@ -243,7 +265,11 @@ pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> Gr
                     reason: Some(error.message.clone()),
                 })
                 .collect();
-            GraphResult { status: GraphStatus::Failed, nodes, duration: started.elapsed() }
+            GraphResult {
+                status: GraphStatus::Failed,
+                nodes,
+                duration: started.elapsed(),
+            }
         }
     }
 }
@@ -286,27 +312,42 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
             };
             // Live output only when somebody reads events.
             let live = events.enabled().then(|| {
-                NodeOutput::new(prepared.id.clone(), prepared.spec.id, Arc::clone(&events), Arc::clone(&output_budget))
+                NodeOutput::new(
+                    prepared.id.clone(),
+                    prepared.spec.id,
+                    Arc::clone(&events),
+                    Arc::clone(&output_budget),
+                )
             });
             let ctx = match &live {
-                Some(live) => RunContext { output: Output::new(Arc::clone(live) as Arc<dyn cheng_node::OutputSink>), ..ctx },
+                Some(live) => RunContext {
+                    output: Output::new(Arc::clone(live) as Arc<dyn cheng_node::OutputSink>),
+                    ..ctx
+                },
                 None => ctx,
             };
             let input = assemble_input(prepared, &graph.nodes, &results, &ctx, &graph.policy);
             let asked = match &input {
-                Ok(input) => asked_capabilities(&graph.policy, prepared.spec, &prepared.config, input),
+                Ok(input) => {
+                    asked_capabilities(&graph.policy, prepared.spec, &prepared.config, input)
+                }
                 Err(_) => Vec::new(),
             };
             if events.enabled() {
-                events.emit(Event::NodeStarted { ts: now(), node: prepared.id.clone(), node_type: prepared.spec.id.to_string() });
+                events.emit(Event::NodeStarted {
+                    ts: now(),
+                    node: prepared.id.clone(),
+                    node_type: prepared.spec.id.to_string(),
+                });
             }
             let node = Arc::clone(&prepared.node);
             if in_place {
                 let start = Instant::now();
-                let finished = match CatchUnwind(Box::pin(execute(i, node, ctx, input, asked, live))).await {
-                    Ok(finished) => finished,
-                    Err(_) => panicked(graph, i, "panicked", start),
-                };
+                let finished =
+                    match CatchUnwind(Box::pin(execute(i, node, ctx, input, asked, live))).await {
+                        Ok(finished) => finished,
+                        Err(_) => panicked(graph, i, "panicked", start),
+                    };
                 ran_in_place = Some(finished);
                 break;
             }
@@ -330,14 +371,25 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
             }
             Err(err) => {
                 // A panicking node is a bug in that node; the run carries on and says so.
-                let Some((index, start)) = task_index.remove(&err.id()) else { continue };
-                let what = if err.is_panic() { "panicked" } else { "was aborted" };
+                let Some((index, start)) = task_index.remove(&err.id()) else {
+                    continue;
+                };
+                let what = if err.is_panic() {
+                    "panicked"
+                } else {
+                    "was aborted"
+                };
                 panicked(graph, index, what, start)
             }
         };
         let i = finished.index;
         let status = status_of(&finished.outputs, finished.cancelled);
-        let outcome = Outcome { status, outputs: finished.outputs, duration: finished.duration, reason: None };
+        let outcome = Outcome {
+            status,
+            outputs: finished.outputs,
+            duration: finished.duration,
+            reason: None,
+        };
         finish(&mut results, &events, i, &graph.nodes[i], outcome);
         if status == NodeStatus::Succeeded {
             for &d in &graph.dependents[i] {
@@ -356,20 +408,33 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         if results[i].is_none() {
             let prepared = &graph.nodes[i];
             let message = "the run was cancelled before this node started";
-            let outputs = complete_outputs(prepared.spec, NodeError::new(ErrorKind::Cancelled, message).to_outputs());
-            let outcome = Outcome { status: NodeStatus::Cancelled, outputs, duration: Duration::ZERO, reason: Some(message.to_string()) };
+            let outputs = complete_outputs(
+                prepared.spec,
+                NodeError::new(ErrorKind::Cancelled, message).to_outputs(),
+            );
+            let outcome = Outcome {
+                status: NodeStatus::Cancelled,
+                outputs,
+                duration: Duration::ZERO,
+                reason: Some(message.to_string()),
+            };
             finish(&mut results, &events, i, prepared, outcome);
         }
     }
     let nodes: Vec<NodeResult> = results.into_iter().flatten().collect();
-    let status = if cancel.is_cancelled() || nodes.iter().any(|r| r.status == NodeStatus::Cancelled) {
+    let status = if cancel.is_cancelled() || nodes.iter().any(|r| r.status == NodeStatus::Cancelled)
+    {
         GraphStatus::Cancelled
     } else if nodes.iter().all(|r| r.status == NodeStatus::Succeeded) {
         GraphStatus::Succeeded
     } else {
         GraphStatus::Failed
     };
-    let result = GraphResult { status, nodes, duration: started.elapsed() };
+    let result = GraphResult {
+        status,
+        nodes,
+        duration: started.elapsed(),
+    };
     if events.enabled() {
         events.emit(Event::GraphFinished {
             ts: now(),
@@ -387,8 +452,16 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
 /// The result of a node whose task panicked (`what`) or was aborted: a bug in that node.
 fn panicked(graph: &Prepared, index: usize, what: &str, start: Instant) -> Finished {
     let spec = graph.nodes[index].spec;
-    let error = NodeError::internal(format!("node {} {what}; this is a bug in {}", graph.nodes[index].id, spec.id));
-    Finished { index, outputs: complete_outputs(spec, error.to_outputs()), duration: start.elapsed(), cancelled: false }
+    let error = NodeError::internal(format!(
+        "node {} {what}; this is a bug in {}",
+        graph.nodes[index].id, spec.id
+    ));
+    Finished {
+        index,
+        outputs: complete_outputs(spec, error.to_outputs()),
+        duration: start.elapsed(),
+        cancelled: false,
+    }
 }
 
 /// The node's static input plus edge values (checked against the target port now that they are
@@ -402,7 +475,11 @@ fn assemble_input(
 ) -> Result<Values, NodeError> {
     let mut input = prepared.base.clone();
     for edge in &prepared.incoming {
-        let value = results[edge.from].as_ref().and_then(|r| r.outputs.get(edge.from_port)).cloned().unwrap_or(Value::Null);
+        let value = results[edge.from]
+            .as_ref()
+            .and_then(|r| r.outputs.get(edge.from_port))
+            .cloned()
+            .unwrap_or(Value::Null);
         let source = format!("{}.{}", nodes[edge.from].id, edge.from_port);
         if value.is_null() {
             if edge.port.required && input.get(edge.port.name).is_none_or(Value::is_null) {
@@ -414,11 +491,25 @@ fn assemble_input(
             continue;
         }
         check_value(edge.port, &value).map_err(|message| {
-            NodeError::invalid_input(format!("input `{}` from {source}: {message}", edge.port.name))
+            NodeError::invalid_input(format!(
+                "input `{}` from {source}: {message}",
+                edge.port.name
+            ))
         })?;
         let value = if edge.port.audience == Audience::Capped {
-            resolve_request(policy, prepared.spec.id, edge.port, prepared.config.get(edge.port.name), &value)
-                .map_err(|message| NodeError::policy_denied(format!("input `{}` from {source}: {message}", edge.port.name)))?
+            resolve_request(
+                policy,
+                prepared.spec.id,
+                edge.port,
+                prepared.config.get(edge.port.name),
+                &value,
+            )
+            .map_err(|message| {
+                NodeError::policy_denied(format!(
+                    "input `{}` from {source}: {message}",
+                    edge.port.name
+                ))
+            })?
         } else {
             value
         };
@@ -452,12 +543,21 @@ async fn execute(
         if let Some(card) = approval_card(node.as_ref(), &ctx, &input, &asked)? {
             if ctx.approver.decide(&card).await != Decision::Approved {
                 if ctx.cancel.is_cancelled() {
-                    return Err(NodeError::new(ErrorKind::Cancelled, "the run was cancelled while waiting for approval; nothing ran"));
+                    return Err(NodeError::new(
+                        ErrorKind::Cancelled,
+                        "the run was cancelled while waiting for approval; nothing ran",
+                    ));
                 }
-                return Err(NodeError::new(ErrorKind::ApprovalDenied, denied_message(spec, &ctx.node_id, &asked)));
+                return Err(NodeError::new(
+                    ErrorKind::ApprovalDenied,
+                    denied_message(spec, &ctx.node_id, &asked),
+                ));
             }
             if !card.requested_paths.is_empty() {
-                ctx.approver = Arc::new(Covered { inner: Arc::clone(&ctx.approver), paths: card.requested_paths });
+                ctx.approver = Arc::new(Covered {
+                    inner: Arc::clone(&ctx.approver),
+                    paths: card.requested_paths,
+                });
             }
         }
         node.run(&ctx, input).await
@@ -483,18 +583,33 @@ async fn execute(
         Ok(outputs) => outputs,
         Err(error) => error.to_outputs(),
     };
-    Finished { index, outputs: complete_outputs(spec, outputs), duration: start.elapsed(), cancelled: cancel.is_cancelled() }
+    Finished {
+        index,
+        outputs: complete_outputs(spec, outputs),
+        duration: start.elapsed(),
+        cancelled: cancel.is_cancelled(),
+    }
 }
 
 /// Why nothing ran, and for requested capabilities which setting would grant them.
 fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&str]) -> String {
     // A single-node run's id is its type: name it once.
-    let who = if node_id == spec.id { spec.id.to_string() } else { format!("{} `{node_id}`", spec.id) };
+    let who = if node_id == spec.id {
+        spec.id.to_string()
+    } else {
+        format!("{} `{node_id}`", spec.id)
+    };
     if asked.is_empty() {
         return format!("{who} was not approved; nothing ran");
     }
-    let what: Vec<String> = asked.iter().map(|name| format!("{name}=true ({})", capability_opens(name))).collect();
-    let config: Vec<String> = asked.iter().map(|name| format!("\"{name}\": true")).collect();
+    let what: Vec<String> = asked
+        .iter()
+        .map(|name| format!("{name}=true ({})", capability_opens(name)))
+        .collect();
+    let config: Vec<String> = asked
+        .iter()
+        .map(|name| format!("\"{name}\": true"))
+        .collect();
     format!(
         "{who} requested {}, which a person must approve for this run, and it was not approved; nothing ran. \
          Approve the run when asked (the terminal prompt, or --approve where the operator honours it), or have the node's \
@@ -511,7 +626,10 @@ fn complete_outputs(spec: &NodeSpec, mut outputs: Values) -> Values {
     }
     let mut ordered = Values::new();
     for port in spec.outputs {
-        ordered.insert(port.name.to_string(), outputs.remove(port.name).unwrap_or(Value::Null));
+        ordered.insert(
+            port.name.to_string(),
+            outputs.remove(port.name).unwrap_or(Value::Null),
+        );
     }
     ordered.extend(outputs);
     ordered
@@ -530,7 +648,12 @@ fn status_of(outputs: &Values, cancelled: bool) -> NodeStatus {
 }
 
 /// Marks everything downstream of a failed node skipped, naming the failed node.
-fn skip_dependents(graph: &Prepared, failed: usize, results: &mut [Option<NodeResult>], events: &Arc<dyn EventSink>) {
+fn skip_dependents(
+    graph: &Prepared,
+    failed: usize,
+    results: &mut [Option<NodeResult>],
+    events: &Arc<dyn EventSink>,
+) {
     let reason = format!("skipped because node `{}` failed", graph.nodes[failed].id);
     let mut stack: Vec<usize> = graph.dependents[failed].clone();
     while let Some(d) = stack.pop() {
@@ -539,7 +662,12 @@ fn skip_dependents(graph: &Prepared, failed: usize, results: &mut [Option<NodeRe
         }
         let prepared = &graph.nodes[d];
         let outputs = complete_outputs(prepared.spec, Values::new());
-        let outcome = Outcome { status: NodeStatus::Skipped, outputs, duration: Duration::ZERO, reason: Some(reason.clone()) };
+        let outcome = Outcome {
+            status: NodeStatus::Skipped,
+            outputs,
+            duration: Duration::ZERO,
+            reason: Some(reason.clone()),
+        };
         finish(results, events, d, prepared, outcome);
         stack.extend_from_slice(&graph.dependents[d]);
     }
@@ -554,10 +682,28 @@ struct Outcome {
 }
 
 /// Records a node's result (and emits `node_finished`).
-fn finish(results: &mut [Option<NodeResult>], events: &Arc<dyn EventSink>, index: usize, prepared: &PreparedNode, outcome: Outcome) {
-    let Outcome { status, outputs, duration, reason } = outcome;
+fn finish(
+    results: &mut [Option<NodeResult>],
+    events: &Arc<dyn EventSink>,
+    index: usize,
+    prepared: &PreparedNode,
+    outcome: Outcome,
+) {
+    let Outcome {
+        status,
+        outputs,
+        duration,
+        reason,
+    } = outcome;
     emit_finished(events, prepared, status, &outputs, duration, &reason);
-    results[index] = Some(NodeResult { id: prepared.id.clone(), node_type: prepared.spec.id, status, outputs, duration, reason });
+    results[index] = Some(NodeResult {
+        id: prepared.id.clone(),
+        node_type: prepared.spec.id,
+        status,
+        outputs,
+        duration,
+        reason,
+    });
 }
 
 fn emit_finished(
@@ -575,7 +721,10 @@ fn emit_finished(
             node_type: prepared.spec.id.to_string(),
             status,
             duration_ms: millis(duration),
-            error_kind: outputs.get("error_kind").and_then(Value::as_str).map(str::to_string),
+            error_kind: outputs
+                .get("error_kind")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             reason: reason.clone(),
         });
     }

@@ -14,8 +14,8 @@ use crate::error::{did_you_mean, suggestions, ValidationError, ValidationErrorKi
 use crate::graph::{Edge, Graph, GraphNode};
 use crate::ports::{check_value, edge_compatible};
 use cheng_node::check::{check_operator, is_capability, resolve_request, Place};
-use cheng_node::policy::{Capability, Policy};
 use cheng_node::engine_ports::EnginePort;
+use cheng_node::policy::{Capability, Policy};
 use cheng_node::{Audience, Lookup, Node, NodeSpec, PortSpec, Registry, Values};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -78,7 +78,11 @@ impl ValidatedGraph {
     /// inputs, `sandbox_root` set to `workspace` (the canonical root). For dry runs: a caller
     /// can ask `spec().effects.requires_approval` and build the approval card without running
     /// anything. `None` for an id the graph does not have.
-    pub fn planned_input(&self, id: &str, workspace: &std::path::Path) -> Option<(Arc<dyn Node>, Values)> {
+    pub fn planned_input(
+        &self,
+        id: &str,
+        workspace: &std::path::Path,
+    ) -> Option<(Arc<dyn Node>, Values)> {
         let prepared = self.inner.nodes.iter().find(|n| n.id == id)?;
         let mut input = prepared.base.clone();
         // Validation refused specs with engine ports the engine does not fill, so this cannot fail.
@@ -92,20 +96,37 @@ impl ValidatedGraph {
     /// card when its effects gate the input, capabilities left on "ask", host read paths), or
     /// `None` when it would start without asking. For servers that ask ahead of the run and dry
     /// runs; `Err` when the node refuses the input before anything could run.
-    pub fn planned_card(&self, id: &str, ctx: &cheng_node::RunContext) -> Result<Option<cheng_node::ApprovalRequest>, cheng_node::NodeError> {
+    pub fn planned_card(
+        &self,
+        id: &str,
+        ctx: &cheng_node::RunContext,
+    ) -> Result<Option<cheng_node::ApprovalRequest>, cheng_node::NodeError> {
         let Some(prepared) = self.inner.nodes.iter().find(|n| n.id == id) else {
-            return Err(cheng_node::NodeError::internal(format!("the validated graph has no node `{id}`; this is a bug in cheng")));
+            return Err(cheng_node::NodeError::internal(format!(
+                "the validated graph has no node `{id}`; this is a bug in cheng"
+            )));
         };
         let Some((node, input)) = self.planned_input(id, &ctx.workspace) else {
-            return Err(cheng_node::NodeError::internal(format!("node `{id}` has no planned input; this is a bug in cheng")));
+            return Err(cheng_node::NodeError::internal(format!(
+                "node `{id}` has no planned input; this is a bug in cheng"
+            )));
         };
-        let asked = cheng_node::check::asked_capabilities(&self.inner.policy, prepared.spec, &prepared.config, &input);
+        let asked = cheng_node::check::asked_capabilities(
+            &self.inner.policy,
+            prepared.spec,
+            &prepared.config,
+            &input,
+        );
         crate::approval::approval_card(node.as_ref(), ctx, &input, &asked)
     }
 }
 
 /// Validates `graph` against `registry`; every problem is reported.
-pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
+pub fn validate(
+    registry: &Registry,
+    policy: &Arc<Policy>,
+    graph: &Graph,
+) -> Result<ValidatedGraph, Vec<ValidationError>> {
     let mut errors = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(graph.nodes.len());
     // `None` where the type is unknown: its ports cannot be checked, the type error says why.
@@ -167,11 +188,17 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
                 let close = suggestions(&end.node, index.keys().copied());
                 errors.push(ValidationError::graph(
                     Kind::DanglingEdge,
-                    format!("edge {edge}: there is no node `{}`.{}", end.node, did_you_mean(&close)),
+                    format!(
+                        "edge {edge}: there is no node `{}`.{}",
+                        end.node,
+                        did_you_mean(&close)
+                    ),
                 ));
             }
         }
-        let (Some(from), Some(to)) = (from, to) else { continue };
+        let (Some(from), Some(to)) = (from, to) else {
+            continue;
+        };
         let from_spec = resolved[from].as_ref().map(|(node, _)| node.spec());
         let to_spec = resolved[to].as_ref().map(|(node, _)| node.spec());
         let out_port = from_spec.map(|spec| (spec, spec.output(&edge.from.port)));
@@ -184,17 +211,33 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
                 Kind::DanglingEdge,
                 &edge.from.node,
                 &edge.from.port,
-                format!("edge {edge}: {} has no output `{}`.{}", spec.id, edge.from.port, did_you_mean(&close)),
+                format!(
+                    "edge {edge}: {} has no output `{}`.{}",
+                    spec.id,
+                    edge.from.port,
+                    did_you_mean(&close)
+                ),
             ));
         }
         if let Some((spec, None)) = in_port {
             ok = false;
-            let close = suggestions(&edge.to.port, spec.inputs.iter().filter(|p| p.audience != Audience::Engine).map(|p| p.name));
+            let close = suggestions(
+                &edge.to.port,
+                spec.inputs
+                    .iter()
+                    .filter(|p| p.audience != Audience::Engine)
+                    .map(|p| p.name),
+            );
             errors.push(ValidationError::port(
                 Kind::DanglingEdge,
                 &edge.to.node,
                 &edge.to.port,
-                format!("edge {edge}: {} has no input `{}`.{}", spec.id, edge.to.port, did_you_mean(&close)),
+                format!(
+                    "edge {edge}: {} has no input `{}`.{}",
+                    spec.id,
+                    edge.to.port,
+                    did_you_mean(&close)
+                ),
             ));
         }
         if let (Some((_, Some(out))), Some((_, Some(inp)))) = (out_port, in_port) {
@@ -211,7 +254,11 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
                 ));
             }
             if ok {
-                incoming[to].push(Incoming { port: inp, from, from_port: out.name });
+                incoming[to].push(Incoming {
+                    port: inp,
+                    from,
+                    from_port: out.name,
+                });
             }
         }
         // Cycles are checked on every edge whose two nodes exist, whatever else is wrong with it.
@@ -225,7 +272,11 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
         for before in &gnode.after {
             match index.get(before.as_str()).copied() {
                 Some(from) if from == to => {
-                    errors.push(ValidationError::node(Kind::Cycle, &gnode.id, "`after` names the node itself; remove it"));
+                    errors.push(ValidationError::node(
+                        Kind::Cycle,
+                        &gnode.id,
+                        "`after` names the node itself; remove it",
+                    ));
                 }
                 Some(from) => {
                     dependents[from].push(to);
@@ -236,7 +287,10 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
                     errors.push(ValidationError::node(
                         Kind::DanglingEdge,
                         &gnode.id,
-                        format!("`after` names `{before}`, and there is no such node.{}", did_you_mean(&close)),
+                        format!(
+                            "`after` names `{before}`, and there is no such node.{}",
+                            did_you_mean(&close)
+                        ),
                     ));
                 }
             }
@@ -271,21 +325,35 @@ pub fn validate(registry: &Registry, policy: &Arc<Policy>, graph: &Graph) -> Res
         })
         .collect();
     Ok(ValidatedGraph {
-        inner: Arc::new(Prepared { nodes, dependents, upstream_count, edge_count: graph.edges.len(), policy: Arc::clone(policy) }),
+        inner: Arc::new(Prepared {
+            nodes,
+            dependents,
+            upstream_count,
+            edge_count: graph.edges.len(),
+            policy: Arc::clone(policy),
+        }),
     })
 }
 
 /// Defaults ← config ← inputs, checking each value. Every declared input is present in the
 /// result (`null` when unset); engine ports are filled at run time.
-fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, errors: &mut Vec<ValidationError>) -> Values {
+fn static_input(
+    spec: &'static NodeSpec,
+    policy: &Policy,
+    gnode: &GraphNode,
+    errors: &mut Vec<ValidationError>,
+) -> Values {
     let mut values = Values::new();
     for port in spec.inputs {
         // The operator's ceiling bounds defaults too (a 5000 ms default under a 1000 ms limit).
-        let default = cheng_node::schema::effective_default(spec, port, policy).unwrap_or(Value::Null);
+        let default =
+            cheng_node::schema::effective_default(spec, port, policy).unwrap_or(Value::Null);
         values.insert(port.name.to_string(), default);
     }
     for (name, value) in &gnode.config {
-        let Some(port) = known_port(spec, gnode, name, "config", errors) else { continue };
+        let Some(port) = known_port(spec, gnode, name, "config", errors) else {
+            continue;
+        };
         if port.audience == Audience::Engine {
             errors.push(engine_port_error(gnode, port, "config"));
             continue;
@@ -316,13 +384,20 @@ fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, err
                 Ok(()) => {
                     values.insert(name.clone(), value.clone());
                 }
-                Err(message) => errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message)),
+                Err(message) => errors.push(ValidationError::port(
+                    Kind::AboveCap,
+                    &gnode.id,
+                    port.name,
+                    message,
+                )),
             },
             Err(message) => errors.push(value_error(gnode, port, "config", value, message)),
         }
     }
     for (name, value) in &gnode.inputs {
-        let Some(port) = known_port(spec, gnode, name, "inputs", errors) else { continue };
+        let Some(port) = known_port(spec, gnode, name, "inputs", errors) else {
+            continue;
+        };
         match port.audience {
             Audience::Engine => {
                 errors.push(engine_port_error(gnode, port, "inputs"));
@@ -354,7 +429,12 @@ fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, err
         let value = match resolved {
             Ok(v) => v,
             Err(message) => {
-                errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message));
+                errors.push(ValidationError::port(
+                    Kind::AboveCap,
+                    &gnode.id,
+                    port.name,
+                    message,
+                ));
                 continue;
             }
         };
@@ -365,8 +445,16 @@ fn static_input(spec: &'static NodeSpec, policy: &Policy, gnode: &GraphNode, err
 
 /// A spec declaring an engine port the engine does not fill is refused: the node would
 /// otherwise run with it silently unset.
-fn check_engine_ports(spec: &'static NodeSpec, gnode: &GraphNode, errors: &mut Vec<ValidationError>) {
-    for port in spec.inputs.iter().filter(|p| p.audience == Audience::Engine) {
+fn check_engine_ports(
+    spec: &'static NodeSpec,
+    gnode: &GraphNode,
+    errors: &mut Vec<ValidationError>,
+) {
+    for port in spec
+        .inputs
+        .iter()
+        .filter(|p| p.audience == Audience::Engine)
+    {
         if EnginePort::from_name(port.name).is_none() {
             errors.push(ValidationError::port(
                 Kind::UnknownPort,
@@ -390,12 +478,22 @@ fn known_port(
 ) -> Option<&'static PortSpec> {
     let port = spec.input(name);
     if port.is_none() {
-        let close = suggestions(name, spec.inputs.iter().filter(|p| p.audience != Audience::Engine).map(|p| p.name));
+        let close = suggestions(
+            name,
+            spec.inputs
+                .iter()
+                .filter(|p| p.audience != Audience::Engine)
+                .map(|p| p.name),
+        );
         errors.push(ValidationError::port(
             Kind::UnknownPort,
             &gnode.id,
             name,
-            format!("{} has no input `{name}` (set in {place}).{}", spec.id, did_you_mean(&close)),
+            format!(
+                "{} has no input `{name}` (set in {place}).{}",
+                spec.id,
+                did_you_mean(&close)
+            ),
         ));
     }
     port
@@ -413,17 +511,44 @@ fn engine_port_error(gnode: &GraphNode, port: &PortSpec, place: &str) -> Validat
     )
 }
 
-fn value_error(gnode: &GraphNode, port: &PortSpec, place: &str, value: &Value, message: String) -> ValidationError {
-    let kind = if port.ty.accepts(value) { Kind::OutOfRange } else { Kind::WrongType };
-    ValidationError::port(kind, &gnode.id, port.name, format!("{message} (in {place})"))
+fn value_error(
+    gnode: &GraphNode,
+    port: &PortSpec,
+    place: &str,
+    value: &Value,
+    message: String,
+) -> ValidationError {
+    let kind = if port.ty.accepts(value) {
+        Kind::OutOfRange
+    } else {
+        Kind::WrongType
+    };
+    ValidationError::port(
+        kind,
+        &gnode.id,
+        port.name,
+        format!("{message} (in {place})"),
+    )
 }
 
 /// Checks what an edge may feed; returns whether the edge is usable.
-fn check_edge_target(edge: &Edge, out: &PortSpec, inp: &PortSpec, target: &GraphNode, errors: &mut Vec<ValidationError>) -> bool {
+fn check_edge_target(
+    edge: &Edge,
+    out: &PortSpec,
+    inp: &PortSpec,
+    target: &GraphNode,
+    errors: &mut Vec<ValidationError>,
+) -> bool {
     let fail = |kind, message: String| ValidationError::port(kind, &target.id, inp.name, message);
     match inp.audience {
         Audience::Engine => {
-            errors.push(fail(Kind::EngineOnly, format!("edge {edge}: {} is engine-injected; no edge may feed it", inp.name)));
+            errors.push(fail(
+                Kind::EngineOnly,
+                format!(
+                    "edge {edge}: {} is engine-injected; no edge may feed it",
+                    inp.name
+                ),
+            ));
             return false;
         }
         Audience::Author => {
@@ -438,7 +563,13 @@ fn check_edge_target(edge: &Edge, out: &PortSpec, inp: &PortSpec, target: &Graph
     if !edge_compatible(&out.ty, &inp.ty) {
         errors.push(fail(
             Kind::EdgeTypeMismatch,
-            format!("edge {edge}: output `{}` is {} but input `{}` takes {}", out.name, out.ty.display(), inp.name, inp.ty.display()),
+            format!(
+                "edge {edge}: output `{}` is {} but input `{}` takes {}",
+                out.name,
+                out.ty.display(),
+                inp.name,
+                inp.ty.display()
+            ),
         ));
         return false;
     }
@@ -452,20 +583,43 @@ fn check_edge_target(edge: &Edge, out: &PortSpec, inp: &PortSpec, target: &Graph
     true
 }
 
-fn check_required(spec: &NodeSpec, gnode: &GraphNode, base: &Values, incoming: &[Incoming], errors: &mut Vec<ValidationError>) {
-    for port in spec.inputs.iter().filter(|p| p.required && p.audience != Audience::Engine) {
+fn check_required(
+    spec: &NodeSpec,
+    gnode: &GraphNode,
+    base: &Values,
+    incoming: &[Incoming],
+    errors: &mut Vec<ValidationError>,
+) {
+    for port in spec
+        .inputs
+        .iter()
+        .filter(|p| p.required && p.audience != Audience::Engine)
+    {
         // A value given but refused (already reported) is not also "missing".
         let given = |values: &Values| values.get(port.name).is_some_and(|v| !v.is_null());
-        let set = base.get(port.name).is_some_and(|v| !v.is_null()) || given(&gnode.inputs) || given(&gnode.config);
+        let set = base.get(port.name).is_some_and(|v| !v.is_null())
+            || given(&gnode.inputs)
+            || given(&gnode.config);
         if !set && !incoming.iter().any(|e| e.port.name == port.name) {
-            let place = if port.audience == Audience::Author { "config" } else { "inputs (or feed it by an edge)" };
+            let place = if port.audience == Audience::Author {
+                "config"
+            } else {
+                "inputs (or feed it by an edge)"
+            };
             errors.push(ValidationError::port(
                 Kind::MissingRequired,
                 &gnode.id,
                 port.name,
                 match port.choices {
-                    Some(choices) => format!("required input of {} is missing; set it in {place}, one of: {}", spec.id, choices.join(", ")),
-                    None => format!("required input of {} is missing; set it in {place}", spec.id),
+                    Some(choices) => format!(
+                        "required input of {} is missing; set it in {place}, one of: {}",
+                        spec.id,
+                        choices.join(", ")
+                    ),
+                    None => format!(
+                        "required input of {} is missing; set it in {place}",
+                        spec.id
+                    ),
                 },
             ));
         }
@@ -474,7 +628,11 @@ fn check_required(spec: &NodeSpec, gnode: &GraphNode, base: &Values, incoming: &
 
 /// Names each cycle as `a → b → a`. Kahn's algorithm finds the nodes on or behind cycles; a walk
 /// backwards through their remaining predecessors must revisit a node, which closes a cycle.
-fn find_cycles(nodes: &[GraphNode], dependents: &[Vec<usize>], upstream_count: &[usize]) -> Vec<ValidationError> {
+fn find_cycles(
+    nodes: &[GraphNode],
+    dependents: &[Vec<usize>],
+    upstream_count: &[usize],
+) -> Vec<ValidationError> {
     let n = nodes.len();
     let mut remaining = upstream_count.to_vec();
     let mut queue: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
@@ -525,9 +683,15 @@ fn find_cycles(nodes: &[GraphNode], dependents: &[Vec<usize>], upstream_count: &
         if walk_of[at] != walk {
             continue; // ran into an earlier walk: that cycle is already reported
         }
-        let Some(pos) = path.iter().position(|&p| p == at) else { continue };
+        let Some(pos) = path.iter().position(|&p| p == at) else {
+            continue;
+        };
         // `path` follows predecessors; reverse to read in edge direction.
-        let mut cycle: Vec<&str> = path[pos..].iter().rev().map(|&i| nodes[i].id.as_str()).collect();
+        let mut cycle: Vec<&str> = path[pos..]
+            .iter()
+            .rev()
+            .map(|&i| nodes[i].id.as_str())
+            .collect();
         cycle.push(cycle[0]);
         errors.push(ValidationError::node(
             Kind::Cycle,

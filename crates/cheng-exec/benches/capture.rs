@@ -25,16 +25,25 @@ const CAP: usize = 1 << 20;
 const ROUNDS: usize = 5;
 
 fn main() {
-    let bytes: u64 = std::env::var("CHENG_BENCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(1 << 30);
+    let bytes: u64 = std::env::var("CHENG_BENCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1 << 30);
     // dd writes 1 MiB blocks, so the writer is not the bottleneck (`head -c` writes 8 KiB at a time).
     let blocks = format!("count={}", bytes >> 20);
     let argv = ["if=/dev/zero", "bs=1M", blocks.as_str(), "status=none"];
     let bytes = (bytes >> 20) << 20;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let rss_start = vm_hwm_kb();
 
     let captured_run = || {
-        let spec = ProcessSpec::new("dd", argv, std::env::temp_dir()).caps(CAP, CAP).timeout(Duration::from_secs(600));
+        let spec = ProcessSpec::new("dd", argv, std::env::temp_dir())
+            .caps(CAP, CAP)
+            .timeout(Duration::from_secs(600));
         let started = Instant::now();
         let out = rt.block_on(cheng_exec::run(spec, &CancellationToken::new()));
         let took = started.elapsed();
@@ -54,12 +63,20 @@ fn main() {
         let out = rt.block_on(cheng_exec::run(spec, &CancellationToken::new()));
         let took = started.elapsed();
         assert_eq!(out.termination, Termination::Exited);
-        assert_eq!(seen.0.load(std::sync::atomic::Ordering::Relaxed), bytes, "the callback saw every byte");
+        assert_eq!(
+            seen.0.load(std::sync::atomic::Ordering::Relaxed),
+            bytes,
+            "the callback saw every byte"
+        );
         took
     };
     let raw_pipe_run = || {
         let started = Instant::now();
-        let mut child = Command::new("dd").args(argv).stdout(Stdio::piped()).spawn().expect("spawn dd");
+        let mut child = Command::new("dd")
+            .args(argv)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn dd");
         let mut stdout = child.stdout.take().expect("stdout");
         let mut buf = vec![0u8; 256 * 1024];
         let mut total = 0u64;
@@ -86,15 +103,27 @@ fn main() {
 
     let dev_null = best_of(|| {
         let started = Instant::now();
-        let status = Command::new("dd").args(argv).stdout(Stdio::null()).status().expect("spawn dd");
+        let status = Command::new("dd")
+            .args(argv)
+            .stdout(Stdio::null())
+            .status()
+            .expect("spawn dd");
         assert!(status.success());
         started.elapsed()
     });
 
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |d: Duration| gib / d.as_secs_f64();
-    println!("capture of {} from `dd if=/dev/zero bs=1M {blocks}`, best of {ROUNDS}:", cheng_node::text::human_bytes(bytes));
-    println!("  cheng_exec::run (cap {} per stream): {:>6.2} GiB/s  ({:?})", cheng_node::text::human_bytes(CAP as u64), rate(captured), captured);
+    println!(
+        "capture of {} from `dd if=/dev/zero bs=1M {blocks}`, best of {ROUNDS}:",
+        cheng_node::text::human_bytes(bytes)
+    );
+    println!(
+        "  cheng_exec::run (cap {} per stream): {:>6.2} GiB/s  ({:?})",
+        cheng_node::text::human_bytes(CAP as u64),
+        rate(captured),
+        captured
+    );
     println!(
         "  cheng_exec::run + live output callback: {:>6.2} GiB/s  ({:?})  callback on / off time {:.2}x",
         rate(live),
@@ -102,13 +131,19 @@ fn main() {
         live.as_secs_f64() / captured.as_secs_f64()
     );
     println!("  raw std pipe + read loop (discard):   {:>6.2} GiB/s  ({:?})  cheng time / raw time {:.2}x", rate(raw_pipe), raw_pipe, captured.as_secs_f64() / raw_pipe.as_secs_f64());
-    println!("  child writing to /dev/null (no pipe): {:>6.2} GiB/s  ({:?})", rate(dev_null), dev_null);
+    println!(
+        "  child writing to /dev/null (no pipe): {:>6.2} GiB/s  ({:?})",
+        rate(dev_null),
+        dev_null
+    );
 
     // The same through `head -c` (8 KiB writes): bound by the writer, shown for comparison.
     let size = bytes.to_string();
     let head_argv = ["-c", size.as_str(), "/dev/zero"];
     let head_captured = best_of(|| {
-        let spec = ProcessSpec::new("head", head_argv, std::env::temp_dir()).caps(CAP, CAP).timeout(Duration::from_secs(600));
+        let spec = ProcessSpec::new("head", head_argv, std::env::temp_dir())
+            .caps(CAP, CAP)
+            .timeout(Duration::from_secs(600));
         let started = Instant::now();
         let out = rt.block_on(cheng_exec::run(spec, &CancellationToken::new()));
         assert_eq!(out.stdout.total_bytes, bytes);
@@ -116,7 +151,11 @@ fn main() {
     });
     let head_raw = best_of(|| {
         let started = Instant::now();
-        let mut child = Command::new("head").args(head_argv).stdout(Stdio::piped()).spawn().expect("spawn head");
+        let mut child = Command::new("head")
+            .args(head_argv)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn head");
         let mut stdout = child.stdout.take().expect("stdout");
         std::io::copy(&mut stdout, &mut std::io::sink()).expect("read");
         child.wait().expect("wait");
@@ -142,8 +181,13 @@ struct Counter(std::sync::atomic::AtomicU64);
 
 impl cheng_node::OutputSink for Counter {
     fn chunk(&self, _stream: cheng_node::OutputStream, bytes: &[u8], offset: u64) {
-        assert_eq!(offset, self.0.load(std::sync::atomic::Ordering::Relaxed), "contiguous offsets");
-        self.0.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            offset,
+            self.0.load(std::sync::atomic::Ordering::Relaxed),
+            "contiguous offsets"
+        );
+        self.0
+            .fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -155,6 +199,10 @@ fn best_of(mut f: impl FnMut() -> Duration) -> Duration {
 fn vm_hwm_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }

@@ -60,7 +60,19 @@ fn bare_bwrap() -> Option<Duration> {
     let run = || {
         let started = Instant::now();
         let ok = Command::new("bwrap")
-            .args(["--unshare-pid", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"])
+            .args([
+                "--unshare-pid",
+                "--unshare-net",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "true",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -75,14 +87,24 @@ fn main() {
     let empty = tempfile::tempdir().expect("tempdir");
     let empty_root = empty.path().canonicalize().expect("canonical");
     let (base, _) = time_protect(&empty_root);
-    println!("protect, empty workspace (top-level names only): {:.3} ms", base.as_secs_f64() * 1e3);
+    println!(
+        "protect, empty workspace (top-level names only): {:.3} ms",
+        base.as_secs_f64() * 1e3
+    );
     let bwrap = bare_bwrap();
     match bwrap {
         Some(b) => println!("bare bwrap true: {:.3} ms", b.as_secs_f64() * 1e3),
         None => println!("bare bwrap true: not available here"),
     }
-    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() { vec![10_000, 100_000] } else { sizes };
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000]
+    } else {
+        sizes
+    };
     for files in sizes {
         let before_writes = Since::now();
         let ws = workspace(files);
@@ -90,12 +112,16 @@ fn main() {
         let _ = protect(&root, &mut Vec::new()); // warm the cache
         let (took, n) = time_protect(&root);
         let protect_took = took;
-        let plain = median((0..ROUNDS).map(|_| {
-            let started = Instant::now();
-            let mut entries = 0;
-            plain_walk(&root, &mut entries);
-            started.elapsed()
-        }).collect());
+        let plain = median(
+            (0..ROUNDS)
+                .map(|_| {
+                    let started = Instant::now();
+                    let mut entries = 0;
+                    plain_walk(&root, &mut entries);
+                    started.elapsed()
+                })
+                .collect(),
+        );
         print!(
             "protect, {files} files ({} dirs, {} nested repos; {n} protections): {:.3} ms, {:.1}x the empty workspace, \
              {:.2}x a plain read_dir walk ({:.3} ms)",
@@ -107,23 +133,36 @@ fn main() {
             plain.as_secs_f64() * 1e3
         );
         match bwrap {
-            Some(b) => println!(", {:.2}x a bare bwrap start", took.as_secs_f64() / b.as_secs_f64()),
+            Some(b) => println!(
+                ", {:.2}x a bare bwrap start",
+                took.as_secs_f64() / b.as_secs_f64()
+            ),
             None => println!(),
         }
-        let known = protect(&root, &mut Vec::new()).expect("protect").repositories().to_vec();
+        let known = protect(&root, &mut Vec::new())
+            .expect("protect")
+            .repositories()
+            .to_vec();
         let time_audit = |since: Since| {
-            median((0..ROUNDS).map(|_| {
-                let started = Instant::now();
-                let report = audit(&root, since, &known).expect("audit");
-                assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-                started.elapsed()
-            }).collect())
+            median(
+                (0..ROUNDS)
+                    .map(|_| {
+                        let started = Instant::now();
+                        let report = audit(&root, since, &known).expect("audit");
+                        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+                        started.elapsed()
+                    })
+                    .collect(),
+            )
         };
         let written = time_audit(before_writes);
         // Inode times older than the run's start by more than the clock slack (2 s).
         std::thread::sleep(Duration::from_millis(2100));
         let unchanged = time_audit(Since::now());
-        for (what, took) in [("nothing changed by the run", unchanged), ("every file written by the run", written)] {
+        for (what, took) in [
+            ("nothing changed by the run", unchanged),
+            ("every file written by the run", written),
+        ] {
             println!(
                 "audit after the run, {files} files, {what}: {:.3} ms, {:.2}x a plain read_dir walk, {:.2}x protect",
                 took.as_secs_f64() * 1e3,
@@ -134,11 +173,12 @@ fn main() {
     }
 }
 
-
 /// The least a walk costs: recursive `read_dir`, file types from the directory entries, not
 /// entering `.git`.
 fn plain_walk(dir: &Path, entries: &mut usize) {
-    let Ok(list) = std::fs::read_dir(dir) else { return };
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in list.flatten() {
         *entries += 1;
         if entry.file_type().is_ok_and(|t| t.is_dir()) && entry.file_name() != ".git" {

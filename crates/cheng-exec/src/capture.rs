@@ -36,7 +36,9 @@ impl Stream {
     /// I/O enabled.
     pub fn new(fd: OwnedFd) -> io::Result<Self> {
         enlarge_pipe(&fd);
-        Ok(Stream { rx: pipe::Receiver::from_owned_fd(fd)? })
+        Ok(Stream {
+            rx: pipe::Receiver::from_owned_fd(fd)?,
+        })
     }
 
     /// The registered pipe, for readers that consume output as it arrives (`crate::live`).
@@ -51,12 +53,21 @@ impl Stream {
 /// holds the pipe open), whatever the pipe already holds is read without waiting, then the
 /// drain ends.
 pub async fn drain(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> HeadTail {
-    drain_to(stream, Sink::new(cap, false, Live::off()), stop).await.text
+    drain_to(stream, Sink::new(cap, false, Live::off()), stop)
+        .await
+        .text
 }
 
 /// Like [`drain`], and passes every chunk to `live` as it is read (the bounded buffer is the same).
-pub async fn drain_live(stream: Option<Stream>, cap: usize, live: Live, stop: &CancellationToken) -> HeadTail {
-    drain_to(stream, Sink::new(cap, false, live), stop).await.text
+pub async fn drain_live(
+    stream: Option<Stream>,
+    cap: usize,
+    live: Live,
+    stop: &CancellationToken,
+) -> HeadTail {
+    drain_to(stream, Sink::new(cap, false, live), stop)
+        .await
+        .text
 }
 
 /// Where a drain passes its chunks while it reads: an [`Output`] handle and which stream this is.
@@ -73,18 +84,30 @@ impl Live {
 
     /// Passes nothing on.
     pub fn off() -> Self {
-        Live { output: Output::off(), stream: OutputStream::Stdout }
+        Live {
+            output: Output::off(),
+            stream: OutputStream::Stdout,
+        }
     }
 }
 
 /// Like [`drain`], and also keeps the first `cap` bytes exactly as read, for output that is not
 /// text (NUL-framed records, non-UTF-8 paths). Holds up to twice `cap` in memory.
-pub async fn drain_with_bytes(stream: Option<Stream>, cap: usize, stop: &CancellationToken) -> (HeadTail, Vec<u8>) {
+pub async fn drain_with_bytes(
+    stream: Option<Stream>,
+    cap: usize,
+    stop: &CancellationToken,
+) -> (HeadTail, Vec<u8>) {
     drain_with_bytes_live(stream, cap, Live::off(), stop).await
 }
 
 /// [`drain_with_bytes`] passing every chunk to `live` as it is read.
-pub async fn drain_with_bytes_live(stream: Option<Stream>, cap: usize, live: Live, stop: &CancellationToken) -> (HeadTail, Vec<u8>) {
+pub async fn drain_with_bytes_live(
+    stream: Option<Stream>,
+    cap: usize,
+    live: Live,
+    stop: &CancellationToken,
+) -> (HeadTail, Vec<u8>) {
     let sink = drain_to(stream, Sink::new(cap, true, live), stop).await;
     (sink.text, sink.bytes)
 }
@@ -102,7 +125,14 @@ struct Sink {
 
 impl Sink {
     fn new(cap: usize, keep_bytes: bool, live: Live) -> Self {
-        Sink { text: HeadTail::new(cap), keep_bytes, bytes: Vec::new(), cap, live, offset: 0 }
+        Sink {
+            text: HeadTail::new(cap),
+            keep_bytes,
+            bytes: Vec::new(),
+            cap,
+            live,
+            offset: 0,
+        }
     }
 
     fn push(&mut self, chunk: &[u8]) {
@@ -198,8 +228,12 @@ fn enlarge_pipe(fd: &OwnedFd) {
 /// Writes `bytes` to the child's stdin, then closes it. A child that exits or closes stdin
 /// early is not an error; `stop` abandons the write.
 pub async fn feed(stdin: Option<OwnedFd>, bytes: Option<Vec<u8>>, stop: &CancellationToken) {
-    let (Some(fd), Some(bytes)) = (stdin, bytes) else { return };
-    let Ok(tx) = pipe::Sender::from_owned_fd(fd) else { return };
+    let (Some(fd), Some(bytes)) = (stdin, bytes) else {
+        return;
+    };
+    let Ok(tx) = pipe::Sender::from_owned_fd(fd) else {
+        return;
+    };
     let write = async {
         use tokio::io::AsyncWriteExt;
         let mut tx = tx;
@@ -223,7 +257,12 @@ mod tests {
         assert_eq!(rc, 0);
         use std::os::fd::FromRawFd;
         // SAFETY: both descriptors are fresh and owned by nobody else.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) }
+        unsafe {
+            (
+                OwnedFd::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        }
     }
 
     #[tokio::test]
@@ -235,12 +274,19 @@ mod tests {
             }
         });
         let stop = CancellationToken::new();
-        let out = drain(Some(Stream::new(rx).unwrap()), 64, &stop).await.finish();
+        let out = drain(Some(Stream::new(rx).unwrap()), 64, &stop)
+            .await
+            .finish();
         writer.join().unwrap();
         assert!(out.truncated);
         assert!(out.text.starts_with("line 0\n"), "{}", out.text);
         assert!(out.text.ends_with("line 999\n"), "{}", out.text);
-        assert_eq!(out.total_bytes, (0..1000).map(|i| format!("line {i}\n").len() as u64).sum::<u64>());
+        assert_eq!(
+            out.total_bytes,
+            (0..1000)
+                .map(|i| format!("line {i}\n").len() as u64)
+                .sum::<u64>()
+        );
     }
 
     #[tokio::test]
@@ -249,7 +295,9 @@ mod tests {
         tx.write_all(b"already there").unwrap();
         let stop = CancellationToken::new();
         stop.cancel();
-        let out = drain(Some(Stream::new(rx).unwrap()), 1024, &stop).await.finish();
+        let out = drain(Some(Stream::new(rx).unwrap()), 1024, &stop)
+            .await
+            .finish();
         assert_eq!(out.text, "already there");
         drop(tx);
     }
@@ -275,7 +323,10 @@ mod tests {
 
     impl cheng_node::OutputSink for Keep {
         fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-            self.0.lock().unwrap().push((stream, bytes.to_vec(), offset));
+            self.0
+                .lock()
+                .unwrap()
+                .push((stream, bytes.to_vec(), offset));
         }
     }
 
@@ -295,7 +346,9 @@ mod tests {
         let keep = std::sync::Arc::new(Keep::default());
         let live = Live::new(Output::new(keep.clone()), OutputStream::Stderr);
         let stop = CancellationToken::new();
-        let out = drain_live(Some(Stream::new(rx).unwrap()), 64, live, &stop).await.finish();
+        let out = drain_live(Some(Stream::new(rx).unwrap()), 64, live, &stop)
+            .await
+            .finish();
         writer.join().unwrap();
         assert!(out.truncated, "the capture keeps its cap");
         assert!(out.text.len() < 200, "{}", out.text.len());

@@ -39,25 +39,52 @@ const SECRET_MARKERS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD"];
 
 /// User variables that are denied exactly, with the reason shown to the caller.
 const DENIED_EXACT: &[(&str, &str)] = &[
-    ("PATH", "it decides which program runs; the host PATH is used"),
-    ("BASH_ENV", "bash runs the file it names before every script"),
+    (
+        "PATH",
+        "it decides which program runs; the host PATH is used",
+    ),
+    (
+        "BASH_ENV",
+        "bash runs the file it names before every script",
+    ),
     ("ENV", "sh runs the file it names at start-up"),
     ("IFS", "it changes how shells split words"),
-    ("PS4", "shells expand it (command substitution included) when tracing"),
-    ("SHELLOPTS", "it turns on shell options such as xtrace in every bash"),
+    (
+        "PS4",
+        "shells expand it (command substitution included) when tracing",
+    ),
+    (
+        "SHELLOPTS",
+        "it turns on shell options such as xtrace in every bash",
+    ),
     ("NODE_OPTIONS", "it makes node preload arbitrary modules"),
     ("PYTHONSTARTUP", "python runs the file it names"),
-    ("PYTHONPATH", "it makes python import modules from elsewhere"),
+    (
+        "PYTHONPATH",
+        "it makes python import modules from elsewhere",
+    ),
     ("PERL5OPT", "it injects options and modules into every perl"),
-    ("RUBYOPT", "it injects options and libraries into every ruby"),
+    (
+        "RUBYOPT",
+        "it injects options and libraries into every ruby",
+    ),
 ];
 
 /// User variables denied by prefix, with the reason.
 const DENIED_PREFIX: &[(&str, &str)] = &[
-    ("LD_", "the dynamic loader reads LD_* (LD_PRELOAD injects code into every program)"),
+    (
+        "LD_",
+        "the dynamic loader reads LD_* (LD_PRELOAD injects code into every program)",
+    ),
     ("DYLD_", "the dynamic loader reads DYLD_* (code injection)"),
-    ("BASH_FUNC_", "bash imports functions from BASH_FUNC_* variables"),
-    ("GIT_", "GIT_* variables redirect git to other repositories, configs and programs"),
+    (
+        "BASH_FUNC_",
+        "bash imports functions from BASH_FUNC_* variables",
+    ),
+    (
+        "GIT_",
+        "GIT_* variables redirect git to other repositories, configs and programs",
+    ),
 ];
 
 /// The minimal base environment taken from this process's environment.
@@ -66,7 +93,9 @@ pub fn base() -> Vec<(OsString, OsString)> {
 }
 
 /// [`base`] over an explicit list of host variables (for tests).
-pub fn base_from(host: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+pub fn base_from(
+    host: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
     let mut out: Vec<(OsString, OsString)> = host
         .into_iter()
         .filter(|(name, _)| is_base_name(name) && !looks_secret(name))
@@ -113,7 +142,9 @@ pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, Node
             }
         };
         if value.contains('\0') {
-            return Err(NodeError::invalid_input(format!("env.{name} contains a NUL byte")));
+            return Err(NodeError::invalid_input(format!(
+                "env.{name} contains a NUL byte"
+            )));
         }
         if value.len() > MAX_VALUE_BYTES {
             return Err(NodeError::invalid_input(format!(
@@ -135,7 +166,9 @@ pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, Node
 /// Rejects malformed names and names on the denylist.
 fn check_name(name: &str) -> Result<(), NodeError> {
     if name.is_empty() {
-        return Err(NodeError::invalid_input("env has a variable with an empty name"));
+        return Err(NodeError::invalid_input(
+            "env has a variable with an empty name",
+        ));
     }
     if name.len() > MAX_NAME_BYTES {
         return Err(NodeError::invalid_input(format!(
@@ -162,7 +195,11 @@ pub fn denied_reason(name: &str) -> Option<&'static str> {
     DENIED_EXACT
         .iter()
         .find(|(denied, _)| upper == *denied)
-        .or_else(|| DENIED_PREFIX.iter().find(|(prefix, _)| upper.starts_with(prefix)))
+        .or_else(|| {
+            DENIED_PREFIX
+                .iter()
+                .find(|(prefix, _)| upper.starts_with(prefix))
+        })
         .map(|(_, reason)| *reason)
 }
 
@@ -185,11 +222,15 @@ mod tests {
     use serde_json::json;
 
     fn host(vars: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        vars.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect()
+        vars.iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
     }
 
     fn names(env: &[(OsString, OsString)]) -> Vec<String> {
-        env.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect()
+        env.iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect()
     }
 
     fn map(value: Value) -> Map<String, Value> {
@@ -213,7 +254,10 @@ mod tests {
             ("LD_PRELOAD", "/evil.so"),
             ("CARGO_HOME", "/x"),
         ]));
-        assert_eq!(names(&env), ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"]);
+        assert_eq!(
+            names(&env),
+            ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER"]
+        );
     }
 
     #[test]
@@ -238,21 +282,54 @@ mod tests {
 
     #[test]
     fn build_adds_user_vars_and_replaces_base_values() {
-        let env = build(&map(json!({"RUST_LOG": "debug", "LANG": "C", "API_KEY": "mine"}))).unwrap();
-        let get = |n: &str| env.iter().filter(|(k, _)| k == n).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+        let env = build(&map(
+            json!({"RUST_LOG": "debug", "LANG": "C", "API_KEY": "mine"}),
+        ))
+        .unwrap();
+        let get = |n: &str| {
+            env.iter()
+                .filter(|(k, _)| k == n)
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(get("RUST_LOG"), [OsString::from("debug")]);
         assert_eq!(get("LANG"), [OsString::from("C")]);
-        assert_eq!(get("API_KEY"), [OsString::from("mine")], "a caller's own value is passed");
+        assert_eq!(
+            get("API_KEY"),
+            [OsString::from("mine")],
+            "a caller's own value is passed"
+        );
         assert_eq!(get("PATH").len(), 1);
     }
 
     #[test]
     fn denylisted_variables_are_rejected_by_name() {
         for name in [
-            "PATH", "path", "LD_PRELOAD", "ld_preload", "LD_LIBRARY_PATH", "LD_AUDIT", "ld_audit",
-            "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "BASH_ENV", "ENV", "BASH_FUNC_ls%%", "BASH_FUNC_true()",
-            "IFS", "PS4", "SHELLOPTS", "NODE_OPTIONS", "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "RUBYOPT",
-            "GIT_DIR", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "GIT_EXEC_PATH",
+            "PATH",
+            "path",
+            "LD_PRELOAD",
+            "ld_preload",
+            "LD_LIBRARY_PATH",
+            "LD_AUDIT",
+            "ld_audit",
+            "DYLD_INSERT_LIBRARIES",
+            "DYLD_LIBRARY_PATH",
+            "BASH_ENV",
+            "ENV",
+            "BASH_FUNC_ls%%",
+            "BASH_FUNC_true()",
+            "IFS",
+            "PS4",
+            "SHELLOPTS",
+            "NODE_OPTIONS",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "PERL5OPT",
+            "RUBYOPT",
+            "GIT_DIR",
+            "GIT_SSH_COMMAND",
+            "GIT_CONFIG_GLOBAL",
+            "GIT_EXEC_PATH",
         ] {
             let err = build(&map(json!({ name: "x" }))).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{name}");
@@ -263,13 +340,21 @@ mod tests {
 
     #[test]
     fn similar_but_harmless_names_are_allowed() {
-        assert!(build(&map(json!({"MY_PATH": "x", "ENVIRONMENT": "dev", "GITHUB_REF": "main"}))).is_ok());
+        assert!(build(&map(
+            json!({"MY_PATH": "x", "ENVIRONMENT": "dev", "GITHUB_REF": "main"})
+        ))
+        .is_ok());
     }
 
     #[test]
     fn values_must_be_strings_and_names_well_formed() {
         let err = build(&map(json!({"PORT": 8080}))).unwrap_err();
-        assert!(err.message.contains("env.PORT must be a string, got an integer"), "{}", err.message);
+        assert!(
+            err.message
+                .contains("env.PORT must be a string, got an integer"),
+            "{}",
+            err.message
+        );
         for bad in ["", "A=B", "A\0B"] {
             let err = build(&map(json!({ bad: "x" }))).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{bad:?}");
@@ -280,13 +365,20 @@ mod tests {
 
     #[test]
     fn size_limits_name_the_limit() {
-        let many: Map<String, Value> = (0..=MAX_USER_VARS).map(|i| (format!("V{i}"), json!("x"))).collect();
+        let many: Map<String, Value> = (0..=MAX_USER_VARS)
+            .map(|i| (format!("V{i}"), json!("x")))
+            .collect();
         let err = build(&many).unwrap_err();
-        assert!(err.message.contains(&MAX_USER_VARS.to_string()), "{}", err.message);
+        assert!(
+            err.message.contains(&MAX_USER_VARS.to_string()),
+            "{}",
+            err.message
+        );
         let err = build(&map(json!({"BIG": "x".repeat(MAX_VALUE_BYTES + 1)}))).unwrap_err();
         assert!(err.message.contains("env.BIG"), "{}", err.message);
-        let total: Map<String, Value> =
-            (0..10).map(|i| (format!("V{i}"), json!("x".repeat(MAX_VALUE_BYTES - 100)))).collect();
+        let total: Map<String, Value> = (0..10)
+            .map(|i| (format!("V{i}"), json!("x".repeat(MAX_VALUE_BYTES - 100))))
+            .collect();
         let err = build(&total).unwrap_err();
         assert!(err.message.contains("in all"), "{}", err.message);
     }

@@ -63,14 +63,32 @@ pub fn close_inherited_on_exec(cmd: &mut std::process::Command) {
 fn mark_cloexec_above_stderr() {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only changes descriptor flags of this process.
     let rc = unsafe {
-        sys::raw6(libc::SYS_close_range, 3, libc::c_uint::MAX as usize, libc::CLOSE_RANGE_CLOEXEC as usize, 0, 0, 0)
+        sys::raw6(
+            libc::SYS_close_range,
+            3,
+            libc::c_uint::MAX as usize,
+            libc::CLOSE_RANGE_CLOEXEC as usize,
+            0,
+            0,
+            0,
+        )
     };
     if rc == 0 {
         return;
     }
     for_each_listed_descriptor(|fd| {
         // SAFETY: setting FD_CLOEXEC on a descriptor of this process.
-        unsafe { sys::raw6(libc::SYS_fcntl, fd as usize, libc::F_SETFD as usize, libc::FD_CLOEXEC as usize, 0, 0, 0) };
+        unsafe {
+            sys::raw6(
+                libc::SYS_fcntl,
+                fd as usize,
+                libc::F_SETFD as usize,
+                libc::FD_CLOEXEC as usize,
+                0,
+                0,
+                0,
+            )
+        };
     });
 }
 
@@ -101,7 +119,12 @@ fn close_listed(sorted_keep: &[RawFd]) -> bool {
 /// the directory cannot be opened.
 fn for_each_listed_descriptor(mut f: impl FnMut(RawFd)) -> bool {
     // SAFETY: open with a static NUL-terminated path.
-    let dir = unsafe { sys::openat(c"/proc/self/fd".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let dir = unsafe {
+        sys::openat(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
     if dir < 0 {
         return false;
     }
@@ -130,7 +153,10 @@ fn for_each_listed_descriptor(mut f: impl FnMut(RawFd)) -> bool {
 /// d_off i64, d_reclen u16, d_type u8, d_name). Never reads past `buf`.
 pub(crate) fn for_each_name(buf: &[u8], mut f: impl FnMut(&[u8])) {
     let mut offset = 0usize;
-    while let (Some(&lo), Some(&hi)) = (buf.get(offset.wrapping_add(16)), buf.get(offset.wrapping_add(17))) {
+    while let (Some(&lo), Some(&hi)) = (
+        buf.get(offset.wrapping_add(16)),
+        buf.get(offset.wrapping_add(17)),
+    ) {
         let reclen = u16::from_ne_bytes([lo, hi]) as usize;
         let end = offset.wrapping_add(reclen);
         if reclen < 20 || end > buf.len() {
@@ -161,9 +187,19 @@ pub(crate) fn parse_fd(name: &[u8]) -> Option<RawFd> {
 }
 
 fn close_brute_force(sorted_keep: &[RawFd]) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: prlimit fills a plain struct.
-    let max = if unsafe { sys::prlimit(libc::RLIMIT_NOFILE as libc::c_int, std::ptr::null(), &mut limit) } == 0 {
+    let max = if unsafe {
+        sys::prlimit(
+            libc::RLIMIT_NOFILE as libc::c_int,
+            std::ptr::null(),
+            &mut limit,
+        )
+    } == 0
+    {
         limit.rlim_cur.min(1 << 20) as RawFd
     } else {
         1 << 16
@@ -179,8 +215,12 @@ fn close_brute_force(sorted_keep: &[RawFd]) {
 /// The descriptor numbers open in this process, from /proc/self/fd (for tests and
 /// diagnostics; allocates).
 pub fn open_descriptors() -> Vec<RawFd> {
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
-    let mut fds: Vec<RawFd> = entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let mut fds: Vec<RawFd> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
     fds.sort_unstable();
     fds
 }

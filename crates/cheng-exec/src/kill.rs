@@ -14,7 +14,10 @@ use std::io;
 pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
     if pgid <= 1 {
         // kill(-1) and kill(0) would reach far more than one group.
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("refusing to signal process group {pgid}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process group {pgid}"),
+        ));
     }
     // SAFETY: kill has no memory-safety preconditions.
     let rc = unsafe { libc::kill(-pgid, signal) };
@@ -33,7 +36,9 @@ pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
 ///
 /// Used by tests and diagnostics to prove nothing was left behind.
 pub fn live_group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
@@ -75,7 +80,10 @@ mod tests {
 
     #[test]
     fn parses_stat_lines_with_odd_names() {
-        assert_eq!(parse_state_and_pgrp("42 (a) b (c)) S 1 42 42 0"), Some(('S', 42)));
+        assert_eq!(
+            parse_state_and_pgrp("42 (a) b (c)) S 1 42 42 0"),
+            Some(('S', 42))
+        );
         assert_eq!(parse_state_and_pgrp("garbage"), None);
     }
 

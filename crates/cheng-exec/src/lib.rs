@@ -167,7 +167,10 @@ pub struct RawOutput {
 
 impl From<ProcessOutput> for RawOutput {
     fn from(output: ProcessOutput) -> Self {
-        RawOutput { output, stdout_bytes: Vec::new() }
+        RawOutput {
+            output,
+            stdout_bytes: Vec::new(),
+        }
     }
 }
 
@@ -278,8 +281,12 @@ impl ProcessOutput {
                 Some(code) => format!("{display} exited {code} after {took}"),
                 None => format!("{display} exited after {took}"),
             },
-            Termination::TimedOut => format!("{display} timed out after {took}; its process group was killed"),
-            Termination::Cancelled => format!("{display} was cancelled after {took}; its process group was killed"),
+            Termination::TimedOut => {
+                format!("{display} timed out after {took}; its process group was killed")
+            }
+            Termination::Cancelled => {
+                format!("{display} was cancelled after {took}; its process group was killed")
+            }
             Termination::Signalled => match self.signal {
                 Some(sig) => format!("{display} was killed by {} after {took}", signal_name(sig)),
                 None => format!("{display} was killed by a signal after {took}"),
@@ -357,7 +364,10 @@ mod tests {
     #[test]
     fn summary_reads_like_a_sentence() {
         let out = output(Termination::Exited, Some(101));
-        assert_eq!(out.summary("cargo test"), "cargo test exited 101 after 3.2 s; stderr 4.1 KiB");
+        assert_eq!(
+            out.summary("cargo test"),
+            "cargo test exited 101 after 3.2 s; stderr 4.1 KiB"
+        );
         assert_eq!(out.error_kind(), Some(ErrorKind::NonZeroExit));
         assert!(!out.success());
     }
@@ -366,7 +376,10 @@ mod tests {
     fn summary_shortens_long_and_multi_line_commands() {
         let out = output(Termination::TimedOut, None);
         let line = out.summary(&"x".repeat(200));
-        assert!(line.starts_with(&format!("{}… timed out", "x".repeat(79))), "{line}");
+        assert!(
+            line.starts_with(&format!("{}… timed out", "x".repeat(79))),
+            "{line}"
+        );
         let line = out.summary("sh -c 'a\nb'");
         assert!(!line.contains('\n'));
     }
@@ -375,7 +388,10 @@ mod tests {
     fn success_is_exit_zero_only() {
         assert!(output(Termination::Exited, Some(0)).success());
         assert_eq!(output(Termination::Exited, Some(0)).error_kind(), None);
-        assert_eq!(output(Termination::Cancelled, None).error_kind(), Some(ErrorKind::Cancelled));
+        assert_eq!(
+            output(Termination::Cancelled, None).error_kind(),
+            Some(ErrorKind::Cancelled)
+        );
         assert_eq!(signal_name(9), "SIGKILL (9)");
     }
 }

@@ -89,7 +89,9 @@ pub struct LiveProcess {
 
 impl std::fmt::Debug for LiveProcess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveProcess").field("started", &self.started).finish_non_exhaustive()
+        f.debug_struct("LiveProcess")
+            .field("started", &self.started)
+            .finish_non_exhaustive()
     }
 }
 
@@ -104,13 +106,21 @@ impl LiveProcess {
         let mut child = spawn::start(&spec)?;
         let started = Instant::now();
         let stdin = match child.stdin.take() {
-            Some(fd) => Some(pipe::Sender::from_owned_fd(fd).map_err(|e| format!("cannot watch the stdin of the process: {e}"))?),
+            Some(fd) => Some(
+                pipe::Sender::from_owned_fd(fd)
+                    .map_err(|e| format!("cannot watch the stdin of the process: {e}"))?,
+            ),
             None => None,
         };
         let control = child.control_copy();
         let cap = spec.stdout_cap.max(1);
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { pending: HeadTail::new(cap), cap, ended: None, total: 0 }),
+            state: Mutex::new(State {
+                pending: HeadTail::new(cap),
+                cap,
+                ended: None,
+                total: 0,
+            }),
             changed: Notify::new(),
         });
         let (signals, signal_rx) = mpsc::unbounded_channel();
@@ -125,7 +135,14 @@ impl LiveProcess {
             started,
         };
         tokio::spawn(task.run(child));
-        let live = LiveProcess { shared, stdin: tokio::sync::Mutex::new(stdin), signals, kill, control, started };
+        let live = LiveProcess {
+            shared,
+            stdin: tokio::sync::Mutex::new(stdin),
+            signals,
+            kill,
+            control,
+            started,
+        };
         if !first.is_empty() {
             let _ = live.try_write_now(&first);
         }
@@ -174,7 +191,9 @@ impl LiveProcess {
             ready?;
             match tx.try_write(&bytes[written..]) {
                 Ok(n) => written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock
+                        || e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     if e.kind() == io::ErrorKind::BrokenPipe {
                         *guard = None;
@@ -220,7 +239,10 @@ impl LiveProcess {
         let mut state = self.shared.lock();
         let fresh = HeadTail::new(state.cap);
         let output = std::mem::replace(&mut state.pending, fresh).finish();
-        Collected { output, ended: state.ended }
+        Collected {
+            output,
+            ended: state.ended,
+        }
     }
 }
 
@@ -256,7 +278,10 @@ impl Supervisor {
     async fn run(mut self, mut child: Child) {
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        let mut reader = Reader { shared: Arc::clone(&self.shared), buf: vec![0u8; 16 * 1024] };
+        let mut reader = Reader {
+            shared: Arc::clone(&self.shared),
+            buf: vec![0u8; 16 * 1024],
+        };
         let (mut out_open, mut err_open) = (stdout.is_some(), stderr.is_some());
         let lifetime = tokio::time::sleep(self.lifetime);
         tokio::pin!(lifetime);
@@ -301,7 +326,12 @@ impl Supervisor {
         }
         let (status, _usage) = child.reap().await;
         let (exit_code, signal, termination) = spawn::interpret(status, early);
-        let ended = Ended { exit_code, signal, termination, duration: self.started.elapsed() };
+        let ended = Ended {
+            exit_code,
+            signal,
+            termination,
+            duration: self.started.elapsed(),
+        };
         self.shared.lock().ended = Some(ended);
         self.shared.changed.notify_waiters();
     }
@@ -362,7 +392,10 @@ mod tests {
     use super::*;
 
     fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     fn far() -> Instant {
@@ -372,9 +405,16 @@ mod tests {
     #[test]
     fn a_cat_session_echoes_each_write() {
         rt().block_on(async {
-            let live = LiveProcess::start(ProcessSpec::new("cat", Vec::<String>::new(), "/"), CancellationToken::new()).unwrap();
+            let live = LiveProcess::start(
+                ProcessSpec::new("cat", Vec::<String>::new(), "/"),
+                CancellationToken::new(),
+            )
+            .unwrap();
             for word in ["one\n", "two\n"] {
-                assert_eq!(live.write(word.as_bytes(), far()).await.unwrap(), word.len());
+                assert_eq!(
+                    live.write(word.as_bytes(), far()).await.unwrap(),
+                    word.len()
+                );
                 let got = live.collect(far(), true).await;
                 assert_eq!(got.output.text, word);
                 assert!(got.ended.is_none());
@@ -391,7 +431,11 @@ mod tests {
             let ended = got.ended.unwrap();
             assert_eq!(ended.exit_code, Some(3));
             assert_eq!(ended.termination, Termination::Exited);
-            assert!(got.output.text.contains("out\n") && got.output.text.contains("err\n"), "{}", got.output.text);
+            assert!(
+                got.output.text.contains("out\n") && got.output.text.contains("err\n"),
+                "{}",
+                got.output.text
+            );
         });
     }
 
@@ -420,7 +464,15 @@ mod tests {
     #[test]
     fn pending_output_stays_bounded() {
         rt().block_on(async {
-            let spec = ProcessSpec::new("sh", ["-c", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end"], "/").caps(4096, 4096);
+            let spec = ProcessSpec::new(
+                "sh",
+                [
+                    "-c",
+                    "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end",
+                ],
+                "/",
+            )
+            .caps(4096, 4096);
             let live = LiveProcess::start(spec, CancellationToken::new()).unwrap();
             let got = live.collect(far(), false).await;
             assert!(got.ended.is_some());
@@ -437,7 +489,11 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let pidfile = dir.path().join("pid");
             let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
-            let live = LiveProcess::start(ProcessSpec::new("sh", ["-c", script.as_str()], "/"), CancellationToken::new()).unwrap();
+            let live = LiveProcess::start(
+                ProcessSpec::new("sh", ["-c", script.as_str()], "/"),
+                CancellationToken::new(),
+            )
+            .unwrap();
             let mut pid = String::new();
             for _ in 0..200 {
                 pid = std::fs::read_to_string(&pidfile).unwrap_or_default();
@@ -451,14 +507,18 @@ mod tests {
             drop(live);
             let mut gone = false;
             for _ in 0..500 {
-                let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state =
+                    std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
                 if state.is_empty() || state.contains(") Z") {
                     gone = true;
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            assert!(gone, "the background sleep {pid} outlived the dropped session");
+            assert!(
+                gone,
+                "the background sleep {pid} outlived the dropped session"
+            );
         });
     }
 }

@@ -194,10 +194,14 @@ impl Stacks {
         if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let stacks = Stacks { base: base.cast(), len };
+        let stacks = Stacks {
+            base: base.cast(),
+            len,
+        };
         for guard in [0, GUARD + COMMAND_STACK] {
             // SAFETY: the range lies inside the mapping made above.
-            if unsafe { libc::mprotect(stacks.base.add(guard).cast(), GUARD, libc::PROT_NONE) } != 0 {
+            if unsafe { libc::mprotect(stacks.base.add(guard).cast(), GUARD, libc::PROT_NONE) } != 0
+            {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -312,7 +316,11 @@ pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
     let top = shared.stacks.reaper_top();
     let memory = ReaperMemory(NonNull::from(Box::leak(shared)));
 
-    let flags = if sys::SHARED_MEMORY_REAPER { libc::CLONE_VM } else { 0 } | libc::SIGCHLD;
+    let flags = if sys::SHARED_MEMORY_REAPER {
+        libc::CLONE_VM
+    } else {
+        0
+    } | libc::SIGCHLD;
     // The reaper starts with every signal blocked: block them here around the clone.
     // SAFETY: sigset_t is plain data; sigfillset and pthread_sigmask fill and read it.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -326,7 +334,14 @@ pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
     // SAFETY: the reaper runs `reaper_entry` on its own stack inside `memory`, which this run
     // keeps alive until the reaper is reaped; it only makes raw system calls (see the module
     // documentation).
-    let pid = unsafe { sys::clone_run(flags as usize, top, reaper_entry, memory.0.as_ptr() as usize) };
+    let pid = unsafe {
+        sys::clone_run(
+            flags as usize,
+            top,
+            reaper_entry,
+            memory.0.as_ptr() as usize,
+        )
+    };
     // SAFETY: restoring this thread's mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) };
     if pid < 0 {
@@ -352,10 +367,13 @@ pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
             reap_blocking(pid);
             drop(memory);
             Err(match other {
-                Some(r) if r.kind == KIND_FAILED => {
-                    StartError::Stage(Stage::from_raw(r.stage), io::Error::from_raw_os_error(r.errno))
-                }
-                _ => StartError::Supervisor(io::Error::other("the per-run reaper ended before starting the command")),
+                Some(r) if r.kind == KIND_FAILED => StartError::Stage(
+                    Stage::from_raw(r.stage),
+                    io::Error::from_raw_os_error(r.errno),
+                ),
+                _ => StartError::Supervisor(io::Error::other(
+                    "the per-run reaper ended before starting the command",
+                )),
             })
         }
     }
@@ -372,7 +390,10 @@ pub(crate) fn read_outcome(report: &OwnedFd) -> Outcome {
                 cpu_sys_ms: (r.sys_us.max(0) as u64) / 1000,
             }),
         },
-        _ => Outcome { status: None, usage: None },
+        _ => Outcome {
+            status: None,
+            usage: None,
+        },
     }
 }
 
@@ -388,7 +409,13 @@ fn read_report_blocking(fd: &OwnedFd) -> Option<Report> {
     let mut got = 0;
     while got < buf.len() {
         // SAFETY: reading into the unfilled part of a valid buffer.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf[got..].as_mut_ptr().cast(),
+                buf.len() - got,
+            )
+        };
         if n > 0 {
             got += n as usize;
         } else if n == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
@@ -415,12 +442,30 @@ pub(crate) fn reap_blocking(pid: i32) {
 /// Writes one report, ignoring failure (cheng may be gone).
 fn write_report(fd: RawFd, report: &Report) {
     // SAFETY: writing a plain struct from a valid reference.
-    unsafe { sys::write(fd, (report as *const Report).cast(), std::mem::size_of::<Report>()) };
+    unsafe {
+        sys::write(
+            fd,
+            (report as *const Report).cast(),
+            std::mem::size_of::<Report>(),
+        )
+    };
 }
 
 fn fail(report_fd: RawFd, stage: Stage, rc: isize) -> ! {
-    let errno = if rc < 0 { rc.wrapping_neg() as i32 } else { libc::EIO };
-    write_report(report_fd, &Report { kind: KIND_FAILED, stage: stage as i32, errno, ..Report::default() });
+    let errno = if rc < 0 {
+        rc.wrapping_neg() as i32
+    } else {
+        libc::EIO
+    };
+    write_report(
+        report_fd,
+        &Report {
+            kind: KIND_FAILED,
+            stage: stage as i32,
+            errno,
+            ..Report::default()
+        },
+    );
     // SAFETY: ends the reaper (its own thread group only).
     unsafe { sys::exit_group(0) }
 }
@@ -455,7 +500,12 @@ extern "C" fn reaper_entry(arg: usize) -> i32 {
 unsafe fn reaper_main(s: &mut Shared) -> ! {
     let mut report_fd = s.report_w;
     // SIGCHLD must not be ignored, or the kernel would reap children before we could.
-    let default = sys::KernelSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+    let default = sys::KernelSigaction {
+        handler: 0,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
     // SAFETY: setting a disposition in this process's own copy of the handler table.
     unsafe { sys::sigaction(libc::SIGCHLD, &default, std::ptr::null_mut()) };
     // SAFETY: a prctl with integer arguments.
@@ -466,7 +516,11 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
 
     // Descriptors: what the command needs moves above every number it will take, then
     // everything else inherited from cheng is closed.
-    let base = s.plan.inherit.iter().fold(3, |base, (_, to)| base.max(to.saturating_add(1)));
+    let base = s
+        .plan
+        .inherit
+        .iter()
+        .fold(3, |base, (_, to)| base.max(to.saturating_add(1)));
     report_fd = move_above(report_fd, base, report_fd);
     let control = move_above(s.control_r, base, report_fd);
     s.stdout = move_above(s.stdout_w, base, report_fd);
@@ -475,7 +529,8 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
         Some(fd) => move_above(fd, base, report_fd),
         None => {
             // SAFETY: opening with a static NUL-terminated path.
-            let null = unsafe { sys::openat(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+            let null =
+                unsafe { sys::openat(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
             if null < 0 {
                 fail(report_fd, Stage::Stdio, null);
             }
@@ -533,13 +588,21 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
     let pid = pid as i32;
     // A failure before exec was written through the shared memory.
     // SAFETY: reading fields of `Shared` the command may have written before it exited.
-    let (failed_stage, failed_errno) =
-        unsafe { (std::ptr::read_volatile(&(*shared).failed_stage), std::ptr::read_volatile(&(*shared).failed_errno)) };
+    let (failed_stage, failed_errno) = unsafe {
+        (
+            std::ptr::read_volatile(&(*shared).failed_stage),
+            std::ptr::read_volatile(&(*shared).failed_errno),
+        )
+    };
     if failed_stage != 0 {
         let mut status = 0;
         // SAFETY: reaping our own child, which has exited.
         unsafe { sys::wait4(pid, &mut status, libc::__WALL) };
-        fail(report_fd, Stage::from_raw(failed_stage), -(failed_errno as isize));
+        fail(
+            report_fd,
+            Stage::from_raw(failed_stage),
+            -(failed_errno as isize),
+        );
     }
     // The command has its own copies; the pipes must reach end-of-file when it is done.
     // SAFETY: closing descriptors of this process that it no longer needs.
@@ -551,7 +614,14 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
             sys::close(fd);
         }
     }
-    write_report(report_fd, &Report { kind: KIND_STARTED, pid, ..Report::default() });
+    write_report(
+        report_fd,
+        &Report {
+            kind: KIND_STARTED,
+            pid,
+            ..Report::default()
+        },
+    );
 
     let status = supervise(pid, control, sigfd);
     kill_all_children();
@@ -562,7 +632,11 @@ unsafe fn reaper_main(s: &mut Shared) -> ! {
     unsafe { sys::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     // timeval's field types differ between architectures.
     #[allow(clippy::unnecessary_cast)]
-    let us = |tv: libc::timeval| (tv.tv_sec as i64).saturating_mul(1_000_000).saturating_add(tv.tv_usec as i64);
+    let us = |tv: libc::timeval| {
+        (tv.tv_sec as i64)
+            .saturating_mul(1_000_000)
+            .saturating_add(tv.tv_usec as i64)
+    };
     write_report(
         report_fd,
         &Report {
@@ -586,8 +660,16 @@ fn supervise(command: i32, control: RawFd, sigfd: RawFd) -> libc::c_int {
     let mut abandoned = false;
     loop {
         let mut polls = [
-            libc::pollfd { fd: sigfd, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: control, events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: sigfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: control,
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         // Once abandoned, only the command's end matters.
         let watched = if abandoned { 1 } else { 2 };
@@ -624,7 +706,14 @@ fn supervise(command: i32, control: RawFd, sigfd: RawFd) -> libc::c_int {
             // SAFETY: siginfo_t is plain data; waitid fills it.
             let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
             // SAFETY: peeking at our own children without reaping them.
-            let rc = unsafe { sys::waitid(libc::P_ALL, 0, &mut si, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL) };
+            let rc = unsafe {
+                sys::waitid(
+                    libc::P_ALL,
+                    0,
+                    &mut si,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+                )
+            };
             if rc == -(libc::EINTR as isize) {
                 continue;
             }
@@ -702,7 +791,12 @@ fn kill_all_children_once() -> bool {
 /// lacks that file. `false` when neither can be read.
 fn for_each_child(mut f: impl FnMut(i32)) -> bool {
     // SAFETY: opening with a static NUL-terminated path.
-    let fd = unsafe { sys::openat(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        sys::openat(
+            c"/proc/thread-self/children".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
         return scan_proc_for_children(&mut f);
     }
@@ -743,7 +837,12 @@ fn scan_proc_for_children(f: &mut impl FnMut(i32)) -> bool {
     // SAFETY: getpid cannot fail.
     let me = unsafe { sys::getpid() };
     // SAFETY: opening with a static NUL-terminated path.
-    let dir = unsafe { sys::openat(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let dir = unsafe {
+        sys::openat(
+            c"/proc".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
     if dir < 0 {
         return false;
     }
@@ -816,7 +915,10 @@ fn parent_of(pid: i32) -> Option<i32> {
     let text = buf.get(..usize::try_from(n).ok()?)?;
     let close = text.iter().rposition(|&b| b == b')')?;
     // ") S 1234 ..." : skip the state, then parse the parent.
-    let mut fields = text.get(close + 1..)?.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    let mut fields = text
+        .get(close + 1..)?
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty());
     let _state = fields.next()?;
     let mut value: i32 = 0;
     for &b in fields.next()? {
@@ -836,18 +938,35 @@ extern "C" fn command_entry(arg: usize) -> i32 {
     let fail = |s: &mut Shared, stage: Stage, rc: isize| -> i32 {
         // SAFETY: plain writes the reaper reads after we exit; then exit this process only.
         unsafe {
-            std::ptr::write_volatile(&mut s.failed_errno, if rc < 0 { rc.wrapping_neg() as i32 } else { libc::EIO });
+            std::ptr::write_volatile(
+                &mut s.failed_errno,
+                if rc < 0 {
+                    rc.wrapping_neg() as i32
+                } else {
+                    libc::EIO
+                },
+            );
             std::ptr::write_volatile(&mut s.failed_stage, stage as i32);
             sys::exit_group(127)
         }
     };
     // Signal handlers: cheng's (copied by the clone) must not run here, nor SIGPIPE stay ignored.
-    let default = sys::KernelSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+    let default = sys::KernelSigaction {
+        handler: 0,
+        flags: 0,
+        restorer: 0,
+        mask: 0,
+    };
     for sig in 1..=64 {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
         }
-        let mut old = sys::KernelSigaction { handler: 0, flags: 0, restorer: 0, mask: 0 };
+        let mut old = sys::KernelSigaction {
+            handler: 0,
+            flags: 0,
+            restorer: 0,
+            mask: 0,
+        };
         // SAFETY: reading and setting dispositions in this process's own handler table.
         unsafe {
             if sys::sigaction(sig, std::ptr::null(), &mut old) == 0

@@ -28,10 +28,15 @@ mod tests {
         // be its own pid.
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "echo $$; exec awk '{print $6}' /proc/self/stat"]);
-        let out = without_controlling_terminal(&mut cmd).output().expect("sh runs");
+        let out = without_controlling_terminal(&mut cmd)
+            .output()
+            .expect("sh runs");
         let text = String::from_utf8_lossy(&out.stdout);
         let fields: Vec<&str> = text.split_whitespace().collect();
         assert_eq!(fields.len(), 2, "{text}");
-        assert_eq!(fields[0], fields[1], "the child must lead its own session: {text}");
+        assert_eq!(
+            fields[0], fields[1],
+            "the child must lead its own session: {text}"
+        );
     }
 }

@@ -17,9 +17,11 @@
 //!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
 use crate::capture::{self, Live, Stream};
-use cheng_node::output::OutputStream;
 use crate::reaper::{self, ReaperMemory, Stage, StartError};
-use crate::{ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination};
+use crate::{
+    ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination,
+};
+use cheng_node::output::OutputStream;
 use cheng_node::text::HeadTail;
 use std::ffi::{CString, OsStr};
 use std::io;
@@ -51,14 +53,20 @@ pub async fn run_with_stdout_bytes(spec: ProcessSpec, cancel: &CancellationToken
     run_capturing(spec, cancel, true).await
 }
 
-async fn run_capturing(spec: ProcessSpec, cancel: &CancellationToken, keep_bytes: bool) -> RawOutput {
+async fn run_capturing(
+    spec: ProcessSpec,
+    cancel: &CancellationToken,
+    keep_bytes: bool,
+) -> RawOutput {
     let started = Instant::now();
     if cancel.is_cancelled() {
         return not_started(&spec, Termination::Cancelled, None, started).into();
     }
     let mut child = match start(&spec) {
         Ok(child) => child,
-        Err(message) => return not_started(&spec, Termination::SpawnFailed, Some(message), started).into(),
+        Err(message) => {
+            return not_started(&spec, Termination::SpawnFailed, Some(message), started).into()
+        }
     };
 
     let stop = CancellationToken::new();
@@ -72,10 +80,18 @@ async fn run_capturing(spec: ProcessSpec, cancel: &CancellationToken, keep_bytes
                 if keep_bytes {
                     capture::drain_with_bytes_live(stdout, spec.stdout_cap, live, &stop).await
                 } else {
-                    (capture::drain_live(stdout, spec.stdout_cap, live, &stop).await, Vec::new())
+                    (
+                        capture::drain_live(stdout, spec.stdout_cap, live, &stop).await,
+                        Vec::new(),
+                    )
                 }
             },
-            capture::drain_live(stderr, spec.stderr_cap, Live::new(spec.output.clone(), OutputStream::Stderr), &stop),
+            capture::drain_live(
+                stderr,
+                spec.stderr_cap,
+                Live::new(spec.output.clone(), OutputStream::Stderr),
+                &stop
+            ),
             capture::feed(stdin, spec.stdin.clone(), &stop),
         );
         (out, err)
@@ -117,7 +133,10 @@ async fn run_capturing(spec: ProcessSpec, cancel: &CancellationToken, keep_bytes
         spawn_error: None,
         usage,
     };
-    RawOutput { output, stdout_bytes }
+    RawOutput {
+        output,
+        stdout_bytes,
+    }
 }
 
 /// Waits for the child, enforcing timeout and cancellation, kills what is left of its group and
@@ -126,7 +145,11 @@ async fn supervise(
     child: &mut Child,
     spec: &ProcessSpec,
     cancel: &CancellationToken,
-) -> (Option<Termination>, Option<libc::c_int>, Option<ResourceUsage>) {
+) -> (
+    Option<Termination>,
+    Option<libc::c_int>,
+    Option<ResourceUsage>,
+) {
     let early = tokio::select! {
         biased;
         _ = child.exited() => None,
@@ -149,7 +172,10 @@ async fn supervise(
 }
 
 /// `(exit_code, signal, termination)` from a wait status and the early-termination reason.
-pub(crate) fn interpret(status: Option<libc::c_int>, early: Option<Termination>) -> (Option<i32>, Option<i32>, Termination) {
+pub(crate) fn interpret(
+    status: Option<libc::c_int>,
+    early: Option<Termination>,
+) -> (Option<i32>, Option<i32>, Termination) {
     let (code, signal) = match status {
         Some(s) if libc::WIFEXITED(s) => (Some(libc::WEXITSTATUS(s)), None),
         Some(s) if libc::WIFSIGNALED(s) => (None, Some(libc::WTERMSIG(s))),
@@ -163,7 +189,12 @@ pub(crate) fn interpret(status: Option<libc::c_int>, early: Option<Termination>)
     (code, signal, termination)
 }
 
-fn not_started(spec: &ProcessSpec, termination: Termination, message: Option<String>, started: Instant) -> ProcessOutput {
+fn not_started(
+    spec: &ProcessSpec,
+    termination: Termination,
+    message: Option<String>,
+    started: Instant,
+) -> ProcessOutput {
     ProcessOutput {
         exit_code: None,
         termination,
@@ -197,19 +228,35 @@ pub(crate) struct Child {
 /// Spawns the child through its reaper; the error is a sentence naming the program.
 pub(crate) fn start(spec: &ProcessSpec) -> Result<Child, String> {
     let shown = spec.program.to_string_lossy().into_owned();
-    let path_var = spec.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
+    let path_var = spec
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str());
     if !spec.cwd.is_dir() {
-        return Err(format!("working directory {} does not exist or is not a directory", spec.cwd.display()));
+        return Err(format!(
+            "working directory {} does not exist or is not a directory",
+            spec.cwd.display()
+        ));
     }
     let program = resolve_program(&spec.program, path_var, &spec.cwd)?;
-    let inherit: Vec<(RawFd, RawFd)> = spec.inherit_fds.iter().map(|(fd, to)| (fd.as_raw_fd(), *to)).collect();
+    let inherit: Vec<(RawFd, RawFd)> = spec
+        .inherit_fds
+        .iter()
+        .map(|(fd, to)| (fd.as_raw_fd(), *to))
+        .collect();
     check_inherit(&inherit)?;
     let plan = plan(spec, &program, inherit)?;
 
     let started = reaper::start(plan).map_err(|e| match e {
         StartError::Stage(Stage::Exec, err) => describe_spawn_error(&shown, &program, &err),
         StartError::Stage(stage, err) => {
-            format!("program {shown:?} ({}) could not be started: {} failed: {err}", program.display(), stage.doing())
+            format!(
+                "program {shown:?} ({}) could not be started: {} failed: {err}",
+                program.display(),
+                stage.doing()
+            )
         }
         StartError::Supervisor(err) => format!(
             "program {shown:?} ({}) could not be started: cannot start its per-run reaper: {err}",
@@ -229,8 +276,14 @@ pub(crate) fn start(spec: &ProcessSpec) -> Result<Child, String> {
         stderr: None,
         memory: Some(started.memory),
     };
-    child.stdout = Some(Stream::new(started.stdout).map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?);
-    child.stderr = Some(Stream::new(started.stderr).map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?);
+    child.stdout = Some(
+        Stream::new(started.stdout)
+            .map_err(|e| format!("cannot watch stdout of {shown:?}: {e}"))?,
+    );
+    child.stderr = Some(
+        Stream::new(started.stderr)
+            .map_err(|e| format!("cannot watch stderr of {shown:?}: {e}"))?,
+    );
     Ok(child)
 }
 
@@ -241,16 +294,27 @@ fn check_inherit(inherit: &[(RawFd, RawFd)]) -> Result<(), String> {
             return Err(format!("inherit_fds: descriptor number {to} is stdin, stdout or stderr (or negative); use 3 or above"));
         }
         if inherit[..i].iter().any(|(_, other)| other == to) {
-            return Err(format!("inherit_fds: descriptor number {to} is given twice; each number may be used once"));
+            return Err(format!(
+                "inherit_fds: descriptor number {to} is given twice; each number may be used once"
+            ));
         }
     }
     Ok(())
 }
 
 /// Everything the reaper needs, as C strings, built before it is forked.
-fn plan(spec: &ProcessSpec, program: &Path, inherit: Vec<(RawFd, RawFd)>) -> Result<reaper::Plan, String> {
+fn plan(
+    spec: &ProcessSpec,
+    program: &Path,
+    inherit: Vec<(RawFd, RawFd)>,
+) -> Result<reaper::Plan, String> {
     let c = |what: &str, bytes: &[u8]| {
-        CString::new(bytes).map_err(|_| format!("{what} {:?} contains a NUL byte", String::from_utf8_lossy(bytes)))
+        CString::new(bytes).map_err(|_| {
+            format!(
+                "{what} {:?} contains a NUL byte",
+                String::from_utf8_lossy(bytes)
+            )
+        })
     };
     let mut argv = vec![c("program", spec.program.as_bytes())?];
     for arg in &spec.args {
@@ -259,7 +323,10 @@ fn plan(spec: &ProcessSpec, program: &Path, inherit: Vec<(RawFd, RawFd)>) -> Res
     let mut envp = Vec::with_capacity(spec.env.len());
     for (name, value) in &spec.env {
         if name.is_empty() || name.as_bytes().contains(&b'=') {
-            return Err(format!("environment variable name {:?} is empty or contains '='", name.to_string_lossy()));
+            return Err(format!(
+                "environment variable name {:?} is empty or contains '='",
+                name.to_string_lossy()
+            ));
         }
         let mut entry = name.as_bytes().to_vec();
         entry.push(b'=');
@@ -271,10 +338,14 @@ fn plan(spec: &ProcessSpec, program: &Path, inherit: Vec<(RawFd, RawFd)>) -> Res
         argv,
         envp,
         cwd: c("working directory", spec.cwd.as_os_str().as_bytes())?,
-        rlimits: spec.rlimits.iter().map(|l| {
-            let (resource, limit) = raw_rlimit(l);
-            (resource as libc::c_int, limit)
-        }).collect(),
+        rlimits: spec
+            .rlimits
+            .iter()
+            .map(|l| {
+                let (resource, limit) = raw_rlimit(l);
+                (resource as libc::c_int, limit)
+            })
+            .collect(),
         // The descriptors stay open: `spec` (which owns them) outlives the spawn, and the
         // reaper takes its own copies when it starts.
         cgroup_fd: spec.cgroup_procs.as_ref().map(|fd| fd.as_raw_fd()),
@@ -309,7 +380,12 @@ impl Child {
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: waitid with WNOWAIT only inspects our own child.
         let rc = unsafe {
-            libc::waitid(libc::P_PID, self.pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
         };
         // SAFETY: si_pid is valid to read after a successful waitid.
         rc != 0 || unsafe { info.si_pid() } != 0
@@ -376,10 +452,12 @@ impl Drop for Child {
         // If the thread cannot start, the closure is dropped without running: the memory is then
         // leaked (ManuallyDrop), since the reaper may still run on it.
         let memory = std::mem::ManuallyDrop::new(memory);
-        let _ = std::thread::Builder::new().name("cheng-exec-reap".into()).spawn(move || {
-            reaper::reap_blocking(pid);
-            drop(std::mem::ManuallyDrop::into_inner(memory));
-        });
+        let _ = std::thread::Builder::new()
+            .name("cheng-exec-reap".into())
+            .spawn(move || {
+                reaper::reap_blocking(pid);
+                drop(std::mem::ManuallyDrop::into_inner(memory));
+            });
     }
 }
 
@@ -405,12 +483,22 @@ fn raw_rlimit(limit: &Rlimit) -> (libc::__rlimit_resource_t, libc::rlimit) {
         RlimitResource::Core => libc::RLIMIT_CORE,
     };
     let value = limit.value as libc::rlim_t;
-    (resource, libc::rlimit { rlim_cur: value, rlim_max: value })
+    (
+        resource,
+        libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        },
+    )
 }
 
 /// Finds the file to execute: a path containing `/` is taken relative to `cwd`; a bare name is
 /// searched in the absolute directories of `path_var`.
-pub fn resolve_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, String> {
+pub fn resolve_program(
+    program: &OsStr,
+    path_var: Option<&OsStr>,
+    cwd: &Path,
+) -> Result<PathBuf, String> {
     let shown = program.to_string_lossy();
     if program.is_empty() {
         return Err("the program name is empty".to_string());
@@ -423,7 +511,10 @@ pub fn resolve_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) ->
         return match std::fs::metadata(&path) {
             Ok(meta) if meta.is_file() => Ok(path),
             Ok(_) => Err(format!("program {shown:?} is not a file")),
-            Err(_) => Err(format!("program {shown:?} does not exist (looked in {})", cwd.display())),
+            Err(_) => Err(format!(
+                "program {shown:?} does not exist (looked in {})",
+                cwd.display()
+            )),
         };
     }
     let path_var = path_var.unwrap_or_default();
@@ -431,14 +522,19 @@ pub fn resolve_program(program: &OsStr, path_var: Option<&OsStr>, cwd: &Path) ->
     for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
         let candidate = dir.join(program);
         match std::fs::metadata(&candidate) {
-            Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => return Ok(candidate),
+            Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o111 != 0 => {
+                return Ok(candidate)
+            }
             Ok(meta) if meta.is_file() => not_executable = not_executable.or(Some(candidate)),
             _ => {}
         }
     }
     let path_text = path_var.to_string_lossy();
     match not_executable {
-        Some(found) => Err(format!("program {shown:?} was found at {} but is not executable", found.display())),
+        Some(found) => Err(format!(
+            "program {shown:?} was found at {} but is not executable",
+            found.display()
+        )),
         None => Err(format!(
             "program {shown:?} was not found on PATH ({path_text}); check the name or install it"
         )),
@@ -467,15 +563,28 @@ mod tests {
         std::fs::write(&fake, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
         // A relative PATH entry pointing at the working directory is ignored.
-        let found = resolve_program(OsStr::new("true"), Some(OsStr::new(".:/usr/bin:/bin")), dir.path()).unwrap();
+        let found = resolve_program(
+            OsStr::new("true"),
+            Some(OsStr::new(".:/usr/bin:/bin")),
+            dir.path(),
+        )
+        .unwrap();
         assert_ne!(found, fake);
         assert!(found.is_absolute());
     }
 
     #[test]
     fn missing_programs_name_the_program_and_path() {
-        let err = resolve_program(OsStr::new("no-such-prog-xyz"), Some(OsStr::new("/usr/bin")), Path::new("/")).unwrap_err();
-        assert!(err.contains("\"no-such-prog-xyz\" was not found on PATH (/usr/bin)"), "{err}");
+        let err = resolve_program(
+            OsStr::new("no-such-prog-xyz"),
+            Some(OsStr::new("/usr/bin")),
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("\"no-such-prog-xyz\" was not found on PATH (/usr/bin)"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -483,7 +592,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("tool"), "x").unwrap();
         let path = dir.path().to_str().unwrap();
-        let err = resolve_program(OsStr::new("tool"), Some(OsStr::new(path)), Path::new("/")).unwrap_err();
+        let err = resolve_program(OsStr::new("tool"), Some(OsStr::new(path)), Path::new("/"))
+            .unwrap_err();
         assert!(err.contains("not executable"), "{err}");
     }
 
@@ -491,15 +601,26 @@ mod tests {
     fn paths_are_relative_to_the_working_directory() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("script"), "x").unwrap();
-        assert_eq!(resolve_program(OsStr::new("./script"), None, dir.path()).unwrap(), dir.path().join("./script"));
-        assert!(resolve_program(OsStr::new("./nope"), None, dir.path()).unwrap_err().contains("does not exist"));
+        assert_eq!(
+            resolve_program(OsStr::new("./script"), None, dir.path()).unwrap(),
+            dir.path().join("./script")
+        );
+        assert!(resolve_program(OsStr::new("./nope"), None, dir.path())
+            .unwrap_err()
+            .contains("does not exist"));
         assert!(resolve_program(OsStr::new(""), None, dir.path()).is_err());
     }
 
     #[test]
     fn wait_statuses_are_interpreted() {
-        assert_eq!(interpret(Some(3 << 8), None), (Some(3), None, Termination::Exited));
-        assert_eq!(interpret(Some(libc::SIGKILL), None), (None, Some(9), Termination::Signalled));
+        assert_eq!(
+            interpret(Some(3 << 8), None),
+            (Some(3), None, Termination::Exited)
+        );
+        assert_eq!(
+            interpret(Some(libc::SIGKILL), None),
+            (None, Some(9), Termination::Signalled)
+        );
         assert_eq!(
             interpret(Some(libc::SIGTERM), Some(Termination::TimedOut)),
             (None, Some(15), Termination::TimedOut)

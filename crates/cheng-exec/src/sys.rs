@@ -27,7 +27,15 @@ pub const SHARED_MEMORY_REAPER: bool = cfg!(any(target_arch = "x86_64", target_a
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {
+pub unsafe fn raw6(
+    n: libc::c_long,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    a6: usize,
+) -> isize {
     let ret: isize;
     // SAFETY: the caller passes arguments valid for system call `n`; `syscall` clobbers only
     // rcx and r11 besides rax.
@@ -51,7 +59,15 @@ pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, 
 
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
-pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {
+pub unsafe fn raw6(
+    n: libc::c_long,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    a6: usize,
+) -> isize {
     let ret: isize;
     // SAFETY: the caller passes arguments valid for system call `n`; `svc 0` returns in x0.
     unsafe {
@@ -71,11 +87,21 @@ pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, 
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, a5: usize, a6: usize) -> isize {
+pub unsafe fn raw6(
+    n: libc::c_long,
+    a1: usize,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+    a6: usize,
+) -> isize {
     // SAFETY: as the caller guarantees; here the reaper is a forked process, so errno is its own.
     let rc = unsafe { libc::syscall(n, a1, a2, a3, a4, a5, a6) };
     if rc < 0 {
-        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as isize)
+        -(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO) as isize)
     } else {
         rc as isize
     }
@@ -88,7 +114,12 @@ pub unsafe fn raw6(n: libc::c_long, a1: usize, a2: usize, a3: usize, a4: usize, 
 /// `stack_top` must be the 16-byte aligned top of a stack that stays mapped while the child runs
 /// on it, and `f` must be safe to run in a child sharing (or copying) this memory as `flags` say.
 #[cfg(target_arch = "x86_64")]
-pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize) -> i32, arg: usize) -> isize {
+pub unsafe fn clone_run(
+    flags: usize,
+    stack_top: *mut u8,
+    f: extern "C" fn(usize) -> i32,
+    arg: usize,
+) -> isize {
     let ret: isize;
     // SAFETY: see the function's contract. The child starts on `stack_top` with the parent's
     // registers (r12 and r13 included), calls `f(arg)` and exits; it never returns here.
@@ -127,7 +158,12 @@ pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize
 /// # Safety
 /// As for the x86_64 version.
 #[cfg(target_arch = "aarch64")]
-pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize) -> i32, arg: usize) -> isize {
+pub unsafe fn clone_run(
+    flags: usize,
+    stack_top: *mut u8,
+    f: extern "C" fn(usize) -> i32,
+    arg: usize,
+) -> isize {
     let ret: isize;
     // SAFETY: see the function's contract. The child starts on `stack_top` with the parent's
     // registers (x19 and x20 included), calls `f(arg)` and exits; it never returns here.
@@ -163,7 +199,12 @@ pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize
 /// # Safety
 /// As for the x86_64 version.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize) -> i32, arg: usize) -> isize {
+pub unsafe fn clone_run(
+    flags: usize,
+    stack_top: *mut u8,
+    f: extern "C" fn(usize) -> i32,
+    arg: usize,
+) -> isize {
     extern "C" fn trampoline(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the pair built below, alive until the child has exec'd or exited
         // (the callers use CLONE_VFORK) or for the child's life.
@@ -173,10 +214,17 @@ pub unsafe fn clone_run(flags: usize, stack_top: *mut u8, f: extern "C" fn(usize
     let pair = (f, arg);
     // SAFETY: as the caller guarantees.
     let rc = unsafe {
-        libc::clone(trampoline, stack_top.cast(), flags as libc::c_int, &pair as *const _ as *mut libc::c_void)
+        libc::clone(
+            trampoline,
+            stack_top.cast(),
+            flags as libc::c_int,
+            &pair as *const _ as *mut libc::c_void,
+        )
     };
     if rc < 0 {
-        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as isize)
+        -(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO) as isize)
     } else {
         rc as isize
     }
@@ -226,7 +274,11 @@ pub unsafe fn dup3(from: RawFd, to: RawFd) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_dup3, from, to, 0) }
 }
-pub unsafe fn prlimit(resource: libc::c_int, new: *const libc::rlimit, old: *mut libc::rlimit) -> isize {
+pub unsafe fn prlimit(
+    resource: libc::c_int,
+    new: *const libc::rlimit,
+    old: *mut libc::rlimit,
+) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_prlimit64, 0, resource, new, old) }
 }
@@ -234,7 +286,11 @@ pub unsafe fn sigprocmask(how: libc::c_int, set: *const u64, old: *mut u64) -> i
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_rt_sigprocmask, how, set, old, 8) }
 }
-pub unsafe fn sigaction(sig: libc::c_int, new: *const KernelSigaction, old: *mut KernelSigaction) -> isize {
+pub unsafe fn sigaction(
+    sig: libc::c_int,
+    new: *const KernelSigaction,
+    old: *mut KernelSigaction,
+) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_rt_sigaction, sig, new, old, 8) }
 }
@@ -258,7 +314,12 @@ pub unsafe fn wait4(pid: i32, status: *mut libc::c_int, options: libc::c_int) ->
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_wait4, pid, status, options, 0) }
 }
-pub unsafe fn waitid(idtype: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, options: libc::c_int) -> isize {
+pub unsafe fn waitid(
+    idtype: libc::idtype_t,
+    id: libc::id_t,
+    info: *mut libc::siginfo_t,
+    options: libc::c_int,
+) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_waitid, idtype, id, info, options, 0) }
 }
@@ -278,7 +339,11 @@ pub unsafe fn chdir(path: *const libc::c_char) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_chdir, path) }
 }
-pub unsafe fn execve(path: *const libc::c_char, argv: *const *const libc::c_char, envp: *const *const libc::c_char) -> isize {
+pub unsafe fn execve(
+    path: *const libc::c_char,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+) -> isize {
     // SAFETY: the raw syscall; the caller upholds this function's contract (valid pointers).
     unsafe { args!(libc::SYS_execve, path, argv, envp) }
 }

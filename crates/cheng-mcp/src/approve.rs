@@ -10,7 +10,9 @@
 //!   ([`Sealer`]); the retry runs with [`SealedApprover`], which approves exactly the sealed cards.
 
 use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Values};
-use rmcp::model::{ElicitRequestParams, ElicitationAction, RequestStateCodec, RequestStateError, SealOptions};
+use rmcp::model::{
+    ElicitRequestParams, ElicitationAction, RequestStateCodec, RequestStateError, SealOptions,
+};
 use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -31,10 +33,16 @@ pub fn card_text(card: &ApprovalRequest) -> String {
         text.push_str(&format!("\nPurpose: {purpose}"));
     }
     if !card.requested_paths.is_empty() {
-        text.push_str(&format!("\nRequested read paths: {}", card.requested_paths.join(", ")));
+        text.push_str(&format!(
+            "\nRequested read paths: {}",
+            card.requested_paths.join(", ")
+        ));
     }
     for capability in &card.capabilities {
-        text.push_str(&format!("\nRequested capability: {} (opens {})", capability.name, capability.opens));
+        text.push_str(&format!(
+            "\nRequested capability: {} (opens {})",
+            capability.name, capability.opens
+        ));
     }
     if let Some(details) = &card.details {
         text.push_str(&format!("\n{details}"));
@@ -62,15 +70,31 @@ fn form(message: String) -> Result<ElicitRequestParams, String> {
 /// round: the run itself (`""`), then each host read path (`-read-N`) and each capability
 /// (`-capability-NAME`). All must be accepted for anything to run. Returns (key suffix, what is
 /// asked in a few words, the elicitation).
-pub fn approval_items(card: &ApprovalRequest) -> Result<Vec<(String, String, ElicitRequestParams)>, String> {
+pub fn approval_items(
+    card: &ApprovalRequest,
+) -> Result<Vec<(String, String, ElicitRequestParams)>, String> {
     let mut run = card.clone();
     run.requested_paths.clear();
     run.capabilities.clear();
     let mut message = card_text(&run);
     let (paths, capabilities) = (card.requested_paths.len(), card.capabilities.len());
     let separate: Vec<String> = [
-        (paths > 0).then(|| format!("{paths} host read path{}", if paths == 1 { "" } else { "s" })),
-        (capabilities > 0).then(|| format!("{capabilities} {}", if capabilities == 1 { "capability" } else { "capabilities" })),
+        (paths > 0).then(|| {
+            format!(
+                "{paths} host read path{}",
+                if paths == 1 { "" } else { "s" }
+            )
+        }),
+        (capabilities > 0).then(|| {
+            format!(
+                "{capabilities} {}",
+                if capabilities == 1 {
+                    "capability"
+                } else {
+                    "capabilities"
+                }
+            )
+        }),
     ]
     .into_iter()
     .flatten()
@@ -83,20 +107,32 @@ pub fn approval_items(card: &ApprovalRequest) -> Result<Vec<(String, String, Eli
             &format!("\nAsked separately in the same round: {}; every one must be accepted for the call to run.", separate.join(" and ")),
         );
     }
-    let mut items = vec![(String::new(), format!("running {}", card.command_display), form(message)?)];
+    let mut items = vec![(
+        String::new(),
+        format!("running {}", card.command_display),
+        form(message)?,
+    )];
     for (n, path) in card.requested_paths.iter().enumerate() {
         let message = format!(
             "Allow tool `{}` ({}) to read {path} on the host, read-only, inside its sandbox, for this call?\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
             card.node_id, card.node_type, card.command_display
         );
-        items.push((format!("-read-{}", n + 1), format!("reading {path}"), form(message)?));
+        items.push((
+            format!("-read-{}", n + 1),
+            format!("reading {path}"),
+            form(message)?,
+        ));
     }
     for capability in &card.capabilities {
         let message = format!(
             "Allow tool `{}` ({}) the capability {} for this call? It opens {}.\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
             card.node_id, card.node_type, capability.name, capability.opens, card.command_display
         );
-        items.push((format!("-capability-{}", capability.name), format!("the capability {}", capability.name), form(message)?));
+        items.push((
+            format!("-capability-{}", capability.name),
+            format!("the capability {}", capability.name),
+            form(message)?,
+        ));
     }
     Ok(items)
 }
@@ -113,7 +149,10 @@ impl Notes {
     }
 
     pub fn take(&self) -> Vec<String> {
-        self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+        self.0
+            .lock()
+            .map(|mut n| std::mem::take(&mut *n))
+            .unwrap_or_default()
     }
 }
 
@@ -150,16 +189,24 @@ impl Approver for ElicitingApprover {
             Ok(result) => match result.action {
                 ElicitationAction::Accept => Decision::Approved,
                 ElicitationAction::Decline => {
-                    self.notes.push(format!("A person declined: {}; nothing ran.", card.command_display));
+                    self.notes.push(format!(
+                        "A person declined: {}; nothing ran.",
+                        card.command_display
+                    ));
                     Decision::Denied
                 }
                 _ => {
-                    self.notes.push(format!("A person cancelled the approval of {}; nothing ran.", card.command_display));
+                    self.notes.push(format!(
+                        "A person cancelled the approval of {}; nothing ran.",
+                        card.command_display
+                    ));
                     Decision::Denied
                 }
             },
             Err(e) => {
-                self.notes.push(format!("The approval request could not be shown ({e}); nothing ran."));
+                self.notes.push(format!(
+                    "The approval request could not be shown ({e}); nothing ran."
+                ));
                 Decision::Denied
             }
         }
@@ -269,12 +316,22 @@ impl Sealer {
     /// A sealer with a fresh random key.
     pub fn new() -> Result<Sealer, String> {
         let key = random_key()?;
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| format!("cannot set up request-state sealing: {e}"))?;
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .map_err(|e| format!("cannot set up request-state sealing: {e}"))?;
         Ok(Sealer { codec })
     }
 
-    pub fn seal(&self, tool: &str, arguments: &Values, items: &[Card], ttl: Duration) -> Result<String, String> {
-        let state = State { tool: tool.to_string(), items: items.to_vec() };
+    pub fn seal(
+        &self,
+        tool: &str,
+        arguments: &Values,
+        items: &[Card],
+        ttl: Duration,
+    ) -> Result<String, String> {
+        let state = State {
+            tool: tool.to_string(),
+            items: items.to_vec(),
+        };
         let bound = associated_data(tool, arguments);
         self.codec
             .seal_json_with(&state, &SealOptions::new().associated_data(&bound).ttl(ttl))
@@ -296,7 +353,9 @@ impl Sealer {
 fn associated_data(tool: &str, arguments: &Values) -> Vec<u8> {
     let mut bound = tool.as_bytes().to_vec();
     bound.push(0);
-    bound.extend_from_slice(&Sha256::digest(canonical(&Value::Object(arguments.clone())).as_bytes()));
+    bound.extend_from_slice(&Sha256::digest(
+        canonical(&Value::Object(arguments.clone())).as_bytes(),
+    ));
     bound
 }
 
@@ -307,7 +366,11 @@ pub fn canonical(value: &Value) -> String {
             Value::Object(map) => {
                 let mut keys: Vec<&String> = map.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
             }
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
             other => other.clone(),
@@ -357,8 +420,14 @@ mod tests {
         let reordered = args(json!({"args": ["-rf", "build"], "command": "rm"}));
         assert!(sealer.open(&sealed, "shell", &reordered).is_ok());
         let other = args(json!({"command": "rm", "args": ["-rf", "/"]}));
-        assert_eq!(sealer.open(&sealed, "shell", &other).err(), Some(Refusal::Mismatch));
-        assert_eq!(sealer.open(&sealed, "git", &a).err(), Some(Refusal::Mismatch));
+        assert_eq!(
+            sealer.open(&sealed, "shell", &other).err(),
+            Some(Refusal::Mismatch)
+        );
+        assert_eq!(
+            sealer.open(&sealed, "git", &a).err(),
+            Some(Refusal::Mismatch)
+        );
     }
 
     #[test]
@@ -381,8 +450,13 @@ mod tests {
     fn an_expired_state_is_refused() {
         let sealer = Sealer::new().unwrap();
         let a = args(json!({}));
-        let sealed = sealer.seal("shell", &a, &[card()], Duration::from_millis(1)).unwrap();
+        let sealed = sealer
+            .seal("shell", &a, &[card()], Duration::from_millis(1))
+            .unwrap();
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(sealer.open(&sealed, "shell", &a).err(), Some(Refusal::Expired));
+        assert_eq!(
+            sealer.open(&sealed, "shell", &a).err(),
+            Some(Refusal::Expired)
+        );
     }
 }

@@ -37,7 +37,9 @@ impl Catalog {
         let mut catalog = Catalog::from_entries(engine, &entries)?;
         for id in disabled {
             if let Some(source) = engine.policy().disabled(id) {
-                catalog.warnings.push(format!("{id} is disabled by the operator's policy ({source}); not offered"));
+                catalog.warnings.push(format!(
+                    "{id} is disabled by the operator's policy ({source}); not offered"
+                ));
             }
         }
         Ok(catalog)
@@ -51,8 +53,17 @@ impl Catalog {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let tools = toolkit.tools().map(|tool| Offered { definition: definition(tool), tool: tool.clone() }).collect();
-        Ok(Catalog { tools, warnings: toolkit.warnings() })
+        let tools = toolkit
+            .tools()
+            .map(|tool| Offered {
+                definition: definition(tool),
+                tool: tool.clone(),
+            })
+            .collect();
+        Ok(Catalog {
+            tools,
+            warnings: toolkit.warnings(),
+        })
     }
 
     pub fn find(&self, name: &str) -> Option<&Offered> {
@@ -84,7 +95,9 @@ pub fn definition(tool: &Tool) -> Value {
 fn nullable_outputs(mut schema: Value) -> Value {
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for property in properties.values_mut() {
-            let Some(obj) = property.as_object_mut() else { continue };
+            let Some(obj) = property.as_object_mut() else {
+                continue;
+            };
             match obj.get("type").cloned() {
                 Some(Value::String(ty)) => {
                     obj.insert("type".into(), json!([ty, "null"]));
@@ -113,7 +126,9 @@ pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
         Effects::ReadOnly => (true, false, true, false),
         Effects::Sandboxed => (false, false, false, network),
         Effects::Approval(ApprovalRule::Always) => (false, true, false, true),
-        Effects::Approval(ApprovalRule::Operations(_)) | Effects::Serial(_) => (false, true, false, false),
+        Effects::Approval(ApprovalRule::Operations(_)) | Effects::Serial(_) => {
+            (false, true, false, false)
+        }
     };
     json!({
         "title": spec.title,

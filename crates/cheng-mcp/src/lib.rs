@@ -48,7 +48,8 @@ pub fn load_catalog(engine: &Engine, tools: Option<&Path>) -> Result<Catalog, St
     let catalog = match tools {
         None => Catalog::every_node(engine),
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("--tools {}: cannot read the file: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--tools {}: cannot read the file: {e}", path.display()))?;
             let entries = match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Array(entries)) => entries,
                 Ok(Value::Object(mut fields)) if fields.get("exposed_tools").is_some_and(Value::is_array) => {
@@ -81,9 +82,17 @@ pub fn load_catalog(engine: &Engine, tools: Option<&Path>) -> Result<Catalog, St
 /// Serves MCP on stdin/stdout until stdin closes; then cancels every running call (their
 /// process groups are killed) and returns.
 pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
-    let workspace = options.workspace.canonicalize().map_err(|e| format!("--workspace {}: {e}; pass an existing directory", options.workspace.display()))?;
+    let workspace = options.workspace.canonicalize().map_err(|e| {
+        format!(
+            "--workspace {}: {e}; pass an existing directory",
+            options.workspace.display()
+        )
+    })?;
     if !workspace.is_dir() {
-        return Err(format!("--workspace {}: not a directory; pass an existing directory", options.workspace.display()));
+        return Err(format!(
+            "--workspace {}: not a directory; pass an existing directory",
+            options.workspace.display()
+        ));
     }
     let engine = Engine::new(Registry::from_inventory());
     let catalog = load_catalog(&engine, options.tools.as_deref())?;

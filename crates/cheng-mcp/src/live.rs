@@ -18,7 +18,10 @@
 #![allow(deprecated)]
 
 use cheng_engine::{Event, EventSink};
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion};
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
+};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -65,9 +68,19 @@ pub struct Logger {
 
 impl Logger {
     pub fn for_request(ctx: &RequestContext<RoleServer>, connection: &LogLevel) -> Logger {
-        let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let threshold = if stateless { ctx.meta.log_level() } else { connection.get() };
-        Logger { peer: ctx.peer.clone(), threshold, cancelled: ctx.ct.clone() }
+        let stateless = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let threshold = if stateless {
+            ctx.meta.log_level()
+        } else {
+            connection.get()
+        };
+        Logger {
+            peer: ctx.peer.clone(),
+            threshold,
+            cancelled: ctx.ct.clone(),
+        }
     }
 
     /// Whether a message at `level` would be sent.
@@ -108,7 +121,11 @@ impl Progress {
         let token = ctx.meta.get_progress_token()?;
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(forward(rx, ctx.peer.clone(), token, logger, ctx.ct.clone()));
-        Some(Arc::new(Progress { tx: Mutex::new(Some(tx)), bytes: Mutex::new(0), task: Mutex::new(Some(task)) }))
+        Some(Arc::new(Progress {
+            tx: Mutex::new(Some(tx)),
+            bytes: Mutex::new(0),
+            task: Mutex::new(Some(task)),
+        }))
     }
 
     /// Waits until every notification queued so far has been handed to the transport (called
@@ -137,18 +154,31 @@ impl EventSink for Progress {
         match event {
             Event::OutputChunk { bytes, text, .. } => {
                 // Counted and queued under one lock, so `progress` increases in queue order.
-                let Ok(mut total) = self.bytes.lock() else { return };
+                let Ok(mut total) = self.bytes.lock() else {
+                    return;
+                };
                 *total += bytes;
                 let progress = *total;
-                self.send(Note::Progress { progress, message: text });
+                self.send(Note::Progress {
+                    progress,
+                    message: text,
+                });
             }
-            Event::OutputDropped { node, message, .. } => self.send(Note::Warning(format!("tool `{node}`: {message}"))),
+            Event::OutputDropped { node, message, .. } => {
+                self.send(Note::Warning(format!("tool `{node}`: {message}")))
+            }
             _ => {}
         }
     }
 }
 
-async fn forward(mut rx: mpsc::UnboundedReceiver<Note>, peer: Peer<RoleServer>, token: ProgressToken, logger: Logger, cancelled: CancellationToken) {
+async fn forward(
+    mut rx: mpsc::UnboundedReceiver<Note>,
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    logger: Logger,
+    cancelled: CancellationToken,
+) {
     while let Some(note) = rx.recv().await {
         // The client cancelled the call: nothing further is sent for it.
         if cancelled.is_cancelled() {

@@ -1,13 +1,16 @@
 //! The MCP request handler (rmcp's `ServerHandler`): tools/list from the catalog, tools/call
 //! through the engine with the connection's approver and the request's cancellation.
 
-use crate::approve::{self, Card, ElicitingApprover, Notes, Refusal, SealedApprover, Sealer, STATE_TTL};
+use crate::approve::{
+    self, Card, ElicitingApprover, Notes, Refusal, SealedApprover, Sealer, STATE_TTL,
+};
 use crate::catalog::{Catalog, Offered};
 use cheng_engine::{Engine, Graph, GraphNode, RunOptions, ValidatedGraph};
 use cheng_node::{Approver, CancellationToken, Decision, ErrorKind, RunContext, Values};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequest,
+    InputRequests, InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -54,11 +57,23 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(engine: Engine, catalog: Catalog, workspace: PathBuf, fallback: Decision, jobs: usize) -> Result<Server, String> {
-        let listing: ListToolsResult = serde_json::from_value(listing(&catalog)).map_err(|e| format!("cannot list the tools: {e}"))?;
+    pub fn new(
+        engine: Engine,
+        catalog: Catalog,
+        workspace: PathBuf,
+        fallback: Decision,
+        jobs: usize,
+    ) -> Result<Server, String> {
+        let listing: ListToolsResult = serde_json::from_value(listing(&catalog))
+            .map_err(|e| format!("cannot list the tools: {e}"))?;
         let scope = cheng_node::Scope::new(cheng_node::ScopeKind::Server);
         let options = RunOptions::new(&workspace)
-            .map_err(|e| format!("--workspace {}: {e}; pass an existing directory", workspace.display()))?
+            .map_err(|e| {
+                format!(
+                    "--workspace {}: {e}; pass an existing directory",
+                    workspace.display()
+                )
+            })?
             .jobs(1)
             .scope(scope.clone());
         Ok(Server {
@@ -88,19 +103,35 @@ impl Server {
         })
     }
 
-    async fn call(&self, mut params: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call(
+        &self,
+        mut params: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let Some(offered) = self.catalog.find(&params.name) else {
             return Err(McpError::invalid_params(
-                format!("params.name: unknown tool `{}`; this server offers: {}", params.name, self.catalog.names().join(", ")),
+                format!(
+                    "params.name: unknown tool `{}`; this server offers: {}",
+                    params.name,
+                    self.catalog.names().join(", ")
+                ),
                 None,
             ));
         };
         let tool = &offered.tool;
         let arguments = params.arguments.take().unwrap_or_default();
-        let stateless = ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let can_elicit = ctx.client_capabilities().is_some_and(|c| c.elicitation.is_some());
+        let stateless = ctx
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let can_elicit = ctx
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
         // The arguments as the client sent them are kept only where an approval seals them.
-        let (arguments, sealed) = if stateless && can_elicit { (arguments.clone(), Some(arguments)) } else { (arguments, None) };
+        let (arguments, sealed) = if stateless && can_elicit {
+            (arguments.clone(), Some(arguments))
+        } else {
+            (arguments, None)
+        };
         // The author's presets, as tools/runtime applies them.
         let inputs = match tool.with_presets(arguments) {
             Ok(inputs) => inputs,
@@ -120,22 +151,37 @@ impl Server {
             Ok(validated) => validated,
             Err(problems) => {
                 // The same lines `cheng run` prints.
-                let noun = if problems.len() == 1 { "error" } else { "errors" };
+                let noun = if problems.len() == 1 {
+                    "error"
+                } else {
+                    "errors"
+                };
                 let mut text = format!("cannot run {} ({} {noun}):", tool.spec.id, problems.len());
                 for p in &problems {
                     text.push_str(&format!("\n  - {}: {p}", p.kind.error_kind().code()));
                 }
-                let kind = problems.first().map(|p| p.kind.error_kind()).unwrap_or(ErrorKind::InvalidInput);
+                let kind = problems
+                    .first()
+                    .map(|p| p.kind.error_kind())
+                    .unwrap_or(ErrorKind::InvalidInput);
                 return Ok(refusal(kind, text).into());
             }
         };
         if let Some(arguments) = sealed {
-            self.call_stateless(offered, &params, arguments, &validated, ctx).await
+            self.call_stateless(offered, &params, arguments, &validated, ctx)
+                .await
         } else {
             // The handshake era asks mid-call; a client that cannot ask gets --approve/--deny.
             let notes = Notes::default();
-            let approver = ElicitingApprover { peer: ctx.peer.clone(), can_elicit, fallback: self.fallback, notes: notes.clone() };
-            let outputs = self.run(offered, &validated, Arc::new(approver), &ctx).await?;
+            let approver = ElicitingApprover {
+                peer: ctx.peer.clone(),
+                can_elicit,
+                fallback: self.fallback,
+                notes: notes.clone(),
+            };
+            let outputs = self
+                .run(offered, &validated, Arc::new(approver), &ctx)
+                .await?;
             let notes = notes.take();
             let logger = crate::live::Logger::for_request(&ctx, &self.log_level);
             for note in &notes {
@@ -179,14 +225,22 @@ impl Server {
             };
             let responses = params.input_responses.clone().unwrap_or_default();
             for (i, card) in opened.items.iter().enumerate() {
-                let items = approve::approval_items(&card.into()).map_err(|e| McpError::internal_error(e, None))?;
+                let items = approve::approval_items(&card.into())
+                    .map_err(|e| McpError::internal_error(e, None))?;
                 for (suffix, what, _) in items {
                     let key = format!("{}{suffix}", item_key(i));
-                    let action = responses.get(&key).and_then(|r| r.get("action")).and_then(Value::as_str);
+                    let action = responses
+                        .get(&key)
+                        .and_then(|r| r.get("action"))
+                        .and_then(Value::as_str);
                     match action {
                         Some("accept") => {}
                         Some(other) => {
-                            let verb = if other == "cancel" { "cancelled" } else { "declined" };
+                            let verb = if other == "cancel" {
+                                "cancelled"
+                            } else {
+                                "declined"
+                            };
                             return Ok(refusal(
                                 ErrorKind::ApprovalDenied,
                                 format!("tool `{}`: a person {verb} the approval of {what} ({}); nothing ran.", tool.name, card.command_display),
@@ -218,8 +272,13 @@ impl Server {
             unasked: Mutex::new(Vec::new()),
         });
         let outputs = self.run(offered, validated, approver.clone(), &ctx).await?;
-        let unasked: Vec<Card> = approver.unasked.lock().map(|u| u.iter().map(Card::from).collect()).unwrap_or_default();
-        let denied = outputs.get("error_kind").and_then(Value::as_str) == Some(ErrorKind::ApprovalDenied.code());
+        let unasked: Vec<Card> = approver
+            .unasked
+            .lock()
+            .map(|u| u.iter().map(Card::from).collect())
+            .unwrap_or_default();
+        let denied = outputs.get("error_kind").and_then(Value::as_str)
+            == Some(ErrorKind::ApprovalDenied.code());
         if denied && !unasked.is_empty() {
             // The node asked for more than was approved (e.g. a read path): ask for it too.
             let mut items = approved;
@@ -240,7 +299,13 @@ impl Server {
     ) -> Result<Result<Option<Card>, cheng_node::NodeError>, McpError> {
         let tool = &offered.tool;
         let Some((node, _)) = validated.planned_input(&tool.name, &self.workspace) else {
-            return Err(McpError::internal_error(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name), None));
+            return Err(McpError::internal_error(
+                format!(
+                    "the validated call for `{}` has no node; this is a bug in cheng",
+                    tool.name
+                ),
+                None,
+            ));
         };
         let card_ctx = RunContext {
             node_id: tool.name.clone(),
@@ -253,16 +318,35 @@ impl Server {
             scope: self.scope.clone(),
             output: cheng_node::Output::off(),
         };
-        Ok(validated.planned_card(&tool.name, &card_ctx).map(|card| card.as_ref().map(Card::from)))
+        Ok(validated
+            .planned_card(&tool.name, &card_ctx)
+            .map(|card| card.as_ref().map(Card::from)))
     }
 
-    fn input_required(&self, offered: &Offered, arguments: &Values, items: Vec<Card>) -> Result<CallToolResponse, McpError> {
-        let sealed = self.sealer.seal(&offered.tool.name, arguments, &items, STATE_TTL).map_err(|e| McpError::internal_error(e, None))?;
+    fn input_required(
+        &self,
+        offered: &Offered,
+        arguments: &Values,
+        items: Vec<Card>,
+    ) -> Result<CallToolResponse, McpError> {
+        let sealed = self
+            .sealer
+            .seal(&offered.tool.name, arguments, &items, STATE_TTL)
+            .map_err(|e| McpError::internal_error(e, None))?;
         let mut requests = InputRequests::new();
         for (i, card) in items.iter().enumerate() {
-            for (suffix, _, params) in approve::approval_items(&card.into()).map_err(|e| McpError::internal_error(e, None))? {
-                let request: InputRequest = serde_json::from_value(json!({"method": "elicitation/create", "params": params}))
-                    .map_err(|e| McpError::internal_error(format!("cannot build the approval request: {e}"), None))?;
+            for (suffix, _, params) in approve::approval_items(&card.into())
+                .map_err(|e| McpError::internal_error(e, None))?
+            {
+                let request: InputRequest = serde_json::from_value(
+                    json!({"method": "elicitation/create", "params": params}),
+                )
+                .map_err(|e| {
+                    McpError::internal_error(
+                        format!("cannot build the approval request: {e}"),
+                        None,
+                    )
+                })?;
                 requests.insert(format!("{}{suffix}", item_key(i)), request);
             }
         }
@@ -283,9 +367,16 @@ impl Server {
             () = ctx.ct.cancelled() => return Err(McpError::internal_error("cancelled before it started; nothing ran", None)),
             () = cancel.cancelled() => return Err(McpError::internal_error("the server is shutting down; nothing ran", None)),
         };
-        let options = self.options.clone().approver(approver).cancel(cancel.clone());
+        let options = self
+            .options
+            .clone()
+            .approver(approver)
+            .cancel(cancel.clone());
         // Live output as progress notifications when the client gave a progress token.
-        let progress = crate::live::Progress::for_request(ctx, crate::live::Logger::for_request(ctx, &self.log_level));
+        let progress = crate::live::Progress::for_request(
+            ctx,
+            crate::live::Logger::for_request(ctx, &self.log_level),
+        );
         let options = match &progress {
             Some(progress) => options.events(progress.clone()),
             None => options,
@@ -309,7 +400,13 @@ impl Server {
             progress.close().await;
         }
         let Some(node) = result.nodes.into_iter().next() else {
-            return Err(McpError::internal_error(format!("the run of tool `{}` produced no result; this is a bug in cheng", offered.tool.name), None));
+            return Err(McpError::internal_error(
+                format!(
+                    "the run of tool `{}` produced no result; this is a bug in cheng",
+                    offered.tool.name
+                ),
+                None,
+            ));
         };
         Ok(node.outputs)
     }
@@ -350,21 +447,39 @@ fn refusal(kind: ErrorKind, message: String) -> CallToolResult {
 fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolResult {
     let success = outputs.get("success") != Some(&Value::Bool(false));
     let name = &offered.tool.name;
-    let mut text = match outputs.get("summary").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    let mut text = match outputs
+        .get("summary")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         Some(summary) => summary.to_string(),
         None if success => format!("tool `{name}` succeeded"),
         None => String::new(),
     };
     if !success {
-        let code = outputs.get("error_kind").and_then(Value::as_str).unwrap_or(ErrorKind::Internal.code());
-        let error = outputs.get("error").and_then(Value::as_str).unwrap_or("the tool reported success: false");
+        let code = outputs
+            .get("error_kind")
+            .and_then(Value::as_str)
+            .unwrap_or(ErrorKind::Internal.code());
+        let error = outputs
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("the tool reported success: false");
         if !text.contains(error) {
             let line = format!("tool `{name}` failed: {code}: {error}");
-            text = if text.is_empty() { line } else { format!("{text}\n{line}") };
+            text = if text.is_empty() {
+                line
+            } else {
+                format!("{text}\n{line}")
+            };
         }
     }
     for stream in ["stdout", "stderr"] {
-        if let Some(s) = outputs.get(stream).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        if let Some(s) = outputs
+            .get(stream)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
             text.push_str(&format!("\n{stream}:\n{s}"));
         }
     }
@@ -373,7 +488,11 @@ fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolR
         text.push_str(&note);
     }
     let content = vec![ContentBlock::text(text)];
-    let mut result = if success { CallToolResult::success(content) } else { CallToolResult::error(content) };
+    let mut result = if success {
+        CallToolResult::success(content)
+    } else {
+        CallToolResult::error(content)
+    };
     result.result_type = Some(ResultType::COMPLETE);
     result.structured_content = Some(Value::Object(outputs));
     result
@@ -382,7 +501,12 @@ fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolR
 impl ServerHandler for Server {
     #[allow(deprecated)] // `enable_logging`: MCP deprecates logging (SEP-2577); clients still offer it.
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build());
+        let mut info = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         info.server_info = rmcp::model::Implementation::new("cheng", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
@@ -396,16 +520,28 @@ impl ServerHandler for Server {
         std::borrow::Cow::Borrowed(VERSIONS)
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         Ok(self.listing.as_ref().clone())
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         self.call(request, ctx).await
     }
 
     #[allow(deprecated)] // MCP deprecates logging (SEP-2577); clients still offer it.
-    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, _ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
         self.log_level.set(request.level);
         Ok(())
     }
@@ -468,7 +604,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let engine = Engine::new(Registry::from_inventory());
         let catalog = Catalog::every_node(&engine).expect("a catalog");
-        let server = Server::new(engine, catalog, dir.path().to_path_buf(), Decision::Denied, 1).expect("a server");
+        let server = Server::new(
+            engine,
+            catalog,
+            dir.path().to_path_buf(),
+            Decision::Denied,
+            1,
+        )
+        .expect("a server");
         let announce = server.announcer();
         announce("prepares");
         announce("no_such_tool");

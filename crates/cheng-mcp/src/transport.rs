@@ -18,11 +18,12 @@
 //! Everything else — the message types, dispatch, negotiation — is rmcp's.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, InitializeRequestParams, JsonRpcMessage, JsonRpcRequest, RequestId,
+    CallToolRequest, CallToolRequestParams, ClientRequest, InitializeRequestParams, JsonRpcMessage,
+    JsonRpcRequest, RequestId,
 };
-use serde::Deserialize;
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::future::Future;
@@ -86,7 +87,11 @@ pub fn stdout_pipe() -> Option<pipe::Sender> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open("/proc/self/fd/1").ok()?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open("/proc/self/fd/1")
+            .ok()?;
         // Refuses anything that is not a pipe.
         pipe::Sender::from_file(file).ok()
     }
@@ -107,7 +112,9 @@ struct Out {
 
 fn lock(backlog: &Mutex<bool>) -> std::sync::MutexGuard<'_, bool> {
     // A flag cannot be left half-written: keep using it after a panic elsewhere.
-    backlog.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    backlog
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Out {
@@ -134,19 +141,38 @@ impl Out {
 impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
     /// Reads from `reader`; writes to `stdout` (see the module documentation) with one writer
     /// task behind it (returned, to await at shutdown so every queued line is written).
-    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(reader: R, stdout: Stdout<W>, max: usize) -> (Self, tokio::task::JoinHandle<()>) {
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(
+        reader: R,
+        stdout: Stdout<W>,
+        max: usize,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (queue, rx) = mpsc::unbounded_channel();
         let backlog = Arc::new(Mutex::new(false));
         let (direct, writer_task) = match stdout {
             Stdout::Pipe(pipe) => {
                 let pipe = Arc::new(pipe);
-                (Some(pipe.clone()), tokio::spawn(drain_backlog(pipe, backlog.clone(), rx)))
+                (
+                    Some(pipe.clone()),
+                    tokio::spawn(drain_backlog(pipe, backlog.clone(), rx)),
+                )
             }
             Stdout::Stream(writer) => (None, tokio::spawn(write_lines(writer, rx))),
         };
-        let out = Out { direct, backlog, queue };
-        let transport =
-            LineTransport { reader, line: Vec::new(), discarding: false, max, out, cancelled: Arc::default(), eof: Default::default(), announce: None };
+        let out = Out {
+            direct,
+            backlog,
+            queue,
+        };
+        let transport = LineTransport {
+            reader,
+            line: Vec::new(),
+            discarding: false,
+            max,
+            out,
+            cancelled: Arc::default(),
+            eof: Default::default(),
+            announce: None,
+        };
         (transport, writer_task)
     }
 
@@ -226,7 +252,9 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
         if let Some(id) = reply_to {
             if let Ok(mut cancelled) = self.cancelled.lock() {
                 // The key is the id's JSON text, as the cancellation carried it.
-                if !cancelled.is_empty() && serde_json::to_string(id).is_ok_and(|key| cancelled.remove(&key)) {
+                if !cancelled.is_empty()
+                    && serde_json::to_string(id).is_ok_and(|key| cancelled.remove(&key))
+                {
                     // The client cancelled this request: nothing further is sent for it.
                     return Ok(());
                 }
@@ -243,7 +271,9 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
 
     /// A parsed message, answering what cannot be one.
     fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let line = line.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(line);
+        let line = line
+            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+            .unwrap_or(line);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
@@ -256,19 +286,35 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
             }
         };
         let Some(fields) = value.as_object() else {
-            self.reply_error(Value::Null, INVALID_REQUEST, "Invalid request: expected a JSON-RPC message object (batches are not supported)".into());
+            self.reply_error(
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid request: expected a JSON-RPC message object (batches are not supported)"
+                    .into(),
+            );
             return None;
         };
         let id = fields.get("id").cloned();
-        let method = fields.get("method").and_then(Value::as_str).map(str::to_string);
+        let method = fields
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         if fields.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             if id.is_some() || method.is_some() {
-                self.reply_error(id.unwrap_or(Value::Null), INVALID_REQUEST, "Invalid request: `jsonrpc` must be \"2.0\"".into());
+                self.reply_error(
+                    id.unwrap_or(Value::Null),
+                    INVALID_REQUEST,
+                    "Invalid request: `jsonrpc` must be \"2.0\"".into(),
+                );
             }
             return None;
         }
         if let (Some(announce), Some("tools/call")) = (&self.announce, method.as_deref()) {
-            if let Some(name) = fields.get("params").and_then(|p| p.get("name")).and_then(Value::as_str) {
+            if let Some(name) = fields
+                .get("params")
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+            {
                 announce(name);
             }
         }
@@ -296,10 +342,22 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
             Ok(message) => Some(message),
             Err(e) => {
                 match (id, method) {
-                    (Some(id), Some(method)) => self.reply_error(id, INVALID_PARAMS, format!("Invalid params for {method}: {e}")),
-                    (Some(id), None) => eprintln!("cheng serve: ignoring a response to request {id} that does not parse: {e}"),
-                    (None, Some(method)) => eprintln!("cheng serve: ignoring notification {method}: {e}"),
-                    (None, None) => self.reply_error(Value::Null, INVALID_REQUEST, "Invalid request: neither a request, a response nor a notification".into()),
+                    (Some(id), Some(method)) => self.reply_error(
+                        id,
+                        INVALID_PARAMS,
+                        format!("Invalid params for {method}: {e}"),
+                    ),
+                    (Some(id), None) => eprintln!(
+                        "cheng serve: ignoring a response to request {id} that does not parse: {e}"
+                    ),
+                    (None, Some(method)) => {
+                        eprintln!("cheng serve: ignoring notification {method}: {e}")
+                    }
+                    (None, None) => self.reply_error(
+                        Value::Null,
+                        INVALID_REQUEST,
+                        "Invalid request: neither a request, a response nor a notification".into(),
+                    ),
                 }
                 None
             }
@@ -321,17 +379,27 @@ fn call_request(value: &Value) -> Option<RxJsonRpcMessage<RoleServer>> {
     }
     let id = RequestId::deserialize(fields.get("id")?).ok()?;
     let request = CallToolRequest::deserialize(value).ok()?;
-    Some(JsonRpcMessage::Request(JsonRpcRequest::new(id, ClientRequest::CallToolRequest(request))))
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        id,
+        ClientRequest::CallToolRequest(request),
+    )))
 }
 
 /// The precise problem with a known method's params, naming the field.
 fn check_params(method: &str, params: Option<&Value>) -> Option<String> {
-    fn field_error<T: serde::de::DeserializeOwned>(method: &str, params: Option<&Value>) -> Option<String> {
+    fn field_error<T: serde::de::DeserializeOwned>(
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<String> {
         let Some(params) = params.filter(|p| p.is_object()) else {
-            return Some(format!("Invalid params for {method}: `params` must be an object"));
+            return Some(format!(
+                "Invalid params for {method}: `params` must be an object"
+            ));
         };
         // Read in place: the arguments are not copied to be checked.
-        T::deserialize(params).err().map(|e| format!("Invalid params for {method}: params: {e}"))
+        T::deserialize(params)
+            .err()
+            .map(|e| format!("Invalid params for {method}: params: {e}"))
     }
     match method {
         "tools/call" => {
@@ -367,7 +435,11 @@ fn write_now(pipe: &pipe::Sender, bytes: &[u8]) -> Result<usize, Closed> {
 
 /// The writer task of a pipe: writes what the pipe could not take at once, then lets new
 /// messages go straight to the pipe again.
-async fn drain_backlog(pipe: Arc<pipe::Sender>, backlog: Arc<Mutex<bool>>, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn drain_backlog(
+    pipe: Arc<pipe::Sender>,
+    backlog: Arc<Mutex<bool>>,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
     while let Some(line) = rx.recv().await {
         let mut written = 0;
         while written < line.len() {
@@ -387,7 +459,10 @@ async fn drain_backlog(pipe: Arc<pipe::Sender>, backlog: Arc<Mutex<bool>>, mut r
 }
 
 /// The writer task of any other stream: every message, in order, flushed when the queue is empty.
-async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
     while let Some(line) = rx.recv().await {
         if writer.write_all(&line).await.is_err() {
             return;
@@ -404,7 +479,10 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> Transport<RoleServer> for LineTra
 
     /// Written (or queued) here, before the returned future is polled: rmcp calls `send` from its
     /// one serve loop, so the order of the calls is the order on the wire.
-    fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         std::future::ready(self.write(&item))
     }
 
@@ -449,16 +527,31 @@ mod tests {
         for message in messages {
             let direct = call_request(&message).expect("a well-formed call is read directly");
             let rmcp = by_rmcp(&message);
-            assert!(matches!(&rmcp, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_))), "{message}");
-            assert_eq!(serde_json::to_value(&direct).expect("serialises"), serde_json::to_value(&rmcp).expect("serialises"), "{message}");
+            assert!(
+                matches!(&rmcp, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::CallToolRequest(_))),
+                "{message}"
+            );
+            assert_eq!(
+                serde_json::to_value(&direct).expect("serialises"),
+                serde_json::to_value(&rmcp).expect("serialises"),
+                "{message}"
+            );
             let meta = |m: &RxJsonRpcMessage<RoleServer>| match m {
-                JsonRpcMessage::Request(JsonRpcRequest { request: ClientRequest::CallToolRequest(r), .. }) => {
-                    r.extensions.get::<rmcp::model::RequestMetaObject>().cloned()
-                }
+                JsonRpcMessage::Request(JsonRpcRequest {
+                    request: ClientRequest::CallToolRequest(r),
+                    ..
+                }) => r
+                    .extensions
+                    .get::<rmcp::model::RequestMetaObject>()
+                    .cloned(),
                 _ => None,
             };
             assert_eq!(meta(&direct), meta(&rmcp), "{message}");
-            assert_eq!(meta(&direct).is_some(), message["params"].get("_meta").is_some(), "{message}");
+            assert_eq!(
+                meta(&direct).is_some(),
+                message["params"].get("_meta").is_some(),
+                "{message}"
+            );
         }
     }
 
@@ -475,12 +568,18 @@ mod tests {
         ];
         let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
         let reader = tokio::io::BufReader::new(std::io::Cursor::new(input.into_bytes()));
-        let (transport, _writer) = LineTransport::new(reader, Stdout::Stream(tokio::io::sink()), MAX_MESSAGE);
+        let (transport, _writer) =
+            LineTransport::new(reader, Stdout::Stream(tokio::io::sink()), MAX_MESSAGE);
         let announced = Arc::new(Mutex::new(Vec::<String>::new()));
         let seen = announced.clone();
-        let mut transport = transport.announce_calls(Box::new(move |name| seen.lock().expect("not poisoned").push(name.to_string())));
+        let mut transport = transport.announce_calls(Box::new(move |name| {
+            seen.lock().expect("not poisoned").push(name.to_string())
+        }));
         while transport.receive().await.is_some() {}
-        assert_eq!(*announced.lock().expect("not poisoned"), ["code_js", "workspace_git"]);
+        assert_eq!(
+            *announced.lock().expect("not poisoned"),
+            ["code_js", "workspace_git"]
+        );
     }
 
     /// What rmcp refuses or reads as something else is left to rmcp.
@@ -488,9 +587,18 @@ mod tests {
     fn a_call_that_is_not_a_plain_request_is_left_to_rmcp() {
         let with_result = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}, "result": {}});
         assert!(call_request(&with_result).is_none());
-        assert!(serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(with_result).is_err(), "rmcp refuses it");
+        assert!(
+            serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(with_result).is_err(),
+            "rmcp refuses it"
+        );
         let without_name = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}});
         assert!(call_request(&without_name).is_none());
-        assert!(call_request(&json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "a"}})).is_none(), "no id");
+        assert!(
+            call_request(
+                &json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "a"}})
+            )
+            .is_none(),
+            "no id"
+        );
     }
 }

@@ -4,8 +4,8 @@
 //! at run time, values arriving over edges; nodes use it through [`crate::input`], so what a node
 //! reads can never disagree with what the engine accepted.
 
-use crate::text::json_kind as kind_of;
 use crate::policy::{Capability, Policy};
+use crate::text::json_kind as kind_of;
 use crate::{Audience, NodeSpec, PortSpec, PortType};
 use serde_json::Value;
 
@@ -17,10 +17,14 @@ pub fn check_value(port: &PortSpec, value: &Value) -> Result<(), String> {
     }
     if let Some(n) = value.as_i64() {
         if let Some(max) = port.max.filter(|max| n > *max) {
-            return Err(format!("{n} is above the maximum {max}; values are never clamped, use at most {max}"));
+            return Err(format!(
+                "{n} is above the maximum {max}; values are never clamped, use at most {max}"
+            ));
         }
         if let Some(min) = port.min.filter(|min| n < *min) {
-            return Err(format!("{n} is below the minimum {min}; use at least {min}"));
+            return Err(format!(
+                "{n} is below the minimum {min}; use at least {min}"
+            ));
         }
     } else if value.is_u64() {
         // Larger than i64::MAX: above any maximum a spec can state.
@@ -39,7 +43,11 @@ pub fn check_value(port: &PortSpec, value: &Value) -> Result<(), String> {
 /// `"lg" is not one of: status, diff, log, …; did you mean "log"?`
 fn not_one_of(given: &str, choices: &[&str]) -> String {
     let mut message = format!("\"{given}\" is not one of: {}", choices.join(", "));
-    let closest = choices.iter().map(|c| (strsim::levenshtein(given, c), *c)).filter(|(d, _)| *d <= 2).min();
+    let closest = choices
+        .iter()
+        .map(|c| (strsim::levenshtein(given, c), *c))
+        .filter(|(d, _)| *d <= 2)
+        .min();
     if let Some((_, choice)) = closest {
         message.push_str(&format!("; did you mean \"{choice}\"?"));
     }
@@ -87,9 +95,19 @@ pub fn ceiling(policy: &Policy, node_type: &str, port: &PortSpec) -> Option<(i64
 /// The operator's bounds on a value already accepted by [`check_value`]: an integer above the
 /// operator's ceiling, a capability switch above the operator's setting, raw shell syntax the
 /// operator has not allowed. The message names the operator's file and the section to edit.
-pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: &Value, place: Place) -> Result<(), String> {
+pub fn check_operator(
+    policy: &Policy,
+    node_type: &str,
+    port: &PortSpec,
+    value: &Value,
+    place: Place,
+) -> Result<(), String> {
     let name = port.name;
-    let where_ = if place == Place::Config { " in the node's config" } else { "" };
+    let where_ = if place == Place::Config {
+        " in the node's config"
+    } else {
+        ""
+    };
     if let Some(n) = value.as_i64() {
         if let Some((max, source)) = policy.max(node_type, name).filter(|(max, _)| n > *max) {
             return Err(format!("{name} {n}{where_} is above the operator's limit {max} ({source}); use at most {max}"));
@@ -98,7 +116,11 @@ pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: 
     if is_capability(port) {
         let (operator, source) = policy.capability(node_type, name);
         if let Some(asked) = Capability::from_json(value).filter(|c| *c > operator) {
-            let asked = if place == Place::Inputs { Capability::Ask } else { asked };
+            let asked = if place == Place::Inputs {
+                Capability::Ask
+            } else {
+                asked
+            };
             if place == Place::Config || operator == Capability::Deny {
                 return Err(format!(
                     "{name} {}{where_} is above the operator's limit {} ({source}); the machine's operator does not allow it{}",
@@ -121,7 +143,16 @@ pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: 
     if name == "allow_shell_string" && value == &Value::Bool(true) {
         let (allowed, source) = policy.shell_syntax(node_type);
         if !allowed {
-            let file = policy.path().map_or_else(|| format!("{} (or a file named by --policy or ${})", crate::policy::SYSTEM_PATH, crate::policy::ENV_VAR), |p| p.display().to_string());
+            let file = policy.path().map_or_else(
+                || {
+                    format!(
+                        "{} (or a file named by --policy or ${})",
+                        crate::policy::SYSTEM_PATH,
+                        crate::policy::ENV_VAR
+                    )
+                },
+                |p| p.display().to_string(),
+            );
             return Err(format!(
                 "allow_shell_string is on{where_}, but the operator's policy does not allow raw shell syntax ({source}); \
                  the machine's operator must add `shell_syntax = true` under [nodes.\"{node_type}\"] in {file}"
@@ -133,7 +164,12 @@ pub fn check_operator(policy: &Policy, node_type: &str, port: &PortSpec, value: 
 
 /// The effective setting of a capability switch for one node: the lower of the author's config
 /// (default `"ask"`) and the operator's setting, with the layer that set it.
-pub fn capability_setting(policy: &Policy, node_type: &str, port: &PortSpec, config: Option<&Value>) -> (Capability, String) {
+pub fn capability_setting(
+    policy: &Policy,
+    node_type: &str,
+    port: &PortSpec,
+    config: Option<&Value>,
+) -> (Capability, String) {
     let author = config.and_then(Capability::from_json);
     let (operator, source) = policy.capability(node_type, port.name);
     match author {
@@ -149,7 +185,13 @@ pub fn capability_setting(policy: &Policy, node_type: &str, port: &PortSpec, con
 /// already checked by [`check_value`] and [`check_operator`]). A capability switch may be
 /// requested `true` unless its effective setting is `false`; when it is `"ask"` the run asks a
 /// person ([`asked_capabilities`]). Returns the effective value.
-pub fn resolve_request(policy: &Policy, node_type: &str, port: &PortSpec, config: Option<&Value>, requested: &Value) -> Result<Value, String> {
+pub fn resolve_request(
+    policy: &Policy,
+    node_type: &str,
+    port: &PortSpec,
+    config: Option<&Value>,
+    requested: &Value,
+) -> Result<Value, String> {
     debug_assert_eq!(port.audience, Audience::Capped);
     check_operator(policy, node_type, port, requested, Place::Inputs)?;
     let name = port.name;
@@ -176,7 +218,12 @@ pub fn resolve_request(policy: &Policy, node_type: &str, port: &PortSpec, config
 
 /// The capability switches this (validated, assembled) input turns on that a person must
 /// approve: requested `true` while their effective setting is `"ask"`.
-pub fn asked_capabilities(policy: &Policy, spec: &NodeSpec, config: &crate::Values, input: &crate::Values) -> Vec<&'static str> {
+pub fn asked_capabilities(
+    policy: &Policy,
+    spec: &NodeSpec,
+    config: &crate::Values,
+    input: &crate::Values,
+) -> Vec<&'static str> {
     spec.inputs
         .iter()
         .filter(|p| is_capability(p) && input.get(p.name) == Some(&Value::Bool(true)))
@@ -190,23 +237,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const TIMEOUT: PortSpec = PortSpec::input("timeout_ms", PortType::Integer, "").default("null").min(1).max(600000);
-    const NET: PortSpec = PortSpec::input("allow_network", PortType::Boolean, "").default("false").audience(Audience::Capped);
-    const LIMIT: PortSpec = PortSpec::input("memory_mb", PortType::Integer, "").default("256").audience(Audience::Capped);
+    const TIMEOUT: PortSpec = PortSpec::input("timeout_ms", PortType::Integer, "")
+        .default("null")
+        .min(1)
+        .max(600000);
+    const NET: PortSpec = PortSpec::input("allow_network", PortType::Boolean, "")
+        .default("false")
+        .audience(Audience::Capped);
+    const LIMIT: PortSpec = PortSpec::input("memory_mb", PortType::Integer, "")
+        .default("256")
+        .audience(Audience::Capped);
 
     #[test]
     fn a_near_miss_names_the_closest_choice() {
-        assert_eq!(not_one_of("lg", &["status", "log"]), "\"lg\" is not one of: status, log; did you mean \"log\"?");
-        assert_eq!(not_one_of("zzzzzz", &["status", "log"]), "\"zzzzzz\" is not one of: status, log");
+        assert_eq!(
+            not_one_of("lg", &["status", "log"]),
+            "\"lg\" is not one of: status, log; did you mean \"log\"?"
+        );
+        assert_eq!(
+            not_one_of("zzzzzz", &["status", "log"]),
+            "\"zzzzzz\" is not one of: status, log"
+        );
     }
 
     #[test]
     fn range_errors_cite_the_limit() {
         let err = check_value(&TIMEOUT, &json!(700000)).unwrap_err();
         assert!(err.contains("maximum 600000"), "{err}");
-        assert!(check_value(&TIMEOUT, &json!(0)).unwrap_err().contains("minimum 1"));
-        assert!(check_value(&TIMEOUT, &json!(1.5)).unwrap_err().contains("integer"));
-        assert!(check_value(&TIMEOUT, &json!(u64::MAX)).unwrap_err().contains("maximum"));
+        assert!(check_value(&TIMEOUT, &json!(0))
+            .unwrap_err()
+            .contains("minimum 1"));
+        assert!(check_value(&TIMEOUT, &json!(1.5))
+            .unwrap_err()
+            .contains("integer"));
+        assert!(check_value(&TIMEOUT, &json!(u64::MAX))
+            .unwrap_err()
+            .contains("maximum"));
         assert!(check_value(&TIMEOUT, &json!(600000)).is_ok());
     }
 
@@ -218,26 +284,61 @@ mod tests {
     fn capability_switches_ask_by_default_and_obey_both_layers() {
         let p = builtin();
         // Default "ask": requested true is accepted, then asked.
-        assert_eq!(resolve_request(&p, "n", &NET, None, &json!(true)).unwrap(), json!(true));
+        assert_eq!(
+            resolve_request(&p, "n", &NET, None, &json!(true)).unwrap(),
+            json!(true)
+        );
         let err = resolve_request(&p, "n", &NET, Some(&json!(false)), &json!(true)).unwrap_err();
-        assert!(err.contains("node's author") && err.contains("\"ask\""), "{err}");
-        assert_eq!(resolve_request(&p, "n", &NET, Some(&json!(true)), &json!(true)).unwrap(), json!(true));
+        assert!(
+            err.contains("node's author") && err.contains("\"ask\""),
+            "{err}"
+        );
+        assert_eq!(
+            resolve_request(&p, "n", &NET, Some(&json!(true)), &json!(true)).unwrap(),
+            json!(true)
+        );
         let op = Policy::from_toml_str("[all]\nallow_network = false\n", "/p.toml").unwrap();
         let err = resolve_request(&op, "n", &NET, Some(&json!(true)), &json!(true)).unwrap_err();
-        assert!(err.contains("operator's limit false") && err.contains("/p.toml"), "{err}");
+        assert!(
+            err.contains("operator's limit false") && err.contains("/p.toml"),
+            "{err}"
+        );
         // The author may not go above the operator either.
         let err = check_operator(&op, "n", &NET, &json!(true), Place::Config).unwrap_err();
-        assert!(err.contains("in the node's config is above the operator's limit"), "{err}");
+        assert!(
+            err.contains("in the node's config is above the operator's limit"),
+            "{err}"
+        );
     }
 
     #[test]
     fn read_roots_obey_the_operator() {
-        const ROOTS: PortSpec = PortSpec::input("read_roots", PortType::Array(&PortType::String), "").default("[]").audience(Audience::Author);
+        const ROOTS: PortSpec =
+            PortSpec::input("read_roots", PortType::Array(&PortType::String), "")
+                .default("[]")
+                .audience(Audience::Author);
         let op = Policy::from_toml_str("[all]\nread_roots = false\n", "/p.toml").unwrap();
-        let err = check_operator(&op, "tools/read_file", &ROOTS, &json!(["/opt/docs"]), Place::Config).unwrap_err();
-        assert!(err.contains("operator's policy forbids") && err.contains("/p.toml"), "{err}");
+        let err = check_operator(
+            &op,
+            "tools/read_file",
+            &ROOTS,
+            &json!(["/opt/docs"]),
+            Place::Config,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("operator's policy forbids") && err.contains("/p.toml"),
+            "{err}"
+        );
         assert!(check_operator(&op, "tools/read_file", &ROOTS, &json!([]), Place::Config).is_ok());
-        assert!(check_operator(&builtin(), "tools/read_file", &ROOTS, &json!(["/opt/docs"]), Place::Config).is_ok());
+        assert!(check_operator(
+            &builtin(),
+            "tools/read_file",
+            &ROOTS,
+            &json!(["/opt/docs"]),
+            Place::Config
+        )
+        .is_ok());
     }
 
     #[test]
@@ -245,9 +346,15 @@ mod tests {
         let p = builtin();
         let err = resolve_request(&p, "n", &LIMIT, Some(&json!(512)), &json!(1024)).unwrap_err();
         assert!(err.contains("author's limit 512"), "{err}");
-        assert_eq!(resolve_request(&p, "n", &LIMIT, Some(&json!(512)), &json!(100)).unwrap(), json!(100));
+        assert_eq!(
+            resolve_request(&p, "n", &LIMIT, Some(&json!(512)), &json!(100)).unwrap(),
+            json!(100)
+        );
         // No author config: the default is not a ceiling.
-        assert_eq!(resolve_request(&p, "n", &LIMIT, None, &json!(300)).unwrap(), json!(300));
+        assert_eq!(
+            resolve_request(&p, "n", &LIMIT, None, &json!(300)).unwrap(),
+            json!(300)
+        );
         let op = Policy::from_toml_str("[all]\nmax = { memory_mb = 200 }\n", "/p.toml").unwrap();
         let err = resolve_request(&op, "n", &LIMIT, None, &json!(300)).unwrap_err();
         assert_eq!(err, "memory_mb 300 is above the operator's limit 200 (policy /p.toml [all]); use at most 200");

@@ -40,7 +40,11 @@ impl EnginePort {
 /// Sets every engine port `spec` declares, from the run's canonical `workspace`
 /// ([`RunContext::workspace`]). Injected last, so nothing else can set them.
 pub fn inject(spec: &NodeSpec, input: &mut Values, workspace: &Path) -> Result<(), NodeError> {
-    for port in spec.inputs.iter().filter(|p| p.audience == Audience::Engine) {
+    for port in spec
+        .inputs
+        .iter()
+        .filter(|p| p.audience == Audience::Engine)
+    {
         let known = EnginePort::from_name(port.name).ok_or_else(|| {
             NodeError::internal(format!(
                 "{} declares engine port `{}`, which the engine does not fill; this is a bug in the node's spec",
@@ -54,7 +58,11 @@ pub fn inject(spec: &NodeSpec, input: &mut Values, workspace: &Path) -> Result<(
 
 impl RunContext {
     /// [`inject`] with this context's workspace.
-    pub fn inject_engine_ports(&self, spec: &NodeSpec, input: &mut Values) -> Result<(), NodeError> {
+    pub fn inject_engine_ports(
+        &self,
+        spec: &NodeSpec,
+        input: &mut Values,
+    ) -> Result<(), NodeError> {
         inject(spec, input, &self.workspace)
     }
 }

@@ -135,7 +135,11 @@ pub struct NodeError {
 
 impl NodeError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        NodeError { kind, message: message.into(), terminal: kind.terminal() }
+        NodeError {
+            kind,
+            message: message.into(),
+            terminal: kind.terminal(),
+        }
     }
 
     pub fn invalid_input(message: impl Into<String>) -> Self {
@@ -153,7 +157,10 @@ impl NodeError {
     /// The failure as an output object: `success:false`, `summary`, `error_kind`, `terminal`, `error`.
     pub fn to_outputs(&self) -> Map<String, Value> {
         let mut out = Map::new();
-        out.insert("summary".into(), json!(format!("{}: {}", self.kind.code(), self.message)));
+        out.insert(
+            "summary".into(),
+            json!(format!("{}: {}", self.kind.code(), self.message)),
+        );
         crate::failure::fill::<()>(&mut out, &Err(self.clone()));
         out
     }

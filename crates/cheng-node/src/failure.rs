@@ -26,12 +26,18 @@ pub const fn success(description: &'static str) -> PortSpec {
 }
 
 /// `error_kind`, the same on every node.
-pub const ERROR_KIND: PortSpec =
-    PortSpec::output("error_kind", PortType::String, "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)");
+pub const ERROR_KIND: PortSpec = PortSpec::output(
+    "error_kind",
+    PortType::String,
+    "Stable machine code on failure (LOCAL_EXECUTOR_* vocabulary)",
+);
 
 /// `terminal`, the same on every node.
-pub const TERMINAL: PortSpec =
-    PortSpec::output("terminal", PortType::Boolean, "True when the error is terminal and must not be retried");
+pub const TERMINAL: PortSpec = PortSpec::output(
+    "terminal",
+    PortType::Boolean,
+    "True when the error is terminal and must not be retried",
+);
 
 /// `error`, worded for the node; [`ERROR`] is the seeds' usual wording.
 pub const fn error(description: &'static str) -> PortSpec {
@@ -76,10 +82,18 @@ pub(crate) fn declared_as(port: &PortSpec) -> Result<(), String> {
         _ => return Ok(()),
     };
     if port.ty != expected.ty {
-        return Err(format!("output `{}` must be {}, not {}", port.name, expected.ty.display(), port.ty.display()));
+        return Err(format!(
+            "output `{}` must be {}, not {}",
+            port.name,
+            expected.ty.display(),
+            port.ty.display()
+        ));
     }
     if matches!(port.name, "error_kind" | "terminal") && port.description != expected.description {
-        return Err(format!("output `{}` must use cheng_node::failure's declaration", port.name));
+        return Err(format!(
+            "output `{}` must use cheng_node::failure's declaration",
+            port.name
+        ));
     }
     Ok(())
 }
@@ -94,7 +108,15 @@ mod tests {
         let ok: Result<(), NodeError> = Ok(());
         let out = with(Values::new(), &ok);
         assert_eq!(out.keys().collect::<Vec<_>>(), NAMES);
-        assert_eq!((&out["success"], &out["error_kind"], &out["terminal"], &out["error"]), (&json!(true), &Value::Null, &json!(false), &Value::Null));
+        assert_eq!(
+            (
+                &out["success"],
+                &out["error_kind"],
+                &out["terminal"],
+                &out["error"]
+            ),
+            (&json!(true), &Value::Null, &json!(false), &Value::Null)
+        );
         let err: Result<(), NodeError> = Err(NodeError::new(ErrorKind::PolicyDenied, "no"));
         let out = with(Values::new(), &err);
         assert_eq!(out.keys().collect::<Vec<_>>(), NAMES);

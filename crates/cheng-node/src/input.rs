@@ -24,7 +24,10 @@ pub fn non_empty_str<'a>(input: &'a Values, field: &str) -> Option<&'a str> {
 /// spec does not declare).
 pub fn port(spec: &'static NodeSpec, name: &str) -> Result<&'static PortSpec, NodeError> {
     spec.input(name).ok_or_else(|| {
-        NodeError::internal(format!("{} reads input `{name}`, which its spec does not declare; this is a bug in the node", spec.id))
+        NodeError::internal(format!(
+            "{} reads input `{name}`, which its spec does not declare; this is a bug in the node",
+            spec.id
+        ))
     })
 }
 
@@ -37,7 +40,8 @@ pub fn value(input: &Values, port: &PortSpec) -> Result<Option<Value>, NodeError
             _ => return Ok(None),
         },
     };
-    check_value(port, &value).map_err(|message| NodeError::invalid_input(port_message(port, &message)))?;
+    check_value(port, &value)
+        .map_err(|message| NodeError::invalid_input(port_message(port, &message)))?;
     Ok(Some(value))
 }
 
@@ -60,7 +64,10 @@ pub fn int(input: &Values, port: &PortSpec) -> Result<i64, NodeError> {
 pub fn boolean(input: &Values, port: &PortSpec) -> Result<bool, NodeError> {
     match value(input, port)? {
         Some(Value::Bool(b)) => Ok(b),
-        Some(v) => Err(NodeError::invalid_input(port_message(port, &format!("expected a boolean, got {v}")))),
+        Some(v) => Err(NodeError::invalid_input(port_message(
+            port,
+            &format!("expected a boolean, got {v}"),
+        ))),
         None => Err(unset(port)),
     }
 }
@@ -68,7 +75,10 @@ pub fn boolean(input: &Values, port: &PortSpec) -> Result<bool, NodeError> {
 /// `name: message`, plus the allowed range when the spec declares both ends.
 fn port_message(port: &PortSpec, message: &str) -> String {
     match (port.min, port.max) {
-        (Some(min), Some(max)) => format!("{}: {message} ({} takes {min} to {max})", port.name, port.name),
+        (Some(min), Some(max)) => format!(
+            "{}: {message} ({} takes {min} to {max})",
+            port.name, port.name
+        ),
         _ => format!("{}: {message}", port.name),
     }
 }
@@ -88,12 +98,14 @@ pub fn string_list(input: &Values, field: &str) -> Result<Vec<String>, NodeError
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| NodeError::invalid_input(format!("{field}[{i}] must be a string")))
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    NodeError::invalid_input(format!("{field}[{i}] must be a string"))
+                })
             })
             .collect(),
-        Some(_) => Err(NodeError::invalid_input(format!("{field} must be an array of strings"))),
+        Some(_) => Err(NodeError::invalid_input(format!(
+            "{field} must be an array of strings"
+        ))),
     }
 }
 
@@ -103,9 +115,16 @@ mod tests {
     use crate::{ErrorKind, PortType};
     use serde_json::json;
 
-    const TIMEOUT: PortSpec = PortSpec::input("timeout_ms", PortType::Integer, "").default("60000").min(1).max(600000);
-    const OPTIONAL: PortSpec = PortSpec::input("max_count", PortType::Integer, "").default("null").min(1).max(100);
-    const SWITCH: PortSpec = PortSpec::input("allow_network", PortType::Boolean, "").default("false");
+    const TIMEOUT: PortSpec = PortSpec::input("timeout_ms", PortType::Integer, "")
+        .default("60000")
+        .min(1)
+        .max(600000);
+    const OPTIONAL: PortSpec = PortSpec::input("max_count", PortType::Integer, "")
+        .default("null")
+        .min(1)
+        .max(100);
+    const SWITCH: PortSpec =
+        PortSpec::input("allow_network", PortType::Boolean, "").default("false");
 
     fn values(v: serde_json::Value) -> Values {
         v.as_object().cloned().unwrap_or_default()
@@ -114,7 +133,10 @@ mod tests {
     #[test]
     fn unset_reads_the_spec_default() {
         assert_eq!(int(&values(json!({})), &TIMEOUT).unwrap(), 60000);
-        assert_eq!(int(&values(json!({"timeout_ms": null})), &TIMEOUT).unwrap(), 60000);
+        assert_eq!(
+            int(&values(json!({"timeout_ms": null})), &TIMEOUT).unwrap(),
+            60000
+        );
         assert_eq!(int(&values(json!({"timeout_ms": 5})), &TIMEOUT).unwrap(), 5);
         assert_eq!(opt_int(&values(json!({})), &OPTIONAL).unwrap(), None);
         assert!(!boolean(&values(json!({})), &SWITCH).unwrap());
@@ -136,6 +158,9 @@ mod tests {
     #[test]
     fn a_spec_without_a_default_is_a_bug_not_a_guess() {
         const NO_DEFAULT: PortSpec = PortSpec::input("n", PortType::Integer, "");
-        assert_eq!(int(&values(json!({})), &NO_DEFAULT).unwrap_err().kind, ErrorKind::Internal);
+        assert_eq!(
+            int(&values(json!({})), &NO_DEFAULT).unwrap_err().kind,
+            ErrorKind::Internal
+        );
     }
 }

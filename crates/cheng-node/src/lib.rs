@@ -50,10 +50,12 @@ mod spec;
 pub mod text;
 
 pub use error::{ErrorKind, NodeError};
-pub use node::{ApprovalRequest, CapabilityRequest, Approver, Decision, FixedApprover, Node, RunContext, Values};
+pub use node::{
+    ApprovalRequest, Approver, CapabilityRequest, Decision, FixedApprover, Node, RunContext, Values,
+};
 pub use output::{Output, OutputSink, OutputStream};
-pub use scope::{Scope, ScopeKind};
 pub use registry::{Lookup, NodeRegistration, Registry};
+pub use scope::{Scope, ScopeKind};
 pub use spec::{ApprovalRule, Audience, Control, Effects, NodeSpec, PortSpec, PortType};
 
 // Re-exported so node crates register without naming inventory or async-trait themselves.

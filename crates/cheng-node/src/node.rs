@@ -21,7 +21,11 @@ pub trait Node: Send + Sync + 'static {
     /// The engine calls this only when `spec().effects.requires_approval(input)`, asks the
     /// approver, and calls `run` only after an approval. Validation errors found here are
     /// reported without asking anybody.
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let _ = input;
         Ok(ApprovalRequest::new(ctx, self.spec().title.to_string()))
     }
@@ -136,7 +140,11 @@ impl RunContext {
     }
 
     /// Asks the approver; `Err(APPROVAL_DENIED)` naming `what` unless approved.
-    pub async fn require_approval(&self, request: &ApprovalRequest, what: &str) -> Result<(), NodeError> {
+    pub async fn require_approval(
+        &self,
+        request: &ApprovalRequest,
+        what: &str,
+    ) -> Result<(), NodeError> {
         match self.approver.decide(request).await {
             Decision::Approved => Ok(()),
             Decision::Denied => Err(NodeError::new(

@@ -67,7 +67,11 @@ impl Output {
 
 impl std::fmt::Debug for Output {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_on() { "Output(on)" } else { "Output(off)" })
+        f.write_str(if self.is_on() {
+            "Output(on)"
+        } else {
+            "Output(off)"
+        })
     }
 }
 
@@ -81,7 +85,10 @@ mod tests {
 
     impl OutputSink for Keep {
         fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-            self.0.lock().unwrap().push((stream, bytes.to_vec(), offset));
+            self.0
+                .lock()
+                .unwrap()
+                .push((stream, bytes.to_vec(), offset));
         }
     }
 
@@ -92,7 +99,10 @@ mod tests {
         let output = Output::new(keep.clone());
         output.chunk(OutputStream::Stderr, b"", 0);
         output.chunk(OutputStream::Stderr, b"ab", 0);
-        assert_eq!(*keep.0.lock().unwrap(), vec![(OutputStream::Stderr, b"ab".to_vec(), 0)]);
+        assert_eq!(
+            *keep.0.lock().unwrap(),
+            vec![(OutputStream::Stderr, b"ab".to_vec(), 0)]
+        );
         assert!(output.is_on() && !Output::off().is_on());
     }
 }

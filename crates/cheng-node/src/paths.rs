@@ -79,7 +79,10 @@ pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
 
 fn real_path_hops(path: &Path, hops: usize) -> std::io::Result<PathBuf> {
     if hops > MAX_LINK_HOPS {
-        return Err(std::io::Error::other(format!("{} has too many levels of symbolic links", path.display())));
+        return Err(std::io::Error::other(format!(
+            "{} has too many levels of symbolic links",
+            path.display()
+        )));
     }
     match path.canonicalize() {
         Ok(real) => return Ok(real),
@@ -87,7 +90,10 @@ fn real_path_hops(path: &Path, hops: usize) -> std::io::Result<PathBuf> {
         Err(_) => {}
     }
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{} cannot be resolved", path.display())));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{} cannot be resolved", path.display()),
+        ));
     };
     let parent = real_path_hops(parent, hops)?;
     let here = parent.join(name);
@@ -104,10 +110,16 @@ fn real_path_hops(path: &Path, hops: usize) -> std::io::Result<PathBuf> {
 /// Canonicalises the workspace root; the engine injects this value as `sandbox_root`.
 pub fn canonical_root(root: &Path) -> Result<PathBuf, NodeError> {
     let canonical = root.canonicalize().map_err(|e| {
-        NodeError::new(ErrorKind::NotFound, format!("workspace {} cannot be opened: {e}", root.display()))
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!("workspace {} cannot be opened: {e}", root.display()),
+        )
     })?;
     if !canonical.is_dir() {
-        return Err(NodeError::invalid_input(format!("workspace {} is not a directory", root.display())));
+        return Err(NodeError::invalid_input(format!(
+            "workspace {} is not a directory",
+            root.display()
+        )));
     }
     Ok(canonical)
 }
@@ -118,8 +130,18 @@ pub fn canonical_root(root: &Path) -> Result<PathBuf, NodeError> {
 pub fn resolve_existing(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
     let joined = join_lexically(root, rel, field)?;
     let canonical = joined.canonicalize().map_err(|e| {
-        let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::InvalidInput };
-        NodeError::new(kind, format!("{field} {:?} does not exist in the workspace: {e}", rel.unwrap_or("")))
+        let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            ErrorKind::NotFound
+        } else {
+            ErrorKind::InvalidInput
+        };
+        NodeError::new(
+            kind,
+            format!(
+                "{field} {:?} does not exist in the workspace: {e}",
+                rel.unwrap_or("")
+            ),
+        )
     })?;
     ensure_inside(root, &canonical, rel, field)?;
     Ok(canonical)
@@ -129,7 +151,9 @@ pub fn resolve_existing(root: &Path, rel: Option<&str>, field: &str) -> Result<P
 /// is canonicalised (so a symlinked parent cannot lead out) and the rest is appended.
 pub fn resolve_new(root: &Path, rel: &str, field: &str) -> Result<PathBuf, NodeError> {
     let joined = join_lexically(root, Some(rel), field)?;
-    let canonical = real_path(&joined).map_err(|e| NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}")))?;
+    let canonical = real_path(&joined).map_err(|e| {
+        NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}"))
+    })?;
     ensure_inside(root, &canonical, Some(rel), field)?;
     Ok(canonical)
 }
@@ -150,7 +174,9 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
 pub fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
     let rel = rel.unwrap_or("");
     if rel.contains('\0') {
-        return Err(NodeError::invalid_input(format!("{field} contains a NUL byte")));
+        return Err(NodeError::invalid_input(format!(
+            "{field} contains a NUL byte"
+        )));
     }
     let path = Path::new(rel);
     let path = match path.strip_prefix(root) {
@@ -162,7 +188,11 @@ pub fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<Pat
     for component in path.components() {
         match component {
             Component::Prefix(_) | Component::RootDir => {
-                return Err(outside(field, rel, "must be relative to the workspace root (or an absolute path inside it)"));
+                return Err(outside(
+                    field,
+                    rel,
+                    "must be relative to the workspace root (or an absolute path inside it)",
+                ));
             }
             Component::CurDir => {}
             Component::ParentDir => {
@@ -182,11 +212,20 @@ pub fn join_lexically(root: &Path, rel: Option<&str>, field: &str) -> Result<Pat
 }
 
 /// `Err(PATH_OUTSIDE_WORKSPACE)` naming `field` and the real path unless `canonical` is under `root`.
-pub fn ensure_inside(root: &Path, canonical: &Path, rel: Option<&str>, field: &str) -> Result<(), NodeError> {
+pub fn ensure_inside(
+    root: &Path,
+    canonical: &Path,
+    rel: Option<&str>,
+    field: &str,
+) -> Result<(), NodeError> {
     if canonical.starts_with(root) {
         Ok(())
     } else {
-        Err(outside(field, rel.unwrap_or(""), &format!("resolves to {} (through a symlink)", canonical.display())))
+        Err(outside(
+            field,
+            rel.unwrap_or(""),
+            &format!("resolves to {} (through a symlink)", canonical.display()),
+        ))
     }
 }
 
@@ -213,7 +252,10 @@ mod tests {
         let (_d, root) = workspace();
         assert_eq!(resolve_existing(&root, None, "cwd").unwrap(), root);
         assert_eq!(resolve_existing(&root, Some("."), "cwd").unwrap(), root);
-        assert_eq!(resolve_existing(&root, Some("sub/./deeper/.."), "cwd").unwrap(), root.join("sub"));
+        assert_eq!(
+            resolve_existing(&root, Some("sub/./deeper/.."), "cwd").unwrap(),
+            root.join("sub")
+        );
     }
 
     #[test]
@@ -232,12 +274,22 @@ mod tests {
         let err = resolve_existing(&root, Some("/etc"), "cwd").unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
         let inside = root.join("sub");
-        assert_eq!(resolve_existing(&root, inside.to_str(), "cwd").unwrap(), inside);
+        assert_eq!(
+            resolve_existing(&root, inside.to_str(), "cwd").unwrap(),
+            inside
+        );
         assert_eq!(resolve_existing(&root, root.to_str(), "cwd").unwrap(), root);
-        assert_eq!(resolve_new(&root, &format!("{}/sub/new.txt", root.display()), "path").unwrap(), root.join("sub/new.txt"));
+        assert_eq!(
+            resolve_new(&root, &format!("{}/sub/new.txt", root.display()), "path").unwrap(),
+            root.join("sub/new.txt")
+        );
         // The root is a prefix by components, and what follows it still may not climb out.
         let sibling = format!("{}-other", root.display());
-        let escapes = [sibling.clone(), format!("{}/../x", root.display()), format!("{}/sub/../..", root.display())];
+        let escapes = [
+            sibling.clone(),
+            format!("{}/../x", root.display()),
+            format!("{}/sub/../..", root.display()),
+        ];
         for rel in &escapes {
             let err = resolve_existing(&root, Some(rel), "cwd").unwrap_err();
             assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace, "{rel}");
@@ -261,20 +313,33 @@ mod tests {
     fn dangling_symlink_pointing_out_is_rejected_for_new_paths() {
         let (_d, root) = workspace();
         let outside_dir = tempfile::tempdir().unwrap();
-        let target = outside_dir.path().canonicalize().unwrap().join("missing.txt");
+        let target = outside_dir
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("missing.txt");
         std::os::unix::fs::symlink(&target, root.join("dangling")).unwrap();
         assert_eq!(real_path(&root.join("dangling")).unwrap(), target);
         let err = resolve_new(&root, "dangling", "path").unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
         // A dangling link to a missing name inside stays inside.
         std::os::unix::fs::symlink(root.join("sub/new.txt"), root.join("inner")).unwrap();
-        assert_eq!(resolve_new(&root, "inner", "path").unwrap(), root.join("sub/new.txt"));
+        assert_eq!(
+            resolve_new(&root, "inner", "path").unwrap(),
+            root.join("sub/new.txt")
+        );
     }
 
     #[test]
     fn protected_names_are_found_at_any_depth() {
-        assert_eq!(protected_component(Path::new("a/.git/config")), Some(".git"));
-        assert_eq!(protected_component(Path::new(".aws/credentials")), Some(".aws"));
+        assert_eq!(
+            protected_component(Path::new("a/.git/config")),
+            Some(".git")
+        );
+        assert_eq!(
+            protected_component(Path::new(".aws/credentials")),
+            Some(".aws")
+        );
         assert_eq!(protected_component(Path::new("src/.cheng")), Some(".cheng"));
         assert_eq!(protected_component(Path::new("src/git/x.rs")), None);
         for name in [".git", ".agents", ".codex", ".aws", ".cheng"] {
@@ -286,7 +351,10 @@ mod tests {
     fn symlink_pointing_inside_is_followed() {
         let (_d, root) = workspace();
         std::os::unix::fs::symlink(root.join("sub/deeper"), root.join("alias")).unwrap();
-        assert_eq!(resolve_existing(&root, Some("alias"), "cwd").unwrap(), root.join("sub/deeper"));
+        assert_eq!(
+            resolve_existing(&root, Some("alias"), "cwd").unwrap(),
+            root.join("sub/deeper")
+        );
     }
 
     #[test]
@@ -294,7 +362,10 @@ mod tests {
         let (_d, root) = workspace();
         let err = resolve_existing(&root, Some("nope"), "path").unwrap_err();
         assert_eq!(err.kind, ErrorKind::NotFound);
-        assert_eq!(resolve_new(&root, "sub/new/file.md", "path").unwrap(), root.join("sub/new/file.md"));
+        assert_eq!(
+            resolve_new(&root, "sub/new/file.md", "path").unwrap(),
+            root.join("sub/new/file.md")
+        );
     }
 
     #[test]

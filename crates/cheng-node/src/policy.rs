@@ -37,14 +37,22 @@ pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
 pub const ENV_VAR: &str = "CHENG_POLICY";
 
 /// The capability switches an agent may request on the code executors.
-pub const CAPABILITIES: [&str; 3] = ["allow_network", "allow_filesystem", "allow_full_disk_readonly"];
+pub const CAPABILITIES: [&str; 3] = [
+    "allow_network",
+    "allow_filesystem",
+    "allow_full_disk_readonly",
+];
 
 /// What a capability switch opens, in the words an approval card uses.
 pub fn capability_opens(name: &str) -> &'static str {
     match name {
         "allow_network" => "outbound network access from the sandbox (any host, any port)",
-        "allow_filesystem" => "write access to the workspace (files can be created, changed and deleted)",
-        "allow_full_disk_readonly" => "read-only access to the whole disk (every file this user can read)",
+        "allow_filesystem" => {
+            "write access to the workspace (files can be created, changed and deleted)"
+        }
+        "allow_full_disk_readonly" => {
+            "read-only access to the whole disk (every file this user can read)"
+        }
         _ => "a capability beyond the sandbox's defaults",
     }
 }
@@ -96,7 +104,9 @@ impl TryFrom<CapabilityText> for Capability {
             CapabilityText::Bool(true) => Ok(Capability::Grant),
             CapabilityText::Bool(false) => Ok(Capability::Deny),
             CapabilityText::Word(w) if w == "ask" => Ok(Capability::Ask),
-            CapabilityText::Word(w) => Err(format!("\"{w}\" is not a capability setting; use true, \"ask\" or false")),
+            CapabilityText::Word(w) => Err(format!(
+                "\"{w}\" is not a capability setting; use true, \"ask\" or false"
+            )),
         }
     }
 }
@@ -202,7 +212,11 @@ impl Policy {
     /// The built-in defaults: nothing disabled, shell syntax not allowed, no extra env names,
     /// no ceilings beyond the specs', capabilities left to the author, `--approve` honoured.
     pub fn builtin() -> Policy {
-        Policy { path: None, origin: Origin::Builtin, file: PolicyFile::default() }
+        Policy {
+            path: None,
+            origin: Origin::Builtin,
+            file: PolicyFile::default(),
+        }
     }
 
     /// Parses policy text; `path` is only used in messages and sources.
@@ -215,24 +229,38 @@ impl Policy {
                 e.to_string().trim_end().to_string() + "\n"
             ))
         })?;
-        Ok(Policy { path: Some(path), origin: Origin::Flag, file })
+        Ok(Policy {
+            path: Some(path),
+            origin: Origin::Flag,
+            file,
+        })
     }
 
     /// Reads one policy file (an unreadable file is an error naming it).
     pub fn from_file(path: &Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| PolicyError(format!("cannot read the policy file {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            PolicyError(format!(
+                "cannot read the policy file {}: {e}",
+                path.display()
+            ))
+        })?;
         Policy::from_toml_str(&text, path)
     }
 
     /// `--policy FILE`, else `$CHENG_POLICY`, else [`SYSTEM_PATH`] when it exists, else built-in.
     pub fn load(flag: Option<&Path>) -> Result<Policy, PolicyError> {
-        let env = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = std::env::var_os(ENV_VAR)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
         Policy::load_from(flag, env.as_deref(), Path::new(SYSTEM_PATH))
     }
 
     /// [`Policy::load`] with the environment and the system path given (for tests).
-    pub fn load_from(flag: Option<&Path>, env: Option<&Path>, system: &Path) -> Result<Policy, PolicyError> {
+    pub fn load_from(
+        flag: Option<&Path>,
+        env: Option<&Path>,
+        system: &Path,
+    ) -> Result<Policy, PolicyError> {
         let (path, origin) = match (flag, env) {
             (Some(p), _) => (p, Origin::Flag),
             (None, Some(p)) => (p, Origin::Env),
@@ -259,41 +287,72 @@ impl Policy {
 
     /// Checks the names the file uses against the node types there are (gated ones included):
     /// a section for an unknown type, or a `max` for a port that is not an integer port of it.
-    pub fn check_names<'a>(&self, specs: impl IntoIterator<Item = &'a NodeSpec>) -> Result<(), PolicyError> {
+    pub fn check_names<'a>(
+        &self,
+        specs: impl IntoIterator<Item = &'a NodeSpec>,
+    ) -> Result<(), PolicyError> {
         let specs: Vec<&NodeSpec> = specs.into_iter().collect();
-        let file = self.path.as_deref().map_or_else(|| "(built-in)".to_string(), |p| p.display().to_string());
+        let file = self
+            .path
+            .as_deref()
+            .map_or_else(|| "(built-in)".to_string(), |p| p.display().to_string());
         let mut problems = Vec::new();
         let integer_port = |spec: &NodeSpec, name: &str| {
-            spec.input(name).is_some_and(|p| p.ty == crate::PortType::Integer)
+            spec.input(name)
+                .is_some_and(|p| p.ty == crate::PortType::Integer)
         };
         for (id, rules) in &self.file.nodes {
             let Some(spec) = specs.iter().find(|s| s.id == id) else {
                 let known: Vec<&str> = specs.iter().map(|s| s.id).collect();
-                problems.push(format!("[nodes.\"{id}\"] names no node type; known types: {}", known.join(", ")));
+                problems.push(format!(
+                    "[nodes.\"{id}\"] names no node type; known types: {}",
+                    known.join(", ")
+                ));
                 continue;
             };
             for port in rules.max.keys().filter(|port| !integer_port(spec, port)) {
-                problems.push(format!("[nodes.\"{id}\"] max.{port}: {id} has no integer port `{port}`"));
+                problems.push(format!(
+                    "[nodes.\"{id}\"] max.{port}: {id} has no integer port `{port}`"
+                ));
             }
             if rules.read_paths.is_some() && spec.input("request_read_paths").is_none() {
                 problems.push(format!("[nodes.\"{id}\"] read_paths: {id} runs no sandbox to mount them in (code_shell and code_python do)"));
             }
         }
-        let sections = self.file.nodes.iter().map(|(id, r)| (format!("nodes.\"{id}\""), r)).chain(self.file.all.iter().map(|r| ("all".to_string(), r)));
+        let sections = self
+            .file
+            .nodes
+            .iter()
+            .map(|(id, r)| (format!("nodes.\"{id}\""), r))
+            .chain(self.file.all.iter().map(|r| ("all".to_string(), r)));
         for (section, rules) in sections {
-            for path in rules.read_paths.iter().flatten().filter(|p| !p.is_absolute()) {
+            for path in rules
+                .read_paths
+                .iter()
+                .flatten()
+                .filter(|p| !p.is_absolute())
+            {
                 problems.push(format!("[{section}] read_paths: {:?} is not an absolute host path (such as /srv/datasets)", path.display().to_string()));
             }
         }
         if let Some(all) = &self.file.all {
-            for port in all.max.keys().filter(|port| !specs.iter().any(|s| integer_port(s, port))) {
-                problems.push(format!("[all] max.{port}: no node type has an integer port `{port}`"));
+            for port in all
+                .max
+                .keys()
+                .filter(|port| !specs.iter().any(|s| integer_port(s, port)))
+            {
+                problems.push(format!(
+                    "[all] max.{port}: no node type has an integer port `{port}`"
+                ));
             }
         }
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(PolicyError(format!("the policy file {file} is not valid: {}", problems.join("; "))))
+            Err(PolicyError(format!(
+                "the policy file {file} is not valid: {}",
+                problems.join("; ")
+            )))
         }
     }
 
@@ -301,42 +360,61 @@ impl Policy {
     fn rule<T>(&self, node_type: &str, get: impl Fn(&Rules) -> Option<T>) -> Option<(T, Source)> {
         let path = self.path.clone()?;
         if let Some(value) = self.file.nodes.get(node_type).and_then(&get) {
-            return Some((value, Source::File { path, section: format!("nodes.\"{node_type}\"") }));
+            return Some((
+                value,
+                Source::File {
+                    path,
+                    section: format!("nodes.\"{node_type}\""),
+                },
+            ));
         }
         let value = self.file.all.as_ref().and_then(get)?;
-        Some((value, Source::File { path, section: "all".into() }))
+        Some((
+            value,
+            Source::File {
+                path,
+                section: "all".into(),
+            },
+        ))
     }
 
     /// `Some(source)` when the operator disabled this node type.
     pub fn disabled(&self, node_type: &str) -> Option<Source> {
-        self.rule(node_type, |r| r.disabled).filter(|(d, _)| *d).map(|(_, s)| s)
+        self.rule(node_type, |r| r.disabled)
+            .filter(|(d, _)| *d)
+            .map(|(_, s)| s)
     }
 
     /// Whether raw shell syntax may be allowed by an author (`allow_shell_string`). Default false.
     pub fn shell_syntax(&self, node_type: &str) -> (bool, Source) {
-        self.rule(node_type, |r| r.shell_syntax).unwrap_or((false, Source::Builtin))
+        self.rule(node_type, |r| r.shell_syntax)
+            .unwrap_or((false, Source::Builtin))
     }
 
     /// Extra environment names agents may set (beyond the node's safe baseline). Default none.
     pub fn env_allow(&self, node_type: &str) -> (Vec<String>, Source) {
-        self.rule(node_type, |r| r.env_allow.clone()).unwrap_or((Vec::new(), Source::Builtin))
+        self.rule(node_type, |r| r.env_allow.clone())
+            .unwrap_or((Vec::new(), Source::Builtin))
     }
 
     /// Whether an author may add read-only roots outside the workspace (`read_roots` on the file
     /// nodes). Default true.
     pub fn read_roots(&self, node_type: &str) -> (bool, Source) {
-        self.rule(node_type, |r| r.read_roots).unwrap_or((true, Source::Builtin))
+        self.rule(node_type, |r| r.read_roots)
+            .unwrap_or((true, Source::Builtin))
     }
 
     /// The highest setting the operator allows for a capability switch. Default `true` (the
     /// author decides).
     pub fn capability(&self, node_type: &str, name: &str) -> (Capability, Source) {
-        self.rule(node_type, |r| r.capability(name)).unwrap_or((Capability::Grant, Source::Builtin))
+        self.rule(node_type, |r| r.capability(name))
+            .unwrap_or((Capability::Grant, Source::Builtin))
     }
 
     /// Host paths mounted read-only in every sandboxed run of this node type, unasked. Default none.
     pub fn read_paths(&self, node_type: &str) -> (Vec<PathBuf>, Source) {
-        self.rule(node_type, |r| r.read_paths.clone()).unwrap_or((Vec::new(), Source::Builtin))
+        self.rule(node_type, |r| r.read_paths.clone())
+            .unwrap_or((Vec::new(), Source::Builtin))
     }
 
     /// The operator's ceiling for an integer port, if any.
@@ -347,7 +425,13 @@ impl Policy {
     /// Whether `--approve` is honoured. Default true.
     pub fn honour_approve_flag(&self) -> (bool, Source) {
         match (&self.path, self.file.honour_approve_flag) {
-            (Some(path), Some(v)) => (v, Source::File { path: path.clone(), section: "top level".into() }),
+            (Some(path), Some(v)) => (
+                v,
+                Source::File {
+                    path: path.clone(),
+                    section: "top level".into(),
+                },
+            ),
             _ => (true, Source::Builtin),
         }
     }
@@ -355,21 +439,36 @@ impl Policy {
     /// The text `cheng policy show` prints: every effective value and where it came from.
     pub fn show<'a>(&self, specs: impl IntoIterator<Item = &'a NodeSpec>) -> String {
         let mut out = match (&self.path, self.origin) {
-            (None, _) => format!("policy: built-in defaults (no --policy, no ${ENV_VAR}, no {SYSTEM_PATH})\n"),
+            (None, _) => format!(
+                "policy: built-in defaults (no --policy, no ${ENV_VAR}, no {SYSTEM_PATH})\n"
+            ),
             (Some(p), Origin::Flag) => format!("policy: {} (from --policy)\n", p.display()),
             (Some(p), Origin::Env) => format!("policy: {} (from ${ENV_VAR})\n", p.display()),
             (Some(p), _) => format!("policy: {}\n", p.display()),
         };
         let line = |out: &mut String, indent: &str, key: &str, value: String, source: &Source| {
-            out.push_str(&format!("{indent}{:<34} {source}\n", format!("{key} = {value}")));
+            out.push_str(&format!(
+                "{indent}{:<34} {source}\n",
+                format!("{key} = {value}")
+            ));
         };
         let (approve, source) = self.honour_approve_flag();
-        line(&mut out, "", "honour_approve_flag", approve.to_string(), &source);
+        line(
+            &mut out,
+            "",
+            "honour_approve_flag",
+            approve.to_string(),
+            &source,
+        );
         for spec in specs {
             out.push_str(&format!("\n[nodes.\"{}\"]\n", spec.id));
             let (disabled, source) = match self.disabled(spec.id) {
                 Some(source) => (true, source),
-                None => (false, self.rule(spec.id, |r| r.disabled).map_or(Source::Builtin, |(_, s)| s)),
+                None => (
+                    false,
+                    self.rule(spec.id, |r| r.disabled)
+                        .map_or(Source::Builtin, |(_, s)| s),
+                ),
             };
             line(&mut out, "  ", "disabled", disabled.to_string(), &source);
             if spec.input("allow_shell_string").is_some() {
@@ -393,12 +492,23 @@ impl Policy {
                 let (cap, source) = self.capability(spec.id, name);
                 line(&mut out, "  ", name, cap.as_str().to_string(), &source);
             }
-            for port in spec.inputs.iter().filter(|p| p.ty == crate::PortType::Integer && p.agent_visible()) {
+            for port in spec
+                .inputs
+                .iter()
+                .filter(|p| p.ty == crate::PortType::Integer && p.agent_visible())
+            {
                 let key = format!("max.{}", port.name);
                 match (self.max(spec.id, port.name), port.max) {
-                    (Some((value, source)), _) => line(&mut out, "  ", &key, value.to_string(), &source),
-                    (None, Some(max)) => out.push_str(&format!("  {:<34} node spec maximum\n", format!("{key} = {max}"))),
-                    (None, None) => out.push_str(&format!("  {:<34} node spec\n", format!("{key} = (none)"))),
+                    (Some((value, source)), _) => {
+                        line(&mut out, "  ", &key, value.to_string(), &source)
+                    }
+                    (None, Some(max)) => out.push_str(&format!(
+                        "  {:<34} node spec maximum\n",
+                        format!("{key} = {max}")
+                    )),
+                    (None, None) => {
+                        out.push_str(&format!("  {:<34} node spec\n", format!("{key} = (none)")))
+                    }
                 }
             }
         }
@@ -438,7 +548,10 @@ mod tests {
         .unwrap();
         let (max, source) = policy.max("tools/code_shell", "timeout_ms").unwrap();
         assert_eq!(max, 50);
-        assert_eq!(source.to_string(), "policy /etc/cheng/policy.toml [nodes.\"tools/code_shell\"]");
+        assert_eq!(
+            source.to_string(),
+            "policy /etc/cheng/policy.toml [nodes.\"tools/code_shell\"]"
+        );
         let (max, source) = policy.max("tools/code_python", "timeout_ms").unwrap();
         assert_eq!(max, 100);
         assert_eq!(source.to_string(), "policy /etc/cheng/policy.toml [all]");
@@ -448,8 +561,14 @@ mod tests {
     #[test]
     fn builtin_defaults() {
         let policy = Policy::builtin();
-        assert_eq!(policy.shell_syntax("tools/workspace_shell"), (false, Source::Builtin));
-        assert_eq!(policy.capability("tools/code_shell", "allow_network"), (Capability::Grant, Source::Builtin));
+        assert_eq!(
+            policy.shell_syntax("tools/workspace_shell"),
+            (false, Source::Builtin)
+        );
+        assert_eq!(
+            policy.capability("tools/code_shell", "allow_network"),
+            (Capability::Grant, Source::Builtin)
+        );
         assert_eq!(policy.honour_approve_flag(), (true, Source::Builtin));
         assert!(policy.max("tools/code_shell", "timeout_ms").is_none());
         assert!(policy.disabled("tools/code_shell").is_none());
@@ -457,29 +576,55 @@ mod tests {
 
     #[test]
     fn unknown_keys_and_wrong_types_name_the_key_and_the_file() {
-        let err = Policy::from_toml_str("[all]\nallow_netwrok = false\n", FILE).unwrap_err().0;
+        let err = Policy::from_toml_str("[all]\nallow_netwrok = false\n", FILE)
+            .unwrap_err()
+            .0;
         assert!(err.contains(FILE) && err.contains("allow_netwrok"), "{err}");
-        let err = Policy::from_toml_str("[all]\nmax = { timeout_ms = \"lots\" }\n", FILE).unwrap_err().0;
-        assert!(err.contains(FILE) && err.contains("timeout_ms") && err.contains("invalid type"), "{err}");
-        let err = Policy::from_toml_str("[all]\nallow_network = \"maybe\"\n", FILE).unwrap_err().0;
-        assert!(err.contains("allow_network") && err.contains("\"ask\""), "{err}");
-        let err = Policy::from_toml_str("honor_approve_flag = false\n", FILE).unwrap_err().0;
+        let err = Policy::from_toml_str("[all]\nmax = { timeout_ms = \"lots\" }\n", FILE)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains(FILE) && err.contains("timeout_ms") && err.contains("invalid type"),
+            "{err}"
+        );
+        let err = Policy::from_toml_str("[all]\nallow_network = \"maybe\"\n", FILE)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("allow_network") && err.contains("\"ask\""),
+            "{err}"
+        );
+        let err = Policy::from_toml_str("honor_approve_flag = false\n", FILE)
+            .unwrap_err()
+            .0;
         assert!(err.contains("honor_approve_flag"), "{err}");
     }
 
     #[test]
     fn read_roots_can_be_forbidden_per_node_or_for_all() {
-        assert_eq!(Policy::builtin().read_roots("tools/read_file"), (true, Source::Builtin));
-        let policy = Policy::from_toml_str("[nodes.\"tools/read_file\"]\nread_roots = false\n", FILE).unwrap();
+        assert_eq!(
+            Policy::builtin().read_roots("tools/read_file"),
+            (true, Source::Builtin)
+        );
+        let policy =
+            Policy::from_toml_str("[nodes.\"tools/read_file\"]\nread_roots = false\n", FILE)
+                .unwrap();
         assert!(!policy.read_roots("tools/read_file").0);
         assert!(policy.read_roots("tools/write_file").0);
     }
 
     #[test]
     fn capability_words() {
-        let policy = Policy::from_toml_str("[all]\nallow_network = \"ask\"\nallow_filesystem = false\n", FILE).unwrap();
+        let policy = Policy::from_toml_str(
+            "[all]\nallow_network = \"ask\"\nallow_filesystem = false\n",
+            FILE,
+        )
+        .unwrap();
         assert_eq!(policy.capability("x", "allow_network").0, Capability::Ask);
-        assert_eq!(policy.capability("x", "allow_filesystem").0, Capability::Deny);
+        assert_eq!(
+            policy.capability("x", "allow_filesystem").0,
+            Capability::Deny
+        );
         assert!(Capability::Deny < Capability::Ask && Capability::Ask < Capability::Grant);
     }
 
@@ -490,21 +635,46 @@ mod tests {
         let env = dir.path().join("env.toml");
         let flag = dir.path().join("flag.toml");
         // Nothing exists: built-in.
-        assert_eq!(Policy::load_from(None, None, &system).unwrap().origin(), Origin::Builtin);
+        assert_eq!(
+            Policy::load_from(None, None, &system).unwrap().origin(),
+            Origin::Builtin
+        );
         std::fs::write(&system, "honour_approve_flag = false\n").unwrap();
         std::fs::write(&env, "").unwrap();
         std::fs::write(&flag, "").unwrap();
-        assert_eq!(Policy::load_from(None, None, &system).unwrap().origin(), Origin::System);
-        assert_eq!(Policy::load_from(None, Some(&env), &system).unwrap().origin(), Origin::Env);
-        assert_eq!(Policy::load_from(Some(&flag), Some(&env), &system).unwrap().origin(), Origin::Flag);
+        assert_eq!(
+            Policy::load_from(None, None, &system).unwrap().origin(),
+            Origin::System
+        );
+        assert_eq!(
+            Policy::load_from(None, Some(&env), &system)
+                .unwrap()
+                .origin(),
+            Origin::Env
+        );
+        assert_eq!(
+            Policy::load_from(Some(&flag), Some(&env), &system)
+                .unwrap()
+                .origin(),
+            Origin::Flag
+        );
         // A file named explicitly must exist: never a silent fallback.
         let missing = dir.path().join("missing.toml");
-        let err = Policy::load_from(Some(&missing), None, &system).unwrap_err().0;
-        assert!(err.contains("missing.toml") && err.contains("--policy"), "{err}");
-        let err = Policy::load_from(None, Some(&missing), &system).unwrap_err().0;
+        let err = Policy::load_from(Some(&missing), None, &system)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("missing.toml") && err.contains("--policy"),
+            "{err}"
+        );
+        let err = Policy::load_from(None, Some(&missing), &system)
+            .unwrap_err()
+            .0;
         assert!(err.contains("CHENG_POLICY"), "{err}");
         // A directory is unreadable as a file.
-        let err = Policy::load_from(Some(dir.path()), None, &system).unwrap_err().0;
+        let err = Policy::load_from(Some(dir.path()), None, &system)
+            .unwrap_err()
+            .0;
         assert!(err.contains("cannot read the policy file"), "{err}");
     }
 }

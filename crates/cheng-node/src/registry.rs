@@ -59,7 +59,9 @@ impl Registry {
                     registry.gated.insert(spec.id, var);
                 }
                 _ => {
-                    registry.nodes.insert(spec.id, Arc::new(StaticNode(registration.node)));
+                    registry
+                        .nodes
+                        .insert(spec.id, Arc::new(StaticNode(registration.node)));
                 }
             }
         }
@@ -117,7 +119,11 @@ impl Node for StaticNode {
     fn prepare(&self) {
         self.0.prepare()
     }
-    async fn run(&self, ctx: &crate::RunContext, input: crate::Values) -> Result<crate::Values, crate::NodeError> {
+    async fn run(
+        &self,
+        ctx: &crate::RunContext,
+        input: crate::Values,
+    ) -> Result<crate::Values, crate::NodeError> {
         self.0.run(ctx, input).await
     }
 }

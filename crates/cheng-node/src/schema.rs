@@ -36,12 +36,20 @@ pub fn port_type_schema(ty: &PortType) -> Value {
 fn port_schema(spec: &NodeSpec, port: &PortSpec, policy: &Policy, side: Side) -> Value {
     if side == Side::Config && crate::check::is_capability(port) {
         let (operator, _) = policy.capability(spec.id, port.name);
-        let allowed: Vec<Value> = [(Capability::Grant, json!(true)), (Capability::Ask, json!("ask")), (Capability::Deny, json!(false))]
-            .into_iter()
-            .filter(|(c, _)| *c <= operator)
-            .map(|(_, v)| v)
-            .collect();
-        let default = if operator >= Capability::Ask { json!("ask") } else { json!(false) };
+        let allowed: Vec<Value> = [
+            (Capability::Grant, json!(true)),
+            (Capability::Ask, json!("ask")),
+            (Capability::Deny, json!(false)),
+        ]
+        .into_iter()
+        .filter(|(c, _)| *c <= operator)
+        .map(|(_, v)| v)
+        .collect();
+        let default = if operator >= Capability::Ask {
+            json!("ask")
+        } else {
+            json!(false)
+        };
         return json!({
             "enum": allowed,
             "description": format!("{} {CAPABILITY_CONFIG_NOTE}", port.description),
@@ -75,7 +83,13 @@ enum Side {
     Output,
 }
 
-fn object_schema<'a>(spec: &NodeSpec, policy: &Policy, side: Side, title: String, ports: impl Iterator<Item = &'a PortSpec>) -> Value {
+fn object_schema<'a>(
+    spec: &NodeSpec,
+    policy: &Policy,
+    side: Side,
+    title: String,
+    ports: impl Iterator<Item = &'a PortSpec>,
+) -> Value {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for port in ports {
@@ -115,11 +129,26 @@ pub fn input_schema(spec: &NodeSpec) -> Value {
 
 /// [`input_schema`] under an explicit operator policy.
 pub fn input_schema_with(spec: &NodeSpec, policy: &Policy) -> Value {
-    let mut schema =
-        object_schema(spec, policy, Side::Input, format!("{} input", spec.id), spec.inputs.iter().filter(|p| p.agent_visible()));
-    for port in spec.inputs.iter().filter(|p| p.audience == crate::Audience::Capped) {
-        let note = if crate::check::is_capability(port) { CAPABILITY_NOTE } else { CAPPED_NOTE };
-        if let Some(Value::String(text)) = schema.pointer_mut(&format!("/properties/{}/description", port.name)) {
+    let mut schema = object_schema(
+        spec,
+        policy,
+        Side::Input,
+        format!("{} input", spec.id),
+        spec.inputs.iter().filter(|p| p.agent_visible()),
+    );
+    for port in spec
+        .inputs
+        .iter()
+        .filter(|p| p.audience == crate::Audience::Capped)
+    {
+        let note = if crate::check::is_capability(port) {
+            CAPABILITY_NOTE
+        } else {
+            CAPPED_NOTE
+        };
+        if let Some(Value::String(text)) =
+            schema.pointer_mut(&format!("/properties/{}/description", port.name))
+        {
             *text = format!("{text} {note}");
         }
     }
@@ -133,12 +162,24 @@ pub fn config_schema(spec: &NodeSpec) -> Value {
 
 /// [`config_schema`] under an explicit operator policy.
 pub fn config_schema_with(spec: &NodeSpec, policy: &Policy) -> Value {
-    object_schema(spec, policy, Side::Config, format!("{} config", spec.id), spec.inputs.iter().filter(|p| p.author_settable()))
+    object_schema(
+        spec,
+        policy,
+        Side::Config,
+        format!("{} config", spec.id),
+        spec.inputs.iter().filter(|p| p.author_settable()),
+    )
 }
 
 pub fn output_schema(spec: &NodeSpec) -> Value {
     let policy = Policy::builtin();
-    let mut schema = object_schema(spec, &policy, Side::Output, format!("{} output", spec.id), spec.outputs.iter());
+    let mut schema = object_schema(
+        spec,
+        &policy,
+        Side::Output,
+        format!("{} output", spec.id),
+        spec.outputs.iter(),
+    );
     // Outputs may grow new fields without breaking readers.
     schema["additionalProperties"] = json!(true);
     schema
@@ -172,10 +213,18 @@ mod tests {
         category: "test",
         inputs: &[
             PortSpec::input("command", PortType::String, "program").default("\"\""),
-            PortSpec::input("timeout_ms", PortType::Integer, "budget").default("null").min(1).max(600000),
+            PortSpec::input("timeout_ms", PortType::Integer, "budget")
+                .default("null")
+                .min(1)
+                .max(600000),
             PortSpec::sandbox_root(),
-            PortSpec::input("allow_x", PortType::Boolean, "switch").default("false").audience(Audience::Author).control(Control::Switch),
-            PortSpec::input("allow_net", PortType::Boolean, "capped").default("false").audience(Audience::Capped),
+            PortSpec::input("allow_x", PortType::Boolean, "switch")
+                .default("false")
+                .audience(Audience::Author)
+                .control(Control::Switch),
+            PortSpec::input("allow_net", PortType::Boolean, "capped")
+                .default("false")
+                .audience(Audience::Capped),
         ],
         outputs: &[PortSpec::output("success", PortType::Boolean, "ok")],
         gate: None,
@@ -186,28 +235,60 @@ mod tests {
     fn engine_ports_are_in_no_schema_and_author_ports_only_in_config() {
         let input = input_schema(&SPEC);
         let config = config_schema(&SPEC);
-        let props = |s: &Value| s["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let props = |s: &Value| {
+            s["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
         assert_eq!(props(&input), ["command", "timeout_ms", "allow_net"]);
         assert_eq!(props(&config), ["allow_x", "allow_net"]);
         // The agent is told a capped port may be refused; the author's config is not.
-        assert_eq!(input["properties"]["allow_net"]["description"], format!("capped {CAPABILITY_NOTE}"));
-        assert_eq!(config["properties"]["allow_net"]["description"], format!("capped {CAPABILITY_CONFIG_NOTE}"));
-        assert_eq!(config["properties"]["allow_net"]["enum"], json!([true, "ask", false]));
+        assert_eq!(
+            input["properties"]["allow_net"]["description"],
+            format!("capped {CAPABILITY_NOTE}")
+        );
+        assert_eq!(
+            config["properties"]["allow_net"]["description"],
+            format!("capped {CAPABILITY_CONFIG_NOTE}")
+        );
+        assert_eq!(
+            config["properties"]["allow_net"]["enum"],
+            json!([true, "ask", false])
+        );
         assert_eq!(config["properties"]["allow_net"]["default"], "ask");
         assert_eq!(input["properties"]["timeout_ms"]["maximum"], 600000);
         assert!(input["properties"]["timeout_ms"].get("default").is_none());
         assert_eq!(input["additionalProperties"], false);
         for schema in [&input, &config, &output_schema(&SPEC)] {
-            assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
             assert_eq!(schema["type"], "object");
         }
         assert!(!props(&output_schema(&SPEC)).is_empty());
         // The operator's bounds are the published ones.
-        let policy = Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\nallow_net = false\n", "/p.toml");
-        assert!(policy.is_err(), "allow_net is not a capability the policy knows");
-        let policy = Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\n", "/p.toml").unwrap();
-        assert_eq!(input_schema_with(&SPEC, &policy)["properties"]["timeout_ms"]["maximum"], 1000);
-        assert_eq!(config_schema_with(&SPEC, &policy)["properties"]["allow_net"]["enum"], json!([true, "ask", false]));
+        let policy = Policy::from_toml_str(
+            "[all]\nmax = { timeout_ms = 1000 }\nallow_net = false\n",
+            "/p.toml",
+        );
+        assert!(
+            policy.is_err(),
+            "allow_net is not a capability the policy knows"
+        );
+        let policy =
+            Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\n", "/p.toml").unwrap();
+        assert_eq!(
+            input_schema_with(&SPEC, &policy)["properties"]["timeout_ms"]["maximum"],
+            1000
+        );
+        assert_eq!(
+            config_schema_with(&SPEC, &policy)["properties"]["allow_net"]["enum"],
+            json!([true, "ask", false])
+        );
         let all = node_schemas(&SPEC);
         assert_eq!(all["id"], "test/schema");
         for part in ["input", "config", "output"] {

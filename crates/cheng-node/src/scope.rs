@@ -34,7 +34,9 @@ pub fn check_session_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if ok {
         Ok(())
     } else {
@@ -50,7 +52,11 @@ pub fn sessions_dir() -> Option<std::path::PathBuf> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(std::path::PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| std::path::PathBuf::from(h).join(".local/state")))?;
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+        })?;
     Some(state.join("cheng").join("sessions"))
 }
 
@@ -67,7 +73,12 @@ struct Inner {
 
 impl Scope {
     pub fn new(kind: ScopeKind) -> Self {
-        Scope { inner: Arc::new(Inner { kind, values: Mutex::new(HashMap::new()) }) }
+        Scope {
+            inner: Arc::new(Inner {
+                kind,
+                values: Mutex::new(HashMap::new()),
+            }),
+        }
     }
 
     pub fn kind(&self) -> &ScopeKind {
@@ -78,24 +89,34 @@ impl Scope {
     pub fn get_or_init<T: Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
         // A poisoned lock only means another call panicked while inserting; the map is intact.
         let mut values = self.inner.values.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(value) = values.get(&TypeId::of::<T>()).and_then(|v| Arc::clone(v).downcast::<T>().ok()) {
+        if let Some(value) = values
+            .get(&TypeId::of::<T>())
+            .and_then(|v| Arc::clone(v).downcast::<T>().ok())
+        {
             return value;
         }
         let value = Arc::new(init());
-        values.insert(TypeId::of::<T>(), Arc::clone(&value) as Arc<dyn Any + Send + Sync>);
+        values.insert(
+            TypeId::of::<T>(),
+            Arc::clone(&value) as Arc<dyn Any + Send + Sync>,
+        );
         value
     }
 
     /// The scope's value of type `T`, if one was made.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         let values = self.inner.values.lock().unwrap_or_else(|p| p.into_inner());
-        values.get(&TypeId::of::<T>()).and_then(|v| Arc::clone(v).downcast::<T>().ok())
+        values
+            .get(&TypeId::of::<T>())
+            .and_then(|v| Arc::clone(v).downcast::<T>().ok())
     }
 }
 
 impl std::fmt::Debug for Scope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scope").field("kind", &self.inner.kind).finish_non_exhaustive()
+        f.debug_struct("Scope")
+            .field("kind", &self.inner.kind)
+            .finish_non_exhaustive()
     }
 }
 
@@ -134,7 +155,16 @@ mod tests {
         for good in ["s", "work-1", "a.b_c"] {
             assert!(check_session_name(good).is_ok(), "{good}");
         }
-        for bad in ["", ".", "..", "../x", "a/b", ".hidden", &"x".repeat(65), "sp ace"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            ".hidden",
+            &"x".repeat(65),
+            "sp ace",
+        ] {
             assert!(check_session_name(bad).is_err(), "{bad}");
         }
     }

@@ -37,15 +37,26 @@ impl NodeSpec {
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         for port in self.inputs {
-            if port.audience == Audience::Engine && crate::engine_ports::EnginePort::from_name(port.name).is_none() {
-                problems.push(format!("{}: engine port `{}` is not one the engine fills", self.id, port.name));
+            if port.audience == Audience::Engine
+                && crate::engine_ports::EnginePort::from_name(port.name).is_none()
+            {
+                problems.push(format!(
+                    "{}: engine port `{}` is not one the engine fills",
+                    self.id, port.name
+                ));
             }
             match (port.default, port.default_value()) {
-                (Some(text), None) => problems.push(format!("{}: default of `{}` is not JSON: {text}", self.id, port.name)),
+                (Some(text), None) => problems.push(format!(
+                    "{}: default of `{}` is not JSON: {text}",
+                    self.id, port.name
+                )),
                 // `""` is the seeds' "nothing chosen" for an operation; the node names the choices.
                 (_, Some(value)) if !value.is_null() && value != "" => {
                     if let Err(message) = crate::check::check_value(port, &value) {
-                        problems.push(format!("{}: default of `{}` fails its own spec: {message}", self.id, port.name));
+                        problems.push(format!(
+                            "{}: default of `{}` fails its own spec: {message}",
+                            self.id, port.name
+                        ));
                     }
                 }
                 _ => {}
@@ -94,7 +105,8 @@ impl Effects {
         match self {
             Effects::ReadOnly | Effects::Sandboxed => false,
             Effects::Approval(ApprovalRule::Always) | Effects::Serial(ApprovalRule::Always) => true,
-            Effects::Approval(ApprovalRule::Operations(ops)) | Effects::Serial(ApprovalRule::Operations(ops)) => input
+            Effects::Approval(ApprovalRule::Operations(ops))
+            | Effects::Serial(ApprovalRule::Operations(ops)) => input
                 .get("operation")
                 .and_then(|v| v.as_str())
                 .is_some_and(|op| ops.contains(&op)),
@@ -109,9 +121,14 @@ impl Effects {
             Effects::Approval(ApprovalRule::Operations(ops)) => {
                 format!("approval-gated (operation: {})", ops.join(", "))
             }
-            Effects::Serial(ApprovalRule::Always) => "approval-gated (every run), one at a time per workspace".to_string(),
+            Effects::Serial(ApprovalRule::Always) => {
+                "approval-gated (every run), one at a time per workspace".to_string()
+            }
             Effects::Serial(ApprovalRule::Operations(ops)) => {
-                format!("approval-gated (operation: {}), one at a time per workspace", ops.join(", "))
+                format!(
+                    "approval-gated (operation: {}), one at a time per workspace",
+                    ops.join(", ")
+                )
             }
         }
     }
@@ -345,7 +362,9 @@ mod tests {
             inputs: &[
                 PortSpec::sandbox_root(),
                 PortSpec::input("secret_root", PortType::String, "").audience(Audience::Engine),
-                PortSpec::input("timeout_ms", PortType::Integer, "").default("0").min(1),
+                PortSpec::input("timeout_ms", PortType::Integer, "")
+                    .default("0")
+                    .min(1),
                 PortSpec::input("mode", PortType::String, "").default("nope"),
             ],
             outputs: &[
@@ -357,11 +376,31 @@ mod tests {
         };
         let problems = BAD.problems();
         assert_eq!(problems.len(), 5, "{problems:#?}");
-        assert!(problems[0].contains("engine port `secret_root`"), "{}", problems[0]);
-        assert!(problems[1].contains("`timeout_ms` fails its own spec"), "{}", problems[1]);
-        assert!(problems[2].contains("`mode` is not JSON"), "{}", problems[2]);
-        assert!(problems[3].contains("`terminal` must be boolean"), "{}", problems[3]);
-        assert!(problems[4].contains("`error_kind` must use"), "{}", problems[4]);
+        assert!(
+            problems[0].contains("engine port `secret_root`"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[1].contains("`timeout_ms` fails its own spec"),
+            "{}",
+            problems[1]
+        );
+        assert!(
+            problems[2].contains("`mode` is not JSON"),
+            "{}",
+            problems[2]
+        );
+        assert!(
+            problems[3].contains("`terminal` must be boolean"),
+            "{}",
+            problems[3]
+        );
+        assert!(
+            problems[4].contains("`error_kind` must use"),
+            "{}",
+            problems[4]
+        );
     }
 
     #[test]

@@ -35,14 +35,24 @@ struct KeptBytes {
 
 impl std::fmt::Debug for KeptBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "KeptBytes({} bytes, head {})", self.bytes.len(), self.head)
+        write!(
+            f,
+            "KeptBytes({} bytes, head {})",
+            self.bytes.len(),
+            self.head
+        )
     }
 }
 
 impl HeadTail {
     pub fn new(cap: usize) -> Self {
         let head_cap = cap / 2;
-        HeadTail { head_cap, head: Vec::with_capacity(head_cap.min(64 * 1024)), tail: Ring::new(cap - head_cap), total: 0 }
+        HeadTail {
+            head_cap,
+            head: Vec::with_capacity(head_cap.min(64 * 1024)),
+            tail: Ring::new(cap - head_cap),
+            total: 0,
+        }
     }
 
     pub fn push(&mut self, mut bytes: &[u8]) {
@@ -88,7 +98,16 @@ fn spliced(head: &[u8], tail: &[u8], total: u64) -> Bounded {
     let text = format!("{}{}{}", lossy(head), omitted_marker(omitted), lossy(tail));
     let mut bytes = head.to_vec();
     bytes.extend_from_slice(tail);
-    Bounded { text, truncated: true, total_bytes: total, omitted_bytes: omitted, kept: KeptBytes { bytes, head: head.len() } }
+    Bounded {
+        text,
+        truncated: true,
+        total_bytes: total,
+        omitted_bytes: omitted,
+        kept: KeptBytes {
+            bytes,
+            head: head.len(),
+        },
+    }
 }
 
 impl Bounded {
@@ -102,7 +121,11 @@ impl Bounded {
         let (before, after) = bytes.split_at(*head);
         let (head_cap, tail_cap) = (cap / 2, cap - cap / 2);
         // Nothing dropped yet: one contiguous run, cut from both of its ends.
-        let (before, after) = if self.truncated { (before, after) } else { (&bytes[..], &bytes[..]) };
+        let (before, after) = if self.truncated {
+            (before, after)
+        } else {
+            (&bytes[..], &bytes[..])
+        };
         let new_head = &before[..head_cap.min(before.len())];
         let new_tail = &after[after.len() - tail_cap.min(after.len())..];
         spliced(new_head, new_tail, self.total_bytes)
@@ -163,7 +186,10 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
 
 /// Quotes `word` for display so that pasting the display into sh gives the same argument.
 pub fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c));
     if plain {
         word.to_string()
     } else {
@@ -173,7 +199,10 @@ pub fn shell_quote(word: &str) -> String {
 
 /// `cargo test --no-fail-fast 'a b'`: an argv for display, quoted only where a shell would need it.
 pub fn command_display<'a>(argv: impl IntoIterator<Item = &'a str>) -> String {
-    argv.into_iter().map(shell_quote).collect::<Vec<_>>().join(" ")
+    argv.into_iter()
+        .map(shell_quote)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn lossy(bytes: &[u8]) -> String {
@@ -188,15 +217,31 @@ fn utf8_prefix_len(bytes: &[u8]) -> usize {
         if b & 0xC0 == 0x80 {
             continue; // continuation byte
         }
-        let needed = if b >= 0xF0 { 4 } else if b >= 0xE0 { 3 } else if b >= 0xC0 { 2 } else { 1 };
-        return if needed > back { bytes.len() - back } else { bytes.len() };
+        let needed = if b >= 0xF0 {
+            4
+        } else if b >= 0xE0 {
+            3
+        } else if b >= 0xC0 {
+            2
+        } else {
+            1
+        };
+        return if needed > back {
+            bytes.len() - back
+        } else {
+            bytes.len()
+        };
     }
     bytes.len()
 }
 
 /// Index of the first byte of `bytes` that starts a character (skips leading continuation bytes).
 fn utf8_suffix_start(bytes: &[u8]) -> usize {
-    bytes.iter().take(3).take_while(|b| **b & 0xC0 == 0x80).count()
+    bytes
+        .iter()
+        .take(3)
+        .take_while(|b| **b & 0xC0 == 0x80)
+        .count()
 }
 
 /// A fixed-capacity ring keeping the last `cap` bytes.
@@ -210,7 +255,11 @@ struct Ring {
 
 impl Ring {
     fn new(cap: usize) -> Self {
-        Ring { buf: Vec::new(), cap, pos: 0 }
+        Ring {
+            buf: Vec::new(),
+            cap,
+            pos: 0,
+        }
     }
 
     fn push(&mut self, bytes: &[u8]) {
@@ -274,7 +323,10 @@ mod tests {
         assert_eq!(out.recap(4).omitted_bytes, 16);
         assert_eq!(out.recap(20), out);
         assert_eq!(out.total_bytes, 20);
-        assert_eq!(head_tail(b"0123456789", 10).recap(4).text, "01\n...[omitted 6 bytes]...\n89");
+        assert_eq!(
+            head_tail(b"0123456789", 10).recap(4).text,
+            "01\n...[omitted 6 bytes]...\n89"
+        );
     }
 
     #[test]
@@ -284,7 +336,12 @@ mod tests {
         let (head, rest) = out.text.split_once("\n...[omitted ").unwrap_or_default();
         let (count, tail) = rest.split_once(" bytes]...\n").unwrap_or_default();
         let kept = head.chars().count() + tail.chars().count();
-        assert_eq!(kept as u64 + count.parse::<u64>().unwrap_or_default(), 20, "{:?}", out.text);
+        assert_eq!(
+            kept as u64 + count.parse::<u64>().unwrap_or_default(),
+            20,
+            "{:?}",
+            out.text
+        );
         assert_eq!(out.omitted_bytes, 20 - kept as u64);
     }
 
@@ -326,8 +383,14 @@ mod tests {
 
     #[test]
     fn display_quotes_only_what_a_shell_needs() {
-        assert_eq!(command_display(["cargo", "test", "--no-fail-fast"]), "cargo test --no-fail-fast");
-        assert_eq!(command_display(["echo", "a b", "it's", ""]), "echo 'a b' 'it'\\''s' ''");
+        assert_eq!(
+            command_display(["cargo", "test", "--no-fail-fast"]),
+            "cargo test --no-fail-fast"
+        );
+        assert_eq!(
+            command_display(["echo", "a b", "it's", ""]),
+            "echo 'a b' 'it'\\''s' ''"
+        );
         assert_eq!(json_kind(&serde_json::json!(5)), "an integer");
         assert_eq!(json_kind(&serde_json::json!(5.5)), "a number");
     }

@@ -5,7 +5,9 @@
 //! Everything here panics on failure: a fixture that cannot be built is a broken test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cheng_node::{async_trait, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    async_trait, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -46,7 +48,11 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "fixture@example.invalid")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -88,7 +94,10 @@ pub static NOOP: NodeSpec = NodeSpec {
     title: "No-op",
     description: "Returns its input port `x` unchanged.",
     category: "bench",
-    inputs: &[PortSpec::input("x", PortType::Any, "Anything").default("null"), PortSpec::sandbox_root()],
+    inputs: &[
+        PortSpec::input("x", PortType::Any, "Anything").default("null"),
+        PortSpec::sandbox_root(),
+    ],
     outputs: &[PortSpec::output("x", PortType::Any, "The same value")],
     gate: None,
     effects: Effects::ReadOnly,
@@ -136,29 +145,52 @@ pub struct Footprint {
 
 /// The [`Footprint`] of `pid`, from /proc (zeros for what cannot be read).
 pub fn footprint(pid: u32) -> Footprint {
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0);
     let mut children = 0;
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
         // The parent pid is the second field after the parenthesised command name.
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
         if ppid == Some(pid) {
             children += 1;
         }
     }
     let rss_kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
         .unwrap_or(0);
-    Footprint { fds, children, rss_kib }
+    Footprint {
+        fds,
+        children,
+        rss_kib,
+    }
 }
 
 /// Host pids of the processes `pgrep args...` selects, e.g. `["-f", "^sleep 97\\.31$"]` (the
 /// full command line) or `["-x", name]` (the process name); empty when none. Panics when pgrep
 /// cannot run.
 pub fn pgrep(args: &[&str]) -> Vec<u32> {
-    let out = Command::new("pgrep").args(args).stderr(Stdio::null()).output().expect("pgrep runs (procps)");
-    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+    let out = Command::new("pgrep")
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .expect("pgrep runs (procps)");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 /// Whether no process [`pgrep`] `args` selects is left, polling up to 20 s.
@@ -182,7 +214,11 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let args: Vec<&str> = self.0.iter().map(String::as_str).collect();
         for pid in pgrep(&args) {
-            let _ = Command::new("kill").arg("-KILL").arg(pid.to_string()).stderr(Stdio::null()).status();
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
         }
     }
 }
@@ -194,7 +230,10 @@ pub fn on_path(tool: &str) -> bool {
         .map(|p| {
             std::env::split_paths(&p)
                 .filter(|d| d.is_absolute())
-                .any(|d| std::fs::metadata(d.join(tool)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+                .any(|d| {
+                    std::fs::metadata(d.join(tool))
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
         })
         .unwrap_or(false)
 }

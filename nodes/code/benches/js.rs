@@ -15,7 +15,8 @@ use cheng_nodes_code as _;
 use cheng_node::{Decision, Registry, RunContext};
 use serde_json::{json, Value};
 
-const SCRIPT: &str = "input.values.map((x) => x * 2).filter((x) => x % 3 !== 0).reduce((a, b) => a + b, 0)";
+const SCRIPT: &str =
+    "input.values.map((x) => x * 2).filter((x) => x % 3 !== 0).reduce((a, b) => a + b, 0)";
 const CALLS: u32 = 2000;
 const NODE_RUNS: u32 = 20;
 
@@ -28,7 +29,10 @@ fn main() {
         ms(per_call),
         ms(cpu_per_call)
     );
-    println!("  target ≤ 1 ms/call (wall): {}", verdict(per_call <= Duration::from_millis(1)));
+    println!(
+        "  target ≤ 1 ms/call (wall): {}",
+        verdict(per_call <= Duration::from_millis(1))
+    );
     match node_baseline(&input, &expected) {
         Some((node, node_cpu)) => {
             let ratio = node.as_secs_f64() / per_call.as_secs_f64();
@@ -45,10 +49,16 @@ fn main() {
 
 /// (wall, CPU) time per call.
 fn in_process(input: &Value, expected: &Value) -> (Duration, Duration) {
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let registry = Registry::from_inventory_with(|_| true);
-    let node = registry.get("tools/code_js").expect("tools/code_js is linked").clone();
+    let node = registry
+        .get("tools/code_js")
+        .expect("tools/code_js is linked")
+        .clone();
     let ctx = RunContext::for_workspace("tools/code_js", std::env::temp_dir(), Decision::Denied);
     let request = json!({"script": SCRIPT, "input": input});
     let request = request.as_object().expect("object").clone();
@@ -72,7 +82,14 @@ fn in_process(input: &Value, expected: &Value) -> (Duration, Duration) {
 /// Mean (wall, CPU) time of `node -e` printing the same script's value, or `None` without node.
 fn node_baseline(input: &Value, expected: &Value) -> Option<(Duration, Duration)> {
     let program = format!("const input = {input}; process.stdout.write(JSON.stringify({SCRIPT}));");
-    let run = || Command::new("node").arg("-e").arg(&program).stdin(Stdio::null()).stderr(Stdio::null()).output();
+    let run = || {
+        Command::new("node")
+            .arg("-e")
+            .arg(&program)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+    };
     let first = run().ok().filter(|o| o.status.success())?;
     let printed: Value = serde_json::from_slice(&first.stdout).ok()?;
     assert_eq!(&printed, expected, "node computed a different answer");
@@ -82,7 +99,10 @@ fn node_baseline(input: &Value, expected: &Value) -> Option<(Duration, Duration)
         let out = run().ok()?;
         std::hint::black_box(out);
     }
-    Some((started.elapsed() / NODE_RUNS, (cpu_times().1 - cpu.1) / NODE_RUNS))
+    Some((
+        started.elapsed() / NODE_RUNS,
+        (cpu_times().1 - cpu.1) / NODE_RUNS,
+    ))
 }
 
 /// (this process, its waited-for children) user+system CPU time, from /proc/self/stat.
@@ -91,13 +111,19 @@ fn cpu_times() -> (Duration, Duration) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the parenthesised command name; utime is field 14 of the whole line.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<u64> = rest.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
     let tick = |i: usize| fields.get(i).copied().unwrap_or(0);
     // rest starts at field 3 (state): utime=14, stime=15, cutime=16, cstime=17.
     let own = tick(14 - 3) + tick(15 - 3);
     let children = tick(16 - 3) + tick(17 - 3);
     let hz = 100; // USER_HZ on Linux
-    (Duration::from_millis(own * 1000 / hz), Duration::from_millis(children * 1000 / hz))
+    (
+        Duration::from_millis(own * 1000 / hz),
+        Duration::from_millis(children * 1000 / hz),
+    )
 }
 
 fn expected(input: &Value) -> Value {

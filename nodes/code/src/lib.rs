@@ -4,11 +4,11 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "js")]
+mod js;
 mod ports;
+#[cfg(feature = "python")]
+pub mod python;
 pub mod result;
 pub mod sandboxed;
 pub mod shell;
-#[cfg(feature = "python")]
-pub mod python;
-#[cfg(feature = "js")]
-mod js;

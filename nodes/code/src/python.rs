@@ -31,10 +31,13 @@
 use crate::ports;
 use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::channel::Channel;
+use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::IO_DIR;
-use cheng_node::{async_trait, failure, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    async_trait, failure, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
+};
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -250,10 +253,19 @@ fn find_interpreter() -> Result<Interpreter, NodeError> {
     // Only stdin, stdout and stderr reach the interpreter, as for every process cheng runs.
     cheng_exec::fds::close_inherited_on_exec(&mut cmd);
     let out = cmd
-        .args(["-I", "-c", "import sys; print(sys.executable); print(sys.base_prefix); print(sys.prefix)"])
+        .args([
+            "-I",
+            "-c",
+            "import sys; print(sys.executable); print(sys.base_prefix); print(sys.prefix)",
+        ])
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| unavailable(format!("python3 at {} cannot be started: {e}; nothing ran", candidate.display())))?;
+        .map_err(|e| {
+            unavailable(format!(
+                "python3 at {} cannot be started: {e}; nothing ran",
+                candidate.display()
+            ))
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     if !out.status.success() || lines.len() < 3 {
@@ -263,9 +275,12 @@ fn find_interpreter() -> Result<Interpreter, NodeError> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let executable = Path::new(lines[0])
-        .canonicalize()
-        .map_err(|e| unavailable(format!("python3's executable {} cannot be resolved: {e}", lines[0])))?;
+    let executable = Path::new(lines[0]).canonicalize().map_err(|e| {
+        unavailable(format!(
+            "python3's executable {} cannot be resolved: {e}",
+            lines[0]
+        ))
+    })?;
     let mut prefixes = Vec::new();
     for p in &lines[1..3] {
         if let Ok(c) = Path::new(p).canonicalize() {
@@ -279,7 +294,10 @@ fn find_interpreter() -> Result<Interpreter, NodeError> {
             prefixes.push(dir.to_path_buf());
         }
     }
-    Ok(Interpreter { executable, prefixes })
+    Ok(Interpreter {
+        executable,
+        prefixes,
+    })
 }
 
 #[async_trait]
@@ -288,7 +306,11 @@ impl Node for CodePython {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<cheng_node::ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<cheng_node::ApprovalRequest, NodeError> {
         Ok(sandboxed::script_card(ctx, input, "python"))
     }
 
@@ -303,9 +325,12 @@ impl Node for CodePython {
 
         let (_io_guard, io) = sandboxed::io_dir()?;
         let write = |name: &str, text: &str| {
-            std::fs::write(io.join(name), text).map_err(|e| NodeError::internal(format!("cannot write {name} for the sandbox: {e}")))
+            std::fs::write(io.join(name), text).map_err(|e| {
+                NodeError::internal(format!("cannot write {name} for the sandbox: {e}"))
+            })
         };
-        let json = serde_json::to_string(&ports.input).map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
+        let json = serde_json::to_string(&ports.input)
+            .map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
         write("input.json", &json)?;
         write("script.py", &ports.script)?;
         write("runner.py", RUNNER)?;
@@ -318,7 +343,11 @@ impl Node for CodePython {
         ];
         let mut request = ports.request(ctx, command);
         let channel = Channel::create(&io, "result.json", RESULT_LIMIT_BYTES + ENVELOPE_BYTES)
-            .map_err(|e| NodeError::internal(format!("cannot create the result channel for the sandbox: {e}")))?;
+            .map_err(|e| {
+                NodeError::internal(format!(
+                    "cannot create the result channel for the sandbox: {e}"
+                ))
+            })?;
         request.io_dir = Some(io.clone());
         request.io_outputs = vec!["result.json".into()];
         request.extra_ro = python.prefixes.clone();
@@ -334,7 +363,12 @@ impl Node for CodePython {
         let overflow = received.exceeded().then_some(received.total_bytes);
         let (result, failure) = match sandboxed::oom_failure(&run) {
             Some(oom) => (Value::Null, Some(oom)),
-            None => interpret(std::str::from_utf8(&received.bytes).ok(), overflow, &run.output, ports.timeout_ms),
+            None => interpret(
+                std::str::from_utf8(&received.bytes).ok(),
+                overflow,
+                &run.output,
+                ports.timeout_ms,
+            ),
         };
         let mut out = sandboxed::outputs(&run, result, warnings, failure);
         if let Some(Value::Object(metrics)) = out.get_mut("metrics") {
@@ -346,14 +380,22 @@ impl Node for CodePython {
 
 /// The result and failure from the channel (its text, and its size when it carried more than
 /// the channel keeps) and the process outcome.
-fn interpret(channel: Option<&str>, overflow: Option<u64>, out: &cheng_exec::ProcessOutput, timeout_ms: u64) -> (Value, Option<(ErrorKind, String)>) {
+fn interpret(
+    channel: Option<&str>,
+    overflow: Option<u64>,
+    out: &cheng_exec::ProcessOutput,
+    timeout_ms: u64,
+) -> (Value, Option<(ErrorKind, String)>) {
     let process_failure = sandboxed::classify(out, timeout_ms);
     if let Some((kind @ (ErrorKind::TimedOut | ErrorKind::Cancelled), message)) = process_failure {
         return (Value::Null, Some((kind, message)));
     }
     if let Some(total) = overflow {
         let size = format!("{total} bytes were written to the result channel");
-        return (Value::Null, Some((ErrorKind::OutputLimit, result::too_large(&size, REMEDY))));
+        return (
+            Value::Null,
+            Some((ErrorKind::OutputLimit, result::too_large(&size, REMEDY))),
+        );
     }
     let report: Option<Value> = channel.and_then(|t| serde_json::from_str(t).ok());
     match report {
@@ -427,7 +469,10 @@ mod tests {
                  try:\n    dumps(float('nan'))\n    nan = 'accepted'\nexcept ValueError:\n    nan = 'refused'\n\
                  print(dumps(v), nan, 'json' in sys.modules)"
             );
-            let out = std::process::Command::new(&python.executable).args(["-I", "-c", &check]).output().unwrap();
+            let out = std::process::Command::new(&python.executable)
+                .args(["-I", "-c", &check])
+                .output()
+                .unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert_eq!(
                 stdout.trim(),
@@ -440,24 +485,57 @@ mod tests {
 
     #[test]
     fn results_and_errors_come_from_the_channel() {
-        let (v, f) = interpret(Some(r#"{"ok": true, "result": [1, 2]}"#), None, &exited(0, ""), 5000);
+        let (v, f) = interpret(
+            Some(r#"{"ok": true, "result": [1, 2]}"#),
+            None,
+            &exited(0, ""),
+            5000,
+        );
         assert_eq!((v, f), (serde_json::json!([1, 2]), None));
-        let (_, f) = interpret(Some(r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#), None, &exited(1, ""), 5000);
+        let (_, f) = interpret(
+            Some(
+                r#"{"error":"syntax","type":"SyntaxError","message":"invalid syntax","line":3,"column":5}"#,
+            ),
+            None,
+            &exited(1, ""),
+            5000,
+        );
         let (kind, msg) = f.unwrap();
         assert_eq!(kind, ErrorKind::ScriptError);
         assert!(msg.contains("line 3"), "{msg}");
-        let (_, f) = interpret(Some(r#"{"error":"result","type":"set","message":"x"}"#), None, &exited(1, ""), 5000);
+        let (_, f) = interpret(
+            Some(r#"{"error":"result","type":"set","message":"x"}"#),
+            None,
+            &exited(1, ""),
+            5000,
+        );
         assert!(f.unwrap().1.contains("type set"));
         let (_, f) = interpret(None, None, &exited(1, "MemoryError\n"), 5000);
         assert_eq!(f.unwrap().0, ErrorKind::MemoryLimit);
         // The runner's own refusal and a channel flooded by the script both name the limit.
-        let (_, f) = interpret(Some(r#"{"error":"too_large","type":"str","message":"","bytes":20000000}"#), None, &exited(1, ""), 5000);
+        let (_, f) = interpret(
+            Some(r#"{"error":"too_large","type":"str","message":"","bytes":20000000}"#),
+            None,
+            &exited(1, ""),
+            5000,
+        );
         let (kind, msg) = f.unwrap();
         assert_eq!(kind, ErrorKind::OutputLimit);
-        assert!(msg.contains("16 MiB result limit") && msg.contains("20000000 bytes"), "{msg}");
-        let (v, f) = interpret(Some(r#"{"ok": true, "result": 1}"#), Some(419_430_426), &exited(0, ""), 5000);
+        assert!(
+            msg.contains("16 MiB result limit") && msg.contains("20000000 bytes"),
+            "{msg}"
+        );
+        let (v, f) = interpret(
+            Some(r#"{"ok": true, "result": 1}"#),
+            Some(419_430_426),
+            &exited(0, ""),
+            5000,
+        );
         let (kind, msg) = f.unwrap();
         assert_eq!((v, kind), (Value::Null, ErrorKind::OutputLimit));
-        assert!(msg.contains("16 MiB result limit") && msg.contains("419430426 bytes"), "{msg}");
+        assert!(
+            msg.contains("16 MiB result limit") && msg.contains("419430426 bytes"),
+            "{msg}"
+        );
     }
 }

@@ -15,7 +15,10 @@ pub const RESULT_LIMIT_BYTES: usize = 16 << 20;
 
 /// The limit as people read it.
 pub const RESULT_LIMIT_HUMAN: &str = "16 MiB";
-const _: () = assert!(RESULT_LIMIT_BYTES == 16 * 1024 * 1024, "RESULT_LIMIT_HUMAN names 16 MiB");
+const _: () = assert!(
+    RESULT_LIMIT_BYTES == 16 * 1024 * 1024,
+    "RESULT_LIMIT_HUMAN names 16 MiB"
+);
 
 /// The error for a result past the limit. `size` says what is known of its size (e.g. "its
 /// JSON is 419430400 bytes"); `remedy` what the script can do instead.

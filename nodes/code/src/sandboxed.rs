@@ -19,10 +19,13 @@
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
+use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::{ProcessOutput, Termination};
-use cheng_node::{failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext, Values};
+use cheng_node::{
+    failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext,
+    Values,
+};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -37,13 +40,21 @@ pub const MIN_TIMEOUT_MS: i64 = 100;
 pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
 /// The highest memory_mb anyone may set on the code executors (the seed names none): 4096 MB.
 /// Authors and operators may lower it; the sandbox itself could enforce up to `MAX_MEMORY_MB`.
-pub const MEMORY_MAX: i64 = if MAX_MEMORY_MB < 4096 { MAX_MEMORY_MB } else { 4096 };
+pub const MEMORY_MAX: i64 = if MAX_MEMORY_MB < 4096 {
+    MAX_MEMORY_MB
+} else {
+    4096
+};
 
 /// The approval card of a code executor: the script itself (first line when long), so that a
 /// person approving a capability sees what will use it.
 pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::ApprovalRequest {
     let script = input.get("script").and_then(Value::as_str).unwrap_or("");
-    let shown = if script.chars().count() > 200 { format!("{}…", script.chars().take(200).collect::<String>()) } else { script.to_string() };
+    let shown = if script.chars().count() > 200 {
+        format!("{}…", script.chars().take(200).collect::<String>())
+    } else {
+        script.to_string()
+    };
     let mut card = cheng_node::ApprovalRequest::new(ctx, format!("{lang} script: {shown}"));
     // The host paths the run would mount read-only, as the run itself will name them; the
     // engine asks about them on this one card (entries that are not absolute or cannot be
@@ -108,13 +119,24 @@ pub struct SandboxPorts {
 impl SandboxPorts {
     /// Reads the ports through `spec` (its defaults and ranges); a switch the spec does not
     /// declare (code_python has no `allow_network`) is off.
-    pub fn read(ctx: &RunContext, spec: &'static NodeSpec, values: &Values) -> Result<Self, NodeError> {
+    pub fn read(
+        ctx: &RunContext,
+        spec: &'static NodeSpec,
+        values: &Values,
+    ) -> Result<Self, NodeError> {
         let int = |name: &str| input::int(values, input::port(spec, name)?);
-        let switch = |name: &str| spec.input(name).map_or(Ok(false), |port| input::boolean(values, port));
+        let switch = |name: &str| {
+            spec.input(name)
+                .map_or(Ok(false), |port| input::boolean(values, port))
+        };
         let script = input::opt_str(values, "script")
             .ok_or_else(|| NodeError::invalid_input("script is required: the code to run"))?
             .to_string();
-        let cwd = paths::resolve_existing(&ctx.workspace, input::non_empty_str(values, "working_subdir"), "working_subdir")?;
+        let cwd = paths::resolve_existing(
+            &ctx.workspace,
+            input::non_empty_str(values, "working_subdir"),
+            "working_subdir",
+        )?;
         if !cwd.is_dir() {
             return Err(NodeError::invalid_input(format!(
                 "working_subdir {:?} is not a directory",
@@ -126,7 +148,10 @@ impl SandboxPorts {
         let memory_mb = int("memory_mb")?.unsigned_abs();
         let granted_paths = operator_paths(ctx)?;
         let mut read_paths = Vec::new();
-        for (i, raw) in input::string_list(values, "request_read_paths")?.into_iter().enumerate() {
+        for (i, raw) in input::string_list(values, "request_read_paths")?
+            .into_iter()
+            .enumerate()
+        {
             let path = PathBuf::from(&raw);
             if !path.is_absolute() || raw.contains('\0') {
                 return Err(NodeError::invalid_input(format!(
@@ -134,10 +159,17 @@ impl SandboxPorts {
                 )));
             }
             let canonical = path.canonicalize().map_err(|e| {
-                NodeError::new(ErrorKind::NotFound, format!("request_read_paths[{i}] {raw:?} cannot be opened: {e}"))
+                NodeError::new(
+                    ErrorKind::NotFound,
+                    format!("request_read_paths[{i}] {raw:?} cannot be opened: {e}"),
+                )
             })?;
             // Under one of the operator's roots it is mounted already, with nothing to ask.
-            if !read_paths.contains(&canonical) && !granted_paths.iter().any(|root: &PathBuf| canonical.starts_with(root)) {
+            if !read_paths.contains(&canonical)
+                && !granted_paths
+                    .iter()
+                    .any(|root: &PathBuf| canonical.starts_with(root))
+            {
                 read_paths.push(canonical);
             }
         }
@@ -156,13 +188,21 @@ impl SandboxPorts {
     }
 
     /// Asks the approver for each requested read path, for this execution only.
-    pub async fn approve_read_paths(&self, ctx: &RunContext, what_runs: &str) -> Result<(), NodeError> {
+    pub async fn approve_read_paths(
+        &self,
+        ctx: &RunContext,
+        what_runs: &str,
+    ) -> Result<(), NodeError> {
         for path in &self.read_paths {
             let shown = path.display().to_string();
-            let mut request = ApprovalRequest::new(ctx, format!("{what_runs} may read {shown} (read-only)"));
-            request.purpose = Some(format!("request_read_paths: mount {shown} read-only in the sandbox for this execution"));
+            let mut request =
+                ApprovalRequest::new(ctx, format!("{what_runs} may read {shown} (read-only)"));
+            request.purpose = Some(format!(
+                "request_read_paths: mount {shown} read-only in the sandbox for this execution"
+            ));
             request.requested_paths = vec![shown.clone()];
-            ctx.require_approval(&request, &format!("request_read_paths entry {shown}")).await?;
+            ctx.require_approval(&request, &format!("request_read_paths entry {shown}"))
+                .await?;
         }
         Ok(())
     }
@@ -174,7 +214,12 @@ impl SandboxPorts {
         req.writable = self.allow_filesystem;
         req.full_disk_readonly = self.allow_full_disk_readonly;
         req.network = self.allow_network;
-        req.read_paths = self.granted_paths.iter().chain(&self.read_paths).cloned().collect();
+        req.read_paths = self
+            .granted_paths
+            .iter()
+            .chain(&self.read_paths)
+            .cloned()
+            .collect();
         req.timeout = Duration::from_millis(self.timeout_ms);
         req.memory_mb = self.memory_mb;
         req.stdout_cap = STDOUT_CAP;
@@ -195,11 +240,15 @@ pub fn io_dir() -> Result<(tempfile::TempDir, PathBuf), NodeError> {
     let parent = tempfile::Builder::new()
         .prefix("cheng-sandbox-")
         .tempdir_in(cheng_exec::sandbox::io_parent())
-        .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
+        .map_err(|e| {
+            NodeError::internal(format!("cannot create the sandbox I/O directory: {e}"))
+        })?;
     let io = parent.path().join("io");
     std::fs::create_dir(&io)
         .and_then(|_| std::fs::set_permissions(&io, std::fs::Permissions::from_mode(0o755)))
-        .map_err(|e| NodeError::internal(format!("cannot create the sandbox I/O directory: {e}")))?;
+        .map_err(|e| {
+            NodeError::internal(format!("cannot create the sandbox I/O directory: {e}"))
+        })?;
     Ok((parent, io))
 }
 
@@ -213,9 +262,19 @@ pub async fn run(ctx: &RunContext, request: SandboxRequest) -> Result<SandboxRun
 /// the limit the run had.
 pub fn classify(out: &ProcessOutput, timeout_ms: u64) -> Option<(ErrorKind, String)> {
     // bwrap reports a signal-killed child as exit status 128 + signal.
-    let signal = out.signal.or_else(|| out.exit_code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
+    let signal = out.signal.or_else(|| {
+        out.exit_code
+            .filter(|c| (129..=192).contains(c))
+            .map(|c| c - 128)
+    });
     let stderr = &out.stderr.text;
-    let memory_words = ["MemoryError", "Cannot allocate memory", "out of memory", "memory exhausted", "std::bad_alloc"];
+    let memory_words = [
+        "MemoryError",
+        "Cannot allocate memory",
+        "out of memory",
+        "memory exhausted",
+        "std::bad_alloc",
+    ];
     let memory = memory_words.iter().any(|w| stderr.contains(w));
     match out.termination {
         Termination::TimedOut => {
@@ -236,17 +295,30 @@ pub fn classify(out: &ProcessOutput, timeout_ms: u64) -> Option<(ErrorKind, Stri
     if let Some(sig) = signal {
         let name = cheng_exec::signal_name(sig);
         if matches!(sig, libc_sig::SEGV | libc_sig::ABRT | libc_sig::KILL) {
-            return Some((ErrorKind::MemoryLimit, format!("the script was killed by {name}, most likely on reaching memory_mb")));
+            return Some((
+                ErrorKind::MemoryLimit,
+                format!("the script was killed by {name}, most likely on reaching memory_mb"),
+            ));
         }
-        return Some((ErrorKind::Signalled, format!("the script was killed by {name}")));
+        return Some((
+            ErrorKind::Signalled,
+            format!("the script was killed by {name}"),
+        ));
     }
     let code = out.exit_code.unwrap_or(-1);
-    Some((ErrorKind::NonZeroExit, format!("the script exited with status {code}")))
+    Some((
+        ErrorKind::NonZeroExit,
+        format!("the script exited with status {code}"),
+    ))
 }
 
 /// MEMORY_LIMIT when the run's cgroup v2 group counted an OOM kill (memory.events oom_kill).
 pub fn oom_failure(run: &SandboxRun) -> Option<(ErrorKind, String)> {
-    let kills = run.cgroup.as_ref().and_then(|r| r.oom_kills).filter(|&k| k > 0)?;
+    let kills = run
+        .cgroup
+        .as_ref()
+        .and_then(|r| r.oom_kills)
+        .filter(|&k| k > 0)?;
     Some((
         ErrorKind::MemoryLimit,
         format!(
@@ -267,7 +339,11 @@ mod libc_sig {
 pub fn metrics(run: &SandboxRun) -> Value {
     let out = &run.output;
     let usage = out.usage.unwrap_or_default();
-    let signal = out.signal.or_else(|| out.exit_code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
+    let signal = out.signal.or_else(|| {
+        out.exit_code
+            .filter(|c| (129..=192).contains(c))
+            .map(|c| c - 128)
+    });
     json!({
         "duration_ms": out.duration_ms(),
         "sandbox_setup_ms": run.setup.as_secs_f64() * 1000.0,
@@ -289,7 +365,12 @@ pub fn metrics(run: &SandboxRun) -> Value {
 }
 
 /// The output object: every seed port plus the failure ports.
-pub fn outputs(run: &SandboxRun, result: Value, warnings: Vec<String>, failure: Option<(ErrorKind, String)>) -> Values {
+pub fn outputs(
+    run: &SandboxRun,
+    result: Value,
+    warnings: Vec<String>,
+    failure: Option<(ErrorKind, String)>,
+) -> Values {
     let mut out = Map::new();
     out.insert("result".into(), result);
     out.insert("isolation_level".into(), json!("bubblewrap"));

@@ -16,7 +16,10 @@
 
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_node::{async_trait, failure, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    async_trait, failure, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec,
+    PortType, RunContext, Values,
+};
 use serde_json::Value;
 use std::ffi::OsString;
 
@@ -67,11 +70,19 @@ const INPUTS: &[PortSpec] = &[
 
 const OUTPUTS: &[PortSpec] = &[
     PortSpec::output("result", PortType::Any, "Script execution result"),
-    PortSpec::output("isolation_level", PortType::String, "Isolation level actually used: bubblewrap > quickjs > python"),
+    PortSpec::output(
+        "isolation_level",
+        PortType::String,
+        "Isolation level actually used: bubblewrap > quickjs > python",
+    ),
     PortSpec::output("metrics", PortType::Object, "Execution performance metrics"),
     PortSpec::output("stdout", PortType::String, "Standard output"),
     PortSpec::output("stderr", PortType::String, "Standard error"),
-    PortSpec::output("warnings", PortType::Array(&PortType::String), "Script validation warnings"),
+    PortSpec::output(
+        "warnings",
+        PortType::Array(&PortType::String),
+        "Script validation warnings",
+    ),
     sandboxed::SUCCESS_OUTPUT,
     failure::ERROR_KIND,
     failure::TERMINAL,
@@ -101,7 +112,11 @@ impl Node for CodeShell {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<cheng_node::ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<cheng_node::ApprovalRequest, NodeError> {
         Ok(sandboxed::script_card(ctx, input, "sh"))
     }
 
@@ -111,13 +126,22 @@ impl Node for CodeShell {
         ports.approve_read_paths(ctx, "code_shell").await?;
 
         let (_io_guard, io) = sandboxed::io_dir()?;
-        let json = serde_json::to_string(&ports.input).map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
+        let json = serde_json::to_string(&ports.input)
+            .map_err(|e| NodeError::internal(format!("input cannot be serialised: {e}")))?;
         std::fs::write(io.join("input.json"), &json)
             .map_err(|e| NodeError::internal(format!("cannot write the input file: {e}")))?;
-        let command: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), ports.script.clone().into(), "code_shell".into()];
+        let command: Vec<OsString> = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            ports.script.clone().into(),
+            "code_shell".into(),
+        ];
         let mut request = ports.request(ctx, command);
         request.io_dir = Some(io);
-        request.env.push(("INPUT_FILE".into(), format!("{}/input.json", cheng_exec::sandbox::IO_DIR).into()));
+        request.env.push((
+            "INPUT_FILE".into(),
+            format!("{}/input.json", cheng_exec::sandbox::IO_DIR).into(),
+        ));
         if json.len() <= ENV_INPUT_MAX {
             request.env.push(("INPUT".into(), json.into()));
         } else {
@@ -130,7 +154,11 @@ impl Node for CodeShell {
         let run = sandboxed::run(ctx, request).await?;
         warnings.extend(sandboxed::enforcement_warnings(&run));
         let failure = sandboxed::classify(&run.output, ports.timeout_ms);
-        let result = if failure.is_none() && !run.output.stdout.truncated { parse_result(&run.output.stdout.text) } else { Value::Null };
+        let result = if failure.is_none() && !run.output.stdout.truncated {
+            parse_result(&run.output.stdout.text)
+        } else {
+            Value::Null
+        };
         Ok(sandboxed::outputs(&run, result, warnings, failure))
     }
 }
@@ -143,7 +171,10 @@ pub fn parse_result(stdout: &str) -> Value {
             return v;
         }
     }
-    let text = stdout.strip_suffix('\n').map(|s| s.strip_suffix('\r').unwrap_or(s)).unwrap_or(stdout);
+    let text = stdout
+        .strip_suffix('\n')
+        .map(|s| s.strip_suffix('\r').unwrap_or(s))
+        .unwrap_or(stdout);
     Value::String(text.to_string())
 }
 
@@ -155,29 +186,51 @@ pub fn lint(script: &str, network: bool, filesystem: bool) -> Vec<String> {
         return warnings;
     }
     let words: Vec<&str> = script
-        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '$' | '{' | '}'))
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ';' | '|' | '&' | '(' | ')' | '`' | '$' | '{' | '}')
+        })
         .filter(|w| !w.is_empty())
         .collect();
     let has = |names: &[&'static str]| -> Option<&'static str> {
-        names.iter().copied().find(|n| words.iter().any(|w| w == n || w.ends_with(&format!("/{n}"))))
+        names.iter().copied().find(|n| {
+            words
+                .iter()
+                .any(|w| w == n || w.ends_with(&format!("/{n}")))
+        })
     };
     if !network {
-        if let Some(tool) = has(&["curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "rsync", "ftp", "telnet", "ping", "dig", "nslookup"]) {
+        if let Some(tool) = has(&[
+            "curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "rsync", "ftp", "telnet", "ping",
+            "dig", "nslookup",
+        ]) {
             warnings.push(format!(
                 "script uses {tool} but allow_network is off: the sandbox has no network (the node's author must allow it)"
             ));
         }
     }
     if let Some(tool) = has(&["sudo", "su", "doas"]) {
-        warnings.push(format!("script uses {tool}: the sandbox has no privileges to gain, it will fail"));
+        warnings.push(format!(
+            "script uses {tool}: the sandbox has no privileges to gain, it will fail"
+        ));
     }
     if !filesystem {
-        let writes_file = script.split(['>']).skip(1).filter(|rest| !rest.is_empty()).any(|rest| {
-            let target = rest.trim_start_matches('|').trim_start();
-            !(target.starts_with("/dev/") || target.starts_with("/tmp") || target.starts_with('&') || target.starts_with("$TMPDIR"))
-        });
-        let tool = has(&["touch", "mkdir", "rm", "rmdir", "mv", "cp", "tee", "ln", "chmod", "truncate", "dd"]);
-        let sed_in_place = words.windows(2).any(|w| w[0] == "sed" && w[1].starts_with("-i"));
+        let writes_file = script
+            .split(['>'])
+            .skip(1)
+            .filter(|rest| !rest.is_empty())
+            .any(|rest| {
+                let target = rest.trim_start_matches('|').trim_start();
+                !(target.starts_with("/dev/")
+                    || target.starts_with("/tmp")
+                    || target.starts_with('&')
+                    || target.starts_with("$TMPDIR"))
+            });
+        let tool = has(&[
+            "touch", "mkdir", "rm", "rmdir", "mv", "cp", "tee", "ln", "chmod", "truncate", "dd",
+        ]);
+        let sed_in_place = words
+            .windows(2)
+            .any(|w| w[0] == "sed" && w[1].starts_with("-i"));
         if writes_file || tool.is_some() || sed_in_place {
             let what = match (writes_file, tool) {
                 (true, _) => "a redirection into a file".to_string(),
@@ -201,20 +254,29 @@ mod tests {
         assert_eq!(parse_result("{\"a\": 1}\n"), serde_json::json!({"a": 1}));
         assert_eq!(parse_result("42\n"), serde_json::json!(42));
         assert_eq!(parse_result("hello\n"), serde_json::json!("hello"));
-        assert_eq!(parse_result("two\nlines\n\n"), serde_json::json!("two\nlines\n"));
+        assert_eq!(
+            parse_result("two\nlines\n\n"),
+            serde_json::json!("two\nlines\n")
+        );
         assert_eq!(parse_result(""), serde_json::json!(""));
     }
 
     #[test]
     fn lint_names_what_the_switches_forbid() {
         let w = lint("curl -s https://example.com | jq .", false, false);
-        assert!(w.iter().any(|w| w.contains("curl") && w.contains("allow_network")), "{w:?}");
+        assert!(
+            w.iter()
+                .any(|w| w.contains("curl") && w.contains("allow_network")),
+            "{w:?}"
+        );
         assert!(lint("curl -s x", true, false).is_empty());
         let w = lint("echo hi > out.txt", false, false);
         assert!(w.iter().any(|w| w.contains("allow_filesystem")), "{w:?}");
         assert!(lint("echo hi > /dev/null; echo x >/tmp/a 2>&1", false, false).is_empty());
         assert!(lint("echo hi > out.txt", false, true).is_empty());
-        assert!(lint("sudo rm -rf /", true, true).iter().any(|w| w.contains("sudo")));
+        assert!(lint("sudo rm -rf /", true, true)
+            .iter()
+            .any(|w| w.contains("sudo")));
         assert!(lint("  \n", false, false)[0].contains("empty"));
         assert!(lint("echo $INPUT", false, false).is_empty());
     }

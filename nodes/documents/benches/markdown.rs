@@ -80,7 +80,12 @@ fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> Timing {
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     faults.sort_unstable();
-    Timing { min: times[0], median: times[runs / 2], cpu: cpu[runs / 2], faults: faults[runs / 2] }
+    Timing {
+        min: times[0],
+        median: times[runs / 2],
+        cpu: cpu[runs / 2],
+        faults: faults[runs / 2],
+    }
 }
 
 /// Minor page faults and CPU milliseconds (user + system) of the whole process so far.
@@ -92,7 +97,10 @@ fn usage() -> (u64, f64) {
         return (0, 0.0);
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
-    (u64::try_from(usage.ru_minflt).unwrap_or(0), tv(usage.ru_utime) + tv(usage.ru_stime))
+    (
+        u64::try_from(usage.ru_minflt).unwrap_or(0),
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+    )
 }
 
 fn ms(d: Duration) -> f64 {
@@ -116,7 +124,11 @@ fn main() {
         .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
         .filter(|v: &Vec<usize>| !v.is_empty())
         .unwrap_or_else(|| vec![1, 2, 5, 10]);
-    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(7);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(7);
     let ops = [
         ("outline", Some(Operation::Outline)),
         ("diagnostics", Some(Operation::Diagnostics)),
@@ -130,8 +142,17 @@ fn main() {
         let text = generate(mb * 1_000_000);
         let path = root.join("big.md");
         std::fs::write(&path, &text).expect("write");
-        let file = TextFile { path, display: "big.md".into(), text: text.clone(), bytes: text.len() as u64, invalid_utf8_at: None };
-        let op = ops.iter().find(|(name, _)| *name == what).and_then(|(_, op)| *op);
+        let file = TextFile {
+            path,
+            display: "big.md".into(),
+            text: text.clone(),
+            bytes: text.len() as u64,
+            invalid_utf8_at: None,
+        };
+        let op = ops
+            .iter()
+            .find(|(name, _)| *name == what)
+            .and_then(|(_, op)| *op);
         for _ in 0..runs {
             match op {
                 Some(op) => drop(std::hint::black_box(analyze(&root, &file, op))),
@@ -150,8 +171,18 @@ fn main() {
         let text = generate(mb * 1_000_000);
         let path = root.join("big.md");
         std::fs::write(&path, &text).expect("write");
-        let file = TextFile { path: path.clone(), display: "big.md".into(), text: text.clone(), bytes: text.len() as u64, invalid_utf8_at: None };
-        let parse = measure(runs, || pulldown_cmark::Parser::new_ext(&text, options()).into_offset_iter().count());
+        let file = TextFile {
+            path: path.clone(),
+            display: "big.md".into(),
+            text: text.clone(),
+            bytes: text.len() as u64,
+            invalid_utf8_at: None,
+        };
+        let parse = measure(runs, || {
+            pulldown_cmark::Parser::new_ext(&text, options())
+                .into_offset_iter()
+                .count()
+        });
         let mut row = |index: usize, name: &str, t: &Timing| {
             let per_mb = t.median / mb as f64;
             if mb == sizes[0] {
@@ -187,7 +218,9 @@ fn main() {
             let doc = Document::parse(&text);
             let check_only = measure(runs, || check(&doc, None).0.len());
             let (_, plan) = check(&doc, None);
-            let sweep_capped = measure(runs, || suggestions::build(&text, "big.md", &plan, 2000).0.len());
+            let sweep_capped = measure(runs, || {
+                suggestions::build(&text, "big.md", &plan, 2000).0.len()
+            });
             let prepare = measure(runs, || suggestions::Prepared::new(&text));
             println!(
                 "{mb} MB breakdown (min/median/cpu ms): Document::parse {:.1}/{:.1}/{:.1}, rules {:.1}/{:.1}/{:.1}, suggestion sweep (first 2000 edits) {:.1}/{:.1}/{:.1} of which its text-only groundwork {:.1}/{:.1}/{:.1}",

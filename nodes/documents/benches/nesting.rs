@@ -33,13 +33,23 @@ use serde_json::{json, Value};
 use std::time::Instant;
 
 fn main() {
-    let bytes: usize = std::env::var("CHENG_BENCH_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(16 * 1024 * 1024);
-    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(1);
+    let bytes: usize = std::env::var("CHENG_BENCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16 * 1024 * 1024);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1);
     let family_filter = std::env::var("CHENG_BENCH_FAMILY").unwrap_or_default();
     let op_filter = std::env::var("CHENG_BENCH_OP").unwrap_or_default();
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical");
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let ops: [(&dyn Node, &str); 7] = [
         (&WorkspacePreview, "markdown"),
         (&WorkspacePreview, "html"),
@@ -52,7 +62,16 @@ fn main() {
     println!("{bytes} bytes per input, best of {runs}; ms per whole node run (wall), then the CPU ms of the same runs");
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "family", "bytes", "pulldown", "markdown", "html", "artifact", "outline", "diagnose", "suggest", "links"
+        "family",
+        "bytes",
+        "pulldown",
+        "markdown",
+        "html",
+        "artifact",
+        "outline",
+        "diagnose",
+        "suggest",
+        "links"
     );
     let mut worst = 0.0f64;
     let mut worst_cpu = 0.0f64;
@@ -99,7 +118,10 @@ fn main() {
                 if let Err(e) = &out {
                     eprintln!("{name} {op}: {}", e.message);
                 }
-                std::hint::black_box(out.map(|v| v.get("summary").cloned().unwrap_or(Value::Null)).ok());
+                std::hint::black_box(
+                    out.map(|v| v.get("summary").cloned().unwrap_or(Value::Null))
+                        .ok(),
+                );
                 best = best.min(took);
             }
             worst = worst.max(best);
@@ -108,7 +130,9 @@ fn main() {
             // threads), it would have on an idle machine (where CPU-bound work takes at most its
             // CPU time), whatever else held the cores meanwhile.
             if best.min(best_cpu) > LIMIT_MS {
-                over.push(format!("{name} / {op}: {best:.0} ms wall, {best_cpu:.0} ms CPU"));
+                over.push(format!(
+                    "{name} / {op}: {best:.0} ms wall, {best_cpu:.0} ms CPU"
+                ));
             }
             row.push_str(&format!(" {best:>9.1}"));
             cpu_row.push_str(&format!(" {best_cpu:>9.1}"));

@@ -26,17 +26,27 @@ pub struct TextFile {
 }
 
 /// A workspace file resolved and checked to be a regular file (not read yet).
-pub fn resolve_file(root: &Path, rel: &str, field: &str) -> Result<(PathBuf, std::fs::Metadata), NodeError> {
+pub fn resolve_file(
+    root: &Path,
+    rel: &str,
+    field: &str,
+) -> Result<(PathBuf, std::fs::Metadata), NodeError> {
     let path = resolve_existing(root, Some(rel), field)?;
-    let meta = std::fs::metadata(&path)
-        .map_err(|e| NodeError::new(ErrorKind::NotFound, format!("{field} {rel:?} cannot be read: {e}")))?;
+    let meta = std::fs::metadata(&path).map_err(|e| {
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!("{field} {rel:?} cannot be read: {e}"),
+        )
+    })?;
     if meta.is_dir() {
         return Err(NodeError::invalid_input(format!(
             "{field} {rel:?} is a directory; name a file inside the workspace"
         )));
     }
     if !meta.is_file() {
-        return Err(NodeError::invalid_input(format!("{field} {rel:?} is not a regular file")));
+        return Err(NodeError::invalid_input(format!(
+            "{field} {rel:?} is not a regular file"
+        )));
     }
     Ok((path, meta))
 }
@@ -54,7 +64,10 @@ pub fn read_text(root: &Path, rel: &str, field: &str, cap: u64) -> Result<TextFi
         )));
     }
     let bytes = read_capped(&path, cap).map_err(|e| {
-        NodeError::new(ErrorKind::NotFound, format!("{field} {rel:?} cannot be read: {e}"))
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!("{field} {rel:?} cannot be read: {e}"),
+        )
     })?;
     if bytes.len() as u64 > cap {
         // The file grew between the metadata check and the read.
@@ -70,7 +83,13 @@ pub fn read_text(root: &Path, rel: &str, field: &str, cap: u64) -> Result<TextFi
     }
     let size = bytes.len() as u64;
     let (text, invalid_utf8_at) = decode(bytes);
-    Ok(TextFile { display: display_relative(root, &path), path, text, bytes: size, invalid_utf8_at })
+    Ok(TextFile {
+        display: display_relative(root, &path),
+        path,
+        text,
+        bytes: size,
+        invalid_utf8_at,
+    })
 }
 
 /// Reads at most `cap + 1` bytes, so a caller can tell "exactly at the cap" from "over it".
@@ -113,7 +132,11 @@ mod tests {
         std::fs::write(root.join("big.md"), vec![b'a'; 2048]).unwrap();
         let err = read_text(&root, "big.md", "path", 1024).unwrap_err();
         assert_eq!(err.kind, ErrorKind::InvalidInput);
-        assert!(err.message.contains("over the 1.0 KiB cap"), "{}", err.message);
+        assert!(
+            err.message.contains("over the 1.0 KiB cap"),
+            "{}",
+            err.message
+        );
         assert!(read_text(&root, "big.md", "path", 2048).is_ok());
     }
 
@@ -122,10 +145,22 @@ mod tests {
         let (_d, root) = ws();
         std::fs::create_dir(root.join("dir")).unwrap();
         std::fs::write(root.join("bin.md"), b"a\0b").unwrap();
-        assert!(read_text(&root, "dir", "path", 100).unwrap_err().message.contains("is a directory"));
-        assert!(read_text(&root, "bin.md", "path", 100).unwrap_err().message.contains("binary"));
-        assert_eq!(read_text(&root, "nope.md", "path", 100).unwrap_err().kind, ErrorKind::NotFound);
-        assert_eq!(read_text(&root, "../x.md", "path", 100).unwrap_err().kind, ErrorKind::PathOutsideWorkspace);
+        assert!(read_text(&root, "dir", "path", 100)
+            .unwrap_err()
+            .message
+            .contains("is a directory"));
+        assert!(read_text(&root, "bin.md", "path", 100)
+            .unwrap_err()
+            .message
+            .contains("binary"));
+        assert_eq!(
+            read_text(&root, "nope.md", "path", 100).unwrap_err().kind,
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            read_text(&root, "../x.md", "path", 100).unwrap_err().kind,
+            ErrorKind::PathOutsideWorkspace
+        );
     }
 
     #[test]

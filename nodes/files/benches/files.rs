@@ -24,16 +24,25 @@ fn median(mut ms: Vec<f64>) -> f64 {
 fn call(rt: &tokio::runtime::Runtime, node: &dyn Node, ctx: &RunContext, input: Value) -> Values {
     let mut ctx = ctx.clone();
     ctx.node_type = node.spec().id;
-    let out = rt.block_on(node.run(&ctx, input.as_object().cloned().unwrap())).unwrap();
+    let out = rt
+        .block_on(node.run(&ctx, input.as_object().cloned().unwrap()))
+        .unwrap();
     assert_eq!(out["success"], true, "{out:#?}");
     out
 }
 
 fn main() {
-    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(20);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(20);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let mut ctx = RunContext::for_workspace("tools/read_file", root.clone(), Decision::Approved);
     ctx.scope = Scope::new(ScopeKind::Graph);
 
@@ -52,11 +61,19 @@ fn main() {
     }
     println!("median of {runs} runs, ms");
     let only = std::env::var("CHENG_BENCH_ONLY").unwrap_or_default();
-    for offset in [1usize, 500_000].into_iter().filter(|_| only.is_empty() || only == "read") {
+    for offset in [1usize, 500_000]
+        .into_iter()
+        .filter(|_| only.is_empty() || only == "read")
+    {
         let node: Vec<f64> = (0..runs)
             .map(|_| {
                 let t = Instant::now();
-                call(&rt, &ReadFile, &ctx, json!({"file_path": "big.log", "offset": offset, "limit": 2000}));
+                call(
+                    &rt,
+                    &ReadFile,
+                    &ctx,
+                    json!({"file_path": "big.log", "offset": offset, "limit": 2000}),
+                );
                 t.elapsed().as_secs_f64() * 1000.0
             })
             .collect();
@@ -64,7 +81,12 @@ fn main() {
             .map(|_| {
                 let t = Instant::now();
                 let f = std::io::BufReader::new(std::fs::File::open(root.join("big.log")).unwrap());
-                let n = f.lines().skip(offset - 1).take(2000).map(|l| l.unwrap().len()).sum::<usize>();
+                let n = f
+                    .lines()
+                    .skip(offset - 1)
+                    .take(2000)
+                    .map(|l| l.unwrap().len())
+                    .sum::<usize>();
                 assert!(n > 0);
                 t.elapsed().as_secs_f64() * 1000.0
             })
@@ -80,10 +102,17 @@ fn main() {
         return;
     }
     // 10 MB source file; each edit toggles one unique token.
-    let text: String = (0..200_000).map(|i| format!("fn f{i}() {{ let value = {i}; println!(\"{{}}\", value); }}\n")).collect();
+    let text: String = (0..200_000)
+        .map(|i| format!("fn f{i}() {{ let value = {i}; println!(\"{{}}\", value); }}\n"))
+        .collect();
     let ten = format!("{}// marker: A\n", &text[..10_000_000 - 20]);
     std::fs::write(root.join("big.rs"), &ten).unwrap();
-    call(&rt, &ReadFile, &ctx, json!({"file_path": "big.rs", "limit": 1}));
+    call(
+        &rt,
+        &ReadFile,
+        &ctx,
+        json!({"file_path": "big.rs", "limit": 1}),
+    );
     if std::env::var_os("CHENG_BENCH_BREAKDOWN").is_some() {
         breakdown(&root);
     }
@@ -125,7 +154,11 @@ fn breakdown(root: &std::path::Path) {
     let new = e.text.replacen("// marker", "// marker2", 1);
     let t = Instant::now();
     let d = cheng_nodes_files::card::unified(&e.text, &new, "a", "b");
-    println!("diff {} {:.1} ms", d.len(), t.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "diff {} {:.1} ms",
+        d.len(),
+        t.elapsed().as_secs_f64() * 1000.0
+    );
     let t = Instant::now();
     cheng_nodes_files::atomic::write(&root.join("x.rs"), &bytes).unwrap();
     println!("atomic write {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);

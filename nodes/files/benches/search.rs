@@ -42,10 +42,14 @@ struct Words(u64);
 impl Words {
     fn next(&mut self) -> &'static str {
         const WORDS: &[&str] = &[
-            "fn", "let", "mut", "self", "impl", "struct", "value", "result", "error", "match", "return", "config", "path",
-            "buffer", "index", "count", "iter", "map", "into", "from", "string", "vec", "option", "some", "none", "ok",
+            "fn", "let", "mut", "self", "impl", "struct", "value", "result", "error", "match",
+            "return", "config", "path", "buffer", "index", "count", "iter", "map", "into", "from",
+            "string", "vec", "option", "some", "none", "ok",
         ];
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         WORDS[(self.0 >> 33) as usize % WORDS.len()]
     }
 }
@@ -109,27 +113,44 @@ fn thread_cpu_ns() -> u64 {
 
 fn clock_ticks_per_second() -> f64 {
     let out = Command::new("getconf").arg("CLK_TCK").output().ok();
-    out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok()).unwrap_or(100.0)
+    out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
 }
 
 fn threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()).min(12)
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(12)
 }
 
 fn parse_list(root: &Path, stdout: &[u8]) -> BTreeSet<String> {
     String::from_utf8_lossy(stdout)
         .lines()
-        .map(|l| Path::new(l).strip_prefix(root).map(|p| p.display().to_string()).unwrap_or_else(|_| l.to_string()))
+        .map(|l| {
+            Path::new(l)
+                .strip_prefix(root)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| l.to_string())
+        })
         .collect()
 }
 
 fn rg(root: &Path, sort: bool) -> BTreeSet<String> {
     let mut cmd = Command::new("rg");
-    cmd.args(["--files-with-matches", "--no-require-git", "--no-messages", "--threads", &threads().to_string()]);
+    cmd.args([
+        "--files-with-matches",
+        "--no-require-git",
+        "--no-messages",
+        "--threads",
+        &threads().to_string(),
+    ]);
     if sort {
         cmd.arg("--sortr=modified");
     }
-    cmd.args(["--regexp", PATTERN, "--"]).arg(root).stdin(Stdio::null()).stderr(Stdio::null());
+    cmd.args(["--regexp", PATTERN, "--"])
+        .arg(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
     let out = cmd.output().expect("rg runs (install ripgrep)");
     parse_list(root, &out.stdout)
 }
@@ -150,15 +171,38 @@ fn node_grep_child(root: &Path) -> BTreeSet<String> {
 const CHILD: &str = "CHENG_SEARCH_BENCH_CHILD";
 
 fn node_grep(scope: &ReadScope) -> Vec<String> {
-    let request = grep::Request { pattern: PATTERN.to_string(), include: None, path: None, limit: 2000 };
-    let budget = Budget::new(CancellationToken::new(), Duration::from_secs(600), "grep search");
+    let request = grep::Request {
+        pattern: PATTERN.to_string(),
+        include: None,
+        path: None,
+        limit: 2000,
+    };
+    let budget = Budget::new(
+        CancellationToken::new(),
+        Duration::from_secs(600),
+        "grep search",
+    );
     let out = grep::grep(scope, &request, &budget).unwrap();
-    out["files"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    out["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
 }
 
 fn node_glob(scope: &ReadScope, limit: usize) -> usize {
-    let request = glob::Request { pattern: "**/*.rs".to_string(), path: None, limit, include_hidden: false };
-    let budget = Budget::new(CancellationToken::new(), Duration::from_secs(600), "glob walk");
+    let request = glob::Request {
+        pattern: "**/*.rs".to_string(),
+        path: None,
+        limit,
+        include_hidden: false,
+    };
+    let budget = Budget::new(
+        CancellationToken::new(),
+        Duration::from_secs(600),
+        "glob walk",
+    );
     let out = glob::glob(scope, &request, &budget).unwrap();
     out["total"].as_u64().unwrap() as usize
 }
@@ -167,7 +211,10 @@ fn bare_walk(root: &Path) -> usize {
     ignore::WalkBuilder::new(root)
         .build()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()) && e.path().extension().is_some_and(|x| x == "rs"))
+        .filter(|e| {
+            e.file_type().is_some_and(|t| t.is_file())
+                && e.path().extension().is_some_and(|x| x == "rs")
+        })
         .count()
 }
 
@@ -201,16 +248,34 @@ fn main() {
         }
         return;
     }
-    if Command::new("rg").arg("--version").stdout(Stdio::null()).status().map(|s| !s.success()).unwrap_or(true) {
-        eprintln!("search bench: ripgrep (rg) is not installed; install it (apt-get install ripgrep)");
+    if Command::new("rg")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        eprintln!(
+            "search bench: ripgrep (rg) is not installed; install it (apt-get install ripgrep)"
+        );
         std::process::exit(2);
     }
-    let runs: usize = std::env::var("CHENG_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(15).max(1);
+    let runs: usize = std::env::var("CHENG_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15)
+        .max(1);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let start = Instant::now();
     let needles = generate(&root);
-    let bytes: u64 = ignore::WalkBuilder::new(&root).build().filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
+    let bytes: u64 = ignore::WalkBuilder::new(&root)
+        .build()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
     let tick_ms = 1000.0 / clock_ticks_per_second();
     println!(
         "tree: {} files, {:.1} MB, {needles} containing the pattern, generated in {:.1} s; {runs} timed rounds, {} search threads",
@@ -224,15 +289,29 @@ fn main() {
     // Warm-up and agreement.
     let expected = rg(&root, false);
     assert_eq!(expected.len(), needles);
-    assert_eq!(node_grep_child(&root), expected, "the node and ripgrep find the same files");
+    assert_eq!(
+        node_grep_child(&root),
+        expected,
+        "the node and ripgrep find the same files"
+    );
     assert_eq!(rg(&root, true), expected);
     let rs = bare_walk(&root);
-    assert_eq!(node_glob(&scope, 100), rs, "the node and the bare walk find the same .rs files");
+    assert_eq!(
+        node_glob(&scope, 100),
+        rs,
+        "the node and the bare walk find the same .rs files"
+    );
 
     let child_cpu = || children_ticks() as f64 * tick_ms;
     let thread_cpu = || thread_cpu_ns() as f64 / 1e6;
-    let (mut node, mut rg_par, mut rg_sorted, mut glob100, mut glob2000, mut walk) =
-        (Samples::default(), Samples::default(), Samples::default(), Samples::default(), Samples::default(), Samples::default());
+    let (mut node, mut rg_par, mut rg_sorted, mut glob100, mut glob2000, mut walk) = (
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+        Samples::default(),
+    );
     for _ in 0..runs {
         node.time(child_cpu, || {
             node_grep_child(&root);
@@ -270,7 +349,11 @@ fn main() {
     };
     row("rg -l (baseline)", &rg_par, None);
     row(&format!("tools/grep `{PATTERN}`"), &node, Some(&rg_par));
-    row("rg -l --sortr=modified (Codex's command)", &rg_sorted, Some(&rg_par));
+    row(
+        "rg -l --sortr=modified (Codex's command)",
+        &rg_sorted,
+        Some(&rg_par),
+    );
     row("bare ignore walk (baseline)", &walk, None);
     row("tools/glob `**/*.rs` (limit 100)", &glob100, Some(&walk));
     row("tools/glob `**/*.rs` (limit 2000)", &glob2000, Some(&walk));
@@ -280,6 +363,14 @@ fn main() {
     let grep_cpu = node.cpu_per_run() / rg_par.cpu_per_run();
     let glob_wall = median(glob100.wall.clone()) / median(walk.wall.clone());
     let glob_cpu = glob100.cpu_per_run() / walk.cpu_per_run();
-    println!("grep within 1.5x rg: wall {} ({grep_wall:.2}x), CPU {} ({grep_cpu:.2}x)", verdict(grep_wall), verdict(grep_cpu));
-    println!("glob within 1.5x the bare walk: wall {} ({glob_wall:.2}x), CPU {} ({glob_cpu:.2}x)", verdict(glob_wall), verdict(glob_cpu));
+    println!(
+        "grep within 1.5x rg: wall {} ({grep_wall:.2}x), CPU {} ({grep_cpu:.2}x)",
+        verdict(grep_wall),
+        verdict(grep_cpu)
+    );
+    println!(
+        "glob within 1.5x the bare walk: wall {} ({glob_wall:.2}x), CPU {} ({glob_cpu:.2}x)",
+        verdict(glob_wall),
+        verdict(glob_cpu)
+    );
 }

@@ -36,8 +36,8 @@ use crate::text::Editable;
 use crate::{atomic, card, syntax, tag};
 use cheng_node::text::head_tail;
 use cheng_node::{
-    failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
-    PortType, RunContext, Values,
+    failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
 };
 use cheng_patch::{Change, PatchError};
 use serde_json::{json, Value};
@@ -92,7 +92,11 @@ impl Node for ApplyPatch {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let freshness = Freshness::for_call(ctx, input)?;
         let plan = Plan::compute(ctx, input)?;
         // Refuse a stale patch before anybody is asked.
@@ -101,7 +105,11 @@ impl Node for ApplyPatch {
         notes.extend(freshness.warning().map(str::to_string));
         // What was shown is what the run may write (see `run`).
         let approved = ctx.scope.get_or_init(Approved::default);
-        approved.0.lock().unwrap_or_else(|p| p.into_inner()).insert(ctx.node_id.clone(), plan.fingerprint());
+        approved
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(ctx.node_id.clone(), plan.fingerprint());
         Ok(card::request(ctx, "apply_patch", &plan.card, &notes))
     }
 
@@ -119,15 +127,23 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
     plan.check_fresh(&ledger)?;
     // A file changed between the card and now (the freshness gate off, or a change the
     // model's own table cannot see): the approved diff is no longer what would be written.
-    let shown = ctx.scope.get::<Approved>().and_then(|a| a.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&ctx.node_id));
+    let shown = ctx.scope.get::<Approved>().and_then(|a| {
+        a.0.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ctx.node_id)
+    });
     if shown.is_some_and(|shown| shown != plan.fingerprint()) {
         return Err(NodeError::new(
             ErrorKind::FileChanged,
             "a file of the patch changed after the approval card was shown, so the approved diff is not what would be written; nothing was written: apply the patch again",
         ));
     }
-    commit::commit(&plan.entries, &RealDisk)
-        .map_err(|e| NodeError::new(ErrorKind::WriteFailed, format!("the patch was not applied: {e}")))?;
+    commit::commit(&plan.entries, &RealDisk).map_err(|e| {
+        NodeError::new(
+            ErrorKind::WriteFailed,
+            format!("the patch was not applied: {e}"),
+        )
+    })?;
     for entry in &plan.entries {
         match &entry.after {
             Some(bytes) => ledger.record(&entry.target, &tag::tag(bytes)),
@@ -135,12 +151,22 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
         }
     }
     ledger.commit()?;
-    let warnings: Vec<String> = freshness.warning().map(str::to_string).into_iter().collect();
+    let warnings: Vec<String> = freshness
+        .warning()
+        .map(str::to_string)
+        .into_iter()
+        .collect();
     let diff: String = plan.card.iter().map(card::Change::diff).collect();
     let mut out = Values::new();
     out.insert("summary".into(), json!(plan.summary()));
-    out.insert("files".into(), Value::Array(plan.files.iter().map(FileReport::to_json).collect()));
-    out.insert("diff".into(), json!(head_tail(diff.as_bytes(), card::DIFF_CAP).text));
+    out.insert(
+        "files".into(),
+        Value::Array(plan.files.iter().map(FileReport::to_json).collect()),
+    );
+    out.insert(
+        "diff".into(),
+        json!(head_tail(diff.as_bytes(), card::DIFF_CAP).text),
+    );
     out.insert("warnings".into(), json!(warnings));
     failure::fill::<()>(&mut out, &Ok(()));
     Ok(out)
@@ -220,13 +246,17 @@ struct Plan {
 
 impl Plan {
     fn compute(ctx: &RunContext, input: &Values) -> Result<Plan, NodeError> {
-        let text = match input.get(INPUT.name) {
-            Some(Value::String(text)) => text.as_str(),
-            _ => return Err(NodeError::invalid_input("input is required: the patch text, from `*** Begin Patch` to `*** End Patch`")),
-        };
+        let text =
+            match input.get(INPUT.name) {
+                Some(Value::String(text)) => text.as_str(),
+                _ => return Err(NodeError::invalid_input(
+                    "input is required: the patch text, from `*** Begin Patch` to `*** End Patch`",
+                )),
+            };
         // Every path of a patch is written: the read-only roots other file nodes take do not apply.
         let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
-        let patch = cheng_patch::parse(text).map_err(|e| NodeError::invalid_input(format!("input: {e}; nothing was written")))?;
+        let patch = cheng_patch::parse(text)
+            .map_err(|e| NodeError::invalid_input(format!("input: {e}; nothing was written")))?;
 
         // Every path the patch names, resolved for writing, keyed by the text as written.
         let mut states: Vec<State> = Vec::new();
@@ -234,7 +264,10 @@ impl Plan {
         let mut by_name: HashMap<PathBuf, usize> = HashMap::new();
         for op in &patch.operations {
             let mut names = vec![op.path()];
-            if let cheng_patch::Operation::Update { move_to: Some(to), .. } = op {
+            if let cheng_patch::Operation::Update {
+                move_to: Some(to), ..
+            } = op
+            {
                 names.push(to);
             }
             for name in names {
@@ -257,7 +290,10 @@ impl Plan {
                     None => {
                         let state = State::load(target, op.line())?;
                         states.push(state);
-                        by_real.insert(states[states.len() - 1].target.real.clone(), states.len() - 1);
+                        by_real.insert(
+                            states[states.len() - 1].target.real.clone(),
+                            states.len() - 1,
+                        );
                         states.len() - 1
                     }
                 };
@@ -314,15 +350,29 @@ impl Plan {
                         old_bytes: s.current_len(),
                         new_bytes: bytes.len() as u64,
                     });
-                    files.push(FileReport { path: s.target.display.clone(), status: "A", from: None, tag: Some(tag::tag(&bytes)), bytes: bytes.len() as u64 });
+                    files.push(FileReport {
+                        path: s.target.display.clone(),
+                        status: "A",
+                        from: None,
+                        tag: Some(tag::tag(&bytes)),
+                        bytes: bytes.len() as u64,
+                    });
                     s.after = Some(bytes);
                     s.format = Some(file);
                     s.exists = true;
                     order.push(i);
                 }
-                Change::Update { path, move_to, old_content, new_content } => {
+                Change::Update {
+                    path,
+                    move_to,
+                    old_content,
+                    new_content,
+                } => {
                     let i = state_of(path);
-                    let format = states[i].format.clone().unwrap_or_else(|| Editable::new_file(String::new()));
+                    let format = states[i]
+                        .format
+                        .clone()
+                        .unwrap_or_else(|| Editable::new_file(String::new()));
                     let old_bytes = states[i].current_len();
                     let dest = move_to.as_deref().map(state_of).unwrap_or(i);
                     let display = states[dest].target.display.clone();
@@ -348,7 +398,13 @@ impl Plan {
                             new_bytes: bytes.len() as u64,
                         },
                     });
-                    files.push(FileReport { path: display, status: "M", from, tag: Some(tag::tag(&bytes)), bytes: bytes.len() as u64 });
+                    files.push(FileReport {
+                        path: display,
+                        status: "M",
+                        from,
+                        tag: Some(tag::tag(&bytes)),
+                        bytes: bytes.len() as u64,
+                    });
                     if dest != i {
                         states[i].after = None;
                         states[i].exists = false;
@@ -364,7 +420,9 @@ impl Plan {
                     let i = state_of(path);
                     let s = &mut states[i];
                     s.refuse_directory(line, "delete")?;
-                    if std::fs::symlink_metadata(&s.target.lexical).is_ok_and(|m| m.file_type().is_symlink()) {
+                    if std::fs::symlink_metadata(&s.target.lexical)
+                        .is_ok_and(|m| m.file_type().is_symlink())
+                    {
                         return Err(NodeError::invalid_input(format!(
                             "patch line {line}: '{}' is a symbolic link; apply_patch deletes files, not links (tools/delete_path removes a link); nothing was written",
                             s.target.display
@@ -376,8 +434,19 @@ impl Plan {
                             format!("patch line {line}: cannot delete '{}': the file does not exist; nothing was written", s.target.display),
                         ));
                     }
-                    cards.push(card::Change::Delete { display: s.target.display.clone(), directory: false, files: 1, bytes: s.current_len() });
-                    files.push(FileReport { path: s.target.display.clone(), status: "D", from: None, tag: None, bytes: 0 });
+                    cards.push(card::Change::Delete {
+                        display: s.target.display.clone(),
+                        directory: false,
+                        files: 1,
+                        bytes: s.current_len(),
+                    });
+                    files.push(FileReport {
+                        path: s.target.display.clone(),
+                        status: "D",
+                        from: None,
+                        tag: None,
+                        bytes: 0,
+                    });
                     s.after = None;
                     s.exists = false;
                     order.push(i);
@@ -405,13 +474,23 @@ impl Plan {
                         Some(Ok(file)) => Some(file.text.as_str()),
                         _ => None,
                     };
-                    let verdict = syntax::gate(&s.target.real, &s.target.display, old_text, &new_text)
-                        .map_err(|e| NodeError::new(e.kind, format!("patch line {}: {}", s.line, e.message)))?;
+                    let verdict =
+                        syntax::gate(&s.target.real, &s.target.display, old_text, &new_text)
+                            .map_err(|e| {
+                                NodeError::new(
+                                    e.kind,
+                                    format!("patch line {}: {}", s.line, e.message),
+                                )
+                            })?;
                     notes.extend(verdict.line().map(|l| format!("{}: {l}", s.target.display)));
                 }
             }
             if let Some(before) = &s.before {
-                existing.push((s.target.real.clone(), s.target.display.clone(), tag::tag(&before.bytes)));
+                existing.push((
+                    s.target.real.clone(),
+                    s.target.display.clone(),
+                    tag::tag(&before.bytes),
+                ));
             }
             entries.push(commit::Entry {
                 target: s.target.real.clone(),
@@ -420,15 +499,21 @@ impl Plan {
                 after: s.after.clone(),
             });
         }
-        Ok(Plan { entries, card: cards, notes, files, existing })
+        Ok(Plan {
+            entries,
+            card: cards,
+            notes,
+            files,
+            existing,
+        })
     }
 
     /// The freshness gate for every existing file the patch changes or removes.
     fn check_fresh(&self, ledger: &crate::freshness::Ledger) -> Result<(), NodeError> {
         for (real, display, now) in &self.existing {
-            ledger
-                .check(real, display, now)
-                .map_err(|e| NodeError::new(e.kind, format!("{}; nothing was written", e.message)))?;
+            ledger.check(real, display, now).map_err(|e| {
+                NodeError::new(e.kind, format!("{}; nothing was written", e.message))
+            })?;
         }
         Ok(())
     }
@@ -437,7 +522,10 @@ impl Plan {
     fn fingerprint(&self) -> String {
         let mut text = String::new();
         for entry in &self.entries {
-            let before = entry.before.as_ref().map_or("-".to_string(), |b| digest(&b.bytes));
+            let before = entry
+                .before
+                .as_ref()
+                .map_or("-".to_string(), |b| digest(&b.bytes));
             let after = entry.after.as_ref().map_or("-".to_string(), |a| digest(a));
             text.push_str(&format!("{}\0{before}\0{after}\n", entry.target.display()));
         }
@@ -461,23 +549,45 @@ impl State {
     /// Reads what is at `target` now (a directory is remembered, and refused by the operation
     /// that names it).
     fn load(target: Target, line: usize) -> Result<State, NodeError> {
-        let mut state = State { target, line, before: None, before_text: None, after: None, format: None, exists: false };
+        let mut state = State {
+            target,
+            line,
+            before: None,
+            before_text: None,
+            after: None,
+            format: None,
+            exists: false,
+        };
         if std::fs::symlink_metadata(&state.target.real).is_ok_and(|m| m.is_dir()) {
             state.exists = true;
             return Ok(state);
         }
         let field = format!("patch line {line}: path");
-        let Some(loaded) = crate::files::load(&state.target.real, &state.target.display, &field, MAX_FILE_BYTES)? else {
+        let Some(loaded) = crate::files::load(
+            &state.target.real,
+            &state.target.display,
+            &field,
+            MAX_FILE_BYTES,
+        )?
+        else {
             return Ok(state);
         };
         let permissions = std::fs::metadata(&state.target.real)
-            .map_err(|e| NodeError::invalid_input(format!("{field} {:?} cannot be read: {e}", state.target.display)))?
+            .map_err(|e| {
+                NodeError::invalid_input(format!(
+                    "{field} {:?} cannot be read: {e}",
+                    state.target.display
+                ))
+            })?
             .permissions();
         let decoded = Editable::decode(&loaded.bytes).map_err(|e| e.to_string());
         state.exists = true;
         state.format = decoded.as_ref().ok().cloned();
         state.before_text = Some(decoded);
-        state.before = Some(commit::Before { bytes: loaded.bytes, permissions });
+        state.before = Some(commit::Before {
+            bytes: loaded.bytes,
+            permissions,
+        });
         Ok(state)
     }
 
@@ -528,15 +638,21 @@ fn decode_for_check(bytes: &[u8]) -> Option<String> {
 }
 
 fn encode(format: &Editable, text: &str, display: &str, line: usize) -> Result<Vec<u8>, NodeError> {
-    format
-        .encode(text)
-        .map_err(|e| NodeError::invalid_input(format!("patch line {line}: '{display}' {e}; nothing was written")))
+    format.encode(text).map_err(|e| {
+        NodeError::invalid_input(format!(
+            "patch line {line}: '{display}' {e}; nothing was written"
+        ))
+    })
 }
 
 /// The error for a patch that cannot be applied.
 fn patch_error(e: &PatchError) -> NodeError {
     let kind = match e {
-        PatchError::File { hunk: None, message, .. } if message.contains("does not exist") => ErrorKind::NotFound,
+        PatchError::File {
+            hunk: None,
+            message,
+            ..
+        } if message.contains("does not exist") => ErrorKind::NotFound,
         _ => ErrorKind::InvalidInput,
     };
     NodeError::new(kind, format!("{e}; nothing was written"))

@@ -29,7 +29,9 @@ impl Staged {
 
     /// Renames the temporary file onto the target and fsyncs the directory.
     pub fn commit(mut self) -> std::io::Result<()> {
-        let Some(temp) = self.temp.take() else { return Ok(()) };
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
         if let Err(e) = std::fs::rename(&temp, &self.target) {
             let _ = std::fs::remove_file(&temp);
             return Err(e);
@@ -57,13 +59,24 @@ impl Drop for Staged {
 /// it), with the permissions of the existing `target` when there is one, and fsyncs it.
 /// The parent directory must exist.
 pub fn stage(target: &Path, bytes: &[u8]) -> std::io::Result<Staged> {
-    let dir = target.parent().ok_or_else(|| std::io::Error::other(format!("{} has no parent directory", target.display())))?;
-    let name = target.file_name().ok_or_else(|| std::io::Error::other(format!("{} names no file", target.display())))?;
-    let existing = std::fs::symlink_metadata(target).ok().filter(|m| m.is_file());
-    let mode = existing.as_ref().map_or(0o666, |m| m.permissions().mode() & 0o7777);
+    let dir = target.parent().ok_or_else(|| {
+        std::io::Error::other(format!("{} has no parent directory", target.display()))
+    })?;
+    let name = target
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{} names no file", target.display())))?;
+    let existing = std::fs::symlink_metadata(target)
+        .ok()
+        .filter(|m| m.is_file());
+    let mode = existing
+        .as_ref()
+        .map_or(0o666, |m| m.permissions().mode() & 0o7777);
     let (file, temp) = create_temp(dir, &name.to_string_lossy(), mode)?;
     // Dropped on error, which removes the temporary file.
-    let staged = Staged { temp: Some(temp), target: target.to_path_buf() };
+    let staged = Staged {
+        temp: Some(temp),
+        target: target.to_path_buf(),
+    };
     fill(file, bytes, existing.as_ref())?;
     Ok(staged)
 }
@@ -78,7 +91,12 @@ fn create_temp(dir: &Path, name: &str, mode: u32) -> std::io::Result<(File, Path
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".{short}.cheng-{}-{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).mode(mode).open(&temp) {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)
+        {
             Ok(file) => return Ok((file, temp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -89,7 +107,9 @@ fn create_temp(dir: &Path, name: &str, mode: u32) -> std::io::Result<(File, Path
 fn fill(mut file: File, bytes: &[u8], existing: Option<&std::fs::Metadata>) -> std::io::Result<()> {
     if let Some(meta) = existing {
         // The umask narrowed the mode given at creation: set it exactly.
-        file.set_permissions(std::fs::Permissions::from_mode(meta.permissions().mode() & 0o7777))?;
+        file.set_permissions(std::fs::Permissions::from_mode(
+            meta.permissions().mode() & 0o7777,
+        ))?;
         // Keep the owner where this process may (it is root, or the owner already).
         let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
     }
@@ -109,7 +129,10 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
         write(&path, b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o751);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            0o751
+        );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

@@ -18,42 +18,98 @@ pub const CONTEXT_LINES: usize = 3;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// Create (`old: None`) or replace a file; texts as the model sees them (LF line breaks).
-    Write { display: String, old: Option<String>, new: String, old_bytes: u64, new_bytes: u64 },
+    Write {
+        display: String,
+        old: Option<String>,
+        new: String,
+        old_bytes: u64,
+        new_bytes: u64,
+    },
     /// Move a file (apply_patch's `*** Move to:`), possibly with new content.
-    Move { from: String, to: String, old: String, new: String, old_bytes: u64, new_bytes: u64 },
+    Move {
+        from: String,
+        to: String,
+        old: String,
+        new: String,
+        old_bytes: u64,
+        new_bytes: u64,
+    },
     /// Remove a file, or a directory with everything in it.
-    Delete { display: String, directory: bool, files: u64, bytes: u64 },
+    Delete {
+        display: String,
+        directory: bool,
+        files: u64,
+        bytes: u64,
+    },
 }
 
 impl Change {
     /// `write src/a.rs (120 B -> 140 B)`, `create b.txt (12 B)`, `delete dir/ (3 files, 1.2 KiB)`.
     pub fn headline(&self) -> String {
         match self {
-            Change::Write { display, old: None, new_bytes, .. } => format!("create {display} ({})", human_bytes(*new_bytes)),
-            Change::Write { display, old_bytes, new_bytes, .. } => {
-                format!("write {display} ({} -> {})", human_bytes(*old_bytes), human_bytes(*new_bytes))
+            Change::Write {
+                display,
+                old: None,
+                new_bytes,
+                ..
+            } => format!("create {display} ({})", human_bytes(*new_bytes)),
+            Change::Write {
+                display,
+                old_bytes,
+                new_bytes,
+                ..
+            } => {
+                format!(
+                    "write {display} ({} -> {})",
+                    human_bytes(*old_bytes),
+                    human_bytes(*new_bytes)
+                )
             }
-            Change::Move { from, to, old_bytes, new_bytes, .. } => {
-                format!("move {from} -> {to} ({} -> {})", human_bytes(*old_bytes), human_bytes(*new_bytes))
+            Change::Move {
+                from,
+                to,
+                old_bytes,
+                new_bytes,
+                ..
+            } => {
+                format!(
+                    "move {from} -> {to} ({} -> {})",
+                    human_bytes(*old_bytes),
+                    human_bytes(*new_bytes)
+                )
             }
-            Change::Delete { display, directory: true, files, bytes } => {
-                format!("delete {display}/ (directory: {files} file(s), {})", human_bytes(*bytes))
+            Change::Delete {
+                display,
+                directory: true,
+                files,
+                bytes,
+            } => {
+                format!(
+                    "delete {display}/ (directory: {files} file(s), {})",
+                    human_bytes(*bytes)
+                )
             }
-            Change::Delete { display, bytes, .. } => format!("delete {display} ({})", human_bytes(*bytes)),
+            Change::Delete { display, bytes, .. } => {
+                format!("delete {display} ({})", human_bytes(*bytes))
+            }
         }
     }
 
     /// The unified diff of this change (empty for a directory delete or an unchanged file).
     pub fn diff(&self) -> String {
         match self {
-            Change::Write { display, old, new, .. } => {
+            Change::Write {
+                display, old, new, ..
+            } => {
                 let (a, old) = match old {
                     Some(old) => (format!("a/{display}"), old.as_str()),
                     None => ("/dev/null".to_string(), ""),
                 };
                 unified(old, new, &a, &format!("b/{display}"))
             }
-            Change::Move { from, to, old, new, .. } => unified(old, new, &format!("a/{from}"), &format!("b/{to}")),
+            Change::Move {
+                from, to, old, new, ..
+            } => unified(old, new, &format!("a/{from}"), &format!("b/{to}")),
             Change::Delete { .. } => String::new(),
         }
     }
@@ -77,7 +133,13 @@ pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
     }
     let start = memchr::memchr_iter(b'\n', &ob[..head]).count();
     let max_tail = ob.len().min(nb.len()) - head;
-    let same_tail = ob.iter().rev().zip(nb.iter().rev()).take(max_tail).take_while(|(o, n)| o == n).count();
+    let same_tail = ob
+        .iter()
+        .rev()
+        .zip(nb.iter().rev())
+        .take(max_tail)
+        .take_while(|(o, n)| o == n)
+        .count();
     // The shared tail, from the first line break inside it, keeping CONTEXT_LINES lines.
     let tail_from = |bytes: &[u8]| -> usize {
         let from = bytes.len() - same_tail;
@@ -96,7 +158,9 @@ pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
     let diff = similar::TextDiff::from_slices(&old_lines, &new_lines);
     let mut out = format!("--- {a}\n+++ {b}\n");
     for group in diff.grouped_ops(CONTEXT_LINES) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else { continue };
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
         let old_range = first.old_range().start..last.old_range().end;
         let new_range = first.new_range().start..last.new_range().end;
         out.push_str(&format!(
@@ -160,7 +224,12 @@ pub fn details(changes: &[Change], notes: &[String]) -> String {
 
 /// The approval request for `changes`: the command line lists the headlines (`title` first,
 /// e.g. `edit_file`), the details hold [`details`].
-pub fn request(ctx: &RunContext, title: &str, changes: &[Change], notes: &[String]) -> ApprovalRequest {
+pub fn request(
+    ctx: &RunContext,
+    title: &str,
+    changes: &[Change],
+    notes: &[String],
+) -> ApprovalRequest {
     let headlines: Vec<String> = changes.iter().map(Change::headline).collect();
     let mut request = ApprovalRequest::new(ctx, format!("{title}: {}", headlines.join("; ")));
     request.details = Some(details(changes, notes));
@@ -181,7 +250,10 @@ mod tests {
             new_bytes: 12,
         };
         assert_eq!(change.headline(), "write src/a.rs (14 B -> 12 B)");
-        let text = details(&[change], &["JSON syntax after the change: no problems".into()]);
+        let text = details(
+            &[change],
+            &["JSON syntax after the change: no problems".into()],
+        );
         assert!(text.contains("--- a/src/a.rs\n+++ b/src/a.rs\n"), "{text}");
         assert!(text.contains("-two\n+2\n"), "{text}");
         assert!(text.ends_with("no problems\n"), "{text}");
@@ -196,27 +268,56 @@ mod tests {
             "--- a/x\n+++ b/x\n@@ -497,7 +497,7 @@\n 497\n 498\n 499\n-500\n+five hundred\n 501\n 502\n 503\n"
         );
         assert_eq!(unified("a", "b", "a/x", "b/x"), "--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n");
-        assert_eq!(unified("", "x\n", "/dev/null", "b/x"), "--- /dev/null\n+++ b/x\n@@ -0,0 +1,1 @@\n+x\n");
+        assert_eq!(
+            unified("", "x\n", "/dev/null", "b/x"),
+            "--- /dev/null\n+++ b/x\n@@ -0,0 +1,1 @@\n+x\n"
+        );
         assert_eq!(unified("same\n", "same\n", "a", "b"), "");
-        assert_eq!(unified("a\nb\n", "a\nb\nc\n", "a", "b"), "--- a\n+++ b\n@@ -1,2 +1,3 @@\n a\n b\n+c\n");
-        assert_eq!(unified("x\na\nb\n", "a\nb\n", "a", "b"), "--- a\n+++ b\n@@ -1,3 +1,2 @@\n-x\n a\n b\n");
+        assert_eq!(
+            unified("a\nb\n", "a\nb\nc\n", "a", "b"),
+            "--- a\n+++ b\n@@ -1,2 +1,3 @@\n a\n b\n+c\n"
+        );
+        assert_eq!(
+            unified("x\na\nb\n", "a\nb\n", "a", "b"),
+            "--- a\n+++ b\n@@ -1,3 +1,2 @@\n-x\n a\n b\n"
+        );
         let old: String = (1..=20).map(|i| format!("{i}\n")).collect();
         let new = old.replace("\n10\n11\n", "\n10\n10.5\n11\n");
-        assert_eq!(unified(&old, &new, "a", "b"), "--- a\n+++ b\n@@ -8,6 +8,7 @@\n 8\n 9\n 10\n+10.5\n 11\n 12\n 13\n");
+        assert_eq!(
+            unified(&old, &new, "a", "b"),
+            "--- a\n+++ b\n@@ -8,6 +8,7 @@\n 8\n 9\n 10\n+10.5\n 11\n 12\n 13\n"
+        );
     }
 
     #[test]
     fn huge_diffs_are_cut_head_and_tail() {
         let new: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
-        let change = Change::Write { display: "big".into(), old: None, new, old_bytes: 0, new_bytes: 1 };
+        let change = Change::Write {
+            display: "big".into(),
+            old: None,
+            new,
+            old_bytes: 0,
+            new_bytes: 1,
+        };
         let text = details(&[change], &[]);
         assert!(text.len() < DIFF_CAP + 1024, "{}", text.len());
-        assert!(text.contains("omitted") && text.contains("+line 0\n") && text.contains("+line 99999"), "bounded");
+        assert!(
+            text.contains("omitted") && text.contains("+line 0\n") && text.contains("+line 99999"),
+            "bounded"
+        );
     }
 
     #[test]
     fn delete_names_file_count_and_bytes() {
-        let change = Change::Delete { display: "build".into(), directory: true, files: 3, bytes: 2048 };
-        assert_eq!(change.headline(), "delete build/ (directory: 3 file(s), 2.0 KiB)");
+        let change = Change::Delete {
+            display: "build".into(),
+            directory: true,
+            files: 3,
+            bytes: 2048,
+        };
+        assert_eq!(
+            change.headline(),
+            "delete build/ (directory: 3 file(s), 2.0 KiB)"
+        );
     }
 }

@@ -9,7 +9,10 @@ use crate::freshness::Freshness;
 use crate::policy::{Access, PathPolicy, Target};
 use cheng_node::input::{non_empty_str, port};
 use cheng_node::paths::{protected_component, real_path};
-use cheng_node::{failure, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -56,7 +59,12 @@ pub struct Removal {
 
 impl Removal {
     fn change(&self) -> Change {
-        Change::Delete { display: self.target.display.clone(), directory: self.kind == "directory", files: self.files, bytes: self.bytes }
+        Change::Delete {
+            display: self.target.display.clone(),
+            directory: self.kind == "directory",
+            files: self.files,
+            bytes: self.bytes,
+        }
     }
 }
 
@@ -66,7 +74,11 @@ impl Node for DeletePath {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let removal = plan(ctx, input)?;
         Ok(card::request(ctx, "delete_path", &[removal.change()], &[]))
     }
@@ -81,8 +93,15 @@ impl Node for DeletePath {
                 std::fs::remove_file(&removal.entry)
             };
             result.map_err(|e| {
-                let what = if removal.kind == "directory" { "delete it (part of it may be gone)" } else { "delete it" };
-                NodeError::new(ErrorKind::WriteFailed, format!("{display}: cannot {what}: {e}"))
+                let what = if removal.kind == "directory" {
+                    "delete it (part of it may be gone)"
+                } else {
+                    "delete it"
+                };
+                NodeError::new(
+                    ErrorKind::WriteFailed,
+                    format!("{display}: cannot {what}: {e}"),
+                )
             })?;
             let freshness = Freshness::for_call(ctx, input)?;
             let mut ledger = freshness.open()?;
@@ -90,7 +109,10 @@ impl Node for DeletePath {
             ledger.forget(&removal.target.real);
             ledger.commit()?;
             let summary = match removal.kind {
-                "directory" => format!("deleted directory {display} ({} file(s), {} bytes)", removal.files, removal.bytes),
+                "directory" => format!(
+                    "deleted directory {display} ({} file(s), {} bytes)",
+                    removal.files, removal.bytes
+                ),
                 kind => format!("deleted {kind} {display} ({} bytes)", removal.bytes),
             };
             let mut out = Values::new();
@@ -109,34 +131,61 @@ impl Node for DeletePath {
 /// What would be removed, refused before anything is touched when the policy says no.
 pub fn plan(ctx: &RunContext, input: &Values) -> Result<Removal, NodeError> {
     let Some(rel) = non_empty_str(input, "path") else {
-        return Err(NodeError::invalid_input("path is required: what to delete, relative to the workspace root"));
+        return Err(NodeError::invalid_input(
+            "path is required: what to delete, relative to the workspace root",
+        ));
     };
     let recursive = cheng_node::input::boolean(input, port(&SPEC, "recursive")?)?;
     let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
     let target = policy.resolve(rel, "path", Access::Write)?;
     let display = target.display.clone();
     let (Some(parent), Some(name)) = (target.lexical.parent(), target.lexical.file_name()) else {
-        return Err(NodeError::policy_denied(format!("path {rel:?} names the workspace root itself, which is never deleted")));
+        return Err(NodeError::policy_denied(format!(
+            "path {rel:?} names the workspace root itself, which is never deleted"
+        )));
     };
-    let parent = real_path(parent).map_err(|e| NodeError::invalid_input(format!("path {rel:?} cannot be resolved: {e}")))?;
+    let parent = real_path(parent)
+        .map_err(|e| NodeError::invalid_input(format!("path {rel:?} cannot be resolved: {e}")))?;
     cheng_node::paths::ensure_inside(&ctx.workspace, &parent, Some(rel), "path")?;
     let entry = parent.join(name);
     if entry == ctx.workspace {
-        return Err(NodeError::policy_denied(format!("path {rel:?} names the workspace root itself, which is never deleted")));
+        return Err(NodeError::policy_denied(format!(
+            "path {rel:?} names the workspace root itself, which is never deleted"
+        )));
     }
     let meta = match std::fs::symlink_metadata(&entry) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(NodeError::new(ErrorKind::NotFound, format!("path {rel:?} does not exist")))
+            return Err(NodeError::new(
+                ErrorKind::NotFound,
+                format!("path {rel:?} does not exist"),
+            ))
         }
-        Err(e) => return Err(NodeError::new(ErrorKind::NotFound, format!("path {rel:?} cannot be examined: {e}"))),
+        Err(e) => {
+            return Err(NodeError::new(
+                ErrorKind::NotFound,
+                format!("path {rel:?} cannot be examined: {e}"),
+            ))
+        }
     };
     let file_type = meta.file_type();
     if file_type.is_symlink() {
-        return Ok(Removal { target, entry, kind: "symlink", files: 1, bytes: 0 });
+        return Ok(Removal {
+            target,
+            entry,
+            kind: "symlink",
+            files: 1,
+            bytes: 0,
+        });
     }
     if !file_type.is_dir() {
-        return Ok(Removal { target, entry, kind: "file", files: 1, bytes: meta.len() });
+        return Ok(Removal {
+            target,
+            entry,
+            kind: "file",
+            files: 1,
+            bytes: meta.len(),
+        });
     }
     let (files, bytes) = count(&entry, &ctx.workspace)?;
     if !recursive {
@@ -144,7 +193,13 @@ pub fn plan(ctx: &RunContext, input: &Values) -> Result<Removal, NodeError> {
             "path {display:?} is a directory ({files} file(s), {bytes} bytes); set recursive to true to delete it and everything in it"
         )));
     }
-    Ok(Removal { target, entry, kind: "directory", files, bytes })
+    Ok(Removal {
+        target,
+        entry,
+        kind: "directory",
+        files,
+        bytes,
+    })
 }
 
 /// Files and bytes under `dir`, never following symlinks; refuses a protected name anywhere.
@@ -153,10 +208,22 @@ fn count(dir: &Path, root: &Path) -> Result<(u64, u64), NodeError> {
     let mut bytes = 0u64;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| NodeError::new(ErrorKind::WriteFailed, format!("{} cannot be listed: {e}", cheng_node::paths::display_relative(root, &dir))))?;
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            NodeError::new(
+                ErrorKind::WriteFailed,
+                format!(
+                    "{} cannot be listed: {e}",
+                    cheng_node::paths::display_relative(root, &dir)
+                ),
+            )
+        })?;
         for entry in entries {
-            let entry = entry.map_err(|e| NodeError::new(ErrorKind::WriteFailed, format!("{} cannot be listed: {e}", dir.display())))?;
+            let entry = entry.map_err(|e| {
+                NodeError::new(
+                    ErrorKind::WriteFailed,
+                    format!("{} cannot be listed: {e}", dir.display()),
+                )
+            })?;
             let path = entry.path();
             let inside = path.strip_prefix(root).unwrap_or(&path);
             if let Some(name) = protected_component(inside) {
@@ -166,7 +233,9 @@ fn count(dir: &Path, root: &Path) -> Result<(u64, u64), NodeError> {
                     inside.display()
                 )));
             }
-            let file_type = entry.file_type().map_err(|e| NodeError::new(ErrorKind::WriteFailed, format!("{}: {e}", inside.display())))?;
+            let file_type = entry.file_type().map_err(|e| {
+                NodeError::new(ErrorKind::WriteFailed, format!("{}: {e}", inside.display()))
+            })?;
             if file_type.is_dir() {
                 stack.push(path);
             } else {

@@ -9,7 +9,10 @@ use crate::freshness::{Ledger, READ_TRACKING};
 use crate::policy::{Access, PathPolicy};
 use crate::writer::{self, Plan};
 use cheng_node::input::{non_empty_str, opt_str, port};
-use cheng_node::{failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
+};
 use serde_json::json;
 
 pub static SPEC: NodeSpec = NodeSpec {
@@ -52,7 +55,11 @@ impl Node for EditFile {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let (planned, _) = plan_card(ctx, input)?;
         Ok(planned.card(ctx, "edit_file"))
     }
@@ -65,7 +72,10 @@ impl Node for EditFile {
                 count = n;
                 Ok(planned)
             })?;
-            let summary = format!("edited {}: {count} replacement(s), tag {tag}", planned.target.display);
+            let summary = format!(
+                "edited {}: {count} replacement(s), tag {tag}",
+                planned.target.display
+            );
             let extra = Values::from_iter([("replacements".to_string(), json!(count))]);
             Ok(planned.outputs(&tag, summary, extra))
         })
@@ -86,11 +96,15 @@ fn plan_card(ctx: &RunContext, input: &Values) -> Result<(Plan, usize), NodeErro
 /// The edit, computed in memory, and the number of replacements.
 pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, usize), NodeError> {
     let Some(rel) = non_empty_str(input, "file_path") else {
-        return Err(NodeError::invalid_input("file_path is required: the file to edit, relative to the workspace root"));
+        return Err(NodeError::invalid_input(
+            "file_path is required: the file to edit, relative to the workspace root",
+        ));
     };
     let old = opt_str(input, "old").unwrap_or("");
     let Some(new) = opt_str(input, "new") else {
-        return Err(NodeError::invalid_input("new is required: the replacement text (\"\" deletes the old text)"));
+        return Err(NodeError::invalid_input(
+            "new is required: the replacement text (\"\" deletes the old text)",
+        ));
     };
     let all = cheng_node::input::boolean(input, port(&SPEC, "all")?)?;
     if old.is_empty() {
@@ -102,7 +116,13 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, 
     let target = policy.resolve(rel, "file_path", Access::Write)?;
     let display = target.display.clone();
     // The edit is computed while the file is hashed; the freshness verdict still comes first.
-    let loaded = files::load_with(&target.real, &display, "file_path", MAX_EDIT_BYTES, |bytes| apply(bytes, &display, old, new, all))?;
+    let loaded = files::load_with(
+        &target.real,
+        &display,
+        "file_path",
+        MAX_EDIT_BYTES,
+        |bytes| apply(bytes, &display, old, new, all),
+    )?;
     let Some((loaded, edited)) = loaded else {
         return Err(NodeError::new(
             ErrorKind::NotFound,
@@ -111,9 +131,25 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, 
     };
     // Before the match's verdict: an edit made on stale content may still match.
     ledger.check(&target.real, &display, &loaded.tag)?;
-    let Edited { old_text, new_text, new_bytes, count } = edited?;
+    let Edited {
+        old_text,
+        new_text,
+        new_bytes,
+        count,
+    } = edited?;
     let verdict = crate::syntax::gate(&target.real, &display, Some(&old_text), &new_text)?;
-    Ok((Plan { target, old: Some((loaded, old_text)), new_text, new_bytes, verdict, warnings: Vec::new(), create_parents: false }, count))
+    Ok((
+        Plan {
+            target,
+            old: Some((loaded, old_text)),
+            new_text,
+            new_bytes,
+            verdict,
+            warnings: Vec::new(),
+            create_parents: false,
+        },
+        count,
+    ))
 }
 
 /// The file's text, the edited text and bytes, and the number of replacements.
@@ -124,12 +160,21 @@ struct Edited {
     count: usize,
 }
 
-fn apply(bytes: &[u8], display: &str, old: &str, new: &str, all: bool) -> Result<Edited, NodeError> {
-    let editable = crate::text::Editable::decode(bytes).map_err(|e| NodeError::invalid_input(format!("{display} {e}")))?;
+fn apply(
+    bytes: &[u8],
+    display: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+) -> Result<Edited, NodeError> {
+    let editable = crate::text::Editable::decode(bytes)
+        .map_err(|e| NodeError::invalid_input(format!("{display} {e}")))?;
     let old = editable.normalise_input(old);
     let new = editable.normalise_input(new);
     if old == new {
-        return Err(NodeError::invalid_input("old and new are the same text; there is nothing to change"));
+        return Err(NodeError::invalid_input(
+            "old and new are the same text; there is nothing to change",
+        ));
     }
     let text = &editable.text;
     let starts: Vec<usize> = text.match_indices(old.as_ref()).map(|(i, _)| i).collect();
@@ -137,17 +182,36 @@ fn apply(bytes: &[u8], display: &str, old: &str, new: &str, all: bool) -> Result
         (0, _) => return Err(no_match(display, text, &old)),
         (1, _) | (_, true) => starts.len(),
         (n, false) => {
-            let lines: Vec<String> = starts.iter().take(20).map(|&s| files::line_of(text, s).to_string()).collect();
-            let more = if n > 20 { format!(" and {} more", n - 20) } else { String::new() };
+            let lines: Vec<String> = starts
+                .iter()
+                .take(20)
+                .map(|&s| files::line_of(text, s).to_string())
+                .collect();
+            let more = if n > 20 {
+                format!(" and {} more", n - 20)
+            } else {
+                String::new()
+            };
             return Err(NodeError::invalid_input(format!(
                 "old matches {n} places in {display} (lines {}{more}); include more of the surrounding lines so that it matches exactly one, or set all to true to replace every one",
                 lines.join(", ")
             )));
         }
     };
-    let new_text = if all { text.replace(old.as_ref(), &new) } else { text.replacen(old.as_ref(), &new, 1) };
-    let new_bytes = editable.encode(&new_text).map_err(|e| files::encode_error(display, e))?;
-    Ok(Edited { old_text: editable.text, new_text, new_bytes, count })
+    let new_text = if all {
+        text.replace(old.as_ref(), &new)
+    } else {
+        text.replacen(old.as_ref(), &new, 1)
+    };
+    let new_bytes = editable
+        .encode(&new_text)
+        .map_err(|e| files::encode_error(display, e))?;
+    Ok(Edited {
+        old_text: editable.text,
+        new_text,
+        new_bytes,
+        count,
+    })
 }
 
 /// The three diagnostics, in order, for an `old` that matches nothing.
@@ -175,7 +239,9 @@ pub fn no_match(display: &str, text: &str, old: &str) -> NodeError {
 }
 
 fn has_line_prefix(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix('L') else { return false };
+    let Some(rest) = line.strip_prefix('L') else {
+        return false;
+    };
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     digits > 0 && rest[digits..].starts_with(": ")
 }
@@ -189,15 +255,27 @@ fn normalised_matches(text: &str, old: &str) -> Vec<usize> {
     let want: Vec<String> = old.lines().map(normalise).collect();
     let first = want.iter().position(|l| !l.is_empty());
     let last = want.iter().rposition(|l| !l.is_empty());
-    let (Some(first), Some(last)) = (first, last) else { return Vec::new() };
+    let (Some(first), Some(last)) = (first, last) else {
+        return Vec::new();
+    };
     let want = &want[first..=last];
     let have: Vec<String> = text.lines().map(normalise).collect();
     if want.len() == 1 {
         // One line: it may be a piece of a line.
-        return have.iter().enumerate().filter(|(_, l)| l.contains(want[0].as_str())).map(|(i, _)| i + 1).collect();
+        return have
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.contains(want[0].as_str()))
+            .map(|(i, _)| i + 1)
+            .collect();
     }
     (0..have.len().saturating_sub(want.len() - 1))
-        .filter(|&i| have[i..i + want.len()].iter().zip(want).all(|(h, w)| h == w))
+        .filter(|&i| {
+            have[i..i + want.len()]
+                .iter()
+                .zip(want)
+                .all(|(h, w)| h == w)
+        })
         .map(|i| i + 1)
         .collect()
 }
@@ -212,8 +290,16 @@ mod tests {
         let err = no_match("a.rs", text, "L2:     let x = 1;\nL3: }");
         assert!(err.message.contains("`L{n}: ` prefix"), "{}", err.message);
         let err = no_match("a.rs", text, "let   x = 1;\n}");
-        assert!(err.message.contains("whitespace is ignored, at line(s) 2"), "{}", err.message);
+        assert!(
+            err.message.contains("whitespace is ignored, at line(s) 2"),
+            "{}",
+            err.message
+        );
         let err = no_match("a.rs", text, "let y = 2;");
-        assert!(err.message.contains("read the file first"), "{}", err.message);
+        assert!(
+            err.message.contains("read the file first"),
+            "{}",
+            err.message
+        );
     }
 }

@@ -16,7 +16,9 @@
 //! The node's author can switch the gate off (`read_tracking: false`, the seed's
 //! `:read-tracking? false`): then nothing is checked or registered, and `warnings` say so.
 
-use cheng_node::{Audience, ErrorKind, NodeError, PortSpec, PortType, RunContext, ScopeKind, Values};
+use cheng_node::{
+    Audience, ErrorKind, NodeError, PortSpec, PortType, RunContext, ScopeKind, Values,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -45,8 +47,14 @@ pub struct Freshness {
 
 enum Mode {
     Off(String),
-    Memory { table: Arc<Table>, scope: &'static str },
-    Session { name: String, dir: PathBuf },
+    Memory {
+        table: Arc<Table>,
+        scope: &'static str,
+    },
+    Session {
+        name: String,
+        dir: PathBuf,
+    },
 }
 
 impl Freshness {
@@ -77,7 +85,9 @@ impl Freshness {
 
     /// A gate that is off, for tests and embedding.
     pub fn off(why: impl Into<String>) -> Freshness {
-        Freshness { mode: Mode::Off(why.into()) }
+        Freshness {
+            mode: Mode::Off(why.into()),
+        }
     }
 
     pub fn is_on(&self) -> bool {
@@ -96,20 +106,31 @@ impl Freshness {
     /// ledger is committed or dropped, so check, write and record happen as one step.
     pub fn open(&self) -> Result<Ledger, NodeError> {
         match &self.mode {
-            Mode::Off(_) => Ok(Ledger { state: State::Off, scope: String::new() }),
-            Mode::Memory { table, scope } => Ok(Ledger { state: State::Memory(Arc::clone(table)), scope: (*scope).to_string() }),
+            Mode::Off(_) => Ok(Ledger {
+                state: State::Off,
+                scope: String::new(),
+            }),
+            Mode::Memory { table, scope } => Ok(Ledger {
+                state: State::Memory(Arc::clone(table)),
+                scope: (*scope).to_string(),
+            }),
             Mode::Session { name, dir } => {
                 let session_error = |what: &str, e: std::io::Error| {
-                    NodeError::internal(format!("session {name:?}: cannot {what} in {}: {e}", dir.display()))
+                    NodeError::internal(format!(
+                        "session {name:?}: cannot {what} in {}: {e}",
+                        dir.display()
+                    ))
                 };
-                create_private_dir(dir).map_err(|e| session_error("create the session directory", e))?;
+                create_private_dir(dir)
+                    .map_err(|e| session_error("create the session directory", e))?;
                 let lock = std::fs::OpenOptions::new()
                     .create(true)
                     .truncate(false)
                     .write(true)
                     .open(dir.join("lock"))
                     .map_err(|e| session_error("open the lock file", e))?;
-                cheng_exec::flock::lock_exclusive(&lock).map_err(|e| session_error("lock the session", e))?;
+                cheng_exec::flock::lock_exclusive(&lock)
+                    .map_err(|e| session_error("lock the session", e))?;
                 let path = dir.join(SESSION_FILE);
                 let tags = match std::fs::read(&path) {
                     Ok(bytes) => serde_json::from_slice::<SessionFile>(&bytes)
@@ -121,7 +142,15 @@ impl Freshness {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
                     Err(e) => return Err(session_error("read the freshness table", e)),
                 };
-                Ok(Ledger { state: State::Session { _lock: lock, path, tags, dirty: false }, scope: format!("session {name:?}") })
+                Ok(Ledger {
+                    state: State::Session {
+                        _lock: lock,
+                        path,
+                        tags,
+                        dirty: false,
+                    },
+                    scope: format!("session {name:?}"),
+                })
             }
         }
     }
@@ -129,7 +158,10 @@ impl Freshness {
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -147,7 +179,12 @@ pub struct Ledger {
 enum State {
     Off,
     Memory(Arc<Table>),
-    Session { _lock: File, path: PathBuf, tags: BTreeMap<String, String>, dirty: bool },
+    Session {
+        _lock: File,
+        path: PathBuf,
+        tags: BTreeMap<String, String>,
+        dirty: bool,
+    },
 }
 
 impl Ledger {
@@ -159,7 +196,12 @@ impl Ledger {
     pub fn seen(&self, real: &Path) -> Option<String> {
         match &self.state {
             State::Off => None,
-            State::Memory(table) => table.0.lock().unwrap_or_else(|p| p.into_inner()).get(real).cloned(),
+            State::Memory(table) => table
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(real)
+                .cloned(),
             State::Session { tags, .. } => tags.get(&real.to_string_lossy().into_owned()).cloned(),
         }
     }
@@ -195,7 +237,11 @@ impl Ledger {
         match &mut self.state {
             State::Off => {}
             State::Memory(table) => {
-                table.0.lock().unwrap_or_else(|p| p.into_inner()).insert(real.to_path_buf(), tag.to_string());
+                table
+                    .0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(real.to_path_buf(), tag.to_string());
             }
             State::Session { tags, dirty, .. } => {
                 tags.insert(real.to_string_lossy().into_owned(), tag.to_string());
@@ -208,7 +254,11 @@ impl Ledger {
     pub fn forget(&mut self, real: &Path) {
         match &mut self.state {
             State::Off => {}
-            State::Memory(table) => table.0.lock().unwrap_or_else(|p| p.into_inner()).retain(|k, _| !k.starts_with(real)),
+            State::Memory(table) => table
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|k, _| !k.starts_with(real)),
             State::Session { tags, dirty, .. } => {
                 let before = tags.len();
                 tags.retain(|k, _| !Path::new(k).starts_with(real));
@@ -219,12 +269,26 @@ impl Ledger {
 
     /// Saves a session's table (atomically) and releases its lock.
     pub fn commit(self) -> Result<(), NodeError> {
-        if let State::Session { path, tags, dirty: true, .. } = &self.state {
-            let file = SessionFile { version: 1, tags: tags.clone() };
-            let bytes = serde_json::to_vec_pretty(&file)
-                .map_err(|e| NodeError::internal(format!("cannot encode the freshness table: {e}")))?;
-            crate::atomic::write(path, &bytes)
-                .map_err(|e| NodeError::internal(format!("cannot save the freshness table {}: {e}", path.display())))?;
+        if let State::Session {
+            path,
+            tags,
+            dirty: true,
+            ..
+        } = &self.state
+        {
+            let file = SessionFile {
+                version: 1,
+                tags: tags.clone(),
+            };
+            let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
+                NodeError::internal(format!("cannot encode the freshness table: {e}"))
+            })?;
+            crate::atomic::write(path, &bytes).map_err(|e| {
+                NodeError::internal(format!(
+                    "cannot save the freshness table {}: {e}",
+                    path.display()
+                ))
+            })?;
         }
         Ok(())
     }
@@ -236,7 +300,8 @@ mod tests {
     use cheng_node::{Decision, Scope};
 
     fn ctx(kind: ScopeKind) -> RunContext {
-        let mut ctx = RunContext::for_workspace("tools/edit_file", std::env::temp_dir(), Decision::Approved);
+        let mut ctx =
+            RunContext::for_workspace("tools/edit_file", std::env::temp_dir(), Decision::Approved);
         ctx.scope = Scope::new(kind);
         ctx
     }
@@ -245,13 +310,25 @@ mod tests {
     fn never_read_and_changed_are_refused_with_different_messages() {
         let gate = Freshness::for_call(&ctx(ScopeKind::Graph), &Values::new()).unwrap();
         let mut ledger = gate.open().unwrap();
-        let err = ledger.check(Path::new("/w/a"), "a", "11111111").unwrap_err();
+        let err = ledger
+            .check(Path::new("/w/a"), "a", "11111111")
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::FileChanged);
-        assert!(err.message.contains("never read in this graph run"), "{}", err.message);
+        assert!(
+            err.message.contains("never read in this graph run"),
+            "{}",
+            err.message
+        );
         ledger.record(Path::new("/w/a"), "11111111");
         assert!(ledger.check(Path::new("/w/a"), "a", "11111111").is_ok());
-        let err = ledger.check(Path::new("/w/a"), "a", "22222222").unwrap_err();
-        assert!(err.message.contains("changed since the model last read it"), "{}", err.message);
+        let err = ledger
+            .check(Path::new("/w/a"), "a", "22222222")
+            .unwrap_err();
+        assert!(
+            err.message.contains("changed since the model last read it"),
+            "{}",
+            err.message
+        );
         ledger.forget(Path::new("/w"));
         assert!(ledger.seen(Path::new("/w/a")).is_none());
     }
@@ -261,7 +338,11 @@ mod tests {
         let gate = Freshness::for_call(&ctx(ScopeKind::Call), &Values::new()).unwrap();
         assert!(!gate.is_on());
         assert!(gate.warning().unwrap().contains("--session"));
-        assert!(gate.open().unwrap().check(Path::new("/x"), "x", "0").is_ok());
+        assert!(gate
+            .open()
+            .unwrap()
+            .check(Path::new("/x"), "x", "0")
+            .is_ok());
         let mut off = Values::new();
         off.insert("read_tracking".into(), serde_json::json!(false));
         let gate = Freshness::for_call(&ctx(ScopeKind::Graph), &off).unwrap();

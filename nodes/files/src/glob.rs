@@ -11,9 +11,13 @@
 //! Matches are sorted by path; `limit` (default 100, at most 2000) caps how many are returned and
 //! the total is counted.
 
-use crate::walk::{fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT};
+use crate::walk::{
+    fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT,
+};
 use cheng_node::input::{self, non_empty_str};
-use cheng_node::{failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
@@ -23,10 +27,11 @@ use std::path::Path;
 /// Largest `limit`.
 pub const MAX_LIMIT: i64 = 2000;
 
-const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching paths to return")
-    .default("100")
-    .min(1)
-    .max(MAX_LIMIT);
+const LIMIT: PortSpec =
+    PortSpec::input("limit", PortType::Integer, "Most matching paths to return")
+        .default("100")
+        .min(1)
+        .max(MAX_LIMIT);
 const INCLUDE_HIDDEN: PortSpec = PortSpec::input(
     "include_hidden",
     PortType::Boolean,
@@ -103,10 +108,13 @@ impl Node for Glob {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let request = Request {
-            pattern: non_empty_str(&input, "pattern").unwrap_or_default().to_string(),
+            pattern: non_empty_str(&input, "pattern")
+                .unwrap_or_default()
+                .to_string(),
             path: non_empty_str(&input, "path").map(str::to_string),
-            limit: usize::try_from(input::int(&input, &LIMIT)?)
-                .map_err(|_| NodeError::internal("limit passed its range check but is not a count"))?,
+            limit: usize::try_from(input::int(&input, &LIMIT)?).map_err(|_| {
+                NodeError::internal("limit passed its range check but is not a count")
+            })?,
             include_hidden: input::boolean(&input, &INCLUDE_HIDDEN)?,
         };
         let scope = ReadScope::from_input(&ctx.workspace, &input)?;
@@ -130,7 +138,10 @@ pub fn compile(pattern: &str, field: &str) -> Result<GlobSet, NodeError> {
         .empty_alternates(true)
         .build()
         .map_err(|e| invalid(&e))?;
-    GlobSetBuilder::new().add(glob).build().map_err(|e| invalid(&e))
+    GlobSetBuilder::new()
+        .add(glob)
+        .build()
+        .map_err(|e| invalid(&e))
 }
 
 /// The path a glob sees: relative to the searched directory (a file searched directly is seen
@@ -146,7 +157,9 @@ pub fn candidate<'a>(path: &'a Path, base: &Path) -> &'a Path {
 pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Values, NodeError> {
     let pattern = request.pattern.trim();
     if pattern.is_empty() {
-        return Err(NodeError::invalid_input("pattern is required: a glob such as **/*.rs"));
+        return Err(NodeError::invalid_input(
+            "pattern is required: a glob such as **/*.rs",
+        ));
     }
     let absolute = Path::new(pattern).is_absolute();
     let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
@@ -158,7 +171,10 @@ pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     // order, which costs more than the match itself), the smallest kept.
     let mut top: TopK<(Vec<u8>, bool)> = TopK::new(request.limit);
     let mut unreadable = 0usize;
-    for (n, entry) in walker(scope, &base, request.include_hidden).build().enumerate() {
+    for (n, entry) in walker(scope, &base, request.include_hidden)
+        .build()
+        .enumerate()
+    {
         if n % 1024 == 0 {
             budget.check()?;
         }
@@ -169,14 +185,23 @@ pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
                 continue;
             }
         };
-        let Some(kind) = entry.file_type() else { continue };
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
         if !(kind.is_file() || kind.is_symlink()) {
             continue;
         }
         let path = entry.path();
-        let seen = if absolute { path } else { candidate(path, &base) };
+        let seen = if absolute {
+            path
+        } else {
+            candidate(path, &base)
+        };
         if set.is_match(seen) {
-            top.push((entry.into_path().into_os_string().into_vec(), kind.is_symlink()));
+            top.push((
+                entry.into_path().into_os_string().into_vec(),
+                kind.is_symlink(),
+            ));
         }
     }
     let total = top.total();
@@ -190,7 +215,9 @@ pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         if *is_link {
             let target = scope.link(path);
             lines.push(match &target {
-                LinkTarget::Readable(real) => format!("{shown}@ ({} to {})", target.note(), scope.display(real)),
+                LinkTarget::Readable(real) => {
+                    format!("{shown}@ ({} to {})", target.note(), scope.display(real))
+                }
                 _ => format!("{shown}@ ({})", target.note()),
             });
             kinds.push(Some(json!({"path": shown, "link": target.kind()})));
@@ -222,11 +249,20 @@ pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     }
     let mut summary = match (total, truncated) {
         (0, _) => format!("no path under {shown_base} matches {pattern}"),
-        (_, false) => format!("{total} path{} under {shown_base} match{} {pattern}", plural(total), if total == 1 { "es" } else { "" }),
-        (_, true) => format!("{total} paths under {shown_base} match {pattern}; the first {kept} by path are shown"),
+        (_, false) => format!(
+            "{total} path{} under {shown_base} match{} {pattern}",
+            plural(total),
+            if total == 1 { "es" } else { "" }
+        ),
+        (_, true) => format!(
+            "{total} paths under {shown_base} match {pattern}; the first {kept} by path are shown"
+        ),
     };
     if unreadable > 0 {
-        summary.push_str(&format!(" ({unreadable} entr{} could not be read)", if unreadable == 1 { "y" } else { "ies" }));
+        summary.push_str(&format!(
+            " ({unreadable} entr{} could not be read)",
+            if unreadable == 1 { "y" } else { "ies" }
+        ));
     }
     let mut out = Values::new();
     out.insert("path".into(), json!(shown_base));
@@ -253,14 +289,19 @@ mod tests {
     use super::*;
 
     fn matches(pattern: &str, path: &str) -> bool {
-        compile(pattern, "pattern").unwrap().is_match(Path::new(path))
+        compile(pattern, "pattern")
+            .unwrap()
+            .is_match(Path::new(path))
     }
 
     #[test]
     fn glob_semantics() {
         assert!(matches("*.rs", "main.rs"));
         assert!(!matches("*.rs", "src/main.rs"), "* stays within a segment");
-        assert!(matches("**/*.rs", "main.rs"), "**/ matches zero directories");
+        assert!(
+            matches("**/*.rs", "main.rs"),
+            "**/ matches zero directories"
+        );
         assert!(matches("**/*.rs", "a/b/c.rs"));
         assert!(matches("src/**/x.rs", "src/x.rs"));
         assert!(matches("src/**/x.rs", "src/a/b/x.rs"));
@@ -282,7 +323,11 @@ mod tests {
         for bad in ["[abc", "{a,b", "a\\"] {
             let err = compile(bad, "pattern").unwrap_err();
             assert!(err.message.starts_with("pattern "), "{}", err.message);
-            assert!(err.message.contains("is not a valid glob"), "{}", err.message);
+            assert!(
+                err.message.contains("is not a valid glob"),
+                "{}",
+                err.message
+            );
         }
     }
 }

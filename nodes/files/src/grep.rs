@@ -15,9 +15,13 @@
 //! Unlike `rg --glob`, `include` never overrides the ignore rules: an ignored file stays unsearched.
 
 use crate::glob::{candidate, compile, plural};
-use crate::walk::{fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT};
+use crate::walk::{
+    fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT,
+};
 use cheng_node::input::{self, non_empty_str};
-use cheng_node::{failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use globset::GlobSet;
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -39,10 +43,11 @@ const BATCH: usize = 16;
 /// Most symlinks leaving the workspace (or dangling) listed in `links`; the rest are counted.
 pub const MAX_REPORTED_LINKS: usize = 100;
 
-const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most matching files to return")
-    .default("100")
-    .min(1)
-    .max(MAX_LIMIT);
+const LIMIT: PortSpec =
+    PortSpec::input("limit", PortType::Integer, "Most matching files to return")
+        .default("100")
+        .min(1)
+        .max(MAX_LIMIT);
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/grep",
@@ -114,17 +119,22 @@ impl Node for Grep {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let request = Request {
-            pattern: non_empty_str(&input, "pattern").unwrap_or_default().to_string(),
+            pattern: non_empty_str(&input, "pattern")
+                .unwrap_or_default()
+                .to_string(),
             include: non_empty_str(&input, "include").map(str::to_string),
             path: non_empty_str(&input, "path").map(str::to_string),
-            limit: usize::try_from(input::int(&input, &LIMIT)?)
-                .map_err(|_| NodeError::internal("limit passed its range check but is not a count"))?,
+            limit: usize::try_from(input::int(&input, &LIMIT)?).map_err(|_| {
+                NodeError::internal("limit passed its range check but is not a count")
+            })?,
         };
         let scope = ReadScope::from_input(&ctx.workspace, &input)?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME_LIMIT, "grep search");
         tokio::task::spawn_blocking(move || grep(&scope, &request, &budget))
             .await
-            .map_err(|e| NodeError::internal(format!("the grep search stopped unexpectedly: {e}")))?
+            .map_err(|e| {
+                NodeError::internal(format!("the grep search stopped unexpectedly: {e}"))
+            })?
     }
 }
 
@@ -143,18 +153,29 @@ struct FirstMatch(bool);
 impl Sink for FirstMatch {
     type Error = std::io::Error;
 
-    fn matched(&mut self, _searcher: &Searcher, _mat: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+    fn matched(
+        &mut self,
+        _searcher: &Searcher,
+        _mat: &SinkMatch<'_>,
+    ) -> Result<bool, std::io::Error> {
         self.0 = true;
         Ok(false)
     }
 }
 
 fn searcher() -> Searcher {
-    SearcherBuilder::new().binary_detection(BinaryDetection::quit(b'\x00')).line_number(false).build()
+    SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .line_number(false)
+        .build()
 }
 
 /// Whether the file at `path` contains a match (binary files never do).
-pub fn file_matches(searcher: &mut Searcher, matcher: &impl Matcher, path: &Path) -> std::io::Result<bool> {
+pub fn file_matches(
+    searcher: &mut Searcher,
+    matcher: &impl Matcher,
+    path: &Path,
+) -> std::io::Result<bool> {
     let mut sink = FirstMatch(false);
     searcher.search_path(matcher, path, &mut sink)?;
     Ok(sink.0)
@@ -171,7 +192,8 @@ struct Include {
 impl Include {
     fn matches(&self, path: &Path, base: &Path) -> bool {
         if self.by_name {
-            path.file_name().is_some_and(|name| self.set.is_match(Path::new(name)))
+            path.file_name()
+                .is_some_and(|name| self.set.is_match(Path::new(name)))
         } else {
             self.set.is_match(candidate(path, base))
         }
@@ -190,60 +212,83 @@ struct Found {
 pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Values, NodeError> {
     let pattern = request.pattern.trim();
     if pattern.is_empty() {
-        return Err(NodeError::invalid_input("pattern is required: a regular expression such as fn\\s+main"));
+        return Err(NodeError::invalid_input(
+            "pattern is required: a regular expression such as fn\\s+main",
+        ));
     }
     let matcher = matcher(pattern)?;
-    let include = match request.include.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
+    let include = match request
+        .include
+        .as_deref()
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+    {
         None => None,
         Some(glob) => {
             let glob = glob.strip_prefix("./").unwrap_or(glob);
-            Some(Include { set: compile(glob, "include")?, by_name: !glob.contains('/') })
+            Some(Include {
+                set: compile(glob, "include")?,
+                by_name: !glob.contains('/'),
+            })
         }
     };
     let base = scope.resolve(request.path.as_deref(), "path")?;
     let shown_base = scope.display(&base);
 
-    let found = Mutex::new(Found { files: Some(TopK::new(request.limit)), ..Found::default() });
+    let found = Mutex::new(Found {
+        files: Some(TopK::new(request.limit)),
+        ..Found::default()
+    });
     let stopped = AtomicBool::new(false);
     let unreadable = AtomicUsize::new(0);
     // One thread walks (the walk costs a few percent of the search) and hands regular files, in
     // batches, to `threads` searchers over a bounded channel; a blocked searcher wakes as soon
     // as a batch arrives.
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(12);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(12);
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<PathBuf>>(64);
     let receiver = Mutex::new(receiver);
-    let search_one = |searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path| match file_matches(searcher, matcher, path) {
-        Ok(true) => {
-            // A regular file (the walk never follows links): its own modification time.
-            let modified = std::fs::symlink_metadata(path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(files) = found.files.as_mut() {
-                files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
+    let search_one =
+        |searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path| match file_matches(
+            searcher, matcher, path,
+        ) {
+            Ok(true) => {
+                // A regular file (the walk never follows links): its own modification time.
+                let modified = std::fs::symlink_metadata(path)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(files) = found.files.as_mut() {
+                    files.push((Reverse(modified), path.as_os_str().as_bytes().to_vec()));
+                }
             }
-        }
-        Ok(false) => {}
-        Err(_) => {
-            unreadable.fetch_add(1, Ordering::Relaxed);
-        }
-    };
+            Ok(false) => {}
+            Err(_) => {
+                unreadable.fetch_add(1, Ordering::Relaxed);
+            }
+        };
     std::thread::scope(|s| {
         let mut searchers = 0;
         for _ in 0..threads {
-            let (receiver, stopped, matcher, search_one) = (&receiver, &stopped, &matcher, &search_one);
-            let spawned = std::thread::Builder::new().name("grep-search".into()).spawn_scoped(s, move || {
-                let mut searcher = searcher();
-                let matcher = matcher.clone();
-                loop {
-                    let next = receiver.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(batch) = next else { break };
-                    for path in batch {
-                        if stopped.load(Ordering::Relaxed) {
-                            break;
+            let (receiver, stopped, matcher, search_one) =
+                (&receiver, &stopped, &matcher, &search_one);
+            let spawned = std::thread::Builder::new()
+                .name("grep-search".into())
+                .spawn_scoped(s, move || {
+                    let mut searcher = searcher();
+                    let matcher = matcher.clone();
+                    loop {
+                        let next = receiver.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(batch) = next else { break };
+                        for path in batch {
+                            if stopped.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            search_one(&mut searcher, &matcher, &path);
                         }
-                        search_one(&mut searcher, &matcher, &path);
                     }
-                }
-            });
+                });
             searchers += usize::from(spawned.is_ok());
         }
         // Without a searcher thread (none could be started) this thread searches itself.
@@ -261,9 +306,14 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
                     continue;
                 }
             };
-            let Some(kind) = entry.file_type() else { continue };
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
             let path = entry.path();
-            if include.as_ref().is_some_and(|inc| !kind.is_dir() && !inc.matches(path, &base)) {
+            if include
+                .as_ref()
+                .is_some_and(|inc| !kind.is_dir() && !inc.matches(path, &base))
+            {
                 continue;
             }
             if kind.is_symlink() {
@@ -284,7 +334,11 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
                 Some((searcher, matcher)) => search_one(searcher, matcher, path),
                 None => {
                     batch.push(entry.into_path());
-                    if batch.len() == BATCH && sender.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                    if batch.len() == BATCH
+                        && sender
+                            .send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                            .is_err()
+                    {
                         break;
                     }
                 }
@@ -303,7 +357,10 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     let top = found.files.take().unwrap_or_else(|| TopK::new(0));
     let total = top.total();
     let matches = top.into_sorted();
-    let lines: Vec<String> = matches.iter().map(|(_, bytes)| scope.display(Path::new(OsStr::from_bytes(bytes)))).collect();
+    let lines: Vec<String> = matches
+        .iter()
+        .map(|(_, bytes)| scope.display(Path::new(OsStr::from_bytes(bytes))))
+        .collect();
     let (mut content, kept) = fit_lines(&lines, MAX_CONTENT_BYTES);
     let truncated = kept < total;
     if total == 0 {
@@ -318,8 +375,11 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     let files: Vec<Value> = lines.into_iter().take(kept).map(Value::String).collect();
 
     found.links.sort_by(|a, b| a.0.cmp(&b.0));
-    let links: Vec<Value> =
-        found.links.iter().map(|(path, target)| json!({"path": scope.display(path), "link": target.kind()})).collect();
+    let links: Vec<Value> = found
+        .links
+        .iter()
+        .map(|(path, target)| json!({"path": scope.display(path), "link": target.kind()}))
+        .collect();
     let mut summary = match (total, truncated) {
         (0, _) => format!("no file under {shown_base} matches {pattern}"),
         (_, false) => format!("{total} file{} under {shown_base} match{} {pattern}", plural(total), if total == 1 { "es" } else { "" }),
@@ -334,7 +394,10 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     }
     let unreadable = unreadable.load(Ordering::Relaxed);
     if unreadable > 0 {
-        summary.push_str(&format!("; {unreadable} entr{} could not be read", if unreadable == 1 { "y" } else { "ies" }));
+        summary.push_str(&format!(
+            "; {unreadable} entr{} could not be read",
+            if unreadable == 1 { "y" } else { "ies" }
+        ));
     }
     let mut out = Values::new();
     out.insert("path".into(), json!(shown_base));
@@ -357,7 +420,11 @@ mod tests {
         for bad in ["(unclosed", "[z-a]", "a{2,1}", "*"] {
             let err = matcher(bad).unwrap_err();
             assert!(err.message.starts_with("pattern "), "{}", err.message);
-            assert!(err.message.contains("is not a valid regular expression"), "{}", err.message);
+            assert!(
+                err.message.contains("is not a valid regular expression"),
+                "{}",
+                err.message
+            );
         }
     }
 }

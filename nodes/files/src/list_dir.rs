@@ -13,7 +13,9 @@
 
 use crate::walk::{Budget, LinkTarget, ReadScope};
 use cheng_node::input::{self, non_empty_str};
-use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -28,9 +30,13 @@ pub const MAX_LIMIT: i64 = 2000;
 /// Longest one listing may take.
 pub const TIME_LIMIT: Duration = Duration::from_secs(30);
 
-const OFFSET: PortSpec = PortSpec::input("offset", PortType::Integer, "1-indexed number of the first entry to return")
-    .default("1")
-    .min(1);
+const OFFSET: PortSpec = PortSpec::input(
+    "offset",
+    PortType::Integer,
+    "1-indexed number of the first entry to return",
+)
+.default("1")
+.min(1);
 const LIMIT: PortSpec = PortSpec::input("limit", PortType::Integer, "Most entries to return")
     .default("25")
     .min(1)
@@ -105,12 +111,16 @@ impl Node for ListDir {
         let budget = Budget::new(ctx.cancel.clone(), TIME_LIMIT, "directory listing");
         tokio::task::spawn_blocking(move || list(&scope, &request, &budget))
             .await
-            .map_err(|e| NodeError::internal(format!("the directory listing stopped unexpectedly: {e}")))?
+            .map_err(|e| {
+                NodeError::internal(format!("the directory listing stopped unexpectedly: {e}"))
+            })?
     }
 }
 
 fn size(value: i64, field: &str) -> Result<usize, NodeError> {
-    usize::try_from(value).map_err(|_| NodeError::internal(format!("{field} passed its range check but is not a count")))
+    usize::try_from(value).map_err(|_| {
+        NodeError::internal(format!("{field} passed its range check but is not a count"))
+    })
 }
 
 /// One listing request, defaults applied.
@@ -178,7 +188,11 @@ fn children(dir: &Path) -> std::io::Result<Vec<Child>> {
             Ok(t) => Kind::of(&t),
             Err(_) => Kind::Other,
         };
-        out.push(Child { name: entry.file_name(), path: entry.path(), kind });
+        out.push(Child {
+            name: entry.file_name(),
+            path: entry.path(),
+            kind,
+        });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -199,7 +213,12 @@ pub fn cut(text: &str, max: usize) -> &str {
 /// One listing line: two spaces per level, the name cut to [`MAX_ENTRY_LENGTH`] bytes, the
 /// kind's marker (`/` directory, `@` symlink, `?` other, nothing for a file).
 pub fn entry_line(name: &str, level: usize, kind: Kind) -> String {
-    format!("{}{}{}", " ".repeat(level * INDENTATION_SPACES), cut(name, MAX_ENTRY_LENGTH), kind.marker())
+    format!(
+        "{}{}{}",
+        " ".repeat(level * INDENTATION_SPACES),
+        cut(name, MAX_ENTRY_LENGTH),
+        kind.marker()
+    )
 }
 
 /// Lists `request.dir_path` under `scope`, producing the node's output object.
@@ -212,7 +231,10 @@ pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         )));
     }
     let top = children(&dir).map_err(|e| {
-        NodeError::new(ErrorKind::InvalidInput, format!("dir_path {shown_dir:?} cannot be read: {e}"))
+        NodeError::new(
+            ErrorKind::InvalidInput,
+            format!("dir_path {shown_dir:?} cannot be read: {e}"),
+        )
     })?;
 
     let skip = request.offset - 1;
@@ -299,7 +321,12 @@ pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
             skip + shown + 1
         )
     } else {
-        format!("{shown_dir}: entries {} to {} of {}", request.offset, skip + shown, skip + shown)
+        format!(
+            "{shown_dir}: entries {} to {} of {}",
+            request.offset,
+            skip + shown,
+            skip + shown
+        )
     };
     let mut out = Values::new();
     out.insert("dir_path".into(), json!(shown_dir));

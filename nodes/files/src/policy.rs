@@ -23,7 +23,7 @@
 //! ```
 
 use cheng_node::paths::{join_lexically, protected_component, real_path};
-use cheng_node::{ErrorKind, NodeError, PortSpec, PortType, Audience, Values};
+use cheng_node::{Audience, ErrorKind, NodeError, PortSpec, PortType, Values};
 use std::path::{Path, PathBuf};
 
 /// The author port naming read-only roots (absolute host directories).
@@ -82,13 +82,19 @@ impl PathPolicy {
         for root in cheng_node::input::string_list(input, READ_ROOTS.name)? {
             let path = Path::new(&root);
             if !path.is_absolute() {
-                return Err(NodeError::invalid_input(format!("read_roots: {root:?} must be an absolute directory")));
+                return Err(NodeError::invalid_input(format!(
+                    "read_roots: {root:?} must be an absolute directory"
+                )));
             }
             let real = path.canonicalize().map_err(|e| {
-                NodeError::invalid_input(format!("read_roots: {root:?} cannot be opened ({e}); fix the node's config"))
+                NodeError::invalid_input(format!(
+                    "read_roots: {root:?} cannot be opened ({e}); fix the node's config"
+                ))
             })?;
             if !real.is_dir() {
-                return Err(NodeError::invalid_input(format!("read_roots: {root:?} is not a directory")));
+                return Err(NodeError::invalid_input(format!(
+                    "read_roots: {root:?} is not a directory"
+                )));
             }
             roots.push(real);
         }
@@ -107,7 +113,9 @@ impl PathPolicy {
     /// or, for reads, a read-only root) and checks it for `access`.
     pub fn resolve(&self, rel: &str, field: &str, access: Access) -> Result<Target, NodeError> {
         if rel.is_empty() {
-            return Err(NodeError::invalid_input(format!("{field} is required: a path relative to the workspace root")));
+            return Err(NodeError::invalid_input(format!(
+                "{field} is required: a path relative to the workspace root"
+            )));
         }
         // An absolute path inside a read-only root (the workspace's own absolute paths are
         // handled by the lexical join).
@@ -128,15 +136,26 @@ impl PathPolicy {
             }
             self.refuse_protected(&lexical, rel, field)?;
         }
-        let real = real_path(&lexical)
-            .map_err(|e| NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}")))?;
+        let real = real_path(&lexical).map_err(|e| {
+            NodeError::invalid_input(format!("{field} {rel:?} cannot be resolved: {e}"))
+        })?;
         let allowed = match access {
             Access::Write => real.starts_with(&self.root),
-            Access::Read => real.starts_with(&self.root) || self.read_roots.iter().any(|r| real.starts_with(r)),
+            Access::Read => {
+                real.starts_with(&self.root) || self.read_roots.iter().any(|r| real.starts_with(r))
+            }
         };
         if !allowed {
-            let roots = if access == Access::Read && !self.read_roots.is_empty() { "the workspace or a read-only root" } else { "the workspace" };
-            let verb = if access == Access::Write { "written" } else { "read" };
+            let roots = if access == Access::Read && !self.read_roots.is_empty() {
+                "the workspace or a read-only root"
+            } else {
+                "the workspace"
+            };
+            let verb = if access == Access::Write {
+                "written"
+            } else {
+                "read"
+            };
             return Err(NodeError::new(
                 ErrorKind::PathOutsideWorkspace,
                 format!("{field} {rel:?} is a symlink (or lies under one) that leads to {}, outside {roots}; it cannot be {verb} through the link", real.display()),
@@ -153,12 +172,24 @@ impl PathPolicy {
             Ok(inside) => inside.display().to_string(),
             Err(_) => lexical.display().to_string(),
         };
-        Ok(Target { lexical, real, display, read_only_root })
+        Ok(Target {
+            lexical,
+            real,
+            display,
+            read_only_root,
+        })
     }
 
     fn read_root_of(&self, rel: &str) -> Option<&Path> {
         let path = Path::new(rel);
-        path.is_absolute().then(|| self.read_roots.iter().find(|r| path.starts_with(r)).map(PathBuf::as_path)).flatten()
+        path.is_absolute()
+            .then(|| {
+                self.read_roots
+                    .iter()
+                    .find(|r| path.starts_with(r))
+                    .map(PathBuf::as_path)
+            })
+            .flatten()
     }
 
     fn refuse_protected(&self, path: &Path, rel: &str, field: &str) -> Result<(), NodeError> {
@@ -190,14 +221,23 @@ mod tests {
     #[test]
     fn protected_names_refused_at_any_depth_on_both_paths() {
         let (_d, _o, policy) = ws();
-        for rel in [".git/config", "sub/.git/hooks/pre-commit", ".aws/credentials", "a/.cheng", ".agents/x", ".codex/config.toml"] {
+        for rel in [
+            ".git/config",
+            "sub/.git/hooks/pre-commit",
+            ".aws/credentials",
+            "a/.cheng",
+            ".agents/x",
+            ".codex/config.toml",
+        ] {
             let err = policy.resolve(rel, "file_path", Access::Write).unwrap_err();
             assert_eq!(err.kind, ErrorKind::PolicyDenied, "{rel}");
         }
         // Through a symlink whose name is harmless.
         std::fs::create_dir(policy.root().join(".git")).unwrap();
         symlink(policy.root().join(".git"), policy.root().join("innocent")).unwrap();
-        let err = policy.resolve("innocent/config", "file_path", Access::Write).unwrap_err();
+        let err = policy
+            .resolve("innocent/config", "file_path", Access::Write)
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::PolicyDenied);
         // Reading is fine.
         assert!(policy.resolve(".git", "file_path", Access::Read).is_ok());
@@ -219,8 +259,16 @@ mod tests {
             ("dangling", Access::Write),
         ] {
             let err = policy.resolve(rel, "file_path", access).unwrap_err();
-            assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace, "{rel} {access:?}");
-            assert!(err.message.contains(&out.display().to_string()), "{}", err.message);
+            assert_eq!(
+                err.kind,
+                ErrorKind::PathOutsideWorkspace,
+                "{rel} {access:?}"
+            );
+            assert!(
+                err.message.contains(&out.display().to_string()),
+                "{}",
+                err.message
+            );
         }
     }
 
@@ -230,14 +278,22 @@ mod tests {
         let out = outside.path().canonicalize().unwrap();
         let policy = PathPolicy::new(policy.root().to_path_buf(), vec![out.clone()]);
         let abs = out.join("secret");
-        let target = policy.resolve(abs.to_str().unwrap(), "file_path", Access::Read).unwrap();
+        let target = policy
+            .resolve(abs.to_str().unwrap(), "file_path", Access::Read)
+            .unwrap();
         assert!(target.read_only_root);
-        let err = policy.resolve(abs.to_str().unwrap(), "file_path", Access::Write).unwrap_err();
+        let err = policy
+            .resolve(abs.to_str().unwrap(), "file_path", Access::Write)
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
         // A symlink in the workspace into the read root: readable, not writable.
         symlink(&out, policy.root().join("docs")).unwrap();
-        assert!(policy.resolve("docs/secret", "file_path", Access::Read).is_ok());
-        assert!(policy.resolve("docs/secret", "file_path", Access::Write).is_err());
+        assert!(policy
+            .resolve("docs/secret", "file_path", Access::Read)
+            .is_ok());
+        assert!(policy
+            .resolve("docs/secret", "file_path", Access::Write)
+            .is_err());
     }
 
     #[test]

@@ -13,7 +13,9 @@ use crate::freshness::{Freshness, READ_TRACKING};
 use crate::policy::{Access, PathPolicy, READ_ROOTS};
 use crate::text::{Editable, TextError};
 use cheng_node::input::{non_empty_str, port};
-use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::io::BufRead;
@@ -83,16 +85,26 @@ pub struct Indentation {
 
 impl Default for Indentation {
     fn default() -> Self {
-        Indentation { anchor_line: None, max_levels: 0, include_siblings: false, include_header: true, max_lines: None }
+        Indentation {
+            anchor_line: None,
+            max_levels: 0,
+            include_siblings: false,
+            include_header: true,
+            max_lines: None,
+        }
     }
 }
 
 impl Indentation {
     fn from_value(value: Option<&Value>) -> Result<Self, NodeError> {
         let mut out = Indentation::default();
-        let Some(obj) = value.and_then(Value::as_object) else { return Ok(out) };
+        let Some(obj) = value.and_then(Value::as_object) else {
+            return Ok(out);
+        };
         for (key, v) in obj {
-            let bad = |what: &str| NodeError::invalid_input(format!("indentation.{key} must be {what}, got {v}"));
+            let bad = |what: &str| {
+                NodeError::invalid_input(format!("indentation.{key} must be {what}, got {v}"))
+            };
             match key.as_str() {
                 "anchor_line" => out.anchor_line = if v.is_null() { None } else { Some(positive(v).ok_or_else(|| bad("a line number of 1 or more"))?) },
                 "max_lines" => out.max_lines = if v.is_null() { None } else { Some(positive(v).ok_or_else(|| bad("1 or more"))?) },
@@ -111,7 +123,9 @@ impl Indentation {
 }
 
 fn positive(v: &Value) -> Option<usize> {
-    v.as_u64().filter(|n| *n >= 1).and_then(|n| usize::try_from(n).ok())
+    v.as_u64()
+        .filter(|n| *n >= 1)
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 /// What one read produced.
@@ -149,12 +163,28 @@ fn outputs(read: Read) -> Values {
         content.push('\n');
         content.push_str(line);
     }
-    let first = read.lines.first().and_then(|l| l.strip_prefix('L')).and_then(|l| l.split(':').next()).unwrap_or("");
-    let last = read.lines.last().and_then(|l| l.strip_prefix('L')).and_then(|l| l.split(':').next()).unwrap_or("");
+    let first = read
+        .lines
+        .first()
+        .and_then(|l| l.strip_prefix('L'))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or("");
+    let last = read
+        .lines
+        .last()
+        .and_then(|l| l.strip_prefix('L'))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or("");
     let summary = match (count, &read.tag) {
         (0, _) => format!("{} is empty", read.display),
-        (_, Some(tag)) => format!("read {} lines {first}-{last} ({count} lines, tag {tag})", read.display),
-        (_, None) => format!("read {} lines {first}-{last} ({count} lines, untagged)", read.display),
+        (_, Some(tag)) => format!(
+            "read {} lines {first}-{last} ({count} lines, tag {tag})",
+            read.display
+        ),
+        (_, None) => format!(
+            "read {} lines {first}-{last} ({count} lines, untagged)",
+            read.display
+        ),
     };
     let mut out = Values::new();
     out.insert("content".into(), json!(content));
@@ -169,7 +199,9 @@ fn outputs(read: Read) -> Values {
 /// The node's work: policy, read, format, register the tag.
 pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
     let Some(rel) = non_empty_str(input, "file_path") else {
-        return Err(NodeError::invalid_input("file_path is required: the file to read, relative to the workspace root"));
+        return Err(NodeError::invalid_input(
+            "file_path is required: the file to read, relative to the workspace root",
+        ));
     };
     let offset = usize_of(cheng_node::input::int(input, port(&SPEC, "offset")?)?);
     let limit = usize_of(cheng_node::input::int(input, port(&SPEC, "limit")?)?);
@@ -177,18 +209,30 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
     let indentation = match mode {
         "slice" => None,
         "indentation" => Some(Indentation::from_value(input.get("indentation"))?),
-        other => return Err(NodeError::invalid_input(format!("mode {other:?} is not one of: slice, indentation"))),
+        other => {
+            return Err(NodeError::invalid_input(format!(
+                "mode {other:?} is not one of: slice, indentation"
+            )))
+        }
     };
     let policy = PathPolicy::from_input(&ctx.workspace, input)?;
     let target = policy.resolve(rel, "file_path", Access::Read)?;
     let display = target.display.clone();
     let Some((file, len)) = files::open_regular(&target.real, &display, "file_path")? else {
-        return Err(NodeError::new(ErrorKind::NotFound, format!("file_path {rel:?} does not exist")));
+        return Err(NodeError::new(
+            ErrorKind::NotFound,
+            format!("file_path {rel:?} does not exist"),
+        ));
     };
     let mut warnings = Vec::new();
     let (lines, tag) = if len <= MAX_EDIT_BYTES {
-        let loaded = files::load(&target.real, &display, "file_path", MAX_EDIT_BYTES)?
-            .ok_or_else(|| NodeError::new(ErrorKind::NotFound, format!("file_path {rel:?} does not exist")))?;
+        let loaded =
+            files::load(&target.real, &display, "file_path", MAX_EDIT_BYTES)?.ok_or_else(|| {
+                NodeError::new(
+                    ErrorKind::NotFound,
+                    format!("file_path {rel:?} does not exist"),
+                )
+            })?;
         drop(file);
         let text = match Editable::decode(&loaded.bytes) {
             Ok(editable) => {
@@ -220,11 +264,21 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
             )));
         }
         let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
-        let probe = reader.fill_buf().map_err(|e| NodeError::new(ErrorKind::NotFound, format!("{display} cannot be read: {e}")))?;
+        let probe = reader.fill_buf().map_err(|e| {
+            NodeError::new(
+                ErrorKind::NotFound,
+                format!("{display} cannot be read: {e}"),
+            )
+        })?;
         if crate::text::looks_binary(&probe[..probe.len().min(BINARY_PROBE)]) {
             return Err(NodeError::invalid_input(format!("{display} is a binary file (it contains NUL bytes); read_file shows text files only")));
         }
-        let window = read_window(reader, offset, limit).map_err(|e| NodeError::new(ErrorKind::NotFound, format!("{display} cannot be read: {e}")))?;
+        let window = read_window(reader, offset, limit).map_err(|e| {
+            NodeError::new(
+                ErrorKind::NotFound,
+                format!("{display} cannot be read: {e}"),
+            )
+        })?;
         if window.lines.is_empty() && window.seen > 0 {
             return Err(past_end(offset, window.seen));
         }
@@ -236,7 +290,9 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
         (window.lines, None)
     };
     if lines.iter().any(|l| l.ends_with(CUT_MARK)) {
-        warnings.push(format!("lines longer than {MAX_LINE_LENGTH} bytes were cut (marked {CUT_MARK:?})"));
+        warnings.push(format!(
+            "lines longer than {MAX_LINE_LENGTH} bytes were cut (marked {CUT_MARK:?})"
+        ));
     }
     let header = match &tag {
         Some(tag) => format!("[{display}#{tag}]"),
@@ -248,7 +304,13 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
         ledger.record(&target.real, tag);
         ledger.commit()?;
     }
-    Ok(Read { header, lines, display, tag, warnings })
+    Ok(Read {
+        header,
+        lines,
+        display,
+        tag,
+        warnings,
+    })
 }
 
 fn usize_of(n: i64) -> usize {
@@ -265,7 +327,9 @@ pub fn split_lines(text: &str) -> Vec<&str> {
     if text.is_empty() {
         return Vec::new();
     }
-    text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect()
+    text.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect()
 }
 
 /// Appended to a line that was cut.
@@ -295,7 +359,13 @@ pub fn slice(lines: &[&str], offset: usize, limit: usize) -> Result<Vec<String>,
     if offset > lines.len() {
         return Err(past_end(offset, lines.len()));
     }
-    Ok(lines.iter().enumerate().skip(offset - 1).take(limit).map(|(i, l)| numbered(i + 1, l)).collect())
+    Ok(lines
+        .iter()
+        .enumerate()
+        .skip(offset - 1)
+        .take(limit)
+        .map(|(i, l)| numbered(i + 1, l))
+        .collect())
 }
 
 /// A window read from a stream.
@@ -310,7 +380,11 @@ pub struct Window {
 
 /// Slice mode over a stream: reads only up to the last line of the window, keeps at most
 /// [`MAX_LINE_LENGTH`] bytes (plus a character) of any line, whatever its length.
-pub fn read_window<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> std::io::Result<Window> {
+pub fn read_window<R: BufRead>(
+    mut reader: R,
+    offset: usize,
+    limit: usize,
+) -> std::io::Result<Window> {
     let last = offset.saturating_add(limit).saturating_sub(1);
     let mut lines = Vec::new();
     let mut seen = 0usize;
@@ -353,7 +427,11 @@ pub fn read_window<R: BufRead>(mut reader: R, offset: usize, limit: usize) -> st
             }
         }
     }
-    Ok(Window { lines, seen, bytes_read })
+    Ok(Window {
+        lines,
+        seen,
+        bytes_read,
+    })
 }
 
 fn finish_line(n: usize, bytes: &[u8]) -> String {
@@ -362,7 +440,10 @@ fn finish_line(n: usize, bytes: &[u8]) -> String {
 }
 
 fn indent_of(line: &str) -> usize {
-    line.chars().take_while(|c| matches!(c, ' ' | '\t')).map(|c| if c == '\t' { TAB_WIDTH } else { 1 }).sum()
+    line.chars()
+        .take_while(|c| matches!(c, ' ' | '\t'))
+        .map(|c| if c == '\t' { TAB_WIDTH } else { 1 })
+        .sum()
 }
 
 fn is_blank(line: &str) -> bool {
@@ -378,7 +459,12 @@ fn is_comment(line: &str) -> bool {
 /// at least `min_indent` deep (blank lines take the indentation of the line above), stopping at
 /// the second line at `min_indent` on either side unless `include_siblings`; comment lines at
 /// that level above the block count as its header when `include_header`.
-pub fn block(lines: &[&str], offset: usize, limit: usize, options: &Indentation) -> Result<Vec<String>, NodeError> {
+pub fn block(
+    lines: &[&str],
+    offset: usize,
+    limit: usize,
+    options: &Indentation,
+) -> Result<Vec<String>, NodeError> {
     let anchor_line = options.anchor_line.unwrap_or(offset);
     if lines.is_empty() || anchor_line > lines.len() {
         return Err(NodeError::invalid_input(format!(
@@ -397,7 +483,11 @@ pub fn block(lines: &[&str], offset: usize, limit: usize, options: &Indentation)
         effective.push(previous);
     }
     let anchor_indent = effective[anchor];
-    let min_indent = if options.max_levels == 0 { 0 } else { anchor_indent.saturating_sub(options.max_levels * TAB_WIDTH) };
+    let min_indent = if options.max_levels == 0 {
+        0
+    } else {
+        anchor_indent.saturating_sub(options.max_levels * TAB_WIDTH)
+    };
     let final_limit = limit.min(guard).min(lines.len());
     if final_limit == 1 {
         return Ok(vec![numbered(anchor_line, lines[anchor])]);

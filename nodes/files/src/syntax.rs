@@ -55,14 +55,19 @@ impl Verdict {
     pub fn line(&self) -> Option<String> {
         let language = self.language?.to_uppercase();
         match (&self.before, &self.after) {
-            (_, Check::Problems(p)) if p.is_empty() => Some(format!("{language} syntax after the change: no problems")),
+            (_, Check::Problems(p)) if p.is_empty() => {
+                Some(format!("{language} syntax after the change: no problems"))
+            }
             (Check::Problems(b), Check::Problems(a)) => Some(format!(
                 "{language} syntax: {} problem(s) before, {} after (not worse): {}",
                 b.len(),
                 a.len(),
                 a.first().map_or("", String::as_str)
             )),
-            (Check::Unchecked, Check::Problems(a)) => Some(format!("{language} syntax after the change: {} problem(s)", a.len())),
+            (Check::Unchecked, Check::Problems(a)) => Some(format!(
+                "{language} syntax after the change: {} problem(s)",
+                a.len()
+            )),
             (_, Check::Unchecked) => None,
         }
     }
@@ -91,9 +96,16 @@ pub fn check(path: &Path, text: &str) -> Check {
 /// Checks `text` as `language` (`json`, `toml`, `yaml`, `xml`).
 pub fn check_language(language: &str, text: &str) -> Check {
     let problem = match language {
-        "json" => serde_json::from_str::<serde::de::IgnoredAny>(text).err().map(|e| e.to_string()),
-        "toml" => text.parse::<toml::Table>().err().map(|e| e.to_string().trim().replace('\n', " ")),
-        "yaml" => yaml_rust2::YamlLoader::load_from_str(text).err().map(|e| e.to_string()),
+        "json" => serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .err()
+            .map(|e| e.to_string()),
+        "toml" => text
+            .parse::<toml::Table>()
+            .err()
+            .map(|e| e.to_string().trim().replace('\n', " ")),
+        "yaml" => yaml_rust2::YamlLoader::load_from_str(text)
+            .err()
+            .map(|e| e.to_string()),
         "xml" => xml_problem(text),
         _ => return Check::Unchecked,
     };
@@ -127,7 +139,10 @@ fn xml_problem(text: &str) -> Option<String> {
             Ok(Event::End(_)) => depth = depth.saturating_sub(1),
             Ok(Event::Empty(_)) if depth == 0 => roots += 1,
             Ok(Event::Text(t)) if depth == 0 && !t.iter().all(u8::is_ascii_whitespace) => {
-                return Some(format!("at byte {}: text outside the root element", reader.buffer_position()));
+                return Some(format!(
+                    "at byte {}: text outside the root element",
+                    reader.buffer_position()
+                ));
             }
             Ok(_) => {}
         }
@@ -139,16 +154,29 @@ fn xml_problem(text: &str) -> Option<String> {
 
 /// The gate: `Err(SYNTAX_WORSE)` (naming `display`) when `new` has more problems than `old`
 /// (both checked); `old` is `None` for a new file (compared with zero problems).
-pub fn gate(path: &Path, display: &str, old: Option<&str>, new: &str) -> Result<Verdict, NodeError> {
+pub fn gate(
+    path: &Path,
+    display: &str,
+    old: Option<&str>,
+    new: &str,
+) -> Result<Verdict, NodeError> {
     let Some(lang) = language(path) else {
-        return Ok(Verdict { language: None, before: Check::Unchecked, after: Check::Unchecked });
+        return Ok(Verdict {
+            language: None,
+            before: Check::Unchecked,
+            after: Check::Unchecked,
+        });
     };
     let before = match old {
         Some(old) => check_language(lang, old),
         None => Check::Problems(Vec::new()),
     };
     let after = check_language(lang, new);
-    let verdict = Verdict { language: Some(lang), before, after };
+    let verdict = Verdict {
+        language: Some(lang),
+        before,
+        after,
+    };
     worse(&verdict, display)?;
     Ok(verdict)
 }
@@ -180,7 +208,11 @@ mod tests {
 
     fn verdict(before: usize, after: usize) -> Verdict {
         let p = |n: usize| Check::Problems((0..n).map(|i| format!("problem {i}")).collect());
-        Verdict { language: Some("json"), before: p(before), after: p(after) }
+        Verdict {
+            language: Some("json"),
+            before: p(before),
+            after: p(after),
+        }
     }
 
     #[test]
@@ -189,9 +221,19 @@ mod tests {
         assert!(worse(&verdict(3, 5), "a").is_err());
         assert!(worse(&verdict(3, 1), "a").is_ok());
         assert!(worse(&verdict(3, 3), "a").is_ok());
-        let unchecked = Verdict { language: Some("json"), before: Check::Unchecked, after: Check::Problems(vec!["x".into()]) };
-        assert!(worse(&unchecked, "a").is_ok(), "could not check the old side: never blocks");
-        assert_eq!(worse(&verdict(0, 1), "a").unwrap_err().kind, ErrorKind::SyntaxWorse);
+        let unchecked = Verdict {
+            language: Some("json"),
+            before: Check::Unchecked,
+            after: Check::Problems(vec!["x".into()]),
+        };
+        assert!(
+            worse(&unchecked, "a").is_ok(),
+            "could not check the old side: never blocks"
+        );
+        assert_eq!(
+            worse(&verdict(0, 1), "a").unwrap_err().kind,
+            ErrorKind::SyntaxWorse
+        );
     }
 
     #[test]
@@ -202,7 +244,11 @@ mod tests {
             ("a.yaml", "a:\n  - 1\n  - 2\n", "a: [1, 2\n"),
             ("a.xml", "<?xml version=\"1.0\"?><a><b/></a>", "<a><b></a>"),
         ] {
-            assert_eq!(check(Path::new(name), good), Check::Problems(vec![]), "{name}");
+            assert_eq!(
+                check(Path::new(name), good),
+                Check::Problems(vec![]),
+                "{name}"
+            );
             assert_eq!(check(Path::new(name), bad).count(), Some(1), "{name}");
         }
         assert_eq!(check(Path::new("a.md"), "#"), Check::Unchecked);

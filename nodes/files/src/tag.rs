@@ -81,7 +81,11 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
         i += BLOCK;
     }
-    i + a[i..n].iter().zip(&b[i..n]).take_while(|(x, y)| x == y).count()
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 #[cfg(test)]
@@ -101,14 +105,24 @@ mod tests {
         let old: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         let hashed = Checkpointed::new(&old);
         assert_eq!(hashed.hash, fnv1a(&old));
-        for at in [0usize, 5, CHECKPOINT - 1, CHECKPOINT, 2 * CHECKPOINT + 7, old.len() - 1] {
+        for at in [
+            0usize,
+            5,
+            CHECKPOINT - 1,
+            CHECKPOINT,
+            2 * CHECKPOINT + 7,
+            old.len() - 1,
+        ] {
             let mut new = old.clone();
             new.splice(at..at + 1, [7u8, 7, 7]);
             let common = common_prefix(&old, &new);
             assert_eq!(hashed.rehash(&new, common), fnv1a(&new), "edit at {at}");
         }
         let shorter = &old[..CHECKPOINT * 2];
-        assert_eq!(hashed.rehash(shorter, common_prefix(&old, shorter)), fnv1a(shorter));
+        assert_eq!(
+            hashed.rehash(shorter, common_prefix(&old, shorter)),
+            fnv1a(shorter)
+        );
         assert_eq!(common_prefix(b"abcd", b"abXd"), 2);
     }
 }

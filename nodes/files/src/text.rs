@@ -110,20 +110,44 @@ pub struct Editable {
 impl Editable {
     /// A new file's format: UTF-8 without BOM, the text as given.
     pub fn new_file(text: String) -> Self {
-        Editable { text, encoding: Encoding::Utf8, line_ending: LineEnding::Lf }
+        Editable {
+            text,
+            encoding: Encoding::Utf8,
+            line_ending: LineEnding::Lf,
+        }
     }
 
     /// Decodes `bytes`; refuses binary and undecodable files.
     pub fn decode(bytes: &[u8]) -> Result<Editable, TextError> {
         let (encoding, raw) = decode_raw(bytes)?;
         let line_ending = line_ending(&raw);
-        let text = if line_ending == LineEnding::CrLf { raw.replace("\r\n", "\n") } else { raw };
-        let file = Editable { text, encoding, line_ending };
+        let text = if line_ending == LineEnding::CrLf {
+            raw.replace("\r\n", "\n")
+        } else {
+            raw
+        };
+        let file = Editable {
+            text,
+            encoding,
+            line_ending,
+        };
         // Belt and braces for the encodings whose decoder could normalise something.
-        if matches!(encoding, Encoding::Gbk | Encoding::Utf16Le | Encoding::Utf16Be | Encoding::Utf32Le | Encoding::Utf32Be) {
+        if matches!(
+            encoding,
+            Encoding::Gbk
+                | Encoding::Utf16Le
+                | Encoding::Utf16Be
+                | Encoding::Utf32Le
+                | Encoding::Utf32Be
+        ) {
             match file.encode(&file.text) {
                 Ok(again) if again == bytes => {}
-                _ => return Err(TextError::Undecodable(format!("its {} does not re-encode to the same bytes", encoding.name()))),
+                _ => {
+                    return Err(TextError::Undecodable(format!(
+                        "its {} does not re-encode to the same bytes",
+                        encoding.name()
+                    )))
+                }
             }
         }
         Ok(file)
@@ -134,22 +158,38 @@ impl Editable {
     /// is taken as one line break).
     pub fn encode(&self, text: &str) -> Result<Vec<u8>, TextError> {
         let text = self.normalise_input(text);
-        let text = if self.line_ending == LineEnding::CrLf { std::borrow::Cow::Owned(text.replace('\n', "\r\n")) } else { text };
+        let text = if self.line_ending == LineEnding::CrLf {
+            std::borrow::Cow::Owned(text.replace('\n', "\r\n"))
+        } else {
+            text
+        };
         let mut out = Vec::with_capacity(text.len() + 4);
         out.extend_from_slice(self.encoding.bom());
         match self.encoding {
             Encoding::Utf8 | Encoding::Utf8Bom => out.extend_from_slice(text.as_bytes()),
-            Encoding::Utf16Le => text.encode_utf16().for_each(|u| out.extend_from_slice(&u.to_le_bytes())),
-            Encoding::Utf16Be => text.encode_utf16().for_each(|u| out.extend_from_slice(&u.to_be_bytes())),
-            Encoding::Utf32Le => text.chars().for_each(|c| out.extend_from_slice(&u32::from(c).to_le_bytes())),
-            Encoding::Utf32Be => text.chars().for_each(|c| out.extend_from_slice(&u32::from(c).to_be_bytes())),
+            Encoding::Utf16Le => text
+                .encode_utf16()
+                .for_each(|u| out.extend_from_slice(&u.to_le_bytes())),
+            Encoding::Utf16Be => text
+                .encode_utf16()
+                .for_each(|u| out.extend_from_slice(&u.to_be_bytes())),
+            Encoding::Utf32Le => text
+                .chars()
+                .for_each(|c| out.extend_from_slice(&u32::from(c).to_le_bytes())),
+            Encoding::Utf32Be => text
+                .chars()
+                .for_each(|c| out.extend_from_slice(&u32::from(c).to_be_bytes())),
             Encoding::Gbk => {
                 let (bytes, _, unmappable) = encoding_rs::GBK.encode(&text);
                 if unmappable {
-                    let missing: String = text.chars().filter(|c| {
-                        let mut buf = [0u8; 4];
-                        encoding_rs::GBK.encode(c.encode_utf8(&mut buf)).2
-                    }).take(5).collect();
+                    let missing: String = text
+                        .chars()
+                        .filter(|c| {
+                            let mut buf = [0u8; 4];
+                            encoding_rs::GBK.encode(c.encode_utf8(&mut buf)).2
+                        })
+                        .take(5)
+                        .collect();
                     return Err(TextError::Unencodable(format!("GBK has no code for {missing:?}; write the text with characters GBK has, or convert the file to UTF-8 first")));
                 }
                 out.extend_from_slice(&bytes);
@@ -180,9 +220,15 @@ pub fn looks_binary(bytes: &[u8]) -> bool {
 
 fn bom_encoding(bytes: &[u8]) -> Option<Encoding> {
     // UTF-32 LE's mark starts with UTF-16 LE's: test it first.
-    [Encoding::Utf32Le, Encoding::Utf32Be, Encoding::Utf8Bom, Encoding::Utf16Le, Encoding::Utf16Be]
-        .into_iter()
-        .find(|e| bytes.starts_with(e.bom()))
+    [
+        Encoding::Utf32Le,
+        Encoding::Utf32Be,
+        Encoding::Utf8Bom,
+        Encoding::Utf16Le,
+        Encoding::Utf16Be,
+    ]
+    .into_iter()
+    .find(|e| bytes.starts_with(e.bom()))
 }
 
 fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
@@ -190,9 +236,14 @@ fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
         let body = &bytes[encoding.bom().len()..];
         let text = match encoding {
             Encoding::Utf8Bom => std::str::from_utf8(body).map(str::to_string).map_err(|e| {
-                TextError::Undecodable(format!("it starts with a UTF-8 byte-order mark but byte {} is not UTF-8", e.valid_up_to() + 3))
+                TextError::Undecodable(format!(
+                    "it starts with a UTF-8 byte-order mark but byte {} is not UTF-8",
+                    e.valid_up_to() + 3
+                ))
             })?,
-            Encoding::Utf16Le | Encoding::Utf16Be => decode_utf16(body, encoding == Encoding::Utf16Le)?,
+            Encoding::Utf16Le | Encoding::Utf16Be => {
+                decode_utf16(body, encoding == Encoding::Utf16Le)?
+            }
             _ => decode_utf32(body, encoding == Encoding::Utf32Le)?,
         };
         return Ok((encoding, text));
@@ -210,29 +261,53 @@ fn decode_raw(bytes: &[u8]) -> Result<(Encoding, String), TextError> {
                     return Ok((Encoding::Gbk, text.into_owned()));
                 }
             }
-            Err(TextError::Undecodable(format!("byte {} is not UTF-8 and the file is not strict GBK either", utf8.valid_up_to())))
+            Err(TextError::Undecodable(format!(
+                "byte {} is not UTF-8 and the file is not strict GBK either",
+                utf8.valid_up_to()
+            )))
         }
     }
 }
 
 fn decode_utf16(body: &[u8], le: bool) -> Result<String, TextError> {
     if !body.len().is_multiple_of(2) {
-        return Err(TextError::Undecodable("its UTF-16 has an odd number of bytes".into()));
+        return Err(TextError::Undecodable(
+            "its UTF-16 has an odd number of bytes".into(),
+        ));
     }
-    let units = body.chunks_exact(2).map(|c| if le { u16::from_le_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], c[1]]) });
+    let units = body.chunks_exact(2).map(|c| {
+        if le {
+            u16::from_le_bytes([c[0], c[1]])
+        } else {
+            u16::from_be_bytes([c[0], c[1]])
+        }
+    });
     char::decode_utf16(units)
         .collect::<Result<String, _>>()
-        .map_err(|e| TextError::Undecodable(format!("its UTF-16 has an unpaired surrogate 0x{:04X}", e.unpaired_surrogate())))
+        .map_err(|e| {
+            TextError::Undecodable(format!(
+                "its UTF-16 has an unpaired surrogate 0x{:04X}",
+                e.unpaired_surrogate()
+            ))
+        })
 }
 
 fn decode_utf32(body: &[u8], le: bool) -> Result<String, TextError> {
     if !body.len().is_multiple_of(4) {
-        return Err(TextError::Undecodable("its UTF-32 length is not a multiple of 4 bytes".into()));
+        return Err(TextError::Undecodable(
+            "its UTF-32 length is not a multiple of 4 bytes".into(),
+        ));
     }
     body.chunks_exact(4)
         .map(|c| {
-            let n = if le { u32::from_le_bytes([c[0], c[1], c[2], c[3]]) } else { u32::from_be_bytes([c[0], c[1], c[2], c[3]]) };
-            char::from_u32(n).ok_or_else(|| TextError::Undecodable(format!("0x{n:08X} is not a Unicode scalar value")))
+            let n = if le {
+                u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+            } else {
+                u32::from_be_bytes([c[0], c[1], c[2], c[3]])
+            };
+            char::from_u32(n).ok_or_else(|| {
+                TextError::Undecodable(format!("0x{n:08X} is not a Unicode scalar value"))
+            })
         })
         .collect()
 }
@@ -272,25 +347,50 @@ mod tests {
         assert_eq!(round_trip(b"a\r\nb\r\n").line_ending, LineEnding::CrLf);
         assert_eq!(round_trip(b"a\r\nb\nc\r").line_ending, LineEnding::Mixed);
         assert_eq!(round_trip(b"\xEF\xBB\xBFa\r\n").encoding, Encoding::Utf8Bom);
-        let utf16le: Vec<u8> = [0xFF, 0xFE].into_iter().chain("h\u{e9}\u{1F600}\r\n".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let utf16le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(
+                "h\u{e9}\u{1F600}\r\n"
+                    .encode_utf16()
+                    .flat_map(u16::to_le_bytes),
+            )
+            .collect();
         let file = round_trip(&utf16le);
-        assert_eq!((file.encoding, file.text.as_str()), (Encoding::Utf16Le, "h\u{e9}\u{1F600}\n"));
-        let utf16be: Vec<u8> = [0xFE, 0xFF].into_iter().chain("x\ny".encode_utf16().flat_map(u16::to_be_bytes)).collect();
+        assert_eq!(
+            (file.encoding, file.text.as_str()),
+            (Encoding::Utf16Le, "h\u{e9}\u{1F600}\n")
+        );
+        let utf16be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain("x\ny".encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
         assert_eq!(round_trip(&utf16be).encoding, Encoding::Utf16Be);
-        let utf32le: Vec<u8> = [0xFF, 0xFE, 0, 0].into_iter().chain("z\n".chars().flat_map(|c| u32::from(c).to_le_bytes())).collect();
+        let utf32le: Vec<u8> = [0xFF, 0xFE, 0, 0]
+            .into_iter()
+            .chain("z\n".chars().flat_map(|c| u32::from(c).to_le_bytes()))
+            .collect();
         assert_eq!(round_trip(&utf32le).encoding, Encoding::Utf32Le);
         let gbk = encoding_rs::GBK.encode("中文\r\n").0.into_owned();
         let file = round_trip(&gbk);
-        assert_eq!((file.encoding, file.text.as_str()), (Encoding::Gbk, "中文\n"));
+        assert_eq!(
+            (file.encoding, file.text.as_str()),
+            (Encoding::Gbk, "中文\n")
+        );
     }
 
     #[test]
     fn binary_and_undecodable_are_refused_not_guessed() {
         assert_eq!(Editable::decode(b"a\0b").unwrap_err(), TextError::Binary);
         // 0xFF is neither UTF-8 nor a GBK lead byte.
-        assert!(matches!(Editable::decode(b"abc\xFF").unwrap_err(), TextError::Undecodable(_)));
+        assert!(matches!(
+            Editable::decode(b"abc\xFF").unwrap_err(),
+            TextError::Undecodable(_)
+        ));
         // Unpaired surrogate in UTF-16.
-        assert!(matches!(Editable::decode(&[0xFF, 0xFE, 0x00, 0xD8]).unwrap_err(), TextError::Undecodable(_)));
+        assert!(matches!(
+            Editable::decode(&[0xFF, 0xFE, 0x00, 0xD8]).unwrap_err(),
+            TextError::Undecodable(_)
+        ));
     }
 
     #[test]
@@ -298,6 +398,9 @@ mod tests {
         let file = Editable::decode(b"one\r\ntwo\r\n").unwrap();
         assert_eq!(file.encode("one\nthree\r\n").unwrap(), b"one\r\nthree\r\n");
         let gbk = Editable::decode(&encoding_rs::GBK.encode("中文").0).unwrap();
-        assert!(matches!(gbk.encode("emoji \u{1F600}").unwrap_err(), TextError::Unencodable(_)));
+        assert!(matches!(
+            gbk.encode("emoji \u{1F600}").unwrap_err(),
+            TextError::Unencodable(_)
+        ));
     }
 }

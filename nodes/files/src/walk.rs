@@ -60,17 +60,23 @@ impl LinkTarget {
 impl ReadScope {
     /// The workspace alone; `root` must be canonical (`RunContext::workspace` is).
     pub fn workspace(root: &Path) -> Self {
-        ReadScope { policy: PathPolicy::new(root.to_path_buf(), Vec::new()) }
+        ReadScope {
+            policy: PathPolicy::new(root.to_path_buf(), Vec::new()),
+        }
     }
 
     /// The scope of one call: the workspace and the config's `read_roots`.
     pub fn from_input(workspace: &Path, input: &Values) -> Result<Self, NodeError> {
-        Ok(ReadScope { policy: PathPolicy::from_input(workspace, input)? })
+        Ok(ReadScope {
+            policy: PathPolicy::from_input(workspace, input)?,
+        })
     }
 
     /// Adds canonical read-only roots (links into them are readable).
     pub fn with_read_roots(self, roots: Vec<PathBuf>) -> Self {
-        ReadScope { policy: PathPolicy::new(self.policy.root().to_path_buf(), roots) }
+        ReadScope {
+            policy: PathPolicy::new(self.policy.root().to_path_buf(), roots),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -87,15 +93,23 @@ impl ReadScope {
         match std::fs::metadata(&target.real) {
             Ok(_) => Ok(target.real),
             Err(e) => {
-                let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::InvalidInput };
-                Err(NodeError::new(kind, format!("{field} {rel:?} does not exist in the workspace: {e}")))
+                let kind = if e.kind() == std::io::ErrorKind::NotFound {
+                    ErrorKind::NotFound
+                } else {
+                    ErrorKind::InvalidInput
+                };
+                Err(NodeError::new(
+                    kind,
+                    format!("{field} {rel:?} does not exist in the workspace: {e}"),
+                ))
             }
         }
     }
 
     /// Whether the real (canonical) path `real` may be read.
     pub fn may_read(&self, real: &Path) -> bool {
-        real.starts_with(self.root()) || self.policy.read_roots().iter().any(|r| real.starts_with(r))
+        real.starts_with(self.root())
+            || self.policy.read_roots().iter().any(|r| real.starts_with(r))
     }
 
     /// Where the symlink `link` leads, decided on its fully resolved real path.
@@ -124,7 +138,12 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(cancel: CancellationToken, limit: Duration, what: &'static str) -> Self {
-        Budget { cancel, deadline: Instant::now() + limit, limit, what }
+        Budget {
+            cancel,
+            deadline: Instant::now() + limit,
+            limit,
+            what,
+        }
     }
 
     /// Whether the walk should stop now.
@@ -135,7 +154,10 @@ impl Budget {
     /// `Err` when cancelled or out of time, naming the node's work.
     pub fn check(&self) -> Result<(), NodeError> {
         if self.cancel.is_cancelled() {
-            return Err(NodeError::new(ErrorKind::Cancelled, format!("cancelled during the {}", self.what)));
+            return Err(NodeError::new(
+                ErrorKind::Cancelled,
+                format!("cancelled during the {}", self.what),
+            ));
         }
         if Instant::now() >= self.deadline {
             return Err(NodeError::new(
@@ -177,7 +199,8 @@ pub fn walker(scope: &ReadScope, target: &Path, hidden: bool) -> WalkBuilder {
         let target = target.to_path_buf();
         builder.filter_entry(move |entry| {
             let path = entry.path();
-            !always_skipped(entry.file_name()) && (path.starts_with(&target) || target.starts_with(path))
+            !always_skipped(entry.file_name())
+                && (path.starts_with(&target) || target.starts_with(path))
         });
         builder
     } else {
@@ -205,8 +228,13 @@ fn base(start: &Path, hidden: bool) -> WalkBuilder {
 fn reachable(root: &Path, target: &Path, hidden: bool) -> bool {
     let mut builder = base(root, hidden);
     let on_the_way = target.to_path_buf();
-    builder.filter_entry(move |entry| !always_skipped(entry.file_name()) && on_the_way.starts_with(entry.path()));
-    builder.build().flatten().any(|entry| entry.path() == target)
+    builder.filter_entry(move |entry| {
+        !always_skipped(entry.file_name()) && on_the_way.starts_with(entry.path())
+    });
+    builder
+        .build()
+        .flatten()
+        .any(|entry| entry.path() == target)
 }
 
 /// Most bytes of listing text a search node returns; whole lines only, the rest counted.
@@ -249,7 +277,11 @@ pub struct TopK<T: Ord> {
 
 impl<T: Ord> TopK<T> {
     pub fn new(k: usize) -> Self {
-        TopK { k, items: Vec::with_capacity(k.min(4096)), total: 0 }
+        TopK {
+            k,
+            items: Vec::with_capacity(k.min(4096)),
+            total: 0,
+        }
     }
 
     pub fn push(&mut self, item: T) {
@@ -336,8 +368,14 @@ mod tests {
         fs::write(root.join("sub/a.txt"), "x").unwrap();
         fs::write(root.join("sub/deeper/b.txt"), "x").unwrap();
         fs::write(root.join("other.txt"), "x").unwrap();
-        assert_eq!(walked(&scope, &root.join("sub"), false), ["sub/a.txt", "sub/deeper/b.txt"]);
-        assert_eq!(walked(&scope, &root, false), ["other.txt", "sub/a.txt", "sub/deeper/b.txt"]);
+        assert_eq!(
+            walked(&scope, &root.join("sub"), false),
+            ["sub/a.txt", "sub/deeper/b.txt"]
+        );
+        assert_eq!(
+            walked(&scope, &root, false),
+            ["other.txt", "sub/a.txt", "sub/deeper/b.txt"]
+        );
     }
 
     #[test]
@@ -348,7 +386,10 @@ mod tests {
         fs::write(root.join(".gitignore"), "target/\n").unwrap();
         fs::write(root.join("target/debug/build.log"), "x").unwrap();
         assert_eq!(walked(&scope, &root, false), Vec::<String>::new());
-        assert_eq!(walked(&scope, &root.join("target"), false), ["target/debug/build.log"]);
+        assert_eq!(
+            walked(&scope, &root.join("target"), false),
+            ["target/debug/build.log"]
+        );
     }
 
     #[test]
@@ -374,11 +415,19 @@ mod tests {
         std::os::unix::fs::symlink(root.join("missing"), root.join("dangling")).unwrap();
         // A chain that starts inside and ends outside is outside.
         std::os::unix::fs::symlink(root.join("out"), root.join("chain")).unwrap();
-        assert_eq!(scope.link(&root.join("in")), LinkTarget::Readable(root.join("inside.txt")));
+        assert_eq!(
+            scope.link(&root.join("in")),
+            LinkTarget::Readable(root.join("inside.txt"))
+        );
         assert_eq!(scope.link(&root.join("out")), LinkTarget::Outside);
         assert_eq!(scope.link(&root.join("chain")), LinkTarget::Outside);
         assert_eq!(scope.link(&root.join("dangling")), LinkTarget::Dangling);
-        let with_root = scope.clone().with_read_roots(vec![outside.path().canonicalize().unwrap()]);
-        assert!(matches!(with_root.link(&root.join("out")), LinkTarget::Readable(_)));
+        let with_root = scope
+            .clone()
+            .with_read_roots(vec![outside.path().canonicalize().unwrap()]);
+        assert!(matches!(
+            with_root.link(&root.join("out")),
+            LinkTarget::Readable(_)
+        ));
     }
 }

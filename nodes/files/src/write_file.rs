@@ -8,7 +8,10 @@ use crate::policy::{Access, PathPolicy};
 use crate::text::Editable;
 use crate::writer::{self, Plan};
 use cheng_node::input::{non_empty_str, opt_str, port};
-use cheng_node::{failure, ApprovalRequest, ApprovalRule, Control, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, ApprovalRequest, ApprovalRule, Control, Effects, Node, NodeError, NodeSpec, PortSpec,
+    PortType, RunContext, Values,
+};
 use serde_json::json;
 
 pub static SPEC: NodeSpec = NodeSpec {
@@ -50,17 +53,26 @@ impl Node for WriteFile {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let planned = writer::plan_for_card(ctx, input, |ledger| plan(ctx, input, ledger))?;
         Ok(planned.card(ctx, "write_file"))
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         writer::blocking(ctx, input, |ctx, input| {
-            let (planned, tag) = writer::plan_and_write(ctx, input, |ledger| plan(ctx, input, ledger))?;
+            let (planned, tag) =
+                writer::plan_and_write(ctx, input, |ledger| plan(ctx, input, ledger))?;
             let created = planned.old.is_none();
             let verb = if created { "created" } else { "wrote" };
-            let summary = format!("{verb} {} ({} bytes, tag {tag})", planned.target.display, planned.new_bytes.len());
+            let summary = format!(
+                "{verb} {} ({} bytes, tag {tag})",
+                planned.target.display,
+                planned.new_bytes.len()
+            );
             let extra = Values::from_iter([("created".to_string(), json!(created))]);
             Ok(planned.outputs(&tag, summary, extra))
         })
@@ -72,10 +84,14 @@ impl Node for WriteFile {
 /// freshness gate, the encoding or the syntax gate says no.
 pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<Plan, NodeError> {
     let Some(rel) = non_empty_str(input, "file_path") else {
-        return Err(NodeError::invalid_input("file_path is required: the file to write, relative to the workspace root"));
+        return Err(NodeError::invalid_input(
+            "file_path is required: the file to write, relative to the workspace root",
+        ));
     };
     let Some(content) = opt_str(input, "content") else {
-        return Err(NodeError::invalid_input("content is required: the whole new content of the file (\"\" for an empty file)"));
+        return Err(NodeError::invalid_input(
+            "content is required: the whole new content of the file (\"\" for an empty file)",
+        ));
     };
     if content.len() as u64 > MAX_EDIT_BYTES {
         return Err(NodeError::invalid_input(format!(
@@ -108,7 +124,22 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<Plan, N
         None => (None, Editable::new_file(String::new())),
     };
     let new_text = format.normalise_input(content).into_owned();
-    let new_bytes = format.encode(&new_text).map_err(|e| files::encode_error(&display, e))?;
-    let verdict = crate::syntax::gate(&target.real, &display, old.as_ref().map(|(_, t)| t.as_str()), &new_text)?;
-    Ok(Plan { target, old, new_text, new_bytes, verdict, warnings, create_parents })
+    let new_bytes = format
+        .encode(&new_text)
+        .map_err(|e| files::encode_error(&display, e))?;
+    let verdict = crate::syntax::gate(
+        &target.real,
+        &display,
+        old.as_ref().map(|(_, t)| t.as_str()),
+        &new_text,
+    )?;
+    Ok(Plan {
+        target,
+        old,
+        new_text,
+        new_bytes,
+        verdict,
+        warnings,
+        create_parents,
+    })
 }

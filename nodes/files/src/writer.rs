@@ -40,7 +40,11 @@ impl Plan {
 
     /// Notes for the card: the syntax line, the warnings.
     pub fn notes(&self) -> Vec<String> {
-        self.verdict.line().into_iter().chain(self.warnings.iter().cloned()).collect()
+        self.verdict
+            .line()
+            .into_iter()
+            .chain(self.warnings.iter().cloned())
+            .collect()
     }
 
     pub fn card(&self, ctx: &RunContext, title: &str) -> ApprovalRequest {
@@ -68,7 +72,12 @@ impl Plan {
     pub fn diff(&self) -> String {
         let display = &self.target.display;
         match &self.old {
-            Some((_, old)) => card::unified(old, &self.new_text, &format!("a/{display}"), &format!("b/{display}")),
+            Some((_, old)) => card::unified(
+                old,
+                &self.new_text,
+                &format!("a/{display}"),
+                &format!("b/{display}"),
+            ),
             None => card::unified("", &self.new_text, "/dev/null", &format!("b/{display}")),
         }
     }
@@ -81,7 +90,10 @@ impl Plan {
         out.insert("bytes".into(), json!(self.new_bytes.len()));
         out.extend(extra);
         let diff = self.diff();
-        out.insert("diff".into(), json!(cheng_node::text::head_tail(diff.as_bytes(), card::DIFF_CAP).text));
+        out.insert(
+            "diff".into(),
+            json!(cheng_node::text::head_tail(diff.as_bytes(), card::DIFF_CAP).text),
+        );
         out.insert("warnings".into(), json!(self.warnings));
         out.insert("summary".into(), json!(summary));
         failure::with(out, &Ok::<(), NodeError>(()))

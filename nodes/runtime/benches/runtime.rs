@@ -46,7 +46,10 @@ fn us(d: Duration) -> f64 {
 }
 
 fn main() {
-    let Ok(rt) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    else {
         eprintln!("cannot start a tokio runtime");
         return;
     };
@@ -60,11 +63,18 @@ fn main() {
     };
     let options = options.jobs(1);
     let direct = Engine::new(Registry::new().with(Noop));
-    let via = Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::new().with(Noop))));
+    let via =
+        Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::new().with(Noop))));
     let config = object(json!({"exposed_tools": [{"type": "bench/noop", "name": "noop"}]}));
-    let call = object(json!({"action": "execute", "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}));
-    let dry = object(json!({"action": "execute", "dry_run": true, "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}));
-    let inventory = Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::from_inventory_with(|_| false))));
+    let call = object(
+        json!({"action": "execute", "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}),
+    );
+    let dry = object(
+        json!({"action": "execute", "dry_run": true, "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}),
+    );
+    let inventory = Engine::new(Registry::new().with(ToolRuntime::with_registry(
+        Registry::from_inventory_with(|_| false),
+    )));
     let toolkit = object(json!({"exposed_tools": [
         {"type": "tools/workspace_git"}, {"type": "tools/workspace_shell"}, {"type": "tools/workspace_tests"},
         {"type": "tools/workspace_markdown"}, {"type": "tools/workspace_preview"}]}));
@@ -73,27 +83,76 @@ fn main() {
 
     rt.block_on(async {
         let base = time(N, || async {
-            black_box(direct.run_node("bench/noop", Values::new(), object(json!({"x": "hi"})), options.clone()).await.is_ok());
+            black_box(
+                direct
+                    .run_node(
+                        "bench/noop",
+                        Values::new(),
+                        object(json!({"x": "hi"})),
+                        options.clone(),
+                    )
+                    .await
+                    .is_ok(),
+            );
         })
         .await;
         let execute = time(N, || async {
-            let out = via.run_node("tools/runtime", config.clone(), call.clone(), options.clone()).await;
+            let out = via
+                .run_node(
+                    "tools/runtime",
+                    config.clone(),
+                    call.clone(),
+                    options.clone(),
+                )
+                .await;
             black_box(out.map(|r| r.outputs["status"] == "ok").unwrap_or(false));
         })
         .await;
         let dry_run = time(N, || async {
-            let out = via.run_node("tools/runtime", config.clone(), dry.clone(), options.clone()).await;
-            black_box(out.map(|r| r.outputs["status"] == "validated").unwrap_or(false));
+            let out = via
+                .run_node(
+                    "tools/runtime",
+                    config.clone(),
+                    dry.clone(),
+                    options.clone(),
+                )
+                .await;
+            black_box(
+                out.map(|r| r.outputs["status"] == "validated")
+                    .unwrap_or(false),
+            );
         })
         .await;
         let listing = time(N / 4, || async {
-            let out = inventory.run_node("tools/runtime", toolkit.clone(), list.clone(), options.clone()).await;
+            let out = inventory
+                .run_node(
+                    "tools/runtime",
+                    toolkit.clone(),
+                    list.clone(),
+                    options.clone(),
+                )
+                .await;
             black_box(out.map(|r| r.outputs["status"] == "ok").unwrap_or(false));
         })
         .await;
-        println!("direct run_node (no-op)         {:8.1} µs/call (baseline)", us(base));
-        println!("execute via tools/runtime        {:8.1} µs/call  {:.2}× baseline", us(execute), us(execute) / us(base));
-        println!("dry_run via tools/runtime        {:8.1} µs/call  {:.2}× baseline", us(dry_run), us(dry_run) / us(base));
-        println!("list_tools, 5 real tools         {:8.1} µs/call  {:.2}× baseline", us(listing), us(listing) / us(base));
+        println!(
+            "direct run_node (no-op)         {:8.1} µs/call (baseline)",
+            us(base)
+        );
+        println!(
+            "execute via tools/runtime        {:8.1} µs/call  {:.2}× baseline",
+            us(execute),
+            us(execute) / us(base)
+        );
+        println!(
+            "dry_run via tools/runtime        {:8.1} µs/call  {:.2}× baseline",
+            us(dry_run),
+            us(dry_run) / us(base)
+        );
+        println!(
+            "list_tools, 5 real tools         {:8.1} µs/call  {:.2}× baseline",
+            us(listing),
+            us(listing) / us(base)
+        );
     });
 }

@@ -9,18 +9,38 @@
 use crate::call;
 use crate::outcome::{Failure, Outcome, Status};
 use crate::toolkit::{Entry, Tool, Toolkit};
-use cheng_engine::{Engine, Graph, GraphNode, RunOptions, ValidationError, ValidationErrorKind, ValidatedGraph};
+use cheng_engine::{
+    Engine, Graph, GraphNode, RunOptions, ValidatedGraph, ValidationError, ValidationErrorKind,
+};
 use cheng_node::{Audience, Decision, ErrorKind, FixedApprover, RunContext, Values};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-pub(crate) async fn execute(engine: &Engine, toolkit: &Toolkit, ctx: &RunContext, tool_call: Option<&Value>, dry_run: bool) -> Outcome {
+pub(crate) async fn execute(
+    engine: &Engine,
+    toolkit: &Toolkit,
+    ctx: &RunContext,
+    tool_call: Option<&Value>,
+    dry_run: bool,
+) -> Outcome {
     let call = match call::parse(tool_call) {
         Ok(call) => call,
-        Err(message) => return Outcome::refused(Status::Invalid, ErrorKind::InvalidInput, false, vec![message]),
+        Err(message) => {
+            return Outcome::refused(
+                Status::Invalid,
+                ErrorKind::InvalidInput,
+                false,
+                vec![message],
+            )
+        }
     };
     let Some(entry) = toolkit.find(&call.name) else {
-        return Outcome::refused(Status::Invalid, ErrorKind::NotFound, false, vec![unknown_tool(toolkit, &call.name)]);
+        return Outcome::refused(
+            Status::Invalid,
+            ErrorKind::NotFound,
+            false,
+            vec![unknown_tool(toolkit, &call.name)],
+        );
     };
     let Some(tool) = &entry.tool else {
         return misconfigured(entry, &call.name);
@@ -28,7 +48,12 @@ pub(crate) async fn execute(engine: &Engine, toolkit: &Toolkit, ctx: &RunContext
     let arguments = match tool.with_presets(call.arguments.clone()) {
         Ok(arguments) => arguments,
         Err(message) => {
-            let mut outcome = Outcome::refused(Status::Invalid, ErrorKind::PolicyDenied, true, vec![message]);
+            let mut outcome = Outcome::refused(
+                Status::Invalid,
+                ErrorKind::PolicyDenied,
+                true,
+                vec![message],
+            );
             outcome.warnings = entry.warnings.clone();
             return outcome;
         }
@@ -47,7 +72,11 @@ pub(crate) async fn execute(engine: &Engine, toolkit: &Toolkit, ctx: &RunContext
         Ok(validated) => validated,
         Err(problems) => return refused_call(entry, tool, &problems),
     };
-    let mut outcome = if dry_run { plan(&validated, tool, ctx) } else { run(engine, &validated, tool, ctx).await };
+    let mut outcome = if dry_run {
+        plan(&validated, tool, ctx)
+    } else {
+        run(engine, &validated, tool, ctx).await
+    };
     outcome.warnings = entry.warnings.clone();
     outcome
 }
@@ -58,7 +87,10 @@ fn unknown_tool(toolkit: &Toolkit, name: &str) -> String {
     if offered.is_empty() {
         format!("unknown tool `{name}`: this toolkit offers no functions")
     } else {
-        format!("unknown tool `{name}`; this toolkit offers: {} (action=list_tools describes them)", offered.join(", "))
+        format!(
+            "unknown tool `{name}`; this toolkit offers: {} (action=list_tools describes them)",
+            offered.join(", ")
+        )
     }
 }
 
@@ -103,7 +135,11 @@ fn refused_call(entry: &Entry, tool: &Tool, problems: &[ValidationError]) -> Out
             }
         })
         .collect();
-    let kind = if policy { ErrorKind::PolicyDenied } else { ErrorKind::InvalidInput };
+    let kind = if policy {
+        ErrorKind::PolicyDenied
+    } else {
+        ErrorKind::InvalidInput
+    };
     let mut outcome = Outcome::refused(Status::Invalid, kind, kind.terminal(), errors);
     outcome.warnings = entry.warnings.clone();
     outcome
@@ -116,7 +152,10 @@ fn refused_call(entry: &Entry, tool: &Tool, problems: &[ValidationError]) -> Out
 /// the whitelist is refused here too). Checks a node makes only while running are not covered.
 fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     let Some((node, input)) = validated.planned_input(&tool.name, &ctx.workspace) else {
-        return internal(format!("the validated call for `{}` has no node; this is a bug in cheng", tool.name));
+        return internal(format!(
+            "the validated call for `{}` has no node; this is a bug in cheng",
+            tool.name
+        ));
     };
     let spec = node.spec();
     // Nobody is asked: a dry run only shows the card a person would see.
@@ -144,7 +183,10 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
     // What the caller may see of the input: engine-injected ports stay out.
     let shown: Values = input
         .into_iter()
-        .filter(|(name, _)| spec.input(name).is_none_or(|p| p.audience != Audience::Engine))
+        .filter(|(name, _)| {
+            spec.input(name)
+                .is_none_or(|p| p.audience != Audience::Engine)
+        })
         .collect();
     let mut outcome = Outcome::new(Status::Validated);
     outcome.result = json!({
@@ -164,28 +206,53 @@ struct ForwardOutput(cheng_node::Output);
 
 impl cheng_engine::EventSink for ForwardOutput {
     fn emit(&self, event: cheng_engine::Event) {
-        if let cheng_engine::Event::OutputChunk { stream, offset, text, .. } = event {
+        if let cheng_engine::Event::OutputChunk {
+            stream,
+            offset,
+            text,
+            ..
+        } = event
+        {
             self.0.chunk(stream, text.as_bytes(), offset);
         }
     }
 }
 
 /// Runs the validated call with the runtime's workspace, approver and cancellation.
-async fn run(engine: &Engine, validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
+async fn run(
+    engine: &Engine,
+    validated: &ValidatedGraph,
+    tool: &Tool,
+    ctx: &RunContext,
+) -> Outcome {
     let options = match RunOptions::new(&ctx.workspace) {
-        Ok(options) => options.jobs(1).approver(Arc::clone(&ctx.approver)).cancel(ctx.cancel.clone()).scope(ctx.scope.clone()),
+        Ok(options) => options
+            .jobs(1)
+            .approver(Arc::clone(&ctx.approver))
+            .cancel(ctx.cancel.clone())
+            .scope(ctx.scope.clone()),
         Err(e) => return internal(format!("cannot run tool `{}`: {e}", tool.name)),
     };
     // The tool's live output becomes the runtime node's own (when somebody listens to it).
-    let options = if ctx.output.is_on() { options.events(Arc::new(ForwardOutput(ctx.output.clone()))) } else { options };
+    let options = if ctx.output.is_on() {
+        options.events(Arc::new(ForwardOutput(ctx.output.clone())))
+    } else {
+        options
+    };
     let result = engine.run(validated, options).await;
     let Some(node) = result.nodes.into_iter().next() else {
-        return internal(format!("the run of tool `{}` produced no result; this is a bug in cheng", tool.name));
+        return internal(format!(
+            "the run of tool `{}` produced no result; this is a bug in cheng",
+            tool.name
+        ));
     };
     let outputs = node.outputs;
     let mut outcome = Outcome::new(Status::Ok);
     if outputs.get("success") == Some(&Value::Bool(false)) {
-        let code = outputs.get("error_kind").and_then(Value::as_str).unwrap_or(ErrorKind::Internal.code());
+        let code = outputs
+            .get("error_kind")
+            .and_then(Value::as_str)
+            .unwrap_or(ErrorKind::Internal.code());
         outcome.status = if code == ErrorKind::ApprovalDenied.code() {
             Status::Denied
         } else if code == ErrorKind::Cancelled.code() {
@@ -193,10 +260,16 @@ async fn run(engine: &Engine, validated: &ValidatedGraph, tool: &Tool, ctx: &Run
         } else {
             Status::Failed
         };
-        let message = outputs.get("error").and_then(Value::as_str).unwrap_or("the tool reported success: false");
+        let message = outputs
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("the tool reported success: false");
         outcome.failure = Some(Failure {
             code: code.to_string(),
-            terminal: outputs.get("terminal").and_then(Value::as_bool).unwrap_or(false),
+            terminal: outputs
+                .get("terminal")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             message: format!("tool `{}`: {message}", tool.name),
         });
     }

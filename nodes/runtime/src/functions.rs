@@ -41,13 +41,18 @@ pub fn parameters(tool: &Tool) -> Value {
 fn description(tool: &Tool) -> String {
     let note = match tool.spec.effects {
         Effects::ReadOnly => None,
-        Effects::Sandboxed => Some("Runs sandboxed; a person approves any path it asks to read outside the sandbox.".to_string()),
+        Effects::Sandboxed => Some(
+            "Runs sandboxed; a person approves any path it asks to read outside the sandbox."
+                .to_string(),
+        ),
         Effects::Approval(ApprovalRule::Always) | Effects::Serial(ApprovalRule::Always) => {
             Some("A person approves each call before it runs.".to_string())
         }
-        Effects::Approval(ApprovalRule::Operations(ops)) | Effects::Serial(ApprovalRule::Operations(ops)) => {
-            Some(format!("A person approves each call with operation {} before it runs.", ops.join(" or ")))
-        }
+        Effects::Approval(ApprovalRule::Operations(ops))
+        | Effects::Serial(ApprovalRule::Operations(ops)) => Some(format!(
+            "A person approves each call with operation {} before it runs.",
+            ops.join(" or ")
+        )),
     };
     let base = tool.description.trim_end();
     match note {
@@ -89,7 +94,13 @@ mod tests {
 
     #[test]
     fn approval_is_stated_in_the_description() {
-        let tool = Tool { name: "g".into(), spec: &GATED, description: GATED.description.into(), config: Values::new(), presets: Values::new() };
+        let tool = Tool {
+            name: "g".into(),
+            spec: &GATED,
+            description: GATED.description.into(),
+            config: Values::new(),
+            presets: Values::new(),
+        };
         let f = function(&tool);
         assert_eq!(
             f["function"]["description"],

@@ -74,7 +74,10 @@ pub use outcome::Status;
 pub use toolkit::{Entry, Tool, Toolkit};
 
 use cheng_engine::Engine;
-use cheng_node::{failure, input, Audience, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry, RunContext, Values};
+use cheng_node::{
+    failure, input, Audience, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry,
+    RunContext, Values,
+};
 use outcome::Outcome;
 use serde_json::Value;
 
@@ -83,7 +86,12 @@ pub const ID: &str = "tools/runtime";
 
 const ACTIONS: &[&str] = &["list_tools", "execute"];
 
-const DRY_RUN: PortSpec = PortSpec::input("dry_run", PortType::Boolean, "Validate only, do not dispatch").default("false");
+const DRY_RUN: PortSpec = PortSpec::input(
+    "dry_run",
+    PortType::Boolean,
+    "Validate only, do not dispatch",
+)
+.default("false");
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: ID,
@@ -130,7 +138,9 @@ impl ToolRuntime {
 
     /// Tools come from `registry` (which decides what is gated out).
     pub fn with_registry(registry: Registry) -> Self {
-        ToolRuntime { registry: Some(registry) }
+        ToolRuntime {
+            registry: Some(registry),
+        }
     }
 
     fn registry(&self) -> Registry {
@@ -165,10 +175,15 @@ impl Node for ToolRuntime {
             _ => {
                 let mut outcome = functions::list_tools(&toolkit);
                 if tool_call.is_some() {
-                    outcome.warnings.push("tool_call is ignored when action=list_tools; use action=execute to run it".into());
+                    outcome.warnings.push(
+                        "tool_call is ignored when action=list_tools; use action=execute to run it"
+                            .into(),
+                    );
                 }
                 if dry_run {
-                    outcome.warnings.push("dry_run has no effect on list_tools, which never runs a tool".into());
+                    outcome.warnings.push(
+                        "dry_run has no effect on list_tools, which never runs a tool".into(),
+                    );
                 }
                 outcome
             }

@@ -51,19 +51,34 @@ pub(crate) struct Failure {
 
 impl Failure {
     pub fn new(kind: ErrorKind, terminal: bool, message: impl Into<String>) -> Self {
-        Failure { code: kind.code().to_string(), terminal, message: message.into() }
+        Failure {
+            code: kind.code().to_string(),
+            terminal,
+            message: message.into(),
+        }
     }
 
     pub fn from_error(error: &NodeError) -> Self {
-        Failure { code: error.kind.code().to_string(), terminal: error.terminal, message: error.message.clone() }
+        Failure {
+            code: error.kind.code().to_string(),
+            terminal: error.terminal,
+            message: error.message.clone(),
+        }
     }
 
     /// The failure as the `NodeError` the failure outputs are filled from (a tool's own
     /// `error_kind` is always a `LOCAL_EXECUTOR_*` code; anything else is reported as internal).
     fn to_error(&self) -> NodeError {
         match ErrorKind::from_code(&self.code) {
-            Some(kind) => NodeError { kind, message: self.message.clone(), terminal: self.terminal },
-            None => NodeError::internal(format!("{} (unknown error kind {:?})", self.message, self.code)),
+            Some(kind) => NodeError {
+                kind,
+                message: self.message.clone(),
+                terminal: self.terminal,
+            },
+            None => NodeError::internal(format!(
+                "{} (unknown error kind {:?})",
+                self.message, self.code
+            )),
         }
     }
 }
@@ -83,7 +98,14 @@ pub(crate) struct Outcome {
 
 impl Outcome {
     pub fn new(status: Status) -> Self {
-        Outcome { status, functions: None, result: Value::Null, errors: Vec::new(), warnings: Vec::new(), failure: None }
+        Outcome {
+            status,
+            functions: None,
+            result: Value::Null,
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            failure: None,
+        }
     }
 
     /// An outcome refused for `errors`, summarised by the first.
@@ -99,11 +121,17 @@ impl Outcome {
         let result = match (self.status.success(), &self.failure) {
             (true, _) => Ok(()),
             (false, Some(failure)) => Err(failure.to_error()),
-            (false, None) => Err(NodeError::internal(format!("status {} carries no failure; this is a bug in cheng", self.status.as_str()))),
+            (false, None) => Err(NodeError::internal(format!(
+                "status {} carries no failure; this is a bug in cheng",
+                self.status.as_str()
+            ))),
         };
         let mut out = Values::new();
         out.insert("status".into(), json!(self.status.as_str()));
-        out.insert("functions".into(), self.functions.map_or(Value::Null, Value::Array));
+        out.insert(
+            "functions".into(),
+            self.functions.map_or(Value::Null, Value::Array),
+        );
         out.insert("result".into(), self.result);
         out.insert("errors".into(), json!(self.errors));
         out.insert("warnings".into(), json!(self.warnings));
@@ -127,7 +155,12 @@ mod tests {
 
     #[test]
     fn outputs_follow_the_spec_and_carry_the_failure() {
-        let outcome = Outcome::refused(Status::Invalid, ErrorKind::InvalidInput, false, vec!["a".into(), "b".into()]);
+        let outcome = Outcome::refused(
+            Status::Invalid,
+            ErrorKind::InvalidInput,
+            false,
+            vec!["a".into(), "b".into()],
+        );
         let out = outcome.into_outputs();
         let names: Vec<&str> = crate::SPEC.outputs.iter().map(|p| p.name).collect();
         assert_eq!(out.keys().map(String::as_str).collect::<Vec<_>>(), names);

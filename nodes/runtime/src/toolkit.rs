@@ -35,7 +35,11 @@ impl Tool {
     /// The call's arguments with the presets applied; a call that sets a preset port is refused
     /// (naming the port and the author's value), so a model cannot override the author.
     pub fn with_presets(&self, mut arguments: Values) -> Result<Values, String> {
-        let fixed: Vec<&String> = self.presets.keys().filter(|k| arguments.contains_key(k.as_str())).collect();
+        let fixed: Vec<&String> = self
+            .presets
+            .keys()
+            .filter(|k| arguments.contains_key(k.as_str()))
+            .collect();
         if let Some(port) = fixed.first() {
             return Err(format!(
                 "tool `{}`: `{port}` is fixed by the toolkit's author to {}; remove it from the arguments",
@@ -102,27 +106,46 @@ impl Toolkit {
 
     /// The entry a tool call names: the usable one if any, else the first broken one.
     pub fn find(&self, name: &str) -> Option<&Entry> {
-        let mut named = self.entries.iter().filter(|e| e.name.as_deref() == Some(name));
+        let mut named = self
+            .entries
+            .iter()
+            .filter(|e| e.name.as_deref() == Some(name));
         let first = named.clone().next();
         named.find(|e| e.tool.is_some()).or(first)
     }
 
     /// Every entry's errors, in entry order.
     pub fn errors(&self) -> Vec<String> {
-        self.entries.iter().flat_map(|e| e.errors.iter().cloned()).collect()
+        self.entries
+            .iter()
+            .flat_map(|e| e.errors.iter().cloned())
+            .collect()
     }
 
     /// Toolkit-wide warnings, then every entry's.
     pub fn warnings(&self) -> Vec<String> {
-        self.warnings.iter().chain(self.entries.iter().flat_map(|e| e.warnings.iter())).cloned().collect()
+        self.warnings
+            .iter()
+            .chain(self.entries.iter().flat_map(|e| e.warnings.iter()))
+            .cloned()
+            .collect()
     }
 }
 
 fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
-    let mut entry = Entry { index, name: None, tool: None, errors: Vec::new(), warnings: Vec::new() };
+    let mut entry = Entry {
+        index,
+        name: None,
+        tool: None,
+        errors: Vec::new(),
+        warnings: Vec::new(),
+    };
     let at = format!("exposed_tools[{index}]");
     let Some(fields) = value.as_object() else {
-        entry.errors.push(format!("{at}: expected an object like {{\"type\": \"tools/workspace_git\"}}, got {}", kind_of(value)));
+        entry.errors.push(format!(
+            "{at}: expected an object like {{\"type\": \"tools/workspace_git\"}}, got {}",
+            kind_of(value)
+        ));
         return entry;
     };
     for key in fields.keys().filter(|k| !ENTRY_KEYS.contains(&k.as_str())) {
@@ -135,22 +158,36 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
             None
         }
         Some(other) => {
-            entry.errors.push(format!("{at}: `type` must be a node type id such as \"tools/workspace_git\", got {}", kind_of(other)));
+            entry.errors.push(format!(
+                "{at}: `type` must be a node type id such as \"tools/workspace_git\", got {}",
+                kind_of(other)
+            ));
             None
         }
     };
     entry.name = match fields.get("name") {
-        None | Some(Value::Null) => node_type.map(|t| t.rsplit('/').next().unwrap_or(t).to_string()),
+        None | Some(Value::Null) => {
+            node_type.map(|t| t.rsplit('/').next().unwrap_or(t).to_string())
+        }
         Some(Value::String(name)) => Some(name.clone()),
         Some(other) => {
-            entry.errors.push(format!("{at}: `name` must be a string, got {}", kind_of(other)));
+            entry.errors.push(format!(
+                "{at}: `name` must be a string, got {}",
+                kind_of(other)
+            ));
             None
         }
     };
     if let Some(name) = &entry.name {
         if let Err(problem) = check_name(name) {
-            let hint = if fields.get("name").is_none_or(Value::is_null) { "; set `name` explicitly" } else { "" };
-            entry.errors.push(format!("{at}: function name `{name}` {problem}{hint}"));
+            let hint = if fields.get("name").is_none_or(Value::is_null) {
+                "; set `name` explicitly"
+            } else {
+                ""
+            };
+            entry
+                .errors
+                .push(format!("{at}: function name `{name}` {problem}{hint}"));
             entry.name = None;
         }
     }
@@ -158,11 +195,16 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) if !d.trim().is_empty() => Some(d.clone()),
         Some(Value::String(_)) => {
-            entry.errors.push(format!("{at}: `description` is empty; remove it to use the node's own description"));
+            entry.errors.push(format!(
+                "{at}: `description` is empty; remove it to use the node's own description"
+            ));
             None
         }
         Some(other) => {
-            entry.errors.push(format!("{at}: `description` must be a string, got {}", kind_of(other)));
+            entry.errors.push(format!(
+                "{at}: `description` must be a string, got {}",
+                kind_of(other)
+            ));
             None
         }
     };
@@ -170,7 +212,10 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
         None | Some(Value::Null) => Values::new(),
         Some(Value::Object(config)) => config.clone(),
         Some(other) => {
-            entry.errors.push(format!("{at}: `config` must be an object of the node's ports, got {}", kind_of(other)));
+            entry.errors.push(format!(
+                "{at}: `config` must be an object of the node's ports, got {}",
+                kind_of(other)
+            ));
             Values::new()
         }
     };
@@ -178,11 +223,16 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
         None | Some(Value::Null) => Values::new(),
         Some(Value::Object(presets)) => presets.clone(),
         Some(other) => {
-            entry.errors.push(format!("{at}: `presets` must be an object of the node's agent ports, got {}", kind_of(other)));
+            entry.errors.push(format!(
+                "{at}: `presets` must be an object of the node's agent ports, got {}",
+                kind_of(other)
+            ));
             Values::new()
         }
     };
-    let Some(node_type) = node_type else { return entry };
+    let Some(node_type) = node_type else {
+        return entry;
+    };
     // Named for messages from here on.
     let at = match &entry.name {
         Some(name) => format!("{at} (`{name}`, {node_type})"),
@@ -204,7 +254,13 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
     let spec = node.spec();
     entry.warnings.extend(switch_warnings(&at, spec, &config));
     let name = entry.name.clone().unwrap_or_default();
-    entry.tool = Some(Tool { name, spec, description: description.unwrap_or_else(|| spec.description.to_string()), config, presets });
+    entry.tool = Some(Tool {
+        name,
+        spec,
+        description: description.unwrap_or_else(|| spec.description.to_string()),
+        config,
+        presets,
+    });
     entry
 }
 
@@ -214,10 +270,18 @@ fn check_name(name: &str) -> Result<(), String> {
         return Err("is empty".into());
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(format!("is {} characters long; use at most {MAX_NAME_LEN}", name.len()));
+        return Err(format!(
+            "is {} characters long; use at most {MAX_NAME_LEN}",
+            name.len()
+        ));
     }
-    match name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        Some(c) => Err(format!("contains {c:?}; use only letters, digits, `_` and `-`")),
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        Some(c) => Err(format!(
+            "contains {c:?}; use only letters, digits, `_` and `-`"
+        )),
         None => Ok(()),
     }
 }
@@ -225,18 +289,38 @@ fn check_name(name: &str) -> Result<(), String> {
 /// The engine's validation of the type and config, as a one-node graph without inputs. Missing
 /// required agent ports are the caller's to supply, so they are not configuration errors; a
 /// missing required author port is.
-fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, presets: &Values, errors: &mut Vec<String>) {
+fn check_config(
+    engine: &Engine,
+    at: &str,
+    node_type: &str,
+    config: &Values,
+    presets: &Values,
+    errors: &mut Vec<String>,
+) {
     let graph = Graph {
-        nodes: vec![GraphNode { id: "tool".into(), node_type: node_type.into(), config: config.clone(), inputs: presets.clone(), after: Vec::new() }],
+        nodes: vec![GraphNode {
+            id: "tool".into(),
+            node_type: node_type.into(),
+            config: config.clone(),
+            inputs: presets.clone(),
+            after: Vec::new(),
+        }],
         edges: Vec::new(),
     };
-    let Err(problems) = engine.validate(&graph) else { return };
+    let Err(problems) = engine.validate(&graph) else {
+        return;
+    };
     let spec = engine.registry().get(node_type).map(|node| node.spec());
     let callers = |port: &Option<String>| {
-        let port = port.as_deref().and_then(|name| spec.and_then(|s| s.input(name)));
+        let port = port
+            .as_deref()
+            .and_then(|name| spec.and_then(|s| s.input(name)));
         port.is_some_and(|p| p.agent_visible())
     };
-    for problem in problems.iter().filter(|p| !(p.kind == ValidationErrorKind::MissingRequired && callers(&p.port))) {
+    for problem in problems
+        .iter()
+        .filter(|p| !(p.kind == ValidationErrorKind::MissingRequired && callers(&p.port)))
+    {
         errors.push(match &problem.port {
             Some(port) => format!("{at}: config.{port}: {}", problem.message),
             None => format!("{at}: {}", problem.message),
@@ -246,16 +330,28 @@ fn check_config(engine: &Engine, at: &str, node_type: &str, config: &Values, pre
 
 /// Presets name agent ports only: author ports belong in `config`, engine ports are the engine's.
 /// Their values are checked with the config, as the call's inputs.
-fn check_presets(engine: &Engine, at: &str, node_type: &str, presets: &Values, errors: &mut Vec<String>) {
-    let Some(spec) = engine.registry().get(node_type).map(|node| node.spec()) else { return };
+fn check_presets(
+    engine: &Engine,
+    at: &str,
+    node_type: &str,
+    presets: &Values,
+    errors: &mut Vec<String>,
+) {
+    let Some(spec) = engine.registry().get(node_type).map(|node| node.spec()) else {
+        return;
+    };
     for port in presets.keys() {
         match spec.input(port) {
             Some(p) if p.agent_visible() => {}
-            Some(p) if p.audience == Audience::Engine => {
-                errors.push(format!("{at}: presets.{port}: `{port}` is set by the engine; it cannot be preset"))
-            }
-            Some(_) => errors.push(format!("{at}: presets.{port}: `{port}` is an author port; set it in `config` instead")),
-            None => errors.push(format!("{at}: presets.{port}: {node_type} has no input `{port}`")),
+            Some(p) if p.audience == Audience::Engine => errors.push(format!(
+                "{at}: presets.{port}: `{port}` is set by the engine; it cannot be preset"
+            )),
+            Some(_) => errors.push(format!(
+                "{at}: presets.{port}: `{port}` is an author port; set it in `config` instead"
+            )),
+            None => errors.push(format!(
+                "{at}: presets.{port}: {node_type} has no input `{port}`"
+            )),
         }
     }
 }
@@ -283,7 +379,9 @@ mod tests {
         assert!(check_name("workspace_git").is_ok());
         assert!(check_name("a-b_C9").is_ok());
         assert!(check_name(&"x".repeat(64)).is_ok());
-        assert!(check_name(&"x".repeat(65)).unwrap_err().contains("at most 64"));
+        assert!(check_name(&"x".repeat(65))
+            .unwrap_err()
+            .contains("at most 64"));
         assert!(check_name("").is_err());
         assert!(check_name("git status").unwrap_err().contains("' '"));
         assert!(check_name("a.b").is_err());

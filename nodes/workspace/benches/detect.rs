@@ -37,26 +37,42 @@ fn main() {
         let base = root.join(format!("pkg{pkg:03}"));
         match pkg % 30 {
             0 => write(&base.join("Cargo.toml"), "[package]\nname = \"p\"\n"),
-            10 => write(&base.join("package.json"), r#"{"scripts": {"test": "vitest run"}}"#),
+            10 => write(
+                &base.join("package.json"),
+                r#"{"scripts": {"test": "vitest run"}}"#,
+            ),
             _ => write(&base.join("pyproject.toml"), "[tool.pytest.ini_options]\n"),
         }
     }
     write(&root.join("package-lock.json"), "{}");
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let ctx = RunContext::for_workspace("tools/workspace_tests", root.clone(), Decision::Approved);
-    let input: cheng_node::Values = serde_json::from_str(r#"{"operation": "detect"}"#).expect("json");
+    let input: cheng_node::Values =
+        serde_json::from_str(r#"{"operation": "detect"}"#).expect("json");
 
     let bare = || {
         let t = Instant::now();
-        let count = ignore::WalkBuilder::new(&root).build().filter_map(Result::ok).count();
+        let count = ignore::WalkBuilder::new(&root)
+            .build()
+            .filter_map(Result::ok)
+            .count();
         assert!(count > FILES);
         t.elapsed()
     };
     let node = || {
         let t = Instant::now();
-        let out = rt.block_on(WorkspaceTests.run(&ctx, input.clone())).expect("detect");
-        assert_eq!(out["detected_project"]["projects"].as_array().map(Vec::len), Some(10), "{out:?}");
+        let out = rt
+            .block_on(WorkspaceTests.run(&ctx, input.clone()))
+            .expect("detect");
+        assert_eq!(
+            out["detected_project"]["projects"].as_array().map(Vec::len),
+            Some(10),
+            "{out:?}"
+        );
         t.elapsed()
     };
     for _ in 0..3 {
@@ -71,7 +87,13 @@ fn main() {
     let (base, ours) = (median(base), median(ours));
     let ratio = ours.as_secs_f64() / base.as_secs_f64();
     println!("detect, {FILES}-file tree, median of {ROUNDS}:");
-    println!("  bare ignore walk                  {:>8.2} ms", base.as_secs_f64() * 1e3);
-    println!("  tools/workspace_tests detect      {:>8.2} ms (target < 50 ms)", ours.as_secs_f64() * 1e3);
+    println!(
+        "  bare ignore walk                  {:>8.2} ms",
+        base.as_secs_f64() * 1e3
+    );
+    println!(
+        "  tools/workspace_tests detect      {:>8.2} ms (target < 50 ms)",
+        ours.as_secs_f64() * 1e3
+    );
     println!("  ratio                             {ratio:>8.2}x (target <= 2.00x)");
 }

@@ -37,9 +37,13 @@ fn main() {
     }
     git(&root, &["status", "--porcelain=v2"]); // settle the index
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let ctx = RunContext::for_workspace("tools/workspace_git", root.clone(), Decision::Approved);
-    let input: cheng_node::Values = serde_json::from_str(r#"{"operation": "status"}"#).expect("json");
+    let input: cheng_node::Values =
+        serde_json::from_str(r#"{"operation": "status"}"#).expect("json");
 
     let plain = || {
         let t = Instant::now();
@@ -55,7 +59,9 @@ fn main() {
     };
     let node = || {
         let t = Instant::now();
-        let out = rt.block_on(WorkspaceGit.run(&ctx, input.clone())).expect("status");
+        let out = rt
+            .block_on(WorkspaceGit.run(&ctx, input.clone()))
+            .expect("status");
         assert_eq!(out["success"], true, "{out:?}");
         t.elapsed()
     };
@@ -71,7 +77,13 @@ fn main() {
     let (base, ours) = (median(base), median(ours));
     let ratio = ours.as_secs_f64() / base.as_secs_f64();
     println!("git status, {FILES}-file repository, median of {ROUNDS}:");
-    println!("  plain git status --porcelain=v2   {:>8.2} ms", base.as_secs_f64() * 1e3);
-    println!("  tools/workspace_git status        {:>8.2} ms", ours.as_secs_f64() * 1e3);
+    println!(
+        "  plain git status --porcelain=v2   {:>8.2} ms",
+        base.as_secs_f64() * 1e3
+    );
+    println!(
+        "  tools/workspace_git status        {:>8.2} ms",
+        ours.as_secs_f64() * 1e3
+    );
     println!("  ratio                             {ratio:>8.2}x (target <= 1.20x)");
 }

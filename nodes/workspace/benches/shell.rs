@@ -18,23 +18,40 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let iters: u32 = std::env::var("CHENG_BENCH_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let iters: u32 = std::env::var("CHENG_BENCH_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical workspace");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let registry = Registry::from_inventory();
-    let node = registry.get("tools/workspace_shell").expect("workspace_shell is registered");
+    let node = registry
+        .get("tools/workspace_shell")
+        .expect("workspace_shell is registered");
     let ctx = RunContext::for_workspace(node.spec().id, root.clone(), Decision::Approved);
     let mut input = Values::new();
     input.insert("command".into(), json!("true"));
-    input.insert("sandbox_root".into(), json!(root.to_str().expect("utf-8 temp path")));
+    input.insert(
+        "sandbox_root".into(),
+        json!(root.to_str().expect("utf-8 temp path")),
+    );
 
     let node_run = || {
-        let out = rt.block_on(node.run(&ctx, input.clone())).expect("node runs");
+        let out = rt
+            .block_on(node.run(&ctx, input.clone()))
+            .expect("node runs");
         assert_eq!(out["success"], true);
     };
     let raw = || {
-        let status = std::process::Command::new("true").current_dir(&root).status().expect("spawn true");
+        let status = std::process::Command::new("true")
+            .current_dir(&root)
+            .status()
+            .expect("spawn true");
         assert!(status.success());
     };
 
@@ -54,9 +71,17 @@ fn main() {
         raw_us.push(time(per_round, &raw).as_secs_f64() * 1e6 / per_round as f64);
     }
     let ratios: Vec<f64> = node_us.iter().zip(&raw_us).map(|(n, r)| n / r).collect();
-    println!("workspace_shell `true`, {rounds} interleaved rounds of {per_round} runs each (medians):");
-    println!("  node run (in process):            {:>8.1} µs/run", median(node_us));
-    println!("  raw std::process::Command status: {:>8.1} µs/run", median(raw_us));
+    println!(
+        "workspace_shell `true`, {rounds} interleaved rounds of {per_round} runs each (medians):"
+    );
+    println!(
+        "  node run (in process):            {:>8.1} µs/run",
+        median(node_us)
+    );
+    println!(
+        "  raw std::process::Command status: {:>8.1} µs/run",
+        median(raw_us)
+    );
     println!("  ratio node/raw: {:.2}x (target <= 1.20x)", median(ratios));
 }
 

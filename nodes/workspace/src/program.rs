@@ -17,7 +17,10 @@ pub const MAX_TIMEOUT_MS: i64 = 600_000;
 /// The `timeout_ms` port of a program run: `default` (JSON) is the one the node applies, 1 to
 /// [`MAX_TIMEOUT_MS`]; `description` is the seed's wording.
 pub const fn timeout_ms(description: &'static str, default: &'static str) -> PortSpec {
-    PortSpec::input("timeout_ms", PortType::Integer, description).default(default).min(1).max(MAX_TIMEOUT_MS)
+    PortSpec::input("timeout_ms", PortType::Integer, description)
+        .default(default)
+        .min(1)
+        .max(MAX_TIMEOUT_MS)
 }
 
 /// A program name or path, not a command line.
@@ -46,10 +49,15 @@ pub fn check_program(command: &str) -> Result<(), NodeError> {
 /// Literal arguments: no NUL byte, at most [`MAX_ARGS`].
 pub fn check_args(args: &[String]) -> Result<(), NodeError> {
     if args.len() > MAX_ARGS {
-        return Err(NodeError::invalid_input(format!("args has {} entries; at most {MAX_ARGS} are accepted", args.len())));
+        return Err(NodeError::invalid_input(format!(
+            "args has {} entries; at most {MAX_ARGS} are accepted",
+            args.len()
+        )));
     }
     if let Some(i) = args.iter().position(|a| a.contains('\0')) {
-        return Err(NodeError::invalid_input(format!("args[{i}] contains a NUL byte")));
+        return Err(NodeError::invalid_input(format!(
+            "args[{i}] contains a NUL byte"
+        )));
     }
     Ok(())
 }
@@ -87,7 +95,10 @@ mod tests {
     #[test]
     fn args_are_literal_and_bounded() {
         assert!(check_args(&["a b".into(), "$HOME".into()]).is_ok());
-        assert!(check_args(&["a\0".into()]).unwrap_err().message.contains("args[0]"));
+        assert!(check_args(&["a\0".into()])
+            .unwrap_err()
+            .message
+            .contains("args[0]"));
         assert!(check_args(&vec![String::new(); MAX_ARGS + 1]).is_err());
     }
 
@@ -99,8 +110,21 @@ mod tests {
         std::fs::write(root.join("file"), "x").unwrap();
         let input = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
         assert_eq!(resolve_cwd(&root, &input(json!({}))).unwrap(), root);
-        assert_eq!(resolve_cwd(&root, &input(json!({"cwd": "sub"}))).unwrap(), root.join("sub"));
-        assert_eq!(resolve_cwd(&root, &input(json!({"cwd": "file"}))).unwrap_err().kind, ErrorKind::InvalidInput);
-        assert_eq!(resolve_cwd(&root, &input(json!({"cwd": ".."}))).unwrap_err().kind, ErrorKind::PathOutsideWorkspace);
+        assert_eq!(
+            resolve_cwd(&root, &input(json!({"cwd": "sub"}))).unwrap(),
+            root.join("sub")
+        );
+        assert_eq!(
+            resolve_cwd(&root, &input(json!({"cwd": "file"})))
+                .unwrap_err()
+                .kind,
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            resolve_cwd(&root, &input(json!({"cwd": ".."})))
+                .unwrap_err()
+                .kind,
+            ErrorKind::PathOutsideWorkspace
+        );
     }
 }

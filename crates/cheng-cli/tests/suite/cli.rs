@@ -19,7 +19,12 @@ fn node_ids(vars: &[(&str, &str)]) -> Vec<String> {
     let out = cmd.output().expect("cheng runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let nodes: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    nodes.as_array().expect("array").iter().map(|n| n["id"].as_str().expect("id").to_string()).collect()
+    nodes
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|n| n["id"].as_str().expect("id").to_string())
+        .collect()
 }
 
 #[test]
@@ -47,10 +52,19 @@ fn nodes_lists_every_registered_node_sorted() {
     let mut with_gates: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     with_gates.extend(["tools/code_js".to_string(), "tools/code_python".to_string()]);
     with_gates.sort();
-    assert_eq!(node_ids(&[("CHENG_ENABLE_CODE_PYTHON", "1"), ("CHENG_ENABLE_CODE_JS", "1")]), with_gates);
+    assert_eq!(
+        node_ids(&[
+            ("CHENG_ENABLE_CODE_PYTHON", "1"),
+            ("CHENG_ENABLE_CODE_JS", "1")
+        ]),
+        with_gates
+    );
     // The text listing shows the same ids.
     let out = run_cheng(&["nodes"]);
-    let listed: Vec<String> = text(&out.stdout).lines().map(|l| l.split_whitespace().next().unwrap_or("").to_string()).collect();
+    let listed: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
     assert_eq!(listed, expected);
 }
 
@@ -62,22 +76,54 @@ fn gated_nodes_are_absent_until_their_variable_is_set() {
     let (_d, ws) = temp_workspace();
     let (code, _, stderr) = run_node("tools/code_js", &ws, &json!({"script": "1"}), &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("tools/code_js is disabled; set CHENG_ENABLE_CODE_JS=1 to enable it"), "{stderr}");
-    let out = cheng().env_remove("CHENG_ENABLE_CODE_PYTHON").args(["describe", "tools/code_python"]).output().unwrap();
+    assert!(
+        stderr.contains("tools/code_js is disabled; set CHENG_ENABLE_CODE_JS=1 to enable it"),
+        "{stderr}"
+    );
+    let out = cheng()
+        .env_remove("CHENG_ENABLE_CODE_PYTHON")
+        .args(["describe", "tools/code_python"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("registered only when `CHENG_ENABLE_CODE_PYTHON` is set"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("registered only when `CHENG_ENABLE_CODE_PYTHON` is set"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
 fn nodes_json_carries_what_a_canvas_draws() {
     let out = run_cheng(&["nodes", "--json"]);
     let nodes: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let shell = nodes.as_array().unwrap().iter().find(|n| n["id"] == SHELL).expect("workspace_shell listed");
-    for key in ["title", "category", "description", "inputs", "outputs", "gate", "effects"] {
+    let shell = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == SHELL)
+        .expect("workspace_shell listed");
+    for key in [
+        "title",
+        "category",
+        "description",
+        "inputs",
+        "outputs",
+        "gate",
+        "effects",
+    ] {
         assert!(shell.get(key).is_some(), "{key} missing");
     }
     assert_eq!(shell["effects"]["kind"], "approval");
-    let port = |name: &str| shell["inputs"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned().expect(name);
+    let port = |name: &str| {
+        shell["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .cloned()
+            .expect(name)
+    };
     let timeout = port("timeout_ms");
     assert_eq!(timeout["type"], "integer");
     assert_eq!(timeout["max"], 600000);
@@ -89,30 +135,70 @@ fn nodes_json_carries_what_a_canvas_draws() {
     assert_eq!(port("command_whitelist")["control"], "textarea");
     assert_eq!(port("sandbox_root")["audience"], "engine");
     assert_eq!(port("args")["type"], "array<string>");
-    assert!(shell["outputs"].as_array().unwrap().iter().any(|p| p["name"] == "termination"));
+    assert!(shell["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "termination"));
     assert_eq!(timeout["min"], 1);
-    assert_eq!(timeout["default"], 60000, "the default the node applies is the spec's");
+    assert_eq!(
+        timeout["default"], 60000,
+        "the default the node applies is the spec's"
+    );
     assert_eq!(timeout["required"], false);
     assert_eq!(timeout["control"], Value::Null);
     assert_eq!(port("args")["default"], json!([]));
     assert_eq!(port("command")["default"], "");
-    assert!(port("purpose")["description"].as_str().unwrap().contains("approval card"));
+    assert!(port("purpose")["description"]
+        .as_str()
+        .unwrap()
+        .contains("approval card"));
     assert_eq!(shell["gate"], Value::Null);
     assert_eq!(shell["category"], "workspace");
     // Every node, every port: the keys a canvas reads are always there (null when unset).
     for node in nodes.as_array().unwrap() {
-        for key in ["id", "title", "category", "description", "inputs", "outputs", "gate", "effects"] {
+        for key in [
+            "id",
+            "title",
+            "category",
+            "description",
+            "inputs",
+            "outputs",
+            "gate",
+            "effects",
+        ] {
             assert!(node.get(key).is_some(), "{}: {key} missing", node["id"]);
         }
         assert!(node["effects"]["kind"].is_string() && node["effects"]["description"].is_string());
         for port in node["inputs"].as_array().unwrap() {
-            for key in ["name", "type", "required", "default", "min", "max", "choices", "control", "audience", "description"] {
-                assert!(port.get(key).is_some(), "{}.{}: {key} missing", node["id"], port["name"]);
+            for key in [
+                "name",
+                "type",
+                "required",
+                "default",
+                "min",
+                "max",
+                "choices",
+                "control",
+                "audience",
+                "description",
+            ] {
+                assert!(
+                    port.get(key).is_some(),
+                    "{}.{}: {key} missing",
+                    node["id"],
+                    port["name"]
+                );
             }
         }
         for port in node["outputs"].as_array().unwrap() {
             for key in ["name", "type", "description"] {
-                assert!(port.get(key).is_some(), "{}.{}: {key} missing", node["id"], port["name"]);
+                assert!(
+                    port.get(key).is_some(),
+                    "{}.{}: {key} missing",
+                    node["id"],
+                    port["name"]
+                );
             }
         }
     }
@@ -123,8 +209,14 @@ fn describe_prints_seed_tables_with_audience_and_control() {
     let out = run_cheng(&["describe", SHELL]);
     assert_eq!(out.status.code(), Some(0));
     let page = text(&out.stdout);
-    assert!(page.contains("| Field | Type | Required | Default | Audience | Control | Description |"), "{page}");
-    assert!(page.contains("| `allow_shell_string` | boolean | — | `false` | author | `switch` |"), "{page}");
+    assert!(
+        page.contains("| Field | Type | Required | Default | Audience | Control | Description |"),
+        "{page}"
+    );
+    assert!(
+        page.contains("| `allow_shell_string` | boolean | — | `false` | author | `switch` |"),
+        "{page}"
+    );
     assert!(page.contains("| Field | Type | Description |"));
     assert!(page.contains("approval-gated"));
     let out = run_cheng(&["describe", SHELL, "--json"]);
@@ -132,10 +224,18 @@ fn describe_prints_seed_tables_with_audience_and_control() {
     assert_eq!(value["id"], SHELL);
     // The agent-facing schema never shows author or engine ports.
     let input = value["schemas"]["input"]["properties"].as_object().unwrap();
-    assert!(input.contains_key("command") && !input.contains_key("allow_shell_string") && !input.contains_key("sandbox_root"));
+    assert!(
+        input.contains_key("command")
+            && !input.contains_key("allow_shell_string")
+            && !input.contains_key("sandbox_root")
+    );
     let out = run_cheng(&["describe", "tools/workspace_shel"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("Did you mean `tools/workspace_shell`?"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Did you mean `tools/workspace_shell`?"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -147,10 +247,22 @@ fn run_exit_codes_are_0_1_2() {
     let (code, out, _) = run_node(SHELL, &ws, &json!({"command": "false"}), &["--approve"]);
     assert_eq!(code, 1);
     assert_eq!(out["success"], false);
-    let (code, out, stderr) = run_node(SHELL, &ws, &json!({"command": "true", "timeout_ms": 700000}), &["--approve"]);
+    let (code, out, stderr) = run_node(
+        SHELL,
+        &ws,
+        &json!({"command": "true", "timeout_ms": 700000}),
+        &["--approve"],
+    );
     assert_eq!(code, 2);
-    assert_eq!(out, Value::Null, "nothing is printed on stdout for a validation error");
-    assert!(stderr.contains("timeout_ms") && stderr.contains("600000"), "{stderr}");
+    assert_eq!(
+        out,
+        Value::Null,
+        "nothing is printed on stdout for a validation error"
+    );
+    assert!(
+        stderr.contains("timeout_ms") && stderr.contains("600000"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -158,18 +270,46 @@ fn usage_errors_exit_2_naming_the_problem() {
     let (_d, ws) = temp_workspace();
     let ws_arg = ws.to_str().unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
-        (vec!["run", SHELL, "--workspace", "/no/such/dir", "--input", "{}"], "--workspace /no/such/dir"),
-        (vec!["run", SHELL, "--workspace", ws_arg, "--input", "{nope"], "--input: not valid JSON"),
-        (vec!["run", SHELL, "--workspace", ws_arg, "--input", "[1]"], "expected a JSON object"),
-        (vec!["run", SHELL, "--workspace", ws_arg, "--config", "@/no/such/file"], "--config @/no/such/file"),
-        (vec!["run", "tools/nope", "--workspace", ws_arg], "unknown node type `tools/nope`"),
-        (vec!["run", SHELL, "--workspace", ws_arg, "--approve", "--deny"], "cannot be used with"),
+        (
+            vec!["run", SHELL, "--workspace", "/no/such/dir", "--input", "{}"],
+            "--workspace /no/such/dir",
+        ),
+        (
+            vec!["run", SHELL, "--workspace", ws_arg, "--input", "{nope"],
+            "--input: not valid JSON",
+        ),
+        (
+            vec!["run", SHELL, "--workspace", ws_arg, "--input", "[1]"],
+            "expected a JSON object",
+        ),
+        (
+            vec![
+                "run",
+                SHELL,
+                "--workspace",
+                ws_arg,
+                "--config",
+                "@/no/such/file",
+            ],
+            "--config @/no/such/file",
+        ),
+        (
+            vec!["run", "tools/nope", "--workspace", ws_arg],
+            "unknown node type `tools/nope`",
+        ),
+        (
+            vec!["run", SHELL, "--workspace", ws_arg, "--approve", "--deny"],
+            "cannot be used with",
+        ),
     ];
     for (args, needle) in cases {
         let out = run_cheng(&args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in {stderr}"
+        );
     }
 }
 
@@ -178,34 +318,81 @@ fn input_and_config_can_come_from_files() {
     let (_d, ws) = temp_workspace();
     let input = ws.join("input.json");
     let config = ws.join("config.json");
-    std::fs::write(&input, r#"{"shell_string": "echo from a file | tr a-z A-Z"}"#).unwrap();
+    std::fs::write(
+        &input,
+        r#"{"shell_string": "echo from a file | tr a-z A-Z"}"#,
+    )
+    .unwrap();
     std::fs::write(&config, r#"{"allow_shell_string": true}"#).unwrap();
     let out = run_cheng(&[
-        "run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &format!("@{}", input.display()),
-        "--config", &format!("@{}", config.display()), "--approve",
-        "--policy", fixtures().join("policy/shell-syntax.toml").to_str().unwrap(),
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &format!("@{}", input.display()),
+        "--config",
+        &format!("@{}", config.display()),
+        "--approve",
+        "--policy",
+        fixtures()
+            .join("policy/shell-syntax.toml")
+            .to_str()
+            .unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let value: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(value["stdout"], "FROM A FILE\n");
     // A file holding something other than an object names the flag and the file.
     std::fs::write(&input, "[1, 2]").unwrap();
-    let out = run_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &format!("@{}", input.display())]);
+    let out = run_cheng(&[
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &format!("@{}", input.display()),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains(&format!("--input @{}", input.display())) && stderr.contains("expected a JSON object"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--input @{}", input.display()))
+            && stderr.contains("expected a JSON object"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn author_and_engine_ports_from_input_are_rejected() {
     let (_d, ws) = temp_workspace();
-    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"shell_string": "ls | wc", "allow_shell_string": true}), &["--approve"]);
+    let (code, _, stderr) = run_node(
+        SHELL,
+        &ws,
+        &json!({"shell_string": "ls | wc", "allow_shell_string": true}),
+        &["--approve"],
+    );
     assert_eq!(code, 2);
-    assert!(stderr.contains("allow_shell_string is author-only; set it in the node's config"), "{stderr}");
-    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"command": "ls", "sandbox_root": "/"}), &["--approve"]);
+    assert!(
+        stderr.contains("allow_shell_string is author-only; set it in the node's config"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_node(
+        SHELL,
+        &ws,
+        &json!({"command": "ls", "sandbox_root": "/"}),
+        &["--approve"],
+    );
     assert_eq!(code, 2);
-    assert!(stderr.contains("port `sandbox_root`") && stderr.contains("engine-injected"), "{stderr}");
-    let (code, _, stderr) = run_node(SHELL, &ws, &json!({"command": "ls"}), &["--approve", "--config", r#"{"sandbox_root": "/"}"#]);
+    assert!(
+        stderr.contains("port `sandbox_root`") && stderr.contains("engine-injected"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_node(
+        SHELL,
+        &ws,
+        &json!({"command": "ls"}),
+        &["--approve", "--config", r#"{"sandbox_root": "/"}"#],
+    );
     assert_eq!(code, 2);
     assert!(stderr.contains("sandbox_root"), "{stderr}");
 }
@@ -213,16 +400,30 @@ fn author_and_engine_ports_from_input_are_rejected() {
 #[test]
 fn every_validation_error_is_reported_at_once() {
     let (_d, ws) = temp_workspace();
-    let (code, _, stderr) =
-        run_node(SHELL, &ws, &json!({"command": 5, "timeout_ms": 700000, "sandbox_root": "/", "bogus": 1}), &["--approve"]);
+    let (code, _, stderr) = run_node(
+        SHELL,
+        &ws,
+        &json!({"command": 5, "timeout_ms": 700000, "sandbox_root": "/", "bogus": 1}),
+        &["--approve"],
+    );
     assert_eq!(code, 2);
     for port in ["`command`", "`timeout_ms`", "`sandbox_root`", "`bogus`"] {
         assert!(stderr.contains(port), "{port} missing from {stderr}");
     }
     assert!(stderr.contains("(4 errors)"), "{stderr}");
     // Every line carries its stable code: a wrong value is invalid input, an engine port is policy.
-    assert!(stderr.contains("- LOCAL_EXECUTOR_INVALID_INPUT: node `tools/workspace_shell`, port `timeout_ms`"), "{stderr}");
-    assert!(stderr.contains("- LOCAL_EXECUTOR_POLICY_DENIED: node `tools/workspace_shell`, port `sandbox_root`"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "- LOCAL_EXECUTOR_INVALID_INPUT: node `tools/workspace_shell`, port `timeout_ms`"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "- LOCAL_EXECUTOR_POLICY_DENIED: node `tools/workspace_shell`, port `sandbox_root`"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -238,7 +439,10 @@ fn deny_runs_nothing_and_no_tty_denies_with_a_hint() {
     let (code, out, stderr) = run_node(SHELL, &ws, &input, &[]);
     assert_eq!(code, 1);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
-    assert!(stderr.contains("--approve") && stderr.contains("no terminal"), "{stderr}");
+    assert!(
+        stderr.contains("--approve") && stderr.contains("no terminal"),
+        "{stderr}"
+    );
     assert!(!ws.join("made").exists());
     let (code, out, _) = run_node(SHELL, &ws, &input, &["--approve"]);
     assert_eq!(code, 0, "{out}");
@@ -252,30 +456,62 @@ fn quickstart_graph_succeeds() {
     let (_d, scratch) = temp_workspace();
     let events = scratch.join("events.jsonl");
     let out = run_cheng(&[
-        "graph", "run", graph.to_str().unwrap(), "--workspace", ws.to_str().unwrap(), "--approve",
-        "--events", events.to_str().unwrap(),
+        "graph",
+        "run",
+        graph.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--approve",
+        "--events",
+        events.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(result["status"], "succeeded");
     let readme = &result["nodes"]["readme"];
     assert_eq!(readme["status"], "succeeded");
-    assert!(readme["outputs"]["stdout"].as_str().unwrap().starts_with("# hello"));
-    let lines: Vec<Value> = std::fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(readme["outputs"]["stdout"]
+        .as_str()
+        .unwrap()
+        .starts_with("# hello"));
+    let lines: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
-    for name in ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"] {
+    for name in [
+        "node_started",
+        "approval_requested",
+        "approval_decided",
+        "node_finished",
+        "graph_finished",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     for line in &lines {
-        let ts = line["ts"].as_str().unwrap_or_else(|| panic!("no ts: {line}"));
+        let ts = line["ts"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no ts: {line}"));
         assert!(ts.ends_with('Z') && ts.len() >= 20, "{ts}");
-        if ["approval_decided", "node_finished", "graph_finished"].contains(&line["event"].as_str().unwrap()) {
+        if ["approval_decided", "node_finished", "graph_finished"]
+            .contains(&line["event"].as_str().unwrap())
+        {
             assert!(line["duration_ms"].is_u64(), "no duration: {line}");
         }
     }
     // The edge carried list.summary into readme's purpose, shown on the approval card.
-    let card = lines.iter().find(|l| l["event"] == "approval_requested" && l["node"] == "readme").unwrap();
-    assert!(card["request"]["purpose"].as_str().unwrap().contains("ls -l"), "{card}");
+    let card = lines
+        .iter()
+        .find(|l| l["event"] == "approval_requested" && l["node"] == "readme")
+        .unwrap();
+    assert!(
+        card["request"]["purpose"]
+            .as_str()
+            .unwrap()
+            .contains("ls -l"),
+        "{card}"
+    );
     let out = run_cheng(&["graph", "check", graph.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
 }
@@ -287,17 +523,47 @@ fn events_jsonl_streams_json_lines_to_stderr() {
     let (_d, cwd) = temp_workspace();
     let out = cheng()
         .current_dir(&cwd)
-        .args(["graph", "run", graph.to_str().unwrap(), "--workspace", ws.to_str().unwrap(), "--approve", "--events", "jsonl"])
+        .args([
+            "graph",
+            "run",
+            graph.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--approve",
+            "--events",
+            "jsonl",
+        ])
         .output()
         .expect("cheng runs");
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(!cwd.join("jsonl").exists(), "`--events jsonl` names the format, not a file");
+    assert!(
+        !cwd.join("jsonl").exists(),
+        "`--events jsonl` names the format, not a file"
+    );
     // Event lines are the ones starting with `{`; the rest are `cheng:` messages.
-    let events: Vec<Value> = stderr.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).expect(l)).collect();
-    assert!(stderr.lines().all(|l| l.starts_with('{') || l.starts_with("cheng: ")), "{stderr}");
-    let names: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    for name in ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"] {
+    let events: Vec<Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect(l))
+        .collect();
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.starts_with('{') || l.starts_with("cheng: ")),
+        "{stderr}"
+    );
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    for name in [
+        "node_started",
+        "approval_requested",
+        "approval_decided",
+        "node_finished",
+        "graph_finished",
+    ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     assert_eq!(names.last(), Some(&"graph_finished"));
@@ -319,12 +585,24 @@ fn graph_run_exit_codes_and_skipped_dependents() {
             {"id": "after", "type": SHELL, "inputs": {"command": "true"}}],
             "edges": [{"from": "bad.summary", "to": "after.purpose"}]}),
     );
-    let out = run_cheng(&["graph", "run", &failing, "--workspace", ws.to_str().unwrap(), "--approve", "--jobs", "1"]);
+    let out = run_cheng(&[
+        "graph",
+        "run",
+        &failing,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--approve",
+        "--jobs",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["nodes"]["bad"]["status"], "failed");
     assert_eq!(result["nodes"]["after"]["status"], "skipped");
-    assert!(result["nodes"]["after"]["reason"].as_str().unwrap().contains("`bad`"));
+    assert!(result["nodes"]["after"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("`bad`"));
 
     let invalid = write_graph(
         &ws,
@@ -343,8 +621,14 @@ fn graph_run_exit_codes_and_skipped_dependents() {
         assert_eq!(out.status.code(), Some(2), "{sub}: {stderr}");
         assert!(stderr.contains("node `a`, port `timeout_ms`"), "{stderr}");
         assert!(stderr.contains("maximum 600000"), "{stderr}");
-        assert!(stderr.contains("allow_shell_string is author-only; set it in the node's config"), "{stderr}");
-        assert!(stderr.contains("a → b → a") || stderr.contains("b → a → b"), "{stderr}");
+        assert!(
+            stderr.contains("allow_shell_string is author-only; set it in the node's config"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("a → b → a") || stderr.contains("b → a → b"),
+            "{stderr}"
+        );
     }
     let v2 = write_graph(&ws, &json!({"version": 2, "nodes": []}));
     let out = run_cheng(&["graph", "check", &v2]);
@@ -355,7 +639,9 @@ fn graph_run_exit_codes_and_skipped_dependents() {
 /// Pids of processes whose command line is exactly `argv`.
 fn processes_with_cmdline(argv: &[&str]) -> Vec<u32> {
     let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
         .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
@@ -363,19 +649,34 @@ fn processes_with_cmdline(argv: &[&str]) -> Vec<u32> {
 }
 
 fn wait_for(what: &str, ready: impl FnMut() -> bool) {
-    assert!(eventually(Duration::from_secs(20), ready), "timed out waiting for {what}");
+    assert!(
+        eventually(Duration::from_secs(20), ready),
+        "timed out waiting for {what}"
+    );
 }
 
 /// Starts `cheng args...`, waits for the `sleep <secs>` it runs, sends SIGINT; returns the exit
 /// code and stdout, after checking the sleep is gone.
 fn interrupt(args: &[&str], secs: &str) -> (i32, Value) {
-    let child = cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng");
+    let child = cheng()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cheng");
     let argv = ["sleep", secs];
-    wait_for("the sleep to start", || !processes_with_cmdline(&argv).is_empty());
+    wait_for("the sleep to start", || {
+        !processes_with_cmdline(&argv).is_empty()
+    });
     assert!(send_signal(child.id(), "INT"), "kill -INT {}", child.id());
     let out = child.wait_with_output().expect("cheng exits");
-    wait_for("the sleep to die", || processes_with_cmdline(&argv).is_empty());
-    (out.status.code().unwrap_or(-1), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+    wait_for("the sleep to die", || {
+        processes_with_cmdline(&argv).is_empty()
+    });
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
 }
 
 #[test]
@@ -384,7 +685,18 @@ fn ctrl_c_cancels_run_kills_children_and_exits_130() {
     // A distinctive duration so that only our sleep matches.
     let secs = format!("1000.{}", std::process::id());
     let input = json!({"command": "sleep", "args": [secs]}).to_string();
-    let (code, out) = interrupt(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"], &secs);
+    let (code, out) = interrupt(
+        &[
+            "run",
+            SHELL,
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--input",
+            &input,
+            "--approve",
+        ],
+        &secs,
+    );
     assert_eq!(code, 130, "{out}");
     assert_eq!(out["termination"], "cancelled", "{out}");
     assert_eq!(out["success"], false);
@@ -397,12 +709,25 @@ fn ctrl_c_kills_grandchildren_too() {
     // The sleep is sh's child, cheng's grandchild: only a process-group kill reaches it.
     let script = format!("sleep {secs} & wait");
     let input = json!({"command": "sh", "args": ["-c", script]}).to_string();
-    let (code, out) = interrupt(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"], &secs);
+    let (code, out) = interrupt(
+        &[
+            "run",
+            SHELL,
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--input",
+            &input,
+            "--approve",
+        ],
+        &secs,
+    );
     assert_eq!(code, 130, "{out}");
     assert_eq!(out["termination"], "cancelled", "{out}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED");
     assert_eq!(out["terminal"], true);
-    wait_for("the shell to die", || processes_with_cmdline(&["sh", "-c", &script]).is_empty());
+    wait_for("the shell to die", || {
+        processes_with_cmdline(&["sh", "-c", &script]).is_empty()
+    });
 }
 
 #[test]
@@ -416,7 +741,17 @@ fn ctrl_c_cancels_a_graph_and_exits_130() {
             {"id": "after", "type": SHELL, "inputs": {"command": "true"}}],
             "edges": [{"from": "sleep.summary", "to": "after.purpose"}]}),
     );
-    let (code, out) = interrupt(&["graph", "run", &graph, "--workspace", ws.to_str().unwrap(), "--approve"], &secs);
+    let (code, out) = interrupt(
+        &[
+            "graph",
+            "run",
+            &graph,
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--approve",
+        ],
+        &secs,
+    );
     assert_eq!(code, 130, "{out}");
     assert_eq!(out["status"], "cancelled");
     assert_eq!(out["nodes"]["sleep"]["status"], "cancelled");
@@ -427,53 +762,120 @@ fn ctrl_c_cancels_a_graph_and_exits_130() {
 #[test]
 fn committed_schemas_and_docs_are_fresh() {
     let root = repo_root();
-    for (what, dir) in [("schemas", root.join("schemas")), ("docs", root.join("docs"))] {
+    for (what, dir) in [
+        ("schemas", root.join("schemas")),
+        ("docs", root.join("docs")),
+    ] {
         let out = run_cheng(&[what, "--check", "--dir", dir.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(0), "{what} are stale:\n{}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what} are stale:\n{}",
+            text(&out.stderr)
+        );
     }
 }
 
 #[test]
 fn generation_writes_checks_and_removes_stale_files() {
     let (_d, tmp) = temp_workspace();
-    for (what, file) in [("schemas", "workspace_shell.json"), ("docs", "nodes/workspace_shell.md")] {
+    for (what, file) in [
+        ("schemas", "workspace_shell.json"),
+        ("docs", "nodes/workspace_shell.md"),
+    ] {
         let dir = tmp.join(what);
         let dir_arg = dir.to_str().unwrap();
         let out = run_cheng(&[what, "--check", "--dir", dir_arg]);
         assert_eq!(out.status.code(), Some(1));
-        assert!(text(&out.stderr).contains(&format!("missing: {file}")), "{}", text(&out.stderr));
-        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        assert!(
+            text(&out.stderr).contains(&format!("missing: {file}")),
+            "{}",
+            text(&out.stderr)
+        );
+        assert_eq!(
+            run_cheng(&[what, "--write", "--dir", dir_arg])
+                .status
+                .code(),
+            Some(0)
+        );
         let first = std::fs::read_to_string(dir.join(file)).unwrap();
         assert!(first.ends_with('\n'));
-        assert_eq!(run_cheng(&[what, "--check", "--dir", dir_arg]).status.code(), Some(0));
+        assert_eq!(
+            run_cheng(&[what, "--check", "--dir", dir_arg])
+                .status
+                .code(),
+            Some(0)
+        );
         // Deterministic: writing again changes nothing.
-        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        assert_eq!(
+            run_cheng(&[what, "--write", "--dir", dir_arg])
+                .status
+                .code(),
+            Some(0)
+        );
         assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), first);
         // Stale and extra files are reported, and --write fixes both.
         std::fs::write(dir.join(file), "old").unwrap();
-        let extra = if what == "schemas" { "gone.json" } else { "nodes/gone.md" };
+        let extra = if what == "schemas" {
+            "gone.json"
+        } else {
+            "nodes/gone.md"
+        };
         std::fs::write(dir.join(extra), "{}").unwrap();
         let out = run_cheng(&[what, "--check", "--dir", dir_arg]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1));
-        assert!(stderr.contains(&format!("stale:   {file}")) && stderr.contains(&format!("extra:   {extra}")), "{stderr}");
-        assert!(stderr.contains(&format!("cheng {what} --write")), "{stderr}");
-        assert_eq!(run_cheng(&[what, "--write", "--dir", dir_arg]).status.code(), Some(0));
+        assert!(
+            stderr.contains(&format!("stale:   {file}"))
+                && stderr.contains(&format!("extra:   {extra}")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("cheng {what} --write")),
+            "{stderr}"
+        );
+        assert_eq!(
+            run_cheng(&[what, "--write", "--dir", dir_arg])
+                .status
+                .code(),
+            Some(0)
+        );
         assert!(!dir.join(extra).exists());
-        assert_eq!(run_cheng(&[what, "--check", "--dir", dir_arg]).status.code(), Some(0));
+        assert_eq!(
+            run_cheng(&[what, "--check", "--dir", dir_arg])
+                .status
+                .code(),
+            Some(0)
+        );
     }
     // Hand-written guides next to the generated docs are left alone.
     let guide = tmp.join("docs/guide.md");
     std::fs::write(&guide, "# guide").unwrap();
-    assert_eq!(run_cheng(&["docs", "--write", "--dir", tmp.join("docs").to_str().unwrap()]).status.code(), Some(0));
+    assert_eq!(
+        run_cheng(&[
+            "docs",
+            "--write",
+            "--dir",
+            tmp.join("docs").to_str().unwrap()
+        ])
+        .status
+        .code(),
+        Some(0)
+    );
     assert!(guide.exists());
     let errors = std::fs::read_to_string(tmp.join("docs/errors.md")).unwrap();
-    assert!(errors.contains("| `LOCAL_EXECUTOR_APPROVAL_DENIED` | yes |"), "{errors}");
+    assert!(
+        errors.contains("| `LOCAL_EXECUTOR_APPROVAL_DENIED` | yes |"),
+        "{errors}"
+    );
 }
 
 #[test]
 fn help_documents_exit_statuses() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cheng")).arg("--help").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cheng"))
+        .arg("--help")
+        .output()
+        .unwrap();
     assert!(text(&out.stdout).contains("130"));
 }
 
@@ -496,7 +898,12 @@ fn under_tty(args: &[&str], answer: &str) -> Option<String> {
         .spawn()
         .expect("script runs");
     use std::io::Write;
-    child.stdin.take().expect("stdin").write_all(answer.as_bytes()).expect("type the answer");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answer.as_bytes())
+        .expect("type the answer");
     let out = child.wait_with_output().expect("script exits");
     Some(text(&out.stdout))
 }
@@ -504,14 +911,32 @@ fn under_tty(args: &[&str], answer: &str) -> Option<String> {
 #[test]
 fn on_a_tty_approval_is_an_interactive_prompt() {
     let (_d, ws) = temp_workspace();
-    let input = json!({"command": "touch", "args": ["typed"], "purpose": "prove the prompt works"}).to_string();
-    let args = ["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input];
-    let Some(screen) = under_tty(&args, "n\n") else { return };
+    let input = json!({"command": "touch", "args": ["typed"], "purpose": "prove the prompt works"})
+        .to_string();
+    let args = [
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &input,
+    ];
+    let Some(screen) = under_tty(&args, "n\n") else {
+        return;
+    };
     assert!(screen.contains("Approve? [y]es / [n]o / [a]ll"), "{screen}");
-    assert!(screen.contains("touch typed") && screen.contains("prove the prompt works"), "{screen}");
-    assert!(screen.contains("LOCAL_EXECUTOR_APPROVAL_DENIED"), "{screen}");
+    assert!(
+        screen.contains("touch typed") && screen.contains("prove the prompt works"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("LOCAL_EXECUTOR_APPROVAL_DENIED"),
+        "{screen}"
+    );
     assert!(!ws.join("typed").exists());
-    let Some(screen) = under_tty(&args, "y\n") else { return };
+    let Some(screen) = under_tty(&args, "y\n") else {
+        return;
+    };
     assert!(screen.contains("touch typed exited 0"), "{screen}");
     assert!(ws.join("typed").exists());
 }
@@ -525,11 +950,17 @@ fn a_missing_operation_is_a_validation_error() {
         ("tools/workspace_git", "status, diff, log, show, branch"),
         ("tools/workspace_tests", "detect, run"),
         ("tools/workspace_markdown", "outline, diagnostics"),
-        ("tools/workspace_preview", "markdown, html, artifact_summary"),
+        (
+            "tools/workspace_preview",
+            "markdown, html, artifact_summary",
+        ),
     ] {
         let (code, out, stderr) = run_node(node, &ws, &json!({}), &[]);
         assert_eq!(code, 2, "{node}: {out} {stderr}");
-        assert!(stderr.contains("port `operation`") && stderr.contains(choice), "{node}: {stderr}");
+        assert!(
+            stderr.contains("port `operation`") && stderr.contains(choice),
+            "{node}: {stderr}"
+        );
     }
 }
 
@@ -539,7 +970,10 @@ fn a_misspelt_operation_is_one_error_with_a_suggestion() {
     let (_d, ws) = temp_workspace();
     let (code, _, stderr) = run_node("tools/workspace_git", &ws, &json!({"operation": "lg"}), &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("(1 error)") && stderr.contains("did you mean \"log\"?"), "{stderr}");
+    assert!(
+        stderr.contains("(1 error)") && stderr.contains("did you mean \"log\"?"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("missing"), "{stderr}");
 }
 
@@ -553,12 +987,31 @@ fn after_sequences_nodes_without_a_port() {
         {"id": "make", "type": SHELL, "inputs": {"command": "touch", "args": ["made.txt"]}}]});
     let file = write_graph(&ws, &graph);
     let out = run_cheng(&["graph", "check", &file]);
-    assert!(text(&out.stdout).contains("1 `after` dependency"), "{}", text(&out.stdout));
-    let out = run_cheng(&["graph", "run", &file, "--workspace", ws.to_str().unwrap(), "--approve", "-q", "--json"]);
+    assert!(
+        text(&out.stdout).contains("1 `after` dependency"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = run_cheng(&[
+        "graph",
+        "run",
+        &file,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--approve",
+        "-q",
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["nodes"]["read"]["status"], "succeeded", "{result}");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(repo_root().join("schemas/graph.json")).unwrap()).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("schemas/graph.json")).unwrap(),
+    )
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    assert!(validator.is_valid(&graph), "schemas/graph.json refuses `after`");
+    assert!(
+        validator.is_valid(&graph),
+        "schemas/graph.json refuses `after`"
+    );
 }

@@ -8,13 +8,21 @@ fn code_shell_runs_in_the_sandbox_with_landlock() {
         return;
     }
     let (_d, ws) = temp_workspace();
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": "echo hi > inside.txt; echo done"}), &[
-        "--config",
-        r#"{"allow_filesystem": true}"#,
-    ]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": "echo hi > inside.txt; echo done"}),
+        &["--config", r#"{"allow_filesystem": true}"#],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
     assert_eq!(out["result"], "done");
-    assert!(out["metrics"]["limits"]["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert!(
+        out["metrics"]["limits"]["landlock"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
     assert!(ws.join("inside.txt").exists());
 }
 
@@ -22,7 +30,12 @@ fn code_shell_runs_in_the_sandbox_with_landlock() {
 fn an_agent_cannot_turn_on_the_network_without_a_person() {
     // The request goes to a person; with no terminal and no --approve nobody can say yes.
     let (_d, ws) = temp_workspace();
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": "true", "allow_network": true}), &[]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": "true", "allow_network": true}),
+        &[],
+    );
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
     assert!(stderr.contains("allow_network"), "{stderr}");
@@ -34,12 +47,22 @@ fn a_missing_bwrap_fails_closed() {
     let input = json!({"script": "echo should-not-run"}).to_string();
     let out = cheng()
         .env("CHENG_BWRAP", "/nonexistent/bwrap")
-        .args(["run", "tools/code_shell", "--workspace", ws.to_str().unwrap(), "--input", &input])
+        .args([
+            "run",
+            "tools/code_shell",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--input",
+            &input,
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_ne!(out.status.code(), Some(0));
-    assert!(stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"), "{stdout}");
+    assert!(
+        stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("should-not-run"));
 }
 
@@ -65,7 +88,10 @@ const OUTER_NPROC: u32 = 1024;
 const WALL_CLOCK: Duration = Duration::from_secs(60);
 
 fn util(name: &str) -> Option<PathBuf> {
-    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
 }
 
 /// Whether cheng can run as uid 65534 with a working sandbox here; prints why when not.
@@ -77,11 +103,24 @@ pub fn unprivileged_sandbox_works() -> bool {
     let (Some(setpriv), Some(_)) = (util("setpriv"), util("prlimit")) else {
         return skip("setpriv/prlimit (util-linux)".into());
     };
-    let Some(bwrap) = util("bwrap") else { return skip("bwrap (bubblewrap)".into()) };
+    let Some(bwrap) = util("bwrap") else {
+        return skip("bwrap (bubblewrap)".into());
+    };
     let probe = Command::new(&setpriv)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&bwrap)
-        .args(["--unshare-all", "--unshare-user", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"])
+        .args([
+            "--unshare-all",
+            "--unshare-user",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ])
         .stdin(Stdio::null())
         .output();
     match probe {
@@ -95,7 +134,10 @@ pub fn unprivileged_sandbox_works() -> bool {
         Err(e) => return skip(format!("a setpriv that runs ({e})")),
     }
     if nobody_cheng().is_none() {
-        return skip(format!("a cheng binary uid 65534 can execute ({} nor a copy of it under /tmp)", env!("CARGO_BIN_EXE_cheng")));
+        return skip(format!(
+            "a cheng binary uid 65534 can execute ({} nor a copy of it under /tmp)",
+            env!("CARGO_BIN_EXE_cheng")
+        ));
     }
     true
 }
@@ -108,7 +150,14 @@ fn nobody_cheng() -> Option<PathBuf> {
         .get_or_init(|| {
             let executable_by_nobody = |path: &Path| {
                 Command::new(util("setpriv")?)
-                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "test", "-x"])
+                    .args([
+                        "--reuid=65534",
+                        "--regid=65534",
+                        "--clear-groups",
+                        "--",
+                        "test",
+                        "-x",
+                    ])
                     .arg(path)
                     .status()
                     .ok()
@@ -120,7 +169,11 @@ fn nobody_cheng() -> Option<PathBuf> {
             }
             use std::os::unix::fs::PermissionsExt;
             // Kept for the whole test process: every unprivileged test uses the same copy.
-            let dir = tempfile::Builder::new().prefix("cheng-bin-").tempdir_in("/tmp").ok()?.keep();
+            let dir = tempfile::Builder::new()
+                .prefix("cheng-bin-")
+                .tempdir_in("/tmp")
+                .ok()?
+                .keep();
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).ok()?;
             let copy = dir.join("cheng");
             std::fs::copy(&built, &copy).ok()?;
@@ -138,7 +191,10 @@ pub fn nobody_dir(parent: &str) -> (tempfile::TempDir, PathBuf) {
 /// A directory under `parent` owned by `uid` (group 65534), world-traversable.
 fn owned_dir(parent: &str, uid: u32) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new().prefix("cheng-nobody-").tempdir_in(parent).expect("tempdir");
+    let dir = tempfile::Builder::new()
+        .prefix("cheng-nobody-")
+        .tempdir_in(parent)
+        .expect("tempdir");
     let path = dir.path().canonicalize().expect("canonical");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::os::unix::fs::chown(&path, Some(uid), Some(NOBODY)).expect("chown");
@@ -228,20 +284,42 @@ fn unprivileged_code_shell_runs_in_a_user_namespace() {
         return;
     }
     let (_d, ws) = nobody_dir("/tmp");
-    let script = "id -u; printf '%s\\n' \"$INPUT\"; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
-    let (code, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script, "input": {"n": 1}}), None, &[]);
+    let script =
+        "id -u; printf '%s\\n' \"$INPUT\"; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
+    let (code, out, _, stderr) = run_unprivileged(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script, "input": {"n": 1}}),
+        None,
+        &[],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
     let stdout = out["stdout"].as_str().unwrap_or("");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[..2], ["65534", "{\"n\":1}"], "{out}");
     assert_eq!(lines.len(), 7, "{stdout}");
     for line in &lines[2..] {
-        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+        assert!(
+            line.ends_with("0000000000000000"),
+            "a capability survived: {line}"
+        );
     }
     let limits = &out["metrics"]["limits"];
-    assert_eq!(limits["identity"], "uid 65534 (cheng's own, in a user namespace)", "{out}");
-    assert_eq!(limits["nproc_enforcement"], "RLIMIT_NPROC 256 set inside the user namespace", "{out}");
-    assert!(limits["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert_eq!(
+        limits["identity"], "uid 65534 (cheng's own, in a user namespace)",
+        "{out}"
+    );
+    assert_eq!(
+        limits["nproc_enforcement"], "RLIMIT_NPROC 256 set inside the user namespace",
+        "{out}"
+    );
+    assert!(
+        limits["landlock"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -261,17 +339,38 @@ fn unprivileged_writes_land_in_the_workspace_only() {
         escape.display()
     );
     for allow in [false, true] {
-        let (_, out, _, stderr) =
-            run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), Some(&json!({"allow_filesystem": allow})), &[]);
+        let (_, out, _, stderr) = run_unprivileged(
+            "tools/code_shell",
+            &ws,
+            &json!({"script": script}),
+            Some(&json!({"allow_filesystem": allow})),
+            &[],
+        );
         assert!(out.is_object(), "no output: {stderr}");
-        assert!(!escape.exists(), "allow_filesystem={allow}: a write outside the workspace reached the host: {out}");
-        assert!(!ws.join(".git/config").exists() && !ws.join(".bashrc").exists(), "protected metadata written: {out}");
-        assert_eq!(ws.join("inside.txt").exists(), allow, "allow_filesystem={allow}: {out}");
-        assert!(out["stdout"].as_str().unwrap_or("").contains("done"), "the attempt did not run: {out}");
+        assert!(
+            !escape.exists(),
+            "allow_filesystem={allow}: a write outside the workspace reached the host: {out}"
+        );
+        assert!(
+            !ws.join(".git/config").exists() && !ws.join(".bashrc").exists(),
+            "protected metadata written: {out}"
+        );
+        assert_eq!(
+            ws.join("inside.txt").exists(),
+            allow,
+            "allow_filesystem={allow}: {out}"
+        );
+        assert!(
+            out["stdout"].as_str().unwrap_or("").contains("done"),
+            "the attempt did not run: {out}"
+        );
     }
     let meta = std::fs::metadata(ws.join("inside.txt")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (NOBODY, NOBODY));
-    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "inside\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
 }
 
 /// A uid of this test process's own, never 65534: RLIMIT_NPROC counts every process of a uid on
@@ -292,10 +391,26 @@ fn unprivileged_fork_bombs_are_bounded() {
     let (_d, ws) = owned_dir("/tmp", uid);
     // 1000 sleeping children must not all start (RLIMIT_NPROC 256 inside the namespace).
     let script = "i=0; while [ $i -lt 1000 ]; do sleep 5 & i=$((i+1)); done; echo started $i";
-    let (_, out, _, stderr) = run_unprivileged_as(uid, "tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 4000}), None, &[]);
+    let (_, out, _, stderr) = run_unprivileged_as(
+        uid,
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script, "timeout_ms": 4000}),
+        None,
+        &[],
+    );
     assert_eq!(out["success"], false, "{out} {stderr}");
-    assert!(!out["stdout"].as_str().unwrap_or("").contains("started 1000"), "1000 processes started: {out}");
-    assert!(out["stderr"].as_str().unwrap_or("").contains("fork"), "{out}");
+    assert!(
+        !out["stdout"]
+            .as_str()
+            .unwrap_or("")
+            .contains("started 1000"),
+        "1000 processes started: {out}"
+    );
+    assert!(
+        out["stderr"].as_str().unwrap_or("").contains("fork"),
+        "{out}"
+    );
     // A bomb that would double 12 times (8190 processes), cut short by the limit and the timeout.
     // The script's own shell starts it before the limit is reached and then execs its sleep, so
     // that it never needs a fork itself: were it to fork after the bomb, it could lose the race for
@@ -303,10 +418,24 @@ fn unprivileged_fork_bombs_are_bounded() {
     let uid_arg = uid.to_string();
     let _guard = KillOnDrop::new(&["-U", &uid_arg]);
     let script = "bomb_6651() { [ \"$1\" -gt 0 ] && { bomb_6651 $(($1-1)) & bomb_6651 $(($1-1)) & }; sleep 3; }; bomb_6651 12 & exec sleep 3";
-    let (_, out, _, stderr) = run_unprivileged_as(uid, "tools/code_shell", &ws, &json!({"script": script, "timeout_ms": 1500}), None, &[]);
-    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out} {stderr}");
+    let (_, out, _, stderr) = run_unprivileged_as(
+        uid,
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script, "timeout_ms": 1500}),
+        None,
+        &[],
+    );
+    assert_eq!(
+        out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT",
+        "{out} {stderr}"
+    );
     // Nothing of the uid's is left (it is this test's alone, so any survivor is the bomb's).
-    assert!(none_left(&["-U", &uid_arg]), "fork bomb processes survived: {:?}", pgrep(&["-U", &uid_arg]));
+    assert!(
+        none_left(&["-U", &uid_arg]),
+        "fork bomb processes survived: {:?}",
+        pgrep(&["-U", &uid_arg])
+    );
 }
 
 #[test]
@@ -333,13 +462,31 @@ fn unprivileged_runs_have_no_network() {
     // curl's exit status is the positive control: 7 (could not connect) proves it ran and tried;
     // 127 (curl not found inside) would make the test prove nothing.
     let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo \"curl=$?\"; getent hosts example.com || echo no-dns");
-    let (_, out, _, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), None, &[]);
+    let (_, out, _, stderr) = run_unprivileged(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script}),
+        None,
+        &[],
+    );
     assert!(out.is_object(), "no output: {stderr}");
-    assert!(!hit.load(Ordering::SeqCst), "the sandbox reached the host listener: {out}");
+    assert!(
+        !hit.load(Ordering::SeqCst),
+        "the sandbox reached the host listener: {out}"
+    );
     let stdout = out["stdout"].as_str().unwrap_or("");
-    assert!(!stdout.contains("reached") && stdout.contains("no-dns"), "{out}");
-    assert!(stdout.contains("curl=7\n"), "curl did not fail to connect: {out}");
-    assert_eq!(out["metrics"]["limits"]["network"], "none (private network namespace)");
+    assert!(
+        !stdout.contains("reached") && stdout.contains("no-dns"),
+        "{out}"
+    );
+    assert!(
+        stdout.contains("curl=7\n"),
+        "curl did not fail to connect: {out}"
+    );
+    assert_eq!(
+        out["metrics"]["limits"]["network"],
+        "none (private network namespace)"
+    );
 }
 
 /// The rlimits are set by cheng's init step inside the sandbox (bwrap itself is started without
@@ -354,12 +501,24 @@ fn the_init_step_applies_every_rlimit() {
     for memory_mb in [16u64, 200] {
         // The author's config raises the ceiling (128 by default) for the larger value.
         let config = json!({"memory_mb": memory_mb}).to_string();
-        let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script, "memory_mb": memory_mb}), &["--config", &config]);
+        let (code, out, stderr) = run_node(
+            "tools/code_shell",
+            &ws,
+            &json!({"script": script, "memory_mb": memory_mb}),
+            &["--config", &config],
+        );
         assert_eq!(code, 0, "memory_mb={memory_mb}: {out} {stderr}");
         let text = out["stdout"].as_str().unwrap_or("");
         let row = |name: &str| -> Vec<String> {
-            let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing: {text}"));
-            line[name.len()..].split_whitespace().take(2).map(str::to_string).collect()
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{name} missing: {text}"));
+            line[name.len()..]
+                .split_whitespace()
+                .take(2)
+                .map(str::to_string)
+                .collect()
         };
         let bytes = (memory_mb << 20).to_string();
         assert_eq!(row("Max address space"), [bytes.clone(), bytes], "{text}");
@@ -380,7 +539,10 @@ fn a_memory_hog_under_the_init_step_fails_with_memory_limit() {
     let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &[]);
     assert_eq!(code, 1, "{out} {stderr}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{out}");
-    assert_eq!(out["metrics"]["limits"]["memory"], "RLIMIT_AS 64 MiB (address space, not resident memory)");
+    assert_eq!(
+        out["metrics"]["limits"]["memory"],
+        "RLIMIT_AS 64 MiB (address space, not resident memory)"
+    );
 }
 
 /// A private (0700) workspace is usable with allow_filesystem, files land owned by its owner,
@@ -394,14 +556,25 @@ fn a_private_workspace_is_writable_and_no_capability_survives() {
     let (_d, ws) = temp_workspace();
     std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
     let script = "echo x > made.txt; grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status";
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script}), &["--config", r#"{"allow_filesystem": true}"#]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script}),
+        &["--config", r#"{"allow_filesystem": true}"#],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
     let stdout = out["stdout"].as_str().unwrap_or("");
     assert_eq!(stdout.lines().count(), 5, "{stdout}");
     for line in stdout.lines() {
-        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+        assert!(
+            line.ends_with("0000000000000000"),
+            "a capability survived: {line}"
+        );
     }
-    let (file, dir) = (std::fs::metadata(ws.join("made.txt")).unwrap(), std::fs::metadata(&ws).unwrap());
+    let (file, dir) = (
+        std::fs::metadata(ws.join("made.txt")).unwrap(),
+        std::fs::metadata(&ws).unwrap(),
+    );
     assert_eq!((file.uid(), file.gid()), (dir.uid(), dir.gid()));
 }
 
@@ -431,18 +604,38 @@ pub fn host_files() -> HostFiles {
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    HostFiles { _dir: tmp, dir, secret, open }
+    HostFiles {
+        _dir: tmp,
+        dir,
+        secret,
+        open,
+    }
 }
 
 impl HostFiles {
     /// The host side is exactly as created.
     pub fn assert_unchanged(&self, context: &str) {
-        assert_eq!(std::fs::read_to_string(&self.secret).unwrap_or_default(), SECRET, "{context}: secret.txt changed");
-        assert_eq!(std::fs::read_to_string(&self.open).unwrap_or_default(), SECRET, "{context}: open.txt changed");
-        let mut names: Vec<String> =
-            std::fs::read_dir(&self.dir).expect("list").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            std::fs::read_to_string(&self.secret).unwrap_or_default(),
+            SECRET,
+            "{context}: secret.txt changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&self.open).unwrap_or_default(),
+            SECRET,
+            "{context}: open.txt changed"
+        );
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
-        assert_eq!(names, ["open.txt", "secret.txt"], "{context}: a file was created or removed");
+        assert_eq!(
+            names,
+            ["open.txt", "secret.txt"],
+            "{context}: a file was created or removed"
+        );
     }
 }
 
@@ -453,23 +646,45 @@ fn full_disk_readonly_shows_host_files_and_never_lets_them_be_written() {
     }
     let host = host_files();
     let (_d, ws) = temp_workspace();
-    let (secret, open, dir) = (host.secret.display(), host.open.display(), host.dir.display());
+    let (secret, open, dir) = (
+        host.secret.display(),
+        host.open.display(),
+        host.dir.display(),
+    );
     let script = format!(
         "cat '{secret}'; echo evil >> '{secret}'; echo evil >> '{open}'; echo evil > '{dir}/new.txt'; \
          rm -f '{secret}' '{open}'; mv '{open}' '{dir}/moved'; echo attempted"
     );
     // Control: without the switch the file is not there at all.
     let (_, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": &script}), &[]);
-    assert!(!out["stdout"].as_str().unwrap_or("").contains("host secret"), "readable without the switch: {out} {stderr}");
-    assert!(out["stdout"].as_str().unwrap_or("").contains("attempted"), "{out} {stderr}");
+    assert!(
+        !out["stdout"].as_str().unwrap_or("").contains("host secret"),
+        "readable without the switch: {out} {stderr}"
+    );
+    assert!(
+        out["stdout"].as_str().unwrap_or("").contains("attempted"),
+        "{out} {stderr}"
+    );
     host.assert_unchanged("without allow_full_disk_readonly");
-    for config in [r#"{"allow_full_disk_readonly": true}"#, r#"{"allow_full_disk_readonly": true, "allow_filesystem": true}"#] {
+    for config in [
+        r#"{"allow_full_disk_readonly": true}"#,
+        r#"{"allow_full_disk_readonly": true, "allow_filesystem": true}"#,
+    ] {
         let input = json!({"script": &script, "allow_full_disk_readonly": true});
         let (_, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--config", config]);
         let stdout = out["stdout"].as_str().unwrap_or("");
-        assert!(stdout.starts_with(SECRET), "{config}: the host file is not readable: {out} {stderr}");
+        assert!(
+            stdout.starts_with(SECRET),
+            "{config}: the host file is not readable: {out} {stderr}"
+        );
         assert!(stdout.contains("attempted"), "{config}: {out}");
-        assert!(out["stderr"].as_str().unwrap_or("").contains("Read-only file system"), "{config}: {out}");
+        assert!(
+            out["stderr"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Read-only file system"),
+            "{config}: {out}"
+        );
         host.assert_unchanged(config);
     }
 }
@@ -491,16 +706,34 @@ fn nested_repositories_cannot_be_written_with_allow_filesystem() {
     let script = "echo evil >> sub/.git/config; echo evil > sub/.git/hooks/post-checkout; \
                   echo evil >> sub2-gitdir/config; echo evil > sub2-gitdir/hooks/pre-commit; echo 'gitdir: /tmp' > sub2/.git; \
                   echo ok > sub/normal.txt";
-    let (_, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script, "allow_filesystem": true}), &[
-        "--config",
-        r#"{"allow_filesystem": true}"#,
-    ]);
-    assert_eq!(std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(), "ok\n", "the attempt did not run: {out} {stderr}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(), "[core]\n", "{out}");
+    let (_, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script, "allow_filesystem": true}),
+        &["--config", r#"{"allow_filesystem": true}"#],
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(),
+        "ok\n",
+        "the attempt did not run: {out} {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(),
+        "[core]\n",
+        "{out}"
+    );
     assert!(!ws.join("sub/.git/hooks/post-checkout").exists(), "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(), "[core]\n", "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(),
+        "[core]\n",
+        "{out}"
+    );
     assert!(!ws.join("sub2-gitdir/hooks/pre-commit").exists(), "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub2/.git")).unwrap(), "gitdir: ../sub2-gitdir\n", "{out}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub2/.git")).unwrap(),
+        "gitdir: ../sub2-gitdir\n",
+        "{out}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -520,14 +753,33 @@ fn a_denied_read_path_runs_nothing() {
     let dir = outside.path().to_str().expect("utf-8");
     let input = json!({"script": format!("echo ran > marker.txt; cat '{dir}/notes.txt'"), "request_read_paths": [dir], "allow_filesystem": true});
     let config = r#"{"allow_filesystem": true}"#;
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--deny", "--config", config]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &input,
+        &["--deny", "--config", config],
+    );
     assert_eq!(code, 1, "{out} {stderr}");
-    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out} {stderr}");
-    assert!(!ws.join("marker.txt").exists(), "the script ran although its read path was denied: {out}");
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--approve", "--config", config]);
+    assert_eq!(
+        out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED",
+        "{out} {stderr}"
+    );
+    assert!(
+        !ws.join("marker.txt").exists(),
+        "the script ran although its read path was denied: {out}"
+    );
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &input,
+        &["--approve", "--config", config],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
     assert_eq!(out["result"], "approved content", "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("marker.txt")).unwrap_or_default(), "ran\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("marker.txt")).unwrap_or_default(),
+        "ran\n"
+    );
 }
 
 /// Ctrl-C (SIGINT to cheng) in the middle of a code_shell run: exit 130, and the script's
@@ -543,7 +795,14 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
     let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
     let input = json!({"script": script, "timeout_ms": 60000}).to_string();
     let child = cheng()
-        .args(["run", "tools/code_shell", "--workspace", ws.to_str().expect("utf-8"), "--input", &input])
+        .args([
+            "run",
+            "tools/code_shell",
+            "--workspace",
+            ws.to_str().expect("utf-8"),
+            "--input",
+            &input,
+        ])
         .args(["--config", r#"{"timeout_ms": 60000}"#])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -554,14 +813,25 @@ fn ctrl_c_mid_run_kills_the_scripts_grandchildren() {
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     // The three sleeps themselves running (not merely a shell naming them).
     let sleeps = format!("^{pattern}[123]$");
-    let started = eventually(Duration::from_secs(20), || pgrep(&["-f", &sleeps]).len() == 3);
+    let started = eventually(Duration::from_secs(20), || {
+        pgrep(&["-f", &sleeps]).len() == 3
+    });
     send_signal(child.id(), "INT");
     let out = child.wait_with_output().expect("cheng exits");
     let gone = none_left(&["-f", &pattern]);
     let survivors = pgrep(&["-f", &pattern]);
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    assert!(started, "the script's processes never all started: {value} {}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(130), "{value} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        started,
+        "the script's processes never all started: {value} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{value} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(value["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{value}");
     assert!(gone, "left behind after Ctrl-C: {survivors:?}");
 }
@@ -578,7 +848,12 @@ fn read_paths_and_capabilities_share_one_approval_card() {
     std::fs::write(outside.path().join("notes.txt"), "shared card").unwrap();
     let dir = outside.path().canonicalize().unwrap().display().to_string();
     let input = json!({"script": format!("cat '{dir}/notes.txt'"), "request_read_paths": [dir], "allow_network": true});
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--approve", "--events", "-"]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &input,
+        &["--approve", "--events", "-"],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
     assert_eq!(out["result"], "shared card", "{out}");
     let cards: Vec<Value> = stderr
@@ -595,5 +870,8 @@ fn read_paths_and_capabilities_share_one_approval_card() {
     let (code, out, _) = run_node("tools/code_shell", &ws, &marking, &["--deny"]);
     assert_ne!(code, 0);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
-    assert!(!ws.join("marker.txt").exists(), "the script ran although its card was denied");
+    assert!(
+        !ws.join("marker.txt").exists(),
+        "the script ran although its card was denied"
+    );
 }

@@ -16,14 +16,20 @@ const SHELL: &str = "tools/workspace_shell";
 /// Pids of live (non-zombie) processes whose argv is exactly `argv`.
 fn processes(argv: &[&str]) -> Vec<i32> {
     let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
-                .and_then(|s| s.rsplit(')').next().and_then(|r| r.trim_start().chars().next()))
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .and_then(|r| r.trim_start().chars().next())
+                })
                 .is_some_and(|state| state != 'Z' && state != 'X')
         })
         .collect()
@@ -43,15 +49,22 @@ impl Drop for Sweep {
 }
 
 fn all_gone(sleeps: &[&str]) -> bool {
-    eventually(Duration::from_secs(10), || sleeps.iter().all(|s| processes(&["sleep", s]).is_empty()))
+    eventually(Duration::from_secs(10), || {
+        sleeps.iter().all(|s| processes(&["sleep", s]).is_empty())
+    })
 }
 
 fn all_running(sleeps: &[&str]) -> bool {
-    eventually(Duration::from_secs(20), || sleeps.iter().all(|s| !processes(&["sleep", s]).is_empty()))
+    eventually(Duration::from_secs(20), || {
+        sleeps.iter().all(|s| !processes(&["sleep", s]).is_empty())
+    })
 }
 
 fn survivors(sleeps: &[&str]) -> Vec<(String, Vec<i32>)> {
-    sleeps.iter().map(|s| (s.to_string(), processes(&["sleep", s]))).collect()
+    sleeps
+        .iter()
+        .map(|s| (s.to_string(), processes(&["sleep", s])))
+        .collect()
 }
 
 /// setsid -f, a double fork, and nohup in the background in a new session; prints `started`
@@ -70,7 +83,12 @@ fn shell_input(script: &str) -> String {
 }
 
 fn spawn_cheng(args: &[&str]) -> Child {
-    cheng().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn cheng")
+    cheng()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cheng")
 }
 
 #[test]
@@ -79,8 +97,20 @@ fn an_interrupt_leaves_no_escaped_grandchild() {
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
     let input = shell_input(&escaping(&sleeps, "sleep 1000"));
-    let child = spawn_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"]);
-    assert!(all_running(&sleeps), "the escapes did not start: {:?}", survivors(&sleeps));
+    let child = spawn_cheng(&[
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &input,
+        "--approve",
+    ]);
+    assert!(
+        all_running(&sleeps),
+        "the escapes did not start: {:?}",
+        survivors(&sleeps)
+    );
     assert!(send_signal(child.id(), "INT"), "kill -INT {}", child.id());
     let out = child.wait_with_output().expect("cheng exits");
     let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -98,8 +128,20 @@ fn killing_cheng_itself_leaves_nothing_running() {
     let _sweep = Sweep(vec![sleeps[0], sleeps[1], sleeps[2], group_member]);
     let (_d, ws) = temp_workspace();
     let input = shell_input(&escaping(&sleeps, &format!("sleep {group_member}")));
-    let mut child = spawn_cheng(&["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve"]);
-    assert!(all_running(&[sleeps[0], sleeps[1], sleeps[2], group_member]), "{:?}", survivors(&sleeps));
+    let mut child = spawn_cheng(&[
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &input,
+        "--approve",
+    ]);
+    assert!(
+        all_running(&[sleeps[0], sleeps[1], sleeps[2], group_member]),
+        "{:?}",
+        survivors(&sleeps)
+    );
     child.kill().expect("SIGKILL cheng");
     let _ = child.wait();
     let every = [sleeps[0], sleeps[1], sleeps[2], group_member];
@@ -110,7 +152,10 @@ fn killing_cheng_itself_leaves_nothing_running() {
 fn nothing_escapes_the_sandbox_either() {
     // bwrap's pid namespace ends with the script; the reaper covers what bwrap would not.
     if !bwrap_works() {
-        assert!(std::env::var_os("CI").is_none(), "bubblewrap is required when CI is set");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "bubblewrap is required when CI is set"
+        );
         eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }

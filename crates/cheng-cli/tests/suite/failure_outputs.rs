@@ -27,11 +27,25 @@ fn every_registered_spec_is_sound() {
     assert!(problems.is_empty(), "{problems:#?}");
     for spec in registry.specs() {
         for name in failure::NAMES {
-            assert!(spec.output(name).is_some(), "{} does not declare the failure output `{name}`", spec.id);
+            assert!(
+                spec.output(name).is_some(),
+                "{} does not declare the failure output `{name}`",
+                spec.id
+            );
         }
         let declared = |name: &str| spec.output(name).map(|p| (p.ty, p.description));
-        assert_eq!(declared("error_kind"), Some((failure::ERROR_KIND.ty, failure::ERROR_KIND.description)), "{}", spec.id);
-        assert_eq!(declared("terminal"), Some((failure::TERMINAL.ty, failure::TERMINAL.description)), "{}", spec.id);
+        assert_eq!(
+            declared("error_kind"),
+            Some((failure::ERROR_KIND.ty, failure::ERROR_KIND.description)),
+            "{}",
+            spec.id
+        );
+        assert_eq!(
+            declared("terminal"),
+            Some((failure::TERMINAL.ty, failure::TERMINAL.description)),
+            "{}",
+            spec.id
+        );
     }
 }
 
@@ -40,24 +54,76 @@ fn every_registered_spec_is_sound() {
 fn cases(id: &str) -> Option<(Value, Value, Value)> {
     let none = json!({});
     Some(match id {
-        "tools/workspace_shell" => (none, json!({"command": "true"}), json!({"command": "false"})),
-        "tools/workspace_git" => (none, json!({"operation": "status"}), json!({"operation": "show", "revision": "no-such-branch"})),
-        "tools/workspace_tests" => (none, json!({"operation": "detect"}), json!({"operation": "run", "command": "false"})),
-        "tools/workspace_markdown" => {
-            (none, json!({"operation": "outline", "path": "README.md"}), json!({"operation": "outline", "path": "missing.md"}))
-        }
-        "tools/workspace_preview" => {
-            (none, json!({"operation": "markdown", "content": "# hi"}), json!({"operation": "markdown", "path": "missing.md"}))
-        }
-        "tools/list_dir" => (none, json!({"dir_path": "."}), json!({"dir_path": "missing"})),
-        "tools/glob" => (none, json!({"pattern": "*.md"}), json!({"pattern": "[unclosed"})),
-        "tools/grep" => (none, json!({"pattern": "Title"}), json!({"pattern": "(unclosed"})),
-        "tools/read_file" => (none, json!({"file_path": "README.md"}), json!({"file_path": "missing.md"})),
-        "tools/write_file" => (none, json!({"file_path": "new.txt", "content": "x"}), json!({"file_path": ".git/x", "content": "x"})),
-        "tools/edit_file" => (none, json!({"file_path": "README.md", "old": "Text.", "new": "Words."}), json!({"file_path": "README.md", "old": "absent", "new": "x"})),
-        "tools/delete_path" => (none, json!({"path": "scratch.txt"}), json!({"path": "missing.txt"})),
-        "tools/code_shell" => (none, json!({"script": "echo 1"}), json!({"script": "exit 3"})),
-        "tools/exec_command" => (none, json!({"command": "true"}), json!({"command": "false"})),
+        "tools/workspace_shell" => (
+            none,
+            json!({"command": "true"}),
+            json!({"command": "false"}),
+        ),
+        "tools/workspace_git" => (
+            none,
+            json!({"operation": "status"}),
+            json!({"operation": "show", "revision": "no-such-branch"}),
+        ),
+        "tools/workspace_tests" => (
+            none,
+            json!({"operation": "detect"}),
+            json!({"operation": "run", "command": "false"}),
+        ),
+        "tools/workspace_markdown" => (
+            none,
+            json!({"operation": "outline", "path": "README.md"}),
+            json!({"operation": "outline", "path": "missing.md"}),
+        ),
+        "tools/workspace_preview" => (
+            none,
+            json!({"operation": "markdown", "content": "# hi"}),
+            json!({"operation": "markdown", "path": "missing.md"}),
+        ),
+        "tools/list_dir" => (
+            none,
+            json!({"dir_path": "."}),
+            json!({"dir_path": "missing"}),
+        ),
+        "tools/glob" => (
+            none,
+            json!({"pattern": "*.md"}),
+            json!({"pattern": "[unclosed"}),
+        ),
+        "tools/grep" => (
+            none,
+            json!({"pattern": "Title"}),
+            json!({"pattern": "(unclosed"}),
+        ),
+        "tools/read_file" => (
+            none,
+            json!({"file_path": "README.md"}),
+            json!({"file_path": "missing.md"}),
+        ),
+        "tools/write_file" => (
+            none,
+            json!({"file_path": "new.txt", "content": "x"}),
+            json!({"file_path": ".git/x", "content": "x"}),
+        ),
+        "tools/edit_file" => (
+            none,
+            json!({"file_path": "README.md", "old": "Text.", "new": "Words."}),
+            json!({"file_path": "README.md", "old": "absent", "new": "x"}),
+        ),
+        "tools/delete_path" => (
+            none,
+            json!({"path": "scratch.txt"}),
+            json!({"path": "missing.txt"}),
+        ),
+        "tools/code_shell" => (
+            none,
+            json!({"script": "echo 1"}),
+            json!({"script": "exit 3"}),
+        ),
+        "tools/exec_command" => (
+            none,
+            json!({"command": "true"}),
+            json!({"command": "false"}),
+        ),
         // A single run keeps no sessions, so it cannot succeed here (a null success case; the
         // sessions suite covers its successes through `cheng serve`): every id is unknown.
         "tools/write_stdin" => (none, Value::Null, json!({"session_id": 1, "chars": ""})),
@@ -66,8 +132,16 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
             json!({"input": "*** Begin Patch\n*** Add File: added-by-patch.txt\n+hi\n*** End Patch\n"}),
             json!({"input": "*** Begin Patch\n*** Update File: missing.txt\n@@\n-a\n+b\n*** End Patch\n"}),
         ),
-        "tools/code_python" => (none, json!({"script": "result = 1"}), json!({"script": "raise ValueError('no')"})),
-        "tools/code_js" => (none, json!({"script": "1 + 1"}), json!({"script": "throw new Error('no')"})),
+        "tools/code_python" => (
+            none,
+            json!({"script": "result = 1"}),
+            json!({"script": "raise ValueError('no')"}),
+        ),
+        "tools/code_js" => (
+            none,
+            json!({"script": "1 + 1"}),
+            json!({"script": "throw new Error('no')"}),
+        ),
         "tools/runtime" => (
             json!({"exposed_tools": [{"type": "tools/workspace_markdown"}]}),
             json!({"action": "list_tools"}),
@@ -91,13 +165,27 @@ fn run(id: &str, ws: &Path, config: &Value, input: &Value) -> Value {
     let out = cheng()
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
         .env("CHENG_ENABLE_CODE_JS", "1")
-        .args(["run", id, "--workspace", ws.to_str().expect("utf-8"), "--approve"])
-        .args(["--config", &config.to_string(), "--input", &input.to_string()])
+        .args([
+            "run",
+            id,
+            "--workspace",
+            ws.to_str().expect("utf-8"),
+            "--approve",
+        ])
+        .args([
+            "--config",
+            &config.to_string(),
+            "--input",
+            &input.to_string(),
+        ])
         .output()
         .expect("cheng runs");
     match serde_json::from_slice(&out.stdout) {
         Ok(value) => value,
-        Err(e) => panic!("{id} {input}: no JSON output ({e}): {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!(
+            "{id} {input}: no JSON output ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
     }
 }
 
@@ -118,15 +206,36 @@ fn every_node_fills_the_failure_outputs_the_same_way() {
         }
         if !ok.is_null() {
             let out = run(id, &ws, &config, &ok);
-            let four = |out: &Value| [&out["success"], &out["error_kind"], &out["terminal"], &out["error"]].map(Value::clone);
-            assert_eq!(four(&out), [json!(true), Value::Null, json!(false), Value::Null], "{id} success: {out}");
+            let four = |out: &Value| {
+                [
+                    &out["success"],
+                    &out["error_kind"],
+                    &out["terminal"],
+                    &out["error"],
+                ]
+                .map(Value::clone)
+            };
+            assert_eq!(
+                four(&out),
+                [json!(true), Value::Null, json!(false), Value::Null],
+                "{id} success: {out}"
+            );
         }
 
         let out = run(id, &ws, &config, &bad);
         assert_eq!(out["success"], false, "{id} failure: {out}");
         let code = out["error_kind"].as_str().unwrap_or_default();
-        let kind = ErrorKind::from_code(code).unwrap_or_else(|| panic!("{id}: error_kind {code:?} is no LOCAL_EXECUTOR_* code: {out}"));
-        assert_eq!(out["terminal"], kind.terminal(), "{id}: terminal follows the kind: {out}");
-        assert!(out["error"].as_str().is_some_and(|e| !e.is_empty()), "{id}: error names what went wrong: {out}");
+        let kind = ErrorKind::from_code(code).unwrap_or_else(|| {
+            panic!("{id}: error_kind {code:?} is no LOCAL_EXECUTOR_* code: {out}")
+        });
+        assert_eq!(
+            out["terminal"],
+            kind.terminal(),
+            "{id}: terminal follows the kind: {out}"
+        );
+        assert!(
+            out["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{id}: error names what went wrong: {out}"
+        );
     }
 }

@@ -14,7 +14,10 @@ const CLEAN: &str = "0\n1\n2\n3\n";
 /// Tests needing an outside tool fail under CI instead of skipping.
 fn require(available: bool, what: &str) -> bool {
     if !available {
-        assert!(std::env::var_os("CI").is_none(), "{what} is required when CI is set");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is required when CI is set"
+        );
         eprintln!("skipped: {what} is not available here");
     }
     available
@@ -34,7 +37,8 @@ impl Leak {
     }
 
     fn contents(&self) -> String {
-        std::fs::read_to_string(&self.path).unwrap_or_else(|e| panic!("{}: {e}", self.path.display()))
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.path.display()))
     }
 }
 
@@ -53,13 +57,31 @@ fn cheng_with_fd7(leak: &Leak, args: &[&str], envs: &[(&str, &str)]) -> Output {
         .expect("sh runs cheng")
 }
 
-fn run_with_fd7(leak: &Leak, node: &str, ws: &Path, input: &Value, extra: &[&str], envs: &[(&str, &str)]) -> Value {
+fn run_with_fd7(
+    leak: &Leak,
+    node: &str,
+    ws: &Path,
+    input: &Value,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> Value {
     let input = input.to_string();
-    let mut args = vec!["run", node, "--workspace", ws.to_str().expect("utf-8"), "--input", &input];
+    let mut args = vec![
+        "run",
+        node,
+        "--workspace",
+        ws.to_str().expect("utf-8"),
+        "--input",
+        &input,
+    ];
     args.extend_from_slice(extra);
     let out = cheng_with_fd7(leak, &args, envs);
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("{node}: no JSON output; stderr: {}", String::from_utf8_lossy(&out.stderr)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "{node}: no JSON output; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 const PROBE: &str = "ls /proc/self/fd; echo PWNED >&7";
@@ -69,11 +91,16 @@ fn without_cheng_a_child_of_the_shell_writes_through_descriptor_7() {
     // The attack's premise: a descriptor opened with `exec 7>` reaches a plain child.
     let leak = Leak::new();
     let out = Command::new("sh")
-        .args(["-c", "exec 7>\"$LEAK\"; sh -c 'ls /proc/self/fd; echo PWNED >&7'"])
+        .args([
+            "-c",
+            "exec 7>\"$LEAK\"; sh -c 'ls /proc/self/fd; echo PWNED >&7'",
+        ])
         .env("LEAK", &leak.path)
         .output()
         .expect("sh runs");
-    assert!(String::from_utf8_lossy(&out.stdout).lines().any(|l| l == "7"));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l == "7"));
     assert_eq!(leak.contents(), "PWNED\n");
 }
 
@@ -81,9 +108,22 @@ fn without_cheng_a_child_of_the_shell_writes_through_descriptor_7() {
 fn workspace_shell_children_see_only_stdio() {
     let leak = Leak::new();
     let (_d, ws) = temp_workspace();
-    let out = run_with_fd7(&leak, "tools/workspace_shell", &ws, &json!({"command": "sh", "args": ["-c", PROBE]}), &["--approve"], &[]);
+    let out = run_with_fd7(
+        &leak,
+        "tools/workspace_shell",
+        &ws,
+        &json!({"command": "sh", "args": ["-c", PROBE]}),
+        &["--approve"],
+        &[],
+    );
     assert_eq!(out["stdout"], CLEAN, "{out}");
-    assert!(out["stderr"].as_str().unwrap_or("").contains("Bad file descriptor"), "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Bad file descriptor"),
+        "{out}"
+    );
     assert_eq!(leak.contents(), "");
 }
 
@@ -92,14 +132,27 @@ fn workspace_tests_run_children_see_only_stdio() {
     let leak = Leak::new();
     let (_d, ws) = temp_workspace();
     let input = json!({"operation": "run", "command": "sh", "args": ["-c", PROBE]});
-    let out = run_with_fd7(&leak, "tools/workspace_tests", &ws, &input, &["--approve"], &[]);
+    let out = run_with_fd7(
+        &leak,
+        "tools/workspace_tests",
+        &ws,
+        &input,
+        &["--approve"],
+        &[],
+    );
     assert_eq!(out["stdout"], CLEAN, "{out}");
     assert_eq!(leak.contents(), "");
 }
 
 #[test]
 fn workspace_git_sees_only_stdio() {
-    if !require(Command::new("git").arg("--version").output().is_ok_and(|o| o.status.success()), "git") {
+    if !require(
+        Command::new("git")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "git",
+    ) {
         return;
     }
     let leak = Leak::new();
@@ -122,7 +175,14 @@ fn workspace_git_sees_only_stdio() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.path().display());
-    let out = run_with_fd7(&leak, "tools/workspace_git", &ws, &json!({"operation": "status"}), &[], &[("PATH", &path)]);
+    let out = run_with_fd7(
+        &leak,
+        "tools/workspace_git",
+        &ws,
+        &json!({"operation": "status"}),
+        &[],
+        &[("PATH", &path)],
+    );
     assert_eq!(out["success"], true, "{out}");
     let listings: Vec<String> = std::fs::read_dir(records.path())
         .expect("records")
@@ -142,7 +202,14 @@ fn code_shell_scripts_see_only_stdio() {
     }
     let leak = Leak::new();
     let (_d, ws) = temp_workspace();
-    let out = run_with_fd7(&leak, "tools/code_shell", &ws, &json!({"script": PROBE}), &[], &[]);
+    let out = run_with_fd7(
+        &leak,
+        "tools/code_shell",
+        &ws,
+        &json!({"script": PROBE}),
+        &[],
+        &[],
+    );
     assert_eq!(out["stdout"], CLEAN, "{out}");
     assert_eq!(leak.contents(), "");
 }
@@ -158,9 +225,17 @@ fn code_python_scripts_see_only_stdio() {
                   print(sorted(int(n) for n in os.listdir('/proc/self/fd')))\n\
                   try:\n    os.write(7, b'PWNED')\n    result = 'written'\n\
                   except OSError as e:\n    result = e.strerror\n";
-    let out = run_with_fd7(&leak, "tools/code_python", &ws, &json!({"script": script}), &[], &[("CHENG_ENABLE_CODE_PYTHON", "1")]);
+    let out = run_with_fd7(
+        &leak,
+        "tools/code_python",
+        &ws,
+        &json!({"script": script}),
+        &[],
+        &[("CHENG_ENABLE_CODE_PYTHON", "1")],
+    );
     assert_eq!(out["result"], "Bad file descriptor", "{out}");
-    let listed: Vec<i64> = serde_json::from_str(out["stdout"].as_str().unwrap_or("").trim()).unwrap_or_default();
+    let listed: Vec<i64> =
+        serde_json::from_str(out["stdout"].as_str().unwrap_or("").trim()).unwrap_or_default();
     assert!(!listed.is_empty() && !listed.contains(&7), "{out}");
     assert_eq!(leak.contents(), "");
 }
@@ -171,6 +246,11 @@ fn the_sandbox_init_step_closes_what_reached_it() {
     // step is the last program before the script and closes them. Run it directly.
     let leak = Leak::new();
     let out = cheng_with_fd7(&leak, &["__sandbox-init", "--", "sh", "-c", PROBE], &[]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), CLEAN, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        CLEAN,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(leak.contents(), "");
 }

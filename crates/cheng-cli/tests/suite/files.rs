@@ -11,10 +11,19 @@ fn read_edit_read_across_runs_of_one_session() {
     let (_s, state) = temp_workspace();
     std::fs::write(ws.join("notes.txt"), "alpha\r\nbeta\r\n").unwrap();
     let session = ["--session", "work"];
-    let (code, out, err) = run_in(&state, "tools/read_file", &ws, json!({"file_path": "notes.txt"}), &session);
+    let (code, out, err) = run_in(
+        &state,
+        "tools/read_file",
+        &ws,
+        json!({"file_path": "notes.txt"}),
+        &session,
+    );
     assert_eq!(code, 0, "{err}");
     let tag = out["tag"].as_str().unwrap().to_string();
-    assert_eq!(out["content"], format!("[notes.txt#{tag}]\nL1: alpha\nL2: beta"));
+    assert_eq!(
+        out["content"],
+        format!("[notes.txt#{tag}]\nL1: alpha\nL2: beta")
+    );
     let table = std::fs::read_to_string(state.join("cheng/sessions/work/freshness.json")).unwrap();
     assert!(table.contains(&tag), "{table}");
 
@@ -23,30 +32,90 @@ fn read_edit_read_across_runs_of_one_session() {
     approve.push("--approve");
     let (code, out, err) = run_in(&state, "tools/edit_file", &ws, edit, &approve);
     assert_eq!(code, 0, "{err}\n{out}");
-    assert!(err.contains("edit_file: write notes.txt (13 B -> 14 B)"), "the approval names the change: {err}");
+    assert!(
+        err.contains("edit_file: write notes.txt (13 B -> 14 B)"),
+        "the approval names the change: {err}"
+    );
     assert_eq!(out["warnings"], json!([]));
-    assert_eq!(std::fs::read(ws.join("notes.txt")).unwrap(), b"alpha\r\ngamma\r\n");
+    assert_eq!(
+        std::fs::read(ws.join("notes.txt")).unwrap(),
+        b"alpha\r\ngamma\r\n"
+    );
 
     // The edit registered its new tag: the next edit in the session needs no new read...
-    let (code, _, err) = run_in(&state, "tools/edit_file", &ws, json!({"file_path": "notes.txt", "old": "alpha", "new": "one"}), &approve);
+    let (code, _, err) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "notes.txt", "old": "alpha", "new": "one"}),
+        &approve,
+    );
     assert_eq!(code, 0, "{err}");
     // ...but after an outside change it is refused, before anyone is asked.
     std::fs::write(ws.join("notes.txt"), "one\r\ngamma!\r\n").unwrap();
-    let (code, out, err) = run_in(&state, "tools/edit_file", &ws, json!({"file_path": "notes.txt", "old": "one", "new": "two"}), &approve);
+    let (code, out, err) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "notes.txt", "old": "one", "new": "two"}),
+        &approve,
+    );
     assert_eq!(code, 1, "{err}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
-    assert!(!err.contains("approved"), "a stale edit is refused before the approval: {err}");
-    assert_eq!(std::fs::read(ws.join("notes.txt")).unwrap(), b"one\r\ngamma!\r\n");
+    assert!(
+        !err.contains("approved"),
+        "a stale edit is refused before the approval: {err}"
+    );
+    assert_eq!(
+        std::fs::read(ws.join("notes.txt")).unwrap(),
+        b"one\r\ngamma!\r\n"
+    );
     // Another session never read it.
-    let (code, out, _) = run_in(&state, "tools/edit_file", &ws, json!({"file_path": "notes.txt", "old": "one", "new": "two"}), &["--session", "other", "--approve"]);
+    let (code, out, _) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "notes.txt", "old": "one", "new": "two"}),
+        &["--session", "other", "--approve"],
+    );
     assert_eq!(code, 1);
-    assert!(out["error"].as_str().unwrap().contains("never read in session \"other\""), "{out}");
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("never read in session \"other\""),
+        "{out}"
+    );
     // Read again, then the edit goes through.
-    run_in(&state, "tools/read_file", &ws, json!({"file_path": "notes.txt"}), &session);
-    let (code, _, err) = run_in(&state, "tools/edit_file", &ws, json!({"file_path": "notes.txt", "old": "one", "new": "two"}), &approve);
+    run_in(
+        &state,
+        "tools/read_file",
+        &ws,
+        json!({"file_path": "notes.txt"}),
+        &session,
+    );
+    let (code, _, err) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "notes.txt", "old": "one", "new": "two"}),
+        &approve,
+    );
     assert_eq!(code, 0, "{err}");
-    let (_, out, _) = run_in(&state, "tools/read_file", &ws, json!({"file_path": "notes.txt"}), &session);
-    assert!(out["content"].as_str().unwrap().ends_with("\nL1: two\nL2: gamma!"), "{out}");
+    let (_, out, _) = run_in(
+        &state,
+        "tools/read_file",
+        &ws,
+        json!({"file_path": "notes.txt"}),
+        &session,
+    );
+    assert!(
+        out["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\nL1: two\nL2: gamma!"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -54,9 +123,21 @@ fn without_a_session_the_gate_is_off_and_says_so() {
     let (_d, ws) = temp_workspace();
     let (_s, state) = temp_workspace();
     std::fs::write(ws.join("a.txt"), "x\n").unwrap();
-    let (code, out, err) = run_in(&state, "tools/edit_file", &ws, json!({"file_path": "a.txt", "old": "x", "new": "y"}), &["--approve"]);
+    let (code, out, err) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "a.txt", "old": "x", "new": "y"}),
+        &["--approve"],
+    );
     assert_eq!(code, 0, "{err}");
-    assert!(out["warnings"][0].as_str().unwrap().contains("--session NAME"), "{out}");
+    assert!(
+        out["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--session NAME"),
+        "{out}"
+    );
     assert!(!state.join("cheng").exists(), "a single run keeps no state");
 }
 
@@ -64,13 +145,25 @@ fn without_a_session_the_gate_is_off_and_says_so() {
 fn denied_writes_change_nothing_and_bad_session_names_are_usage_errors() {
     let (_d, ws) = temp_workspace();
     let (_s, state) = temp_workspace();
-    let (code, out, err) = run_in(&state, "tools/write_file", &ws, json!({"file_path": "a.txt", "content": "x"}), &[]);
+    let (code, out, err) = run_in(
+        &state,
+        "tools/write_file",
+        &ws,
+        json!({"file_path": "a.txt", "content": "x"}),
+        &[],
+    );
     assert_eq!(code, 1, "{err}");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
     assert!(err.contains("write_file: create a.txt (1 B)"), "{err}");
     assert!(!ws.join("a.txt").exists());
     for bad in ["../x", ".hidden", "a/b", ""] {
-        let (code, _, err) = run_in(&state, "tools/read_file", &ws, json!({"file_path": "a.txt"}), &["--session", bad]);
+        let (code, _, err) = run_in(
+            &state,
+            "tools/read_file",
+            &ws,
+            json!({"file_path": "a.txt"}),
+            &["--session", bad],
+        );
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("session name"), "{err}");
     }

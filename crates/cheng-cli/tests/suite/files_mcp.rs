@@ -2,8 +2,8 @@
 //! lets a later call edit; an outside change in between is refused), and a new connection has
 //! seen nothing.
 
-use super::support::temp_workspace;
 use super::mcp_pipe::McpPipe;
+use super::support::temp_workspace;
 use serde_json::json;
 use std::path::Path;
 use std::process::Stdio;
@@ -22,23 +22,40 @@ fn one_connection_is_one_freshness_scope() {
     let mut server = start(&ws);
     let edit = json!({"file_path": "a.txt", "old": "two", "new": "2"});
     let out = server.call(1, "edit_file", edit.clone());
-    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "never read on this connection: {out}");
+    assert_eq!(
+        out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED",
+        "never read on this connection: {out}"
+    );
     let out = server.call(2, "read_file", json!({"file_path": "a.txt"}));
     assert_eq!(out["success"], true, "{out}");
     let out = server.call(3, "edit_file", edit);
     assert_eq!(out["success"], true, "{out}");
     assert_eq!(out["warnings"], json!([]), "the gate was on: {out}");
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n2\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "one\n2\n"
+    );
     // An outside change between calls.
     std::fs::write(ws.join("a.txt"), "one\n2\nthree\n").unwrap();
-    let out = server.call(4, "edit_file", json!({"file_path": "a.txt", "old": "one", "new": "1"}));
+    let out = server.call(
+        4,
+        "edit_file",
+        json!({"file_path": "a.txt", "old": "one", "new": "1"}),
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
     // A new connection has read nothing.
     drop(server);
     let mut server = start(&ws);
-    let out = server.call(1, "write_file", json!({"file_path": "a.txt", "content": "x\n"}));
+    let out = server.call(
+        1,
+        "write_file",
+        json!({"file_path": "a.txt", "content": "x\n"}),
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_FILE_CHANGED", "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "one\n2\nthree\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "one\n2\nthree\n"
+    );
 }
 
 /// The same through the official MCP Python SDK client, in both connection modes: the diff on

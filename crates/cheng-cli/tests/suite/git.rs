@@ -22,8 +22,13 @@ fn failure(code: i32, out: &Value, stderr: &str) -> String {
     if let Some(kind) = out.get("error_kind").and_then(Value::as_str) {
         return kind.to_string();
     }
-    let start = stderr.find("LOCAL_EXECUTOR_").unwrap_or_else(|| panic!("no error code in stderr: {stderr}"));
-    stderr[start..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect()
+    let start = stderr
+        .find("LOCAL_EXECUTOR_")
+        .unwrap_or_else(|| panic!("no error code in stderr: {stderr}"));
+    stderr[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+        .collect()
 }
 
 #[test]
@@ -63,7 +68,10 @@ fn hostile_repository_cannot_run_programs_through_the_cli() {
     ] {
         let (code, out, stderr) = run_node(NODE, &ws, &input, &[]);
         assert_eq!(code, 0, "{input}: {out} {stderr}");
-        assert!(!marker.exists(), "{input} ran a program named by the repository");
+        assert!(
+            !marker.exists(),
+            "{input} ran a program named by the repository"
+        );
     }
 }
 
@@ -81,7 +89,11 @@ fn option_injection_is_refused_before_git_runs() {
         json!({"operation": "show", "revision": "HEAD:a.txt"}),
     ] {
         let (code, out, stderr) = run_node(NODE, &ws, &input, &[]);
-        assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_INVALID_INPUT", "{input}");
+        assert_eq!(
+            failure(code, &out, &stderr),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "{input}"
+        );
         assert!(!written.exists());
     }
 }
@@ -90,32 +102,61 @@ fn option_injection_is_refused_before_git_runs() {
 fn error_codes_for_missing_repository_git_and_limits() {
     let (_d, ws) = temp_workspace();
     let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "status"}), &[]);
-    assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_NOT_A_REPOSITORY");
+    assert_eq!(
+        failure(code, &out, &stderr),
+        "LOCAL_EXECUTOR_NOT_A_REPOSITORY"
+    );
 
     repo_with_commit(&ws);
-    let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "log", "max_count": 101}), &[]);
+    let (code, out, stderr) = run_node(
+        NODE,
+        &ws,
+        &json!({"operation": "log", "max_count": 101}),
+        &[],
+    );
     assert_ne!(code, 0);
     assert!(format!("{out}{stderr}").contains("100"), "{out} {stderr}");
     // The spec's maximum is enforced before the node runs: a validation error (exit 2) naming
     // the port and citing the maximum; 100 itself is accepted.
     assert_eq!(code, 2, "{out} {stderr}");
-    assert!(stderr.contains("max_count") && stderr.contains("maximum 100"), "{stderr}");
-    let (code, _, stderr) = run_node(NODE, &ws, &json!({"operation": "log", "max_count": 100}), &[]);
+    assert!(
+        stderr.contains("max_count") && stderr.contains("maximum 100"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run_node(
+        NODE,
+        &ws,
+        &json!({"operation": "log", "max_count": 100}),
+        &[],
+    );
     assert_eq!(code, 0, "{stderr}");
 
     // git missing from PATH: SPAWN_FAILED naming git.
     let empty = tempfile::tempdir().expect("tempdir");
     let input = json!({"operation": "status"}).to_string();
     let output = cheng()
-        .args(["run", NODE, "--workspace", ws.to_str().unwrap_or("."), "--input", &input])
+        .args([
+            "run",
+            NODE,
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--input",
+            &input,
+        ])
         .env("PATH", empty.path())
         .output()
         .expect("cheng runs");
     let stdout: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let code = output.status.code().unwrap_or(-1);
-    assert_eq!(failure(code, &stdout, &stderr), "LOCAL_EXECUTOR_SPAWN_FAILED");
-    assert!(format!("{stdout}{stderr}").contains("git"), "{stdout} {stderr}");
+    assert_eq!(
+        failure(code, &stdout, &stderr),
+        "LOCAL_EXECUTOR_SPAWN_FAILED"
+    );
+    assert!(
+        format!("{stdout}{stderr}").contains("git"),
+        "{stdout} {stderr}"
+    );
 }
 
 /// git is looked up on cheng's own PATH, absolute entries only: a `git` placed in the workspace
@@ -135,7 +176,14 @@ fn git_is_found_on_absolute_path_entries_only() {
     let path = format!("bin:./bin:{}", empty.path().display());
     let input = json!({"operation": "status"}).to_string();
     let output = cheng()
-        .args(["run", NODE, "--workspace", ws.to_str().unwrap_or("."), "--input", &input])
+        .args([
+            "run",
+            NODE,
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--input",
+            &input,
+        ])
         .current_dir(&ws)
         .env("PATH", &path)
         .output()
@@ -143,7 +191,17 @@ fn git_is_found_on_absolute_path_entries_only() {
     let stdout: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let code = output.status.code().unwrap_or(-1);
-    assert_eq!(failure(code, &stdout, &stderr), "LOCAL_EXECUTOR_SPAWN_FAILED", "{stdout} {stderr}");
-    assert!(stdout["error"].as_str().unwrap_or_default().contains("git could not be started"), "{stdout}");
+    assert_eq!(
+        failure(code, &stdout, &stderr),
+        "LOCAL_EXECUTOR_SPAWN_FAILED",
+        "{stdout} {stderr}"
+    );
+    assert!(
+        stdout["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("git could not be started"),
+        "{stdout}"
+    );
     assert!(!marker.exists(), "a git from a relative PATH entry ran");
 }

@@ -14,7 +14,11 @@ const SECRET: &str = "outside-secret-subject";
 fn outside_repo(root: &Path) -> String {
     git(root, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
     git(root, &["commit", "-q", "--allow-empty", "-m", SECRET]);
-    let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(root).output().expect("git runs");
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root)
+        .output()
+        .expect("git runs");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -28,8 +32,14 @@ fn refused(ws: &Path, input: &Value) -> String {
     let (code, out, stderr) = run_node(NODE, ws, input, &[]);
     assert_ne!(code, 0, "{input} was not refused: {out} {stderr}");
     let all = format!("{out}{stderr}");
-    assert!(!all.contains(SECRET), "{input} showed the outside repository: {all}");
-    assert!(all.contains("LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE"), "{input}: {all}");
+    assert!(
+        !all.contains(SECRET),
+        "{input} showed the outside repository: {all}"
+    );
+    assert!(
+        all.contains("LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE"),
+        "{input}: {all}"
+    );
     all
 }
 
@@ -41,18 +51,35 @@ fn gitdir_file_and_alternates_pointing_outside_are_refused() {
 
     // The reported attack: mkdir w3; echo "gitdir: /other/.git" > w3/.git; show HEAD.
     let (_d, ws) = temp_workspace();
-    std::fs::write(ws.join(".git"), format!("gitdir: {}\n", other.join(".git").display())).expect("write");
-    assert!(plain_git(&ws, &["show", "HEAD"]).contains(SECRET), "plain git follows the gitdir file");
+    std::fs::write(
+        ws.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .expect("write");
+    assert!(
+        plain_git(&ws, &["show", "HEAD"]).contains(SECRET),
+        "plain git follows the gitdir file"
+    );
     let all = refused(&ws, &json!({"operation": "show", "revision": "HEAD"}));
-    assert!(all.contains(".git (gitdir: ") && all.contains(&other.join(".git").display().to_string()), "{all}");
+    assert!(
+        all.contains(".git (gitdir: ") && all.contains(&other.join(".git").display().to_string()),
+        "{all}"
+    );
 
     // Alternates: the outside commit shown by its hash.
     let (_d2, ws2) = temp_workspace();
     git(&ws2, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
     git(&ws2, &["commit", "-q", "--allow-empty", "-m", "inside"]);
     let alternates = ws2.join(".git/objects/info/alternates");
-    std::fs::write(&alternates, format!("{}\n", other.join(".git/objects").display())).expect("write");
-    assert!(plain_git(&ws2, &["show", &head]).contains(SECRET), "plain git reads the alternate");
+    std::fs::write(
+        &alternates,
+        format!("{}\n", other.join(".git/objects").display()),
+    )
+    .expect("write");
+    assert!(
+        plain_git(&ws2, &["show", &head]).contains(SECRET),
+        "plain git reads the alternate"
+    );
     for op in ["status", "diff", "log", "show", "branch"] {
         let all = refused(&ws2, &json!({"operation": op}));
         assert!(all.contains(".git/objects/info/alternates"), "{op}: {all}");
@@ -68,11 +95,21 @@ fn git_dir_variables_in_chengs_environment_are_ignored() {
     outside_repo(&other);
     let (_d, ws) = temp_workspace();
     git(&ws, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
-    git(&ws, &["commit", "-q", "--allow-empty", "-m", "inside-subject"]);
+    git(
+        &ws,
+        &["commit", "-q", "--allow-empty", "-m", "inside-subject"],
+    );
     let input = json!({"operation": "log"}).to_string();
     let gitdir = other.join(".git");
     let output = cheng()
-        .args(["run", NODE, "--workspace", ws.to_str().unwrap_or("."), "--input", &input])
+        .args([
+            "run",
+            NODE,
+            "--workspace",
+            ws.to_str().unwrap_or("."),
+            "--input",
+            &input,
+        ])
         .env("GIT_DIR", &gitdir)
         .env("GIT_COMMON_DIR", &gitdir)
         .env("GIT_OBJECT_DIRECTORY", gitdir.join("objects"))
@@ -81,6 +118,13 @@ fn git_dir_variables_in_chengs_environment_are_ignored() {
         .output()
         .expect("cheng runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout} {}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.contains("inside-subject") && !stdout.contains(SECRET), "{stdout}");
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("inside-subject") && !stdout.contains(SECRET),
+        "{stdout}"
+    );
 }

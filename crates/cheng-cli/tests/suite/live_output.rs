@@ -24,21 +24,44 @@ fn events(stderr: &[u8]) -> Vec<Value> {
 /// Checks the output_chunk lines of `node`: contiguous per stream, summing to the bytes written,
 /// text equal to the output, all before the node's node_finished. Returns the stdout text.
 fn check_chunks(events: &[Value], node: &str) -> String {
-    let finished = events.iter().position(|e| e["event"] == "node_finished" && e["node"] == node).expect("node_finished");
+    let finished = events
+        .iter()
+        .position(|e| e["event"] == "node_finished" && e["node"] == node)
+        .expect("node_finished");
     let mut texts = [String::new(), String::new()];
     let mut next = [0u64, 0u64];
-    for (i, e) in events.iter().enumerate().filter(|(_, e)| e["event"] == "output_chunk" && e["node"] == node) {
+    for (i, e) in events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["event"] == "output_chunk" && e["node"] == node)
+    {
         assert!(i < finished, "an output_chunk after node_finished: {e}");
         let s = usize::from(e["stream"] == "stderr");
         assert!(e["stream"] == "stdout" || e["stream"] == "stderr", "{e}");
-        assert_eq!(e["offset"].as_u64(), Some(next[s]), "offsets must be contiguous: {e}");
+        assert_eq!(
+            e["offset"].as_u64(),
+            Some(next[s]),
+            "offsets must be contiguous: {e}"
+        );
         let text = e["text"].as_str().expect("text");
-        assert_eq!(e["bytes"].as_u64(), Some(text.len() as u64), "ASCII output: bytes = text length");
+        assert_eq!(
+            e["bytes"].as_u64(),
+            Some(text.len() as u64),
+            "ASCII output: bytes = text length"
+        );
         next[s] += text.len() as u64;
         texts[s].push_str(text);
     }
-    assert_eq!(next[0], seq_bytes(300_000), "stdout chunk bytes sum to what was written");
-    assert_eq!(next[1], 4 + seq_bytes(50_000), "stderr chunk bytes sum to what was written");
+    assert_eq!(
+        next[0],
+        seq_bytes(300_000),
+        "stdout chunk bytes sum to what was written"
+    );
+    assert_eq!(
+        next[1],
+        4 + seq_bytes(50_000),
+        "stderr chunk bytes sum to what was written"
+    );
     assert!(texts[1].starts_with("err\n1\n2\n"), "{}", &texts[1][..20]);
     texts[0].clone()
 }
@@ -48,17 +71,42 @@ fn cheng_run_events_carry_every_output_byte_in_order() {
     let (_d, ws) = temp_workspace();
     let input = json!({"command": "sh", "args": ["-c", SCRIPT]}).to_string();
     let out = cheng()
-        .args(["run", SHELL, "--workspace", ws.to_str().unwrap_or(""), "--input", &input, "--approve", "--events", "-"])
+        .args([
+            "run",
+            SHELL,
+            "--workspace",
+            ws.to_str().unwrap_or(""),
+            "--input",
+            &input,
+            "--approve",
+            "--events",
+            "-",
+        ])
         .output()
         .expect("cheng runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let result: Value = serde_json::from_slice(&out.stdout).expect("result JSON");
-    assert_eq!(result["stdout_truncated"], true, "the output port is head+tail truncated: {}", result["stdout_truncated"]);
+    assert_eq!(
+        result["stdout_truncated"], true,
+        "the output port is head+tail truncated: {}",
+        result["stdout_truncated"]
+    );
     let events = events(&out.stderr);
     let stdout = check_chunks(&events, SHELL);
     let expected: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
-    assert!(stdout == expected, "the chunks' text is exactly what was written");
-    assert_eq!(events.last().map(|e| e["event"].clone()), Some(json!("graph_finished")));
+    assert!(
+        stdout == expected,
+        "the chunks' text is exactly what was written"
+    );
+    assert_eq!(
+        events.last().map(|e| e["event"].clone()),
+        Some(json!("graph_finished"))
+    );
 }
 
 #[test]
@@ -70,11 +118,30 @@ fn graph_run_events_carry_output_chunks_per_node() {
     let path = dir.path().join("graph.json");
     std::fs::write(&path, graph.to_string()).expect("write graph");
     let out = cheng()
-        .args(["graph", "run", path.to_str().unwrap_or(""), "--workspace", ws.to_str().unwrap_or(""), "--approve", "--events", "jsonl"])
+        .args([
+            "graph",
+            "run",
+            path.to_str().unwrap_or(""),
+            "--workspace",
+            ws.to_str().unwrap_or(""),
+            "--approve",
+            "--events",
+            "jsonl",
+        ])
         .output()
         .expect("cheng runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let events = events(&out.stderr);
     check_chunks(&events, "loud");
-    assert!(!events.iter().any(|e| e["event"] == "output_chunk" && e["node"] == "quiet"), "`true` writes nothing");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "output_chunk" && e["node"] == "quiet"),
+        "`true` writes nothing"
+    );
 }

@@ -19,8 +19,13 @@ fn failure(code: i32, out: &Value, stderr: &str) -> String {
         assert_eq!(out["success"], false, "{out}");
         return kind.to_string();
     }
-    let start = stderr.find("LOCAL_EXECUTOR_").unwrap_or_else(|| panic!("no error code in stderr: {stderr}"));
-    stderr[start..].chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect()
+    let start = stderr
+        .find("LOCAL_EXECUTOR_")
+        .unwrap_or_else(|| panic!("no error code in stderr: {stderr}"));
+    stderr[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+        .collect()
 }
 
 fn md_fixtures() -> std::path::PathBuf {
@@ -29,13 +34,18 @@ fn md_fixtures() -> std::path::PathBuf {
 
 #[test]
 fn outline_of_a_fixture() {
-    let (code, out, stderr) = markdown(&md_fixtures(), json!({"operation": "outline", "path": "headings.md"}));
+    let (code, out, stderr) = markdown(
+        &md_fixtures(),
+        json!({"operation": "outline", "path": "headings.md"}),
+    );
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["success"], true);
     assert_eq!(out["operation"], "outline");
     assert_eq!(out["path"], "headings.md");
-    let expected: Value =
-        serde_json::from_str(&std::fs::read_to_string(md_fixtures().join("headings.expected.json")).expect("expected")).expect("json");
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(md_fixtures().join("headings.expected.json")).expect("expected"),
+    )
+    .expect("json");
     assert_eq!(out["outline"], expected["outline"]);
     assert_eq!(out["diagnostics"], Value::Null);
     assert_eq!(out["suggested_edits"], Value::Null);
@@ -44,10 +54,14 @@ fn outline_of_a_fixture() {
 #[test]
 fn diagnostics_match_the_checked_in_expectations() {
     for name in ["headings", "whitespace", "links", "clean", "edge"] {
-        let (code, out, stderr) = markdown(&md_fixtures(), json!({"operation": "diagnostics", "path": format!("{name}.md")}));
+        let (code, out, stderr) = markdown(
+            &md_fixtures(),
+            json!({"operation": "diagnostics", "path": format!("{name}.md")}),
+        );
         assert_eq!(code, 0, "{name}: {stderr}");
         let expected: Value = serde_json::from_str(
-            &std::fs::read_to_string(md_fixtures().join(format!("{name}.expected.json"))).expect("expected"),
+            &std::fs::read_to_string(md_fixtures().join(format!("{name}.expected.json")))
+                .expect("expected"),
         )
         .expect("json");
         assert_eq!(out["diagnostics"], expected["diagnostics"], "{name}");
@@ -59,9 +73,16 @@ fn suggested_edits_apply_cleanly_and_fix_their_findings() {
     let (_d, ws) = temp_workspace();
     let original = std::fs::read_to_string(md_fixtures().join("whitespace.md")).expect("fixture");
     std::fs::write(ws.join("doc.md"), &original).expect("copy");
-    let (code, out, stderr) = markdown(&ws, json!({"operation": "format_suggestions", "path": "doc.md"}));
+    let (code, out, stderr) = markdown(
+        &ws,
+        json!({"operation": "format_suggestions", "path": "doc.md"}),
+    );
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(std::fs::read_to_string(ws.join("doc.md")).expect("read"), original, "the node never writes");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("doc.md")).expect("read"),
+        original,
+        "the node never writes"
+    );
     let edits = out["suggested_edits"].as_array().expect("edits").clone();
     assert!(!edits.is_empty());
     let mut text = original.clone();
@@ -84,13 +105,31 @@ fn suggested_edits_apply_cleanly_and_fix_their_findings() {
 #[test]
 fn link_check_on_the_site_fixture() {
     let site = md_fixtures().join("site");
-    let (code, out, stderr) = markdown(&site, json!({"operation": "link_check_local", "path": "index.md"}));
+    let (code, out, stderr) = markdown(
+        &site,
+        json!({"operation": "link_check_local", "path": "index.md"}),
+    );
     assert_eq!(code, 0, "{stderr}");
-    let rules: Vec<&str> = out["diagnostics"].as_array().expect("diagnostics").iter().filter_map(|d| d["rule"].as_str()).collect();
-    for rule in ["broken-local-link", "outside-workspace", "broken-link-fragment", "undefined-reference", "skipped-external"] {
+    let rules: Vec<&str> = out["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter_map(|d| d["rule"].as_str())
+        .collect();
+    for rule in [
+        "broken-local-link",
+        "outside-workspace",
+        "broken-link-fragment",
+        "undefined-reference",
+        "skipped-external",
+    ] {
         assert!(rules.contains(&rule), "{rule} missing from {rules:?}");
     }
-    assert!(out["summary"].as_str().is_some_and(|s| s.contains("9 ok")), "{}", out["summary"]);
+    assert!(
+        out["summary"].as_str().is_some_and(|s| s.contains("9 ok")),
+        "{}",
+        out["summary"]
+    );
 }
 
 #[test]
@@ -99,9 +138,18 @@ fn errors_carry_stable_codes() {
     std::fs::create_dir(ws.join("dir")).expect("dir");
     let cases = [
         (json!({"path": "a.md"}), "LOCAL_EXECUTOR_INVALID_INPUT"),
-        (json!({"operation": "outline", "path": "missing.md"}), "LOCAL_EXECUTOR_NOT_FOUND"),
-        (json!({"operation": "outline", "path": "../../etc/passwd"}), "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE"),
-        (json!({"operation": "outline", "path": "dir"}), "LOCAL_EXECUTOR_INVALID_INPUT"),
+        (
+            json!({"operation": "outline", "path": "missing.md"}),
+            "LOCAL_EXECUTOR_NOT_FOUND",
+        ),
+        (
+            json!({"operation": "outline", "path": "../../etc/passwd"}),
+            "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE",
+        ),
+        (
+            json!({"operation": "outline", "path": "dir"}),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+        ),
     ];
     for (input, expected) in cases {
         let (code, out, stderr) = markdown(&ws, input.clone());
@@ -121,16 +169,33 @@ fn a_smuggled_sandbox_root_is_rejected() {
     // Control: the same request is a plain NOT_FOUND in the workspace, and works where the file is.
     let (code, out, stderr) = markdown(&ws, json!({"operation": "outline", "path": "doc.md"}));
     assert_eq!(failure(code, &out, &stderr), "LOCAL_EXECUTOR_NOT_FOUND");
-    let (code, out, stderr) = markdown(&elsewhere, json!({"operation": "outline", "path": "doc.md"}));
+    let (code, out, stderr) = markdown(
+        &elsewhere,
+        json!({"operation": "outline", "path": "doc.md"}),
+    );
     assert_eq!(code, 0, "{out} {stderr}");
-    let (code, out, stderr) = markdown(&ws, json!({"operation": "outline", "path": "doc.md", "sandbox_root": root}));
+    let (code, out, stderr) = markdown(
+        &ws,
+        json!({"operation": "outline", "path": "doc.md", "sandbox_root": root}),
+    );
     assert_eq!(code, 2, "{out} {stderr}");
-    assert!(stderr.contains("sandbox_root") && stderr.contains("engine-injected"), "{stderr}");
+    assert!(
+        stderr.contains("sandbox_root") && stderr.contains("engine-injected"),
+        "{stderr}"
+    );
     assert_eq!(out, Value::Null, "nothing ran, so no output object: {out}");
     let config = json!({"sandbox_root": root}).to_string();
-    let (code, out, stderr) = run_node(NODE, &ws, &json!({"operation": "outline", "path": "doc.md"}), &["--config", &config]);
+    let (code, out, stderr) = run_node(
+        NODE,
+        &ws,
+        &json!({"operation": "outline", "path": "doc.md"}),
+        &["--config", &config],
+    );
     assert_eq!(code, 2, "{out} {stderr}");
-    assert!(stderr.contains("sandbox_root") && stderr.contains("engine-injected"), "{stderr}");
+    assert!(
+        stderr.contains("sandbox_root") && stderr.contains("engine-injected"),
+        "{stderr}"
+    );
 }
 
 /// The run-time route: an edge carrying another node's output into `sandbox_root`. The graph is
@@ -154,21 +219,53 @@ fn an_edge_into_sandbox_root_is_rejected_before_anything_runs() {
     };
     let smuggling = graph("sandbox_root");
     let ws_arg = ws.to_str().expect("utf-8");
-    for args in [vec!["graph", "check", smuggling.as_str()], vec!["graph", "run", smuggling.as_str(), "--workspace", ws_arg, "--approve"]] {
+    for args in [
+        vec!["graph", "check", smuggling.as_str()],
+        vec![
+            "graph",
+            "run",
+            smuggling.as_str(),
+            "--workspace",
+            ws_arg,
+            "--approve",
+        ],
+    ] {
         let out = run_cheng(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("node `md`, port `sandbox_root`"), "{args:?}: {stderr}");
-        assert!(stderr.contains("engine-injected; no edge may feed it"), "{args:?}: {stderr}");
-        assert!(!ws.join("ran").exists(), "{args:?}: a node ran although the graph was rejected");
+        assert!(
+            stderr.contains("node `md`, port `sandbox_root`"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("engine-injected; no edge may feed it"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !ws.join("ran").exists(),
+            "{args:?}: a node ran although the graph was rejected"
+        );
     }
     // Control: the same shape feeding an ordinary port is valid, runs, and sees the workspace.
     let valid = graph("path");
     let out = run_cheng(&["graph", "check", &valid]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = run_cheng(&["graph", "run", &valid, "--workspace", ws_arg, "--approve"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert!(ws.join("ran").exists());
-    assert_eq!(result["nodes"]["md"]["outputs"]["outline"][0]["text"], "Workspace", "{result}");
+    assert_eq!(
+        result["nodes"]["md"]["outputs"]["outline"][0]["text"], "Workspace",
+        "{result}"
+    );
 }

@@ -22,7 +22,10 @@ fn negotiates_every_handshake_revision_and_offers_the_newest_otherwise() {
         server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
         let answer = server.answer(1);
-        assert_eq!(answer["result"]["protocolVersion"], answered, "asked {asked}: {answer}");
+        assert_eq!(
+            answer["result"]["protocolVersion"], answered,
+            "asked {asked}: {answer}"
+        );
         assert_eq!(answer["result"]["serverInfo"]["name"], "cheng");
     }
 }
@@ -41,14 +44,28 @@ fn malformed_lines_unknown_methods_and_bad_params_are_answered_and_the_server_go
     assert_eq!(server.read()["error"]["code"], -32700);
     server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}));
     assert_eq!(server.answer(2)["error"]["code"], -32601);
-    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}),
+    );
     let answer = server.answer(3);
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("`name`"), "the error names the field: {answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("`name`"),
+        "the error names the field: {answer}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "no_such_tool"}}));
     let answer = server.answer(4);
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
-    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("no_such_tool"), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no_such_tool"),
+        "{answer}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
     assert_eq!(server.answer(5)["result"], json!({}));
 }
@@ -59,11 +76,20 @@ fn a_message_over_the_cap_is_refused_without_being_held_and_the_server_goes_on()
     let mut server = Server::start(&ws, &["--max-message", "65536"]);
     server.initialize();
     // 1 MiB of one string, no newline until the end: far over the 64 KiB cap.
-    let big = format!("{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n", "a".repeat(1 << 20));
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "a".repeat(1 << 20)
+    );
     server.send_raw(big.as_bytes());
     let answer = server.read();
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
-    assert!(answer["error"]["message"].as_str().unwrap_or("").contains("65536"), "the error names the cap: {answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("65536"),
+        "the error names the cap: {answer}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "ping"}));
     assert_eq!(server.answer(10)["result"], json!({}));
 }
@@ -75,13 +101,25 @@ fn input_schemas_never_show_author_or_engine_ports_and_calls_that_set_them_are_e
     let mut server = Server::start(&ws, &[]);
     server.initialize();
     server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let tools = server.answer(1)["result"]["tools"].as_array().cloned().unwrap_or_default();
-    assert!(tools.len() >= 5, "every registered node is offered: {tools:?}");
+    let tools = server.answer(1)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools.len() >= 5,
+        "every registered node is offered: {tools:?}"
+    );
     for tool in &tools {
         let name = tool["name"].as_str().unwrap_or("");
-        let shown: Vec<&String> = tool["inputSchema"]["properties"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+        let shown: Vec<&String> = tool["inputSchema"]["properties"]
+            .as_object()
+            .map(|p| p.keys().collect())
+            .unwrap_or_default();
         for port in forbidden[name].as_array().into_iter().flatten() {
-            assert!(!shown.iter().any(|s| Some(s.as_str()) == port.as_str()), "{name} shows {port}");
+            assert!(
+                !shown.iter().any(|s| Some(s.as_str()) == port.as_str()),
+                "{name} shows {port}"
+            );
         }
         assert_ne!(name, "runtime", "tools/runtime does not expose itself");
     }
@@ -90,27 +128,55 @@ fn input_schemas_never_show_author_or_engine_ports_and_calls_that_set_them_are_e
         "name": "workspace_shell", "arguments": {"command": "touch", "args": ["x"], "sandbox_root": "/"}}}));
     let result = server.answer(2)["result"].clone();
     assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"].as_str().unwrap_or("").to_string();
-    let run = run_cheng(&["run", "tools/workspace_shell", "--workspace", ws.to_str().unwrap_or(""), "--input", r#"{"command":"touch","args":["x"],"sandbox_root":"/"}"#]);
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let run = run_cheng(&[
+        "run",
+        "tools/workspace_shell",
+        "--workspace",
+        ws.to_str().unwrap_or(""),
+        "--input",
+        r#"{"command":"touch","args":["x"],"sandbox_root":"/"}"#,
+    ]);
     let cli = String::from_utf8_lossy(&run.stderr);
     // The same problem in the same words (the node is named by its tool name here).
-    let reason = |s: &str| s.split("port `sandbox_root`").nth(1).map(|r| r.trim().to_string());
-    assert!(reason(&text).is_some() && reason(&text) == reason(&cli), "the server says what `cheng run` says:\n{text}\n---\n{cli}");
+    let reason = |s: &str| {
+        s.split("port `sandbox_root`")
+            .nth(1)
+            .map(|r| r.trim().to_string())
+    };
+    assert!(
+        reason(&text).is_some() && reason(&text) == reason(&cli),
+        "the server says what `cheng run` says:\n{text}\n---\n{cli}"
+    );
     assert!(!ws.join("x").exists());
 }
 
 #[test]
 fn without_elicitation_a_gated_call_is_denied_by_default_and_runs_with_approve() {
     let (_dir, ws) = temp_workspace();
-    let call = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "workspace_shell", "arguments": {"command": "touch", "args": ["ran"]}}});
+    let call = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "touch", "args": ["ran"]}}})
+    };
     let mut server = Server::start(&ws, &[]);
     server.initialize();
     server.send(&call(1));
     let result = server.answer(1)["result"].clone();
     assert_eq!(result["isError"], true, "{result}");
-    assert_eq!(result["structuredContent"]["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
-    assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("--approve"), "{result}");
+    assert_eq!(
+        result["structuredContent"]["error_kind"],
+        "LOCAL_EXECUTOR_APPROVAL_DENIED"
+    );
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--approve"),
+        "{result}"
+    );
     assert!(!ws.join("ran").exists(), "a denied call ran");
     drop(server);
     let mut server = Server::start(&ws, &["--approve"]);
@@ -126,15 +192,23 @@ fn a_slow_call_does_not_delay_ping_or_tools_list() {
     let (_dir, ws) = temp_workspace();
     let mut server = Server::start(&ws, &["--approve", "--jobs", "1"]);
     server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "workspace_shell", "arguments": {"command": "sleep", "args": ["5"]}}}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "sleep", "args": ["5"]}}}),
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
     // Both answers arrive before the sleep's: the first message read is not id 1.
     let first = server.read();
-    assert_ne!(first["id"], 1, "tools/list or ping waited for the slow call: {first}");
+    assert_ne!(
+        first["id"], 1,
+        "tools/list or ping waited for the slow call: {first}"
+    );
     let second = server.read();
-    assert_ne!(second["id"], 1, "tools/list or ping waited for the slow call: {second}");
+    assert_ne!(
+        second["id"], 1,
+        "tools/list or ping waited for the slow call: {second}"
+    );
 }
 
 /// code_js through the server: each call is announced as it is read (the script thread that will
@@ -154,21 +228,41 @@ fn code_js_calls_through_the_server_each_get_their_own_answer() {
     };
     for n in 0..5 {
         let answer = call(&mut server, json!({"script": "input * 2", "input": n}));
-        assert_eq!(answer["result"]["structuredContent"]["result"], json!(n * 2), "{answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["result"],
+            json!(n * 2),
+            "{answer}"
+        );
         if n == 2 {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
     let long = "let t = Date.now(); while (Date.now() - t < 30) {} 'done'";
     let answer = call(&mut server, json!({"script": long}));
-    assert_eq!(answer["result"]["structuredContent"]["result"], "done", "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], "done",
+        "{answer}"
+    );
     let answer = call(&mut server, json!({"script": "throw new Error('boom')"}));
     assert_eq!(answer["result"]["isError"], true, "{answer}");
-    assert_eq!(answer["result"]["structuredContent"]["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR", "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR",
+        "{answer}"
+    );
     let answer = call(&mut server, json!({"script": "1", "timeout_ms": 0}));
-    assert_eq!(answer["result"]["isError"], true, "refused before it ran: {answer}");
-    let answer = call(&mut server, json!({"script": "[1, 2, 3].map((x) => x + 1)"}));
-    assert_eq!(answer["result"]["structuredContent"]["result"], json!([2, 3, 4]), "{answer}");
+    assert_eq!(
+        answer["result"]["isError"], true,
+        "refused before it ran: {answer}"
+    );
+    let answer = call(
+        &mut server,
+        json!({"script": "[1, 2, 3].map((x) => x + 1)"}),
+    );
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"],
+        json!([2, 3, 4]),
+        "{answer}"
+    );
 }
 
 /// The soak: 10 000 calls of a read-only node and 1 000 of workspace_shell `true` in one server
@@ -178,7 +272,11 @@ fn code_js_calls_through_the_server_each_get_their_own_answer() {
 #[test]
 fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
     let (_dir, ws) = temp_workspace();
-    std::fs::write(ws.join("doc.md"), "# Title\n\n## Part\n\ntext with a [link](#part)\n".repeat(20)).expect("write");
+    std::fs::write(
+        ws.join("doc.md"),
+        "# Title\n\n## Part\n\ntext with a [link](#part)\n".repeat(20),
+    )
+    .expect("write");
     let mut server = Server::start(&ws, &["--approve"]);
     server.initialize();
     let pid = server.child.id();
@@ -192,18 +290,30 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
         result
     };
     for _ in 0..200 {
-        assert_eq!(call(&mut server, "workspace_markdown", &read)["success"], true);
+        assert_eq!(
+            call(&mut server, "workspace_markdown", &read)["success"],
+            true
+        );
     }
     // Where bubblewrap cannot run, workspace_shell refuses every run alike (and starts nothing).
     let shell_runs = call(&mut server, "workspace_shell", &shell)["success"].clone();
     for _ in 0..20 {
-        assert_eq!(call(&mut server, "workspace_shell", &shell)["success"], shell_runs);
+        assert_eq!(
+            call(&mut server, "workspace_shell", &shell)["success"],
+            shell_runs
+        );
     }
     let before = cheng_test_support::footprint(pid);
     for i in 0..10_000 {
-        assert_eq!(call(&mut server, "workspace_markdown", &read)["success"], true);
+        assert_eq!(
+            call(&mut server, "workspace_markdown", &read)["success"],
+            true
+        );
         if i % 10 == 0 {
-            assert_eq!(call(&mut server, "workspace_shell", &shell)["success"], shell_runs);
+            assert_eq!(
+                call(&mut server, "workspace_shell", &shell)["success"],
+                shell_runs
+            );
         }
     }
     // A child that exited a moment ago may still be waiting to be reaped.
@@ -212,8 +322,14 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
         now.fds <= before.fds && now.children <= before.children
     });
     let after = cheng_test_support::footprint(pid);
-    assert!(settled, "descriptors or children left behind: before {before:?}, after {after:?}");
-    assert!(after.rss_kib <= before.rss_kib + 8 * 1024, "resident memory grew by more than 8 MiB: before {before:?}, after {after:?}");
+    assert!(
+        settled,
+        "descriptors or children left behind: before {before:?}, after {after:?}"
+    );
+    assert!(
+        after.rss_kib <= before.rss_kib + 8 * 1024,
+        "resident memory grew by more than 8 MiB: before {before:?}, after {after:?}"
+    );
 }
 
 #[test]
@@ -222,8 +338,10 @@ fn closing_stdin_kills_running_children_and_exits_0() {
     let marker = "47.2718";
     let mut server = Server::start(&ws, &["--approve"]);
     server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "workspace_shell", "arguments": {"command": "sleep", "args": [marker]}}}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "workspace_shell", "arguments": {"command": "sleep", "args": [marker]}}}),
+    );
     let started = Instant::now();
     while sleeps(marker).is_empty() && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
@@ -235,7 +353,10 @@ fn closing_stdin_kills_running_children_and_exits_0() {
         if let Some(status) = server.child.try_wait().expect("wait") {
             break status;
         }
-        assert!(closed.elapsed() < Duration::from_secs(5), "the server did not exit after stdin closed");
+        assert!(
+            closed.elapsed() < Duration::from_secs(5),
+            "the server did not exit after stdin closed"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     assert_eq!(status.code(), Some(0));
@@ -243,19 +364,38 @@ fn closing_stdin_kills_running_children_and_exits_0() {
     while !sleeps(marker).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(sleeps(marker).is_empty(), "the running child outlived the server");
+    assert!(
+        sleeps(marker).is_empty(),
+        "the running child outlived the server"
+    );
 }
 
 #[test]
 fn a_broken_tools_file_refuses_to_start_and_names_the_entry() {
     let (dir, ws) = temp_workspace();
     let file = dir.path().join("tools.json");
-    std::fs::write(&file, r#"[{"type": "tools/workspace_git"}, {"type": "tools/nope"}]"#).expect("write");
-    let out = cheng().args(["serve", "--stdio", "--workspace"]).arg(&ws).arg("--tools").arg(&file).output().expect("runs");
+    std::fs::write(
+        &file,
+        r#"[{"type": "tools/workspace_git"}, {"type": "tools/nope"}]"#,
+    )
+    .expect("write");
+    let out = cheng()
+        .args(["serve", "--stdio", "--workspace"])
+        .arg(&ws)
+        .arg("--tools")
+        .arg(&file)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("exposed_tools[1]") && err.contains("tools/nope"), "{err}");
-    assert!(out.stdout.is_empty(), "stdout carries protocol messages only");
+    assert!(
+        err.contains("exposed_tools[1]") && err.contains("tools/nope"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "stdout carries protocol messages only"
+    );
 }
 
 #[test]
@@ -267,7 +407,12 @@ fn a_tools_file_offers_exactly_its_entries() {
     server.initialize();
     server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     let tools = server.answer(1)["result"]["tools"].clone();
-    let names: Vec<&str> = tools.as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    let names: Vec<&str> = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     assert_eq!(names, ["git"]);
 }
 
@@ -319,7 +464,11 @@ fn forbidden_ports() -> Value {
             .collect();
         map.insert(name, Value::Array(ports));
     }
-    assert!(map.values().any(|p| p.as_array().is_some_and(|a| !a.is_empty())), "no author/engine ports found: {map:?}");
+    assert!(
+        map.values()
+            .any(|p| p.as_array().is_some_and(|a| !a.is_empty())),
+        "no author/engine ports found: {map:?}"
+    );
     Value::Object(map)
 }
 
@@ -327,8 +476,12 @@ fn forbidden_ports() -> Value {
 fn sleeps(arg: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         if argv.len() >= 2 && argv[0].ends_with(b"sleep") && argv[1] == arg.as_bytes() {
             found.push(pid);
@@ -347,16 +500,30 @@ fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
     server.initialize();
     server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     let tool = server.answer(1)["result"]["tools"][0].clone();
-    assert!(tool["inputSchema"]["properties"].get("operation").is_none(), "{tool}");
+    assert!(
+        tool["inputSchema"]["properties"].get("operation").is_none(),
+        "{tool}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "git_status", "arguments": {}}}));
     let result = server.answer(2)["result"].clone();
-    assert_eq!(result["structuredContent"]["operation"], "status", "{result}");
+    assert_eq!(
+        result["structuredContent"]["operation"], "status",
+        "{result}"
+    );
     // The attack: override the author's preset (a commit through a status-only tool).
-    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "git_status", "arguments": {"operation": "commit", "message": "x", "all": true}}}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "git_status", "arguments": {"operation": "commit", "message": "x", "all": true}}}),
+    );
     let result = server.answer(3)["result"].clone();
     assert_eq!(result["isError"], true, "{result}");
-    assert!(result["content"][0]["text"].as_str().unwrap_or("").contains("fixed by the toolkit's author"), "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("fixed by the toolkit's author"),
+        "{result}"
+    );
 }
 
 /// A node type the operator's policy disables is not offered, and the server still starts with
@@ -365,11 +532,21 @@ fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
 fn a_node_the_operator_disables_is_not_offered() {
     let (dir, ws) = temp_workspace();
     let policy = dir.path().join("policy.toml");
-    std::fs::write(&policy, "[nodes.\"tools/workspace_git\"]\ndisabled = true\n").unwrap();
+    std::fs::write(
+        &policy,
+        "[nodes.\"tools/workspace_git\"]\ndisabled = true\n",
+    )
+    .unwrap();
     let mut server = Server::start(&ws, &["--policy", policy.to_str().unwrap()]);
     server.initialize();
     server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let tools = server.answer(1)["result"]["tools"].as_array().cloned().unwrap_or_default();
+    let tools = server.answer(1)["result"]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert!(names.contains(&"workspace_shell") && !names.contains(&"workspace_git"), "{names:?}");
+    assert!(
+        names.contains(&"workspace_shell") && !names.contains(&"workspace_git"),
+        "{names:?}"
+    );
 }

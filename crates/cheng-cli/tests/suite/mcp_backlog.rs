@@ -27,8 +27,10 @@ fn answers_a_client_does_not_read_yet_arrive_whole_and_in_lines() {
         writeln!(stdin, "{message}").expect("write to the server");
         stdin.flush().expect("flush");
     };
-    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+    );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     // Each tools/list answer is tens of KiB: together many times a pipe's 64 KiB buffer.
     const LISTS: i64 = 150;
@@ -60,20 +62,41 @@ fn answers_a_client_does_not_read_yet_arrive_whole_and_in_lines() {
     while seen.len() < (LISTS + 2) as usize {
         let line = received
             .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("no further answer ({e}) after {} of {}: {seen:?}", seen.len(), LISTS + 2));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "no further answer ({e}) after {} of {}: {seen:?}",
+                    seen.len(),
+                    LISTS + 2
+                )
+            });
         total += line.len();
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("a line is not one whole message ({e}): {}…", &line[..line.len().min(200)]));
-        let id = message["id"].as_i64().unwrap_or_else(|| panic!("an answer without an id: {message}"));
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!(
+                "a line is not one whole message ({e}): {}…",
+                &line[..line.len().min(200)]
+            )
+        });
+        let id = message["id"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("an answer without an id: {message}"));
         assert!(seen.insert(id), "request {id} was answered twice");
         if (1..=LISTS).contains(&id) {
-            let tools = message["result"]["tools"].as_array().unwrap_or_else(|| panic!("{message}"));
+            let tools = message["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{message}"));
             sizes.insert(tools.len());
         }
     }
-    assert_eq!(seen, (0..=LISTS + 1).collect::<BTreeSet<_>>(), "every request answered once");
+    assert_eq!(
+        seen,
+        (0..=LISTS + 1).collect::<BTreeSet<_>>(),
+        "every request answered once"
+    );
     assert_eq!(sizes.len(), 1, "every listing complete: {sizes:?}");
-    assert!(total > 16 * 64 * 1024, "the answers were many times the pipe's buffer ({total} bytes)");
+    assert!(
+        total > 16 * 64 * 1024,
+        "the answers were many times the pipe's buffer ({total} bytes)"
+    );
     drop(stdin);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status}");

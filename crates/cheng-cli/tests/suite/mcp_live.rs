@@ -2,8 +2,8 @@
 //! log messages — on the raw protocol, and with the official MCP Python SDK client
 //! (`tests/mcp/live.py`) in its three connection modes.
 
-use super::support::{git, repo_root, temp_workspace};
 use super::mcp_pipe::McpPipe;
+use super::support::{git, repo_root, temp_workspace};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,7 +14,10 @@ fn start(workspace: &Path, extra: &[&str]) -> McpPipe {
     server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
     let (_, answer) = server.until_answer(0);
-    assert!(answer["result"]["capabilities"].get("logging").is_some(), "logging is offered: {answer}");
+    assert!(
+        answer["result"]["capabilities"].get("logging").is_some(),
+        "logging is offered: {answer}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     server
 }
@@ -25,18 +28,28 @@ fn shell_call(id: i64, script: &str, meta: Value) -> Value {
 }
 
 fn progress_of(messages: &[Value]) -> Vec<&Value> {
-    messages.iter().filter(|m| m["method"] == "notifications/progress").collect()
+    messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect()
 }
 
 #[test]
 fn a_progress_token_brings_the_output_as_progress_notifications_before_the_answer() {
     let (_dir, ws) = temp_workspace();
     let mut server = start(&ws, &["--approve"]);
-    server.send(&shell_call(1, "echo hello; echo oops >&2; echo world", json!({"progressToken": "tok-1"})));
+    server.send(&shell_call(
+        1,
+        "echo hello; echo oops >&2; echo world",
+        json!({"progressToken": "tok-1"}),
+    ));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     let progress = progress_of(&before);
-    assert!(!progress.is_empty(), "no progress notification before the answer: {before:?}");
+    assert!(
+        !progress.is_empty(),
+        "no progress notification before the answer: {before:?}"
+    );
     let mut last = 0.0;
     let mut text = String::new();
     for note in &progress {
@@ -46,11 +59,17 @@ fn a_progress_token_brings_the_output_as_progress_notifications_before_the_answe
         assert!(value > last, "progress must increase: {progress:?}");
         last = value;
         text.push_str(params["message"].as_str().expect("message"));
-        assert!(params.get("total").is_none(), "the total is unknown: {note}");
+        assert!(
+            params.get("total").is_none(),
+            "the total is unknown: {note}"
+        );
     }
     // stdout and stderr both arrive; progress is the bytes of both so far.
     assert_eq!(last, "hello\nworld\noops\n".len() as f64, "{progress:?}");
-    assert!(text.contains("hello\n") && text.contains("world\n") && text.contains("oops\n"), "{text}");
+    assert!(
+        text.contains("hello\n") && text.contains("world\n") && text.contains("oops\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -60,7 +79,10 @@ fn without_a_progress_token_nothing_but_the_answer_is_sent() {
     server.send(&shell_call(1, "echo hello", json!({})));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
-    assert!(progress_of(&before).is_empty(), "progress without a token: {before:?}");
+    assert!(
+        progress_of(&before).is_empty(),
+        "progress without a token: {before:?}"
+    );
 }
 
 #[test]
@@ -71,23 +93,46 @@ fn log_messages_only_after_logging_set_level() {
     server.send(&shell_call(1, "true", json!({})));
     let (before, answer) = server.until_answer(1);
     assert_eq!(answer["result"]["isError"], true, "{answer}");
-    assert!(!before.iter().any(|m| m["method"] == "notifications/message"), "a log message before setLevel: {before:?}");
+    assert!(
+        !before
+            .iter()
+            .any(|m| m["method"] == "notifications/message"),
+        "a log message before setLevel: {before:?}"
+    );
     server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "warning"}}));
     let (_, answer) = server.until_answer(2);
-    assert!(answer.get("error").is_none(), "logging/setLevel is answered: {answer}");
+    assert!(
+        answer.get("error").is_none(),
+        "logging/setLevel is answered: {answer}"
+    );
     server.send(&shell_call(3, "true", json!({})));
     let (before, _) = server.until_answer(3);
-    let logs: Vec<&Value> = before.iter().filter(|m| m["method"] == "notifications/message").collect();
+    let logs: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .collect();
     assert_eq!(logs.len(), 1, "one warning: {before:?}");
     assert_eq!(logs[0]["params"]["level"], "warning");
     assert_eq!(logs[0]["params"]["logger"], "cheng");
-    assert!(logs[0]["params"]["data"].as_str().unwrap_or("").contains("A person has to allow it"), "{}", logs[0]);
+    assert!(
+        logs[0]["params"]["data"]
+            .as_str()
+            .unwrap_or("")
+            .contains("A person has to allow it"),
+        "{}",
+        logs[0]
+    );
     // Above the level: nothing.
     server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "error"}}));
     server.until_answer(4);
     server.send(&shell_call(5, "true", json!({})));
     let (before, _) = server.until_answer(5);
-    assert!(!before.iter().any(|m| m["method"] == "notifications/message"), "a warning below the level was sent: {before:?}");
+    assert!(
+        !before
+            .iter()
+            .any(|m| m["method"] == "notifications/message"),
+        "a warning below the level was sent: {before:?}"
+    );
 }
 
 /// The official MCP Python SDK client, in each connection mode: a line, a 1 s pause, another

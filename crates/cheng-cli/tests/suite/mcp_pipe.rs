@@ -47,7 +47,11 @@ impl McpPipe {
                 }
             }
         });
-        McpPipe { child, stdin, lines }
+        McpPipe {
+            child,
+            stdin,
+            lines,
+        }
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
@@ -63,10 +67,13 @@ impl McpPipe {
     pub fn read(&mut self) -> Value {
         let line = match self.lines.recv_timeout(ANSWER_WAIT) {
             Ok(line) => line,
-            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {ANSWER_WAIT:?}"),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no message from the server within {ANSWER_WAIT:?}")
+            }
             Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
         };
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}"))
     }
 
     /// Reads until the answer to `id` (other messages are skipped).
@@ -101,7 +108,10 @@ impl McpPipe {
         self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
         let answer = self.answer(0);
-        assert_eq!(answer["result"]["protocolVersion"], "2025-06-18", "{answer}");
+        assert_eq!(
+            answer["result"]["protocolVersion"], "2025-06-18",
+            "{answer}"
+        );
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 }

@@ -12,44 +12,83 @@ fn config(exposed: Value) -> String {
 }
 
 /// `cheng run tools/runtime` with `vars` set (gates are cleared first by `cheng()`).
-fn run_runtime(ws: &Path, exposed: Value, input: Value, extra: &[&str], vars: &[(&str, &str)]) -> (i32, Value, String) {
+fn run_runtime(
+    ws: &Path,
+    exposed: Value,
+    input: Value,
+    extra: &[&str],
+    vars: &[(&str, &str)],
+) -> (i32, Value, String) {
     let mut cmd: Command = cheng();
     for (k, v) in vars {
         cmd.env(k, v);
     }
     let config = config(exposed);
     let input = input.to_string();
-    cmd.args(["run", RUNTIME, "--workspace", ws.to_str().expect("utf-8 path"), "--config", &config, "--input", &input]);
+    cmd.args([
+        "run",
+        RUNTIME,
+        "--workspace",
+        ws.to_str().expect("utf-8 path"),
+        "--config",
+        &config,
+        "--input",
+        &input,
+    ]);
     cmd.args(extra);
     let out = cmd.output().expect("cheng runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.code().unwrap_or(-1), serde_json::from_str(&stdout).unwrap_or(Value::Null), stderr)
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stderr,
+    )
 }
 
 fn names(out: &Value) -> Vec<String> {
     out["functions"]
         .as_array()
-        .map(|fs| fs.iter().filter_map(|f| f["function"]["name"].as_str().map(str::to_string)).collect())
+        .map(|fs| {
+            fs.iter()
+                .filter_map(|f| f["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn errors(out: &Value) -> String {
-    out["errors"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    out["errors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 #[test]
 fn list_tools_matches_the_committed_input_schemas() {
     let (_d, ws) = temp_workspace();
-    let exposed = json!([{"type": "tools/workspace_git", "name": "git"}, {"type": "tools/workspace_shell"}]);
+    let exposed =
+        json!([{"type": "tools/workspace_git", "name": "git"}, {"type": "tools/workspace_shell"}]);
     let (code, out, stderr) = run_runtime(&ws, exposed, json!({"action": "list_tools"}), &[], &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["status"], "ok");
     assert_eq!(names(&out), ["git", "workspace_shell"]);
-    for (i, file) in ["workspace_git.json", "workspace_shell.json"].iter().enumerate() {
-        let text = std::fs::read_to_string(repo_root().join("schemas").join(file)).expect("schema file");
+    for (i, file) in ["workspace_git.json", "workspace_shell.json"]
+        .iter()
+        .enumerate()
+    {
+        let text =
+            std::fs::read_to_string(repo_root().join("schemas").join(file)).expect("schema file");
         let schema: Value = serde_json::from_str(&text).expect("schema JSON");
-        assert_eq!(out["functions"][i]["function"]["parameters"], schema["input"], "{file}");
+        assert_eq!(
+            out["functions"][i]["function"]["parameters"], schema["input"],
+            "{file}"
+        );
     }
 }
 
@@ -57,7 +96,13 @@ fn list_tools_matches_the_committed_input_schemas() {
 fn code_js_is_listed_only_when_its_gate_is_set() {
     let (_d, ws) = temp_workspace();
     let exposed = json!([{"type": "tools/workspace_git"}, {"type": "tools/code_js", "name": "js"}]);
-    let (code, out, stderr) = run_runtime(&ws, exposed.clone(), json!({"action": "list_tools"}), &[], &[]);
+    let (code, out, stderr) = run_runtime(
+        &ws,
+        exposed.clone(),
+        json!({"action": "list_tools"}),
+        &[],
+        &[],
+    );
     assert_eq!(code, 1, "a broken curation reports success:false: {stderr}");
     assert_eq!(out["status"], "error");
     assert_eq!(names(&out), ["workspace_git"]);
@@ -67,7 +112,13 @@ fn code_js_is_listed_only_when_its_gate_is_set() {
         errors(&out)
     );
 
-    let (code, out, stderr) = run_runtime(&ws, exposed, json!({"action": "list_tools"}), &[], &[("CHENG_ENABLE_CODE_JS", "1")]);
+    let (code, out, stderr) = run_runtime(
+        &ws,
+        exposed,
+        json!({"action": "list_tools"}),
+        &[],
+        &[("CHENG_ENABLE_CODE_JS", "1")],
+    );
     assert_eq!(code, 0, "{stderr} {out}");
     assert_eq!(out["status"], "ok");
     assert_eq!(names(&out), ["workspace_git", "js"]);
@@ -79,10 +130,19 @@ fn execute_runs_git_status_in_the_workspace() {
     git(&ws, &["-c", "init.defaultBranch=main", "init", "-q", "."]);
     std::fs::write(ws.join("new.txt"), "x\n").expect("write");
     let input = json!({"action": "execute", "tool_call": {"name": "git", "arguments": {"operation": "status"}}});
-    let (code, out, stderr) = run_runtime(&ws, json!([{"type": "tools/workspace_git", "name": "git"}]), input, &[], &[]);
+    let (code, out, stderr) = run_runtime(
+        &ws,
+        json!([{"type": "tools/workspace_git", "name": "git"}]),
+        input,
+        &[],
+        &[],
+    );
     assert_eq!(code, 0, "{stderr} {out}");
     assert_eq!(out["status"], "ok");
-    assert!(out["result"]["files"].to_string().contains("new.txt"), "{out}");
+    assert!(
+        out["result"]["files"].to_string().contains("new.txt"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -110,11 +170,16 @@ fn author_switches_cannot_come_from_the_tool_call_or_the_input() {
     assert_eq!(code, 1, "{stderr} {out}");
     assert_eq!(out["status"], "invalid");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(errors(&out).contains("`allow_shell_string` is author-only"), "{}", errors(&out));
+    assert!(
+        errors(&out).contains("`allow_shell_string` is author-only"),
+        "{}",
+        errors(&out)
+    );
     assert!(!ws.join("pwned").exists());
 
     // The toolkit itself is the author's: an agent cannot widen it through --input.
-    let input = json!({"action": "list_tools", "exposed_tools": [{"type": "tools/workspace_shell"}]});
+    let input =
+        json!({"action": "list_tools", "exposed_tools": [{"type": "tools/workspace_shell"}]});
     let (code, _out, stderr) = run_node(RUNTIME, &ws, &input, &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("exposed_tools is author-only"), "{stderr}");

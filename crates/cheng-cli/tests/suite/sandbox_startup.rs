@@ -26,7 +26,9 @@ const PROBE: &str = "ls /proc/self/fd | tr '\\n' ' '; echo; \
 const EXPECTED: &str = "0 1 2 3 \n0\ncheng-io \n{\"k\":\"v\"}";
 
 fn mtime(path: &Path) -> std::time::SystemTime {
-    std::fs::metadata(path).and_then(|m| m.modified()).expect("stat the init executable")
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .expect("stat the init executable")
 }
 
 #[test]
@@ -37,11 +39,26 @@ fn the_init_steps_descriptor_never_reaches_the_script_as_root() {
     let helper = Path::new(env!("CARGO_BIN_EXE_cheng-sandbox-init"));
     let before = mtime(helper);
     let (_d, ws) = temp_workspace();
-    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": PROBE, "input": {"k": "v"}}), &[]);
+    let (code, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": PROBE, "input": {"k": "v"}}),
+        &[],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
-    assert_eq!(out["stdout"].as_str().unwrap_or_default().trim_end(), EXPECTED, "{out}");
+    assert_eq!(
+        out["stdout"].as_str().unwrap_or_default().trim_end(),
+        EXPECTED,
+        "{out}"
+    );
     // The init step ran (Landlock is applied by it) and its executable is untouched.
-    assert!(out["metrics"]["limits"]["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert!(
+        out["metrics"]["limits"]["landlock"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
     assert_eq!(mtime(helper), before);
 }
 
@@ -53,8 +70,24 @@ fn the_init_steps_descriptor_never_reaches_the_script_unprivileged() {
     // uid 65534 owns the workspace; in its user namespace the script runs as that same uid, the
     // owner of nothing cheng runs from, and must not reach the init step's descriptor either.
     let (_d, ws) = super::code_shell::nobody_dir("/tmp");
-    let (code, out, stdout, stderr) = run_unprivileged("tools/code_shell", &ws, &json!({"script": PROBE, "input": {"k": "v"}}), None, &[]);
+    let (code, out, stdout, stderr) = run_unprivileged(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": PROBE, "input": {"k": "v"}}),
+        None,
+        &[],
+    );
     assert_eq!(code, 0, "{stdout} {stderr}");
-    assert_eq!(out["stdout"].as_str().unwrap_or_default().trim_end(), EXPECTED, "{stdout}");
-    assert!(out["metrics"]["limits"]["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{stdout}");
+    assert_eq!(
+        out["stdout"].as_str().unwrap_or_default().trim_end(),
+        EXPECTED,
+        "{stdout}"
+    );
+    assert!(
+        out["metrics"]["limits"]["landlock"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{stdout}"
+    );
 }

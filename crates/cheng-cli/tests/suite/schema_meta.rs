@@ -17,13 +17,19 @@ fn check(id: &str, part: &str, schema: &Value, problems: &mut Vec<String>) {
         problems.push(format!("{id} {part}: not a valid JSON Schema: {e}"));
         return;
     }
-    let Some(properties) = schema["properties"].as_object() else { return };
+    let Some(properties) = schema["properties"].as_object() else {
+        return;
+    };
     for (name, property) in properties {
-        let Some(default) = property.get("default") else { continue };
+        let Some(default) = property.get("default") else {
+            continue;
+        };
         match jsonschema::validator_for(property) {
             Ok(validator) => {
                 if let Err(e) = validator.validate(default) {
-                    problems.push(format!("{id} {part}.{name}: default {default} fails its own schema: {e}"));
+                    problems.push(format!(
+                        "{id} {part}.{name}: default {default} fails its own schema: {e}"
+                    ));
                 }
             }
             Err(e) => problems.push(format!("{id} {part}.{name}: schema does not compile: {e}")),
@@ -40,7 +46,10 @@ fn every_schema_is_valid_2020_12_and_every_default_fits_it() {
     .expect("policy");
     let registry = Registry::from_inventory_with(|_| true);
     let specs: Vec<_> = registry.specs().collect();
-    assert!(specs.iter().any(|s| s.id == "tools/code_python") && specs.iter().any(|s| s.id == "tools/code_js"));
+    assert!(
+        specs.iter().any(|s| s.id == "tools/code_python")
+            && specs.iter().any(|s| s.id == "tools/code_js")
+    );
     let mut problems = Vec::new();
     for spec in &specs {
         for policy in [Policy::builtin(), restrictive.clone()] {
@@ -59,5 +68,7 @@ fn the_meta_validator_refuses_a_broken_schema() {
     let broken = serde_json::json!({"$schema": schema::DRAFT, "type": "object", "properties": {"x": {"type": 5}}});
     assert!(jsonschema::meta::validate(&broken).is_err());
     let bad_default = serde_json::json!({"type": "string", "enum": ["a", "b"]});
-    assert!(!jsonschema::validator_for(&bad_default).expect("compiles").is_valid(&serde_json::json!("")));
+    assert!(!jsonschema::validator_for(&bad_default)
+        .expect("compiles")
+        .is_valid(&serde_json::json!("")));
 }

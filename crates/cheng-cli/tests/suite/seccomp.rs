@@ -12,13 +12,20 @@ fn sandbox_or_skip() -> bool {
     if bwrap_works() {
         return true;
     }
-    assert!(std::env::var_os("CI").is_none(), "bubblewrap cannot create namespaces and CI is set: the seccomp tests must run");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "bubblewrap cannot create namespaces and CI is set: the seccomp tests must run"
+    );
     eprintln!("skipped: bubblewrap cannot create namespaces here");
     false
 }
 
 fn setid_bits(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o6000
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o6000
 }
 
 #[test]
@@ -28,14 +35,41 @@ fn code_shell_cannot_plant_a_setuid_root_shell() {
     }
     let (_d, ws) = temp_workspace();
     let input = json!({"allow_filesystem": true, "script": "cp /bin/bash ./sh && chmod 4755 ./sh; echo status=$?"});
-    let (_, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--config", r#"{"allow_filesystem":true}"#]);
-    assert!(out["stdout"].as_str().unwrap_or("").contains("status=1"), "{out} {stderr}");
-    assert!(out["stderr"].as_str().unwrap_or("").contains("Operation not permitted"), "{out}");
-    assert_eq!(setid_bits(&ws.join("sh")), 0, "a setuid shell reached the host: {out}");
+    let (_, out, stderr) = run_node(
+        "tools/code_shell",
+        &ws,
+        &input,
+        &["--config", r#"{"allow_filesystem":true}"#],
+    );
+    assert!(
+        out["stdout"].as_str().unwrap_or("").contains("status=1"),
+        "{out} {stderr}"
+    );
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Operation not permitted"),
+        "{out}"
+    );
+    assert_eq!(
+        setid_bits(&ws.join("sh")),
+        0,
+        "a setuid shell reached the host: {out}"
+    );
     let seccomp = out["metrics"]["limits"]["seccomp"].as_str().unwrap_or("");
-    assert!(seccomp.starts_with("enforced") && seccomp.contains("setuid/setgid"), "{out}");
+    assert!(
+        seccomp.starts_with("enforced") && seccomp.contains("setuid/setgid"),
+        "{out}"
+    );
     // The init step itself ran under the filter and still did its work.
-    assert!(out["metrics"]["limits"]["landlock"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert!(
+        out["metrics"]["limits"]["landlock"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -48,12 +82,24 @@ fn code_python_cannot_create_a_setuid_file() {
     let input = json!({"allow_filesystem": true, "script": script}).to_string();
     let out = cheng()
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
-        .args(["run", "tools/code_python", "--workspace", ws.to_str().unwrap(), "--input", &input])
+        .args([
+            "run",
+            "tools/code_python",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--input",
+            &input,
+        ])
         .args(["--config", r#"{"allow_filesystem":true}"#])
         .output()
         .unwrap();
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    assert_eq!(value["result"], "refused", "{value} {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        value["result"],
+        "refused",
+        "{value} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!ws.join("t2").exists(), "{value}");
 }
 
@@ -65,11 +111,25 @@ fn unprivileged_code_shell_cannot_make_setuid_files_or_user_namespaces() {
     let (_d, ws) = nobody_dir("/tmp");
     let script = "cp /bin/bash ./sh && chmod 4755 ./sh; echo chmod=$?; unshare --user true; echo unshare=$?; \
                   chmod 755 ./sh && mkdir d && echo controls-ok";
-    let (_, out, _, stderr) =
-        run_unprivileged("tools/code_shell", &ws, &json!({"script": script}), Some(&json!({"allow_filesystem": true})), &[]);
+    let (_, out, _, stderr) = run_unprivileged(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script}),
+        Some(&json!({"allow_filesystem": true})),
+        &[],
+    );
     let text = out["stdout"].as_str().unwrap_or("");
     assert!(text.contains("controls-ok"), "{out} {stderr}");
-    assert!(text.contains("chmod=1") && text.contains("unshare=1"), "{out}");
+    assert!(
+        text.contains("chmod=1") && text.contains("unshare=1"),
+        "{out}"
+    );
     assert_eq!(setid_bits(&ws.join("sh")), 0, "{out}");
-    assert!(out["metrics"]["limits"]["seccomp"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert!(
+        out["metrics"]["limits"]["seccomp"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
 }

@@ -16,7 +16,10 @@ fn runs_here() -> bool {
     let root = is_root();
     let ok = root && bwrap_works();
     if !ok {
-        assert!(std::env::var_os("CI").is_none(), "the setuid attack tests need root and bubblewrap in CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the setuid attack tests need root and bubblewrap in CI"
+        );
         eprintln!("skipped: needs root and a working bubblewrap");
     }
     ok
@@ -25,8 +28,15 @@ fn runs_here() -> bool {
 /// The host side: no setuid/setgid bit on `name`, and running it as nobody does not give euid 0.
 fn assert_not_privileged(ws: &Path, name: &str, context: &str) {
     let path = ws.join(name);
-    let mode = std::fs::metadata(&path).unwrap_or_else(|e| panic!("{name} was not made ({e}): {context}")).permissions().mode();
-    assert_eq!(mode & 0o6000, 0, "{name} is setuid/setgid on the host (mode {mode:o}): {context}");
+    let mode = std::fs::metadata(&path)
+        .unwrap_or_else(|e| panic!("{name} was not made ({e}): {context}"))
+        .permissions()
+        .mode();
+    assert_eq!(
+        mode & 0o6000,
+        0,
+        "{name} is setuid/setgid on the host (mode {mode:o}): {context}"
+    );
     std::fs::set_permissions(ws, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -35,13 +45,18 @@ fn assert_not_privileged(ws: &Path, name: &str, context: &str) {
         .output();
     if let Ok(out) = out {
         let id = String::from_utf8_lossy(&out.stdout);
-        assert!(!id.contains("euid=0"), "nobody became root through {name}: {id}");
+        assert!(
+            !id.contains("euid=0"),
+            "nobody became root through {name}: {id}"
+        );
     }
 }
 
 #[test]
 fn code_shell_cannot_leave_a_setuid_root_shell() {
-    if !runs_here() { return; }
+    if !runs_here() {
+        return;
+    }
     let (_d, ws) = temp_workspace();
     let script = "cp /bin/bash ./sh && chmod 4755 ./sh && echo CHMOD_OK";
     let (_code, out, stderr) = run_node(
@@ -52,7 +67,15 @@ fn code_shell_cannot_leave_a_setuid_root_shell() {
     );
     let context = format!("{out} {stderr}");
     assert_not_privileged(&ws, "sh", &context);
-    if out["stdout"].as_str().is_some_and(|s| s.contains("CHMOD_OK")) {
-        assert!(out["warnings"].to_string().contains("sh gained privileges during the run"), "{context}");
+    if out["stdout"]
+        .as_str()
+        .is_some_and(|s| s.contains("CHMOD_OK"))
+    {
+        assert!(
+            out["warnings"]
+                .to_string()
+                .contains("sh gained privileges during the run"),
+            "{context}"
+        );
     }
 }

@@ -6,7 +6,10 @@ use std::process::{Command, Output, Stdio};
 
 /// The repository root (for `fixtures/`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 pub fn fixtures() -> PathBuf {
@@ -37,15 +40,32 @@ pub fn without_terminal(cmd: &mut Command) {
 
 /// `cheng run NODE -w WS --input JSON [extra]` with the state directory (`--session` tables) at
 /// `state`: exit code, stdout as JSON (null when it is not), stderr.
-pub fn run_in(state: &Path, node: &str, ws: &Path, input: serde_json::Value, extra: &[&str]) -> (i32, serde_json::Value, String) {
+pub fn run_in(
+    state: &Path,
+    node: &str,
+    ws: &Path,
+    input: serde_json::Value,
+    extra: &[&str],
+) -> (i32, serde_json::Value, String) {
     let out = cheng()
         .env("XDG_STATE_HOME", state)
-        .args(["run", node, "--workspace", ws.to_str().unwrap(), "--input", &input.to_string()])
+        .args([
+            "run",
+            node,
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--input",
+            &input.to_string(),
+        ])
         .args(extra)
         .output()
         .unwrap();
     let value = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-    (out.status.code().unwrap_or(-1), value, String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        value,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Whether the official MCP Python SDK client (`mcp.Client`) imports; a test that needs it skips
@@ -71,7 +91,12 @@ pub fn run_cheng(args: &[&str]) -> Output {
 }
 
 /// `cheng run <node> --workspace <ws> --input <json> [extra...]`, stdout parsed as JSON.
-pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: &[&str]) -> (i32, serde_json::Value, String) {
+pub fn run_node(
+    node: &str,
+    workspace: &Path,
+    input: &serde_json::Value,
+    extra: &[&str],
+) -> (i32, serde_json::Value, String) {
     let input = input.to_string();
     let ws = workspace.to_str().expect("utf-8 workspace path");
     let mut args = vec!["run", node, "--workspace", ws, "--input", &input];
@@ -83,7 +108,9 @@ pub fn run_node(node: &str, workspace: &Path, input: &serde_json::Value, extra: 
     (out.status.code().unwrap_or(-1), value, stderr)
 }
 
-pub use cheng_test_support::{copy_dir, eventually, git, none_left, pgrep, temp_workspace, KillOnDrop};
+pub use cheng_test_support::{
+    copy_dir, eventually, git, none_left, pgrep, temp_workspace, KillOnDrop,
+};
 
 pub use cheng_test_support::{on_path, require_or_skip, require_or_skip_that};
 
@@ -93,7 +120,18 @@ pub fn bwrap_works() -> bool {
         return false;
     }
     let works = Command::new("bwrap")
-        .args(["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"])
+        .args([
+            "--unshare-all",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "true",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()

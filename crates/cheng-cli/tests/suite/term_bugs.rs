@@ -33,11 +33,22 @@ fn a_closed_stdout_ends_quietly_without_a_panic() {
         vec!["nodes"],
         vec!["nodes", "--json"],
         vec!["describe", SHELL],
-        vec!["run", SHELL, "--workspace", ws, "--input", &input, "--approve"],
+        vec![
+            "run",
+            SHELL,
+            "--workspace",
+            ws,
+            "--input",
+            &input,
+            "--approve",
+        ],
     ] {
         let (code, stderr) = closed_pipe(&args, false);
         assert_eq!(code, 0, "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
     }
 }
 
@@ -45,7 +56,17 @@ fn a_closed_stdout_ends_quietly_without_a_panic() {
 fn closed_stdout_and_stderr_with_events_end_quietly() {
     let (_d, ws) = temp_workspace();
     let input = json!({"command": "true"}).to_string();
-    let args = ["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input, "--approve", "--events", "jsonl"];
+    let args = [
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &input,
+        "--approve",
+        "--events",
+        "jsonl",
+    ];
     let (code, _) = closed_pipe(&args, true);
     assert_eq!(code, 0, "a panic exits 101");
     // And with the events alone going nowhere, the run says nothing about them.
@@ -56,7 +77,14 @@ fn closed_stdout_and_stderr_with_events_end_quietly() {
 
 fn shell_line(ws: &std::path::Path, input: &serde_json::Value, extra: &[&str]) -> String {
     let input = input.to_string();
-    let mut args = vec!["run", SHELL, "--workspace", ws.to_str().unwrap(), "--input", &input];
+    let mut args = vec![
+        "run",
+        SHELL,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--input",
+        &input,
+    ];
     args.extend_from_slice(extra);
     cheng_line(&args)
 }
@@ -65,7 +93,9 @@ fn shell_line(ws: &std::path::Path, input: &serde_json::Value, extra: &[&str]) -
 fn ctrl_c_at_the_prompt_cancels_at_once_with_130() {
     let (_d, ws) = temp_workspace();
     let line = shell_line(&ws, &json!({"command": "touch", "args": ["never"]}), &[]);
-    let Some(mut tty) = Session::start(&line) else { return };
+    let Some(mut tty) = Session::start(&line) else {
+        return;
+    };
     tty.wait_for("Approve?", 1);
     // Ctrl-C, and nothing else: no Enter, no end of input. The prompt must give way by itself.
     tty.type_keys("\u{3}");
@@ -80,7 +110,9 @@ fn ctrl_c_at_the_prompt_cancels_at_once_with_130() {
 fn q_at_the_prompt_cancels_the_run() {
     let (_d, ws) = temp_workspace();
     let line = shell_line(&ws, &json!({"command": "touch", "args": ["never"]}), &[]);
-    let Some(mut tty) = Session::start(&line) else { return };
+    let Some(mut tty) = Session::start(&line) else {
+        return;
+    };
     tty.wait_for("Approve?", 1);
     tty.type_keys("q\n");
     let (code, screen) = tty.finish();
@@ -93,7 +125,9 @@ fn q_at_the_prompt_cancels_the_run() {
 fn an_unclear_answer_is_asked_again() {
     let (_d, ws) = temp_workspace();
     let line = shell_line(&ws, &json!({"command": "touch", "args": ["made"]}), &[]);
-    let Some(mut tty) = Session::start(&line) else { return };
+    let Some(mut tty) = Session::start(&line) else {
+        return;
+    };
     tty.wait_for("Approve?", 1);
     tty.type_keys("maybe\n");
     tty.wait_for("Please answer y, n, a or q", 1);
@@ -108,8 +142,13 @@ fn with_stdin_a_pipe_the_prompt_asks_on_the_terminal() {
     let (_d, ws) = temp_workspace();
     // stdin is /dev/null, as in `cat input.json | cheng run …`: the old prompt denied at once
     // ("no terminal to ask on"); sudo, ssh and git ask on /dev/tty instead, and so does cheng.
-    let line = format!("{} </dev/null", shell_line(&ws, &json!({"command": "touch", "args": ["asked"]}), &[]));
-    let Some(mut tty) = Session::start(&line) else { return };
+    let line = format!(
+        "{} </dev/null",
+        shell_line(&ws, &json!({"command": "touch", "args": ["asked"]}), &[])
+    );
+    let Some(mut tty) = Session::start(&line) else {
+        return;
+    };
     tty.wait_for("Approve?", 1);
     tty.type_keys("y\n");
     let (code, screen) = tty.finish();
@@ -132,18 +171,43 @@ fn three_touches(ws: &std::path::Path) -> String {
 fn graph_requests_are_asked_in_graph_order_and_a_approves_the_rest() {
     let (_d, ws) = temp_workspace();
     let graph = three_touches(&ws);
-    let line = cheng_line(&["graph", "run", &graph, "--workspace", ws.to_str().unwrap(), "--jobs", "3"]);
-    let Some(mut tty) = Session::start(&line) else { return };
+    let line = cheng_line(&[
+        "graph",
+        "run",
+        &graph,
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--jobs",
+        "3",
+    ]);
+    let Some(mut tty) = Session::start(&line) else {
+        return;
+    };
     tty.wait_for("Approve?", 1);
-    assert!(tty.screen().contains("node:     zeta ("), "{}", tty.screen());
+    assert!(
+        tty.screen().contains("node:     zeta ("),
+        "{}",
+        tty.screen()
+    );
     tty.type_keys("n\n");
     tty.wait_for("Approve?", 2);
-    assert!(tty.screen().contains("node:     alpha ("), "{}", tty.screen());
+    assert!(
+        tty.screen().contains("node:     alpha ("),
+        "{}",
+        tty.screen()
+    );
     tty.type_keys("a\n");
     let (code, screen) = tty.finish();
-    assert_eq!(screen.matches("Approve?").count(), 2, "mid was approved by the `a`: {screen}");
+    assert_eq!(
+        screen.matches("Approve?").count(),
+        2,
+        "mid was approved by the `a`: {screen}"
+    );
     assert_eq!(code, 1, "zeta was denied: {screen}");
-    assert!(!ws.join("zeta").exists() && ws.join("alpha").exists() && ws.join("mid").exists(), "{screen}");
+    assert!(
+        !ws.join("zeta").exists() && ws.join("alpha").exists() && ws.join("mid").exists(),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -179,27 +243,66 @@ fn counts_of_one_are_singular() {
     git(&ws, &["add", "a.txt"]);
     git(&ws, &["commit", "-qm", "one"]);
     std::fs::write(ws.join("a.txt"), "b\n").unwrap();
-    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "status"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_git",
+        &ws,
+        &json!({"operation": "status"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.contains(": 1 changed path —"), "{summary}");
-    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "branch"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_git",
+        &ws,
+        &json!({"operation": "branch"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.starts_with("1 local branch;"), "{summary}");
-    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "diff"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_git",
+        &ws,
+        &json!({"operation": "diff"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.starts_with("1 file changed"), "{summary}");
-    let (_, out, _) = run_node("tools/workspace_git", &ws, &json!({"operation": "show", "revision": "HEAD"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_git",
+        &ws,
+        &json!({"operation": "show", "revision": "HEAD"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.ends_with("1 file changed"), "{summary}");
     std::fs::write(ws.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
-    let (_, out, _) = run_node("tools/workspace_tests", &ws, &json!({"operation": "detect"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_tests",
+        &ws,
+        &json!({"operation": "detect"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.starts_with("1 project under"), "{summary}");
-    let (_, out, _) = run_node("tools/workspace_preview", &ws, &json!({"operation": "artifact_summary", "path": "a.txt"}), &[]);
+    let (_, out, _) = run_node(
+        "tools/workspace_preview",
+        &ws,
+        &json!({"operation": "artifact_summary", "path": "a.txt"}),
+        &[],
+    );
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.ends_with(", 1 line"), "{summary}");
     let graph = ws.join("g.json");
-    std::fs::write(&graph, json!({"version": 1, "nodes": [{"id": "a", "type": SHELL, "inputs": {"command": "true"}}]}).to_string()).unwrap();
+    std::fs::write(
+        &graph,
+        json!({"version": 1, "nodes": [{"id": "a", "type": SHELL, "inputs": {"command": "true"}}]})
+            .to_string(),
+    )
+    .unwrap();
     let out = run_cheng(&["graph", "check", graph.to_str().unwrap()]);
-    assert!(text(&out.stdout).contains("1 node, 0 edges"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("1 node, 0 edges"),
+        "{}",
+        text(&out.stdout)
+    );
 }

@@ -9,19 +9,26 @@ use std::process::Output;
 
 /// Compares `actual` with tests/golden/`name`.
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("CHENG_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).expect("write golden file");
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(actual, expected, "{name} differs from its golden file (CHENG_UPDATE_GOLDEN=1 rewrites it)");
+    let expected =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        actual, expected,
+        "{name} differs from its golden file (CHENG_UPDATE_GOLDEN=1 rewrites it)"
+    );
 }
 
 /// `cheng run TYPE --format text --color never --set …` in `ws`; stdout, then `--- stderr`, then stderr.
 fn run_text(ws: &Path, node: &str, sets: &[&str], extra: &[&str]) -> (Output, String) {
     let mut cmd = cheng();
-    cmd.args(["run", node, "--format", "text", "--color", "never", "-q"]).current_dir(ws);
+    cmd.args(["run", node, "--format", "text", "--color", "never", "-q"])
+        .current_dir(ws);
     for set in sets {
         cmd.args(["--set", set]);
     }
@@ -32,7 +39,11 @@ fn run_text(ws: &Path, node: &str, sets: &[&str], extra: &[&str]) -> (Output, St
 
 fn markdown_workspace() -> (tempfile::TempDir, std::path::PathBuf) {
     let (d, ws) = temp_workspace();
-    std::fs::write(ws.join("doc.md"), "# A\n\n# A\n\n### jump   \n\n[x](missing.md)\n").unwrap();
+    std::fs::write(
+        ws.join("doc.md"),
+        "# A\n\n# A\n\n### jump   \n\n[x](missing.md)\n",
+    )
+    .unwrap();
     std::fs::write(ws.join("page.html"), "<html><head><title>T</title></head><body><h1>Hi</h1><p>para <a href=\"x.html\">x</a></p></body></html>\n").unwrap();
     (d, ws)
 }
@@ -47,7 +58,12 @@ fn markdown_findings_read_like_a_linter() {
     golden("markdown_links.txt", &shown);
     let (_, shown) = run_text(&ws, md, &["operation=outline", "path=doc.md"], &[]);
     golden("markdown_outline.txt", &shown);
-    let (_, shown) = run_text(&ws, md, &["operation=format_suggestions", "path=doc.md"], &[]);
+    let (_, shown) = run_text(
+        &ws,
+        md,
+        &["operation=format_suggestions", "path=doc.md"],
+        &[],
+    );
     golden("markdown_suggestions.txt", &shown);
 }
 
@@ -59,7 +75,12 @@ fn previews_print_their_html_text_or_table() {
     golden("preview_markdown.txt", &shown);
     let (_, shown) = run_text(&ws, pv, &["operation=html", "path=page.html"], &[]);
     golden("preview_html.txt", &shown);
-    let (_, shown) = run_text(&ws, pv, &["operation=artifact_summary", "path=page.html"], &[]);
+    let (_, shown) = run_text(
+        &ws,
+        pv,
+        &["operation=artifact_summary", "path=page.html"],
+        &[],
+    );
     golden("preview_artifact.txt", &shown);
 }
 
@@ -92,25 +113,59 @@ fn git_diff_prints_the_patch_alone_on_stdout() {
 #[test]
 fn shell_prints_the_commands_streams_and_colours_on_request() {
     let (_d, ws) = temp_workspace();
-    let sets = ["command=sh", r#"args:=["-c","echo out; echo err >&2; exit 3"]"#];
+    let sets = [
+        "command=sh",
+        r#"args:=["-c","echo out; echo err >&2; exit 3"]"#,
+    ];
     let (out, _) = run_text(&ws, "tools/workspace_shell", &sets, &["--approve"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "out\n");
-    assert_eq!(text(&out.stderr), "sh -c 'echo out; echo err >&2; exit 3' exited 3 after 0 ms\nerr\n".replace("0 ms", &duration_of(&out.stderr)));
+    assert_eq!(
+        text(&out.stderr),
+        "sh -c 'echo out; echo err >&2; exit 3' exited 3 after 0 ms\nerr\n"
+            .replace("0 ms", &duration_of(&out.stderr))
+    );
     // --color always paints the summary red; NO_COLOR does not override an explicit always.
     let out = cheng()
-        .args(["run", "tools/workspace_shell", "--format", "text", "--color", "always", "-q", "--approve", "--set", "command=false"])
+        .args([
+            "run",
+            "tools/workspace_shell",
+            "--format",
+            "text",
+            "--color",
+            "always",
+            "-q",
+            "--approve",
+            "--set",
+            "command=false",
+        ])
         .current_dir(&ws)
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert!(text(&out.stderr).starts_with("\u{1b}[31m"), "{:?}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("\u{1b}[31m"),
+        "{:?}",
+        text(&out.stderr)
+    );
     let out = cheng()
-        .args(["run", "tools/workspace_shell", "--format", "text", "-q", "--approve", "--set", "command=false"])
+        .args([
+            "run",
+            "tools/workspace_shell",
+            "--format",
+            "text",
+            "-q",
+            "--approve",
+            "--set",
+            "command=false",
+        ])
         .current_dir(&ws)
         .output()
         .unwrap();
-    assert!(!text(&out.stderr).contains('\u{1b}'), "no colour when stdout is not a terminal");
+    assert!(
+        !text(&out.stderr).contains('\u{1b}'),
+        "no colour when stdout is not a terminal"
+    );
 }
 
 /// The `N ms` of a summary line (durations vary from run to run).
@@ -123,9 +178,27 @@ fn duration_of(stderr: &[u8]) -> String {
 #[test]
 fn json_is_printed_when_asked_or_when_stdout_is_not_a_terminal() {
     let (_d, ws) = temp_workspace();
-    for extra in [&[][..], &["--json"][..], &["--format", "json"][..], &["--format", "text", "--json"][..]] {
-        let out = cheng().args(["run", "tools/workspace_shell", "-q", "--approve", "--set", "command=true"]).args(extra).current_dir(&ws).output().unwrap();
-        let value: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{extra:?}: {e}"));
+    for extra in [
+        &[][..],
+        &["--json"][..],
+        &["--format", "json"][..],
+        &["--format", "text", "--json"][..],
+    ] {
+        let out = cheng()
+            .args([
+                "run",
+                "tools/workspace_shell",
+                "-q",
+                "--approve",
+                "--set",
+                "command=true",
+            ])
+            .args(extra)
+            .current_dir(&ws)
+            .output()
+            .unwrap();
+        let value: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{extra:?}: {e}"));
         assert_eq!(value["success"], true);
     }
 }
@@ -134,13 +207,31 @@ fn json_is_printed_when_asked_or_when_stdout_is_not_a_terminal() {
 fn on_a_terminal_run_prints_text_and_graph_run_a_table() {
     let (_d, ws) = temp_workspace();
     let ws_arg = ws.to_str().unwrap();
-    let line = cheng_line(&["run", "tools/workspace_shell", "-w", ws_arg, "--approve", "--set", "command=echo", "--set", "args:=[\"hello there\"]"]);
-    let Some(tty) = Session::start(&line) else { return };
+    let line = cheng_line(&[
+        "run",
+        "tools/workspace_shell",
+        "-w",
+        ws_arg,
+        "--approve",
+        "--set",
+        "command=echo",
+        "--set",
+        "args:=[\"hello there\"]",
+    ]);
+    let Some(tty) = Session::start(&line) else {
+        return;
+    };
     let (code, screen) = tty.finish();
     assert_eq!(code, 0, "{screen}");
-    assert!(screen.contains("hello there") && screen.contains("echo 'hello there' exited 0"), "{screen}");
+    assert!(
+        screen.contains("hello there") && screen.contains("echo 'hello there' exited 0"),
+        "{screen}"
+    );
     assert!(!screen.contains("\"success\""), "{screen}");
-    assert!(!screen.contains('\u{1b}'), "NO_COLOR is set in the session: {screen:?}");
+    assert!(
+        !screen.contains('\u{1b}'),
+        "NO_COLOR is set in the session: {screen:?}"
+    );
     let graph = ws.join("g.json");
     std::fs::write(
         &graph,
@@ -152,14 +243,36 @@ fn on_a_terminal_run_prints_text_and_graph_run_a_table() {
         .to_string(),
     )
     .unwrap();
-    let line = cheng_line(&["graph", "run", graph.to_str().unwrap(), "-w", ws_arg, "--approve", "-q"]);
-    let Some(tty) = Session::start(&line) else { return };
+    let line = cheng_line(&[
+        "graph",
+        "run",
+        graph.to_str().unwrap(),
+        "-w",
+        ws_arg,
+        "--approve",
+        "-q",
+    ]);
+    let Some(tty) = Session::start(&line) else {
+        return;
+    };
     let (code, screen) = tty.finish();
     assert_eq!(code, 1, "{screen}");
-    let row = |id: &str| screen.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no row for {id}: {screen}")).to_string();
-    assert!(screen.contains("NODE") && screen.contains("STATUS") && screen.contains("SUMMARY"), "{screen}");
+    let row = |id: &str| {
+        screen
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_else(|| panic!("no row for {id}: {screen}"))
+            .to_string()
+    };
+    assert!(
+        screen.contains("NODE") && screen.contains("STATUS") && screen.contains("SUMMARY"),
+        "{screen}"
+    );
     assert!(row("first ").contains("succeeded"), "{screen}");
-    assert!(row("second ").contains("failed") && row("second ").contains("false exited 1"), "{screen}");
+    assert!(
+        row("second ").contains("failed") && row("second ").contains("false exited 1"),
+        "{screen}"
+    );
     assert!(row("third ").contains("skipped"), "{screen}");
     assert!(screen.contains("graph failed: 3 nodes in"), "{screen}");
 }
@@ -174,7 +287,15 @@ fn file_nodes_print_their_content_or_their_diff() {
     assert_eq!(out.status.code(), Some(0), "{read}");
     let (out, grep) = run_text(&ws, "tools/grep", &["pattern=beta"], &[]);
     assert_eq!(out.status.code(), Some(0), "{grep}");
-    let (out, edit) = run_text(&ws, "tools/edit_file", &["file_path=notes.txt", "old=beta", "new=gamma"], &["--approve"]);
+    let (out, edit) = run_text(
+        &ws,
+        "tools/edit_file",
+        &["file_path=notes.txt", "old=beta", "new=gamma"],
+        &["--approve"],
+    );
     assert_eq!(out.status.code(), Some(0), "{edit}");
-    golden("file_nodes.txt", &format!("{read}=== grep\n{grep}=== edit\n{edit}"));
+    golden(
+        "file_nodes.txt",
+        &format!("{read}=== grep\n{grep}=== edit\n{edit}"),
+    );
 }

@@ -26,7 +26,11 @@ pub fn quote(word: &str) -> String {
 
 /// The `cheng` binary and `args`, quoted for a shell command line.
 pub fn cheng_line(args: &[&str]) -> String {
-    std::iter::once(env!("CARGO_BIN_EXE_cheng")).chain(args.iter().copied()).map(quote).collect::<Vec<_>>().join(" ")
+    std::iter::once(env!("CARGO_BIN_EXE_cheng"))
+        .chain(args.iter().copied())
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Session {
@@ -54,11 +58,18 @@ impl Session {
                 if n == 0 {
                     break;
                 }
-                sink.lock().expect("screen").push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock()
+                    .expect("screen")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
         let keys = child.stdin.take();
-        Some(Session { child, keys, screen, reader: Some(reader) })
+        Some(Session {
+            child,
+            keys,
+            screen,
+            reader: Some(reader),
+        })
     }
 
     pub fn screen(&self) -> String {
@@ -71,7 +82,10 @@ impl Session {
         while self.screen().matches(text).count() < times {
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("waited in vain for {text:?} (x{times}) on the screen:\n{}", self.screen());
+                panic!(
+                    "waited in vain for {text:?} (x{times}) on the screen:\n{}",
+                    self.screen()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -100,7 +114,10 @@ impl Session {
             if Instant::now() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                panic!("the command did not exit on its own; screen:\n{}", self.screen());
+                panic!(
+                    "the command did not exit on its own; screen:\n{}",
+                    self.screen()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }

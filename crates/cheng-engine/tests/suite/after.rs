@@ -38,27 +38,53 @@ fn a_failure_skips_what_runs_after_it() {
     assert_eq!(result.status, GraphStatus::Failed);
     let next = result.node("next").unwrap();
     assert_eq!(next.status, NodeStatus::Skipped);
-    assert_eq!(next.reason.as_deref(), Some("skipped because node `bad` failed"));
+    assert_eq!(
+        next.reason.as_deref(),
+        Some("skipped because node `bad` failed")
+    );
 }
 
 #[test]
 fn after_names_existing_other_nodes_without_cycles() {
-    let errors = errors_of(&engine(), json!({"version": 1, "nodes": [
+    let errors = errors_of(
+        &engine(),
+        json!({"version": 1, "nodes": [
         {"id": "build", "type": "test/echo"},
-        {"id": "test", "type": "test/echo", "after": ["biuld"]}]}));
+        {"id": "test", "type": "test/echo", "after": ["biuld"]}]}),
+    );
     let e = only(&errors, ValidationErrorKind::DanglingEdge);
-    assert!(e.message.contains("`biuld`") && e.message.contains("build"), "{}", e.message);
+    assert!(
+        e.message.contains("`biuld`") && e.message.contains("build"),
+        "{}",
+        e.message
+    );
 
-    let errors = errors_of(&engine(), json!({"version": 1, "nodes": [{"id": "a", "type": "test/echo", "after": ["a"]}]}));
-    assert!(only(&errors, ValidationErrorKind::Cycle).message.contains("itself"));
+    let errors = errors_of(
+        &engine(),
+        json!({"version": 1, "nodes": [{"id": "a", "type": "test/echo", "after": ["a"]}]}),
+    );
+    assert!(only(&errors, ValidationErrorKind::Cycle)
+        .message
+        .contains("itself"));
 
-    let errors = errors_of(&engine(), json!({"version": 1, "nodes": [
+    let errors = errors_of(
+        &engine(),
+        json!({"version": 1, "nodes": [
         {"id": "a", "type": "test/echo", "after": ["b"]},
-        {"id": "b", "type": "test/echo", "after": ["a"]}]}));
+        {"id": "b", "type": "test/echo", "after": ["a"]}]}),
+    );
     only(&errors, ValidationErrorKind::Cycle);
 
-    let errors = cheng_engine::Graph::from_value(&json!({"version": 1, "nodes": [{"id": "a", "type": "test/echo", "after": "b"}]})).unwrap_err();
-    assert!(errors.iter().any(|e| e.message.contains("`after` must be an array")), "{errors:?}");
+    let errors = cheng_engine::Graph::from_value(
+        &json!({"version": 1, "nodes": [{"id": "a", "type": "test/echo", "after": "b"}]}),
+    )
+    .unwrap_err();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.message.contains("`after` must be an array")),
+        "{errors:?}"
+    );
 }
 
 #[test]

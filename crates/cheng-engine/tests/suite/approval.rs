@@ -24,7 +24,11 @@ fn denial_never_calls_run_and_is_terminal() {
                "edges": [{"from": "g.summary", "to": "after.text"}]}),
         options.approver(approver.clone()),
     );
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "run was called after a denial");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "run was called after a denial"
+    );
     let g = result.node("g").unwrap();
     assert_eq!(g.status, NodeStatus::Failed);
     assert_eq!(g.outputs["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
@@ -47,14 +51,41 @@ fn approval_runs_the_node_and_emits_events() {
     let result = run(
         &gated_engine(node),
         json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated"}]}),
-        options.approver(Recording::new(Decision::Approved)).events(events.clone()),
+        options
+            .approver(Recording::new(Decision::Approved))
+            .events(events.clone()),
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(result.node("g").unwrap().status, NodeStatus::Succeeded);
-    let names: Vec<&str> = events.events().iter().map(|e| e.name()).collect::<Vec<_>>().into_iter().collect();
-    assert_eq!(names, ["node_started", "approval_requested", "approval_decided", "node_finished", "graph_finished"]);
-    let decided = events.events().into_iter().find(|e| e.name() == "approval_decided").unwrap();
-    assert!(matches!(decided, Event::ApprovalDecided { decision: Decision::Approved, .. }));
+    let names: Vec<&str> = events
+        .events()
+        .iter()
+        .map(|e| e.name())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "node_started",
+            "approval_requested",
+            "approval_decided",
+            "node_finished",
+            "graph_finished"
+        ]
+    );
+    let decided = events
+        .events()
+        .into_iter()
+        .find(|e| e.name() == "approval_decided")
+        .unwrap();
+    assert!(matches!(
+        decided,
+        Event::ApprovalDecided {
+            decision: Decision::Approved,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -75,7 +106,10 @@ fn ungated_operations_ask_nobody() {
 
 #[test]
 fn node_internal_approvals_go_through_the_same_approver() {
-    let node = Gated { extra_path: Some("/etc/hosts"), ..Gated::default() };
+    let node = Gated {
+        extra_path: Some("/etc/hosts"),
+        ..Gated::default()
+    };
     let runs = Arc::clone(&node.runs);
     let approver = Recording::new(Decision::Approved);
     let events = Arc::new(MemorySink::default());
@@ -89,7 +123,11 @@ fn node_internal_approvals_go_through_the_same_approver() {
     let requests = approver.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].requested_paths, ["/etc/hosts"]);
-    let asked = events.events().iter().filter(|e| e.name() == "approval_requested").count();
+    let asked = events
+        .events()
+        .iter()
+        .filter(|e| e.name() == "approval_requested")
+        .count();
     assert_eq!(asked, 2);
 }
 
@@ -98,7 +136,14 @@ fn the_default_approver_denies() {
     let node = Gated::default();
     let runs = Arc::clone(&node.runs);
     let (_dir, options) = workspace();
-    let result = run(&gated_engine(node), json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated"}]}), options);
+    let result = run(
+        &gated_engine(node),
+        json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated"}]}),
+        options,
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    assert_eq!(result.node("g").unwrap().outputs["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED");
+    assert_eq!(
+        result.node("g").unwrap().outputs["error_kind"],
+        "LOCAL_EXECUTOR_APPROVAL_DENIED"
+    );
 }

@@ -58,14 +58,23 @@ fn cancelling_while_waiting_for_approval_runs_nothing() {
     let engine = Engine::new(Registry::new().with(node));
     let cancel = CancellationToken::new();
     let (_dir, options) = workspace();
-    let validated = engine.validate(&graph(json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated"}]}))).unwrap();
+    let validated = engine
+        .validate(&graph(
+            json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated"}]}),
+        ))
+        .unwrap();
     let trigger = cancel.clone();
     let result = runtime().block_on(async {
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             trigger.cancel();
         });
-        engine.run(&validated, options.approver(std::sync::Arc::new(Never)).cancel(cancel)).await
+        engine
+            .run(
+                &validated,
+                options.approver(std::sync::Arc::new(Never)).cancel(cancel),
+            )
+            .await
     });
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     let g = result.node("g").unwrap();

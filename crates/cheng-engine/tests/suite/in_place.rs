@@ -15,7 +15,10 @@ static PANICS: NodeSpec = NodeSpec {
     description: "A buggy node.",
     category: "test",
     inputs: &[PortSpec::input("late", PortType::Boolean, "Panic after a yield").default("false")],
-    outputs: &[PortSpec::output("success", PortType::Boolean, "ok"), PortSpec::output("summary", PortType::String, "text")],
+    outputs: &[
+        PortSpec::output("success", PortType::Boolean, "ok"),
+        PortSpec::output("summary", PortType::String, "text"),
+    ],
     gate: None,
     effects: Effects::ReadOnly,
 };
@@ -43,15 +46,25 @@ fn engine() -> Engine {
 fn a_panicking_node_alone_in_its_graph_fails_cleanly() {
     for late in [false, true] {
         let (_dir, options) = workspace();
-        let result = run(&engine(), json!({"version": 1, "nodes": [{"id": "p", "type": "test/panics", "inputs": {"late": late}}]}), options);
+        let result = run(
+            &engine(),
+            json!({"version": 1, "nodes": [{"id": "p", "type": "test/panics", "inputs": {"late": late}}]}),
+            options,
+        );
         assert_eq!(result.status, GraphStatus::Failed, "late={late}");
         let node = result.node("p").expect("the node has a result");
         assert_eq!(node.status, NodeStatus::Failed);
         assert_eq!(node.outputs["success"], false);
         assert_eq!(node.outputs["error_kind"], "LOCAL_EXECUTOR_INTERNAL");
         let error = node.outputs["error"].as_str().unwrap_or_default();
-        assert!(error.contains("node p panicked; this is a bug in test/panics"), "{error}");
-        assert!(node.outputs.contains_key("summary"), "every declared output is present");
+        assert!(
+            error.contains("node p panicked; this is a bug in test/panics"),
+            "{error}"
+        );
+        assert!(
+            node.outputs.contains_key("summary"),
+            "every declared output is present"
+        );
     }
 }
 
@@ -66,8 +79,14 @@ fn a_panicking_node_among_others_fails_the_same_way() {
     );
     let node = result.node("p").expect("the node has a result");
     assert_eq!(node.outputs["error_kind"], "LOCAL_EXECUTOR_INTERNAL");
-    assert!(node.outputs["error"].as_str().unwrap_or_default().contains("node p panicked; this is a bug in test/panics"));
-    assert_eq!(result.node("e").expect("echo ran").status, NodeStatus::Succeeded);
+    assert!(node.outputs["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("node p panicked; this is a bug in test/panics"));
+    assert_eq!(
+        result.node("e").expect("echo ran").status,
+        NodeStatus::Succeeded
+    );
 }
 
 /// Cancellation reaches a node running in the caller's task.

@@ -8,7 +8,11 @@ use serde_json::json;
 fn sandbox_root_is_the_canonical_workspace_and_cannot_be_supplied() {
     let (dir, options) = workspace();
     let expected = dir.path().canonicalize().unwrap().display().to_string();
-    let result = run(&engine(), json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}), options);
+    let result = run(
+        &engine(),
+        json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}),
+        options,
+    );
     let seen = &result.node("e").unwrap().outputs["seen"];
     assert_eq!(seen["sandbox_root"], expected);
     // Supplying it is a validation error (tests in validation.rs); here: the value a node sees is
@@ -16,8 +20,15 @@ fn sandbox_root_is_the_canonical_workspace_and_cannot_be_supplied() {
     let dotted = dir.path().join(".").join("sub").join("..");
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let options = cheng_engine::RunOptions::new(&dotted).unwrap();
-    let result = run(&engine(), json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}), options);
-    assert_eq!(result.node("e").unwrap().outputs["seen"]["sandbox_root"], expected);
+    let result = run(
+        &engine(),
+        json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}),
+        options,
+    );
+    assert_eq!(
+        result.node("e").unwrap().outputs["seen"]["sandbox_root"],
+        expected
+    );
     let errs = errors_of(
         &engine(),
         json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo", "inputs": {"sandbox_root": "/etc"}}]}),
@@ -88,18 +99,29 @@ fn edge_values_feed_inputs_and_are_checked_at_run_time() {
     let c = result.node("c").unwrap();
     assert_eq!(c.status, NodeStatus::Failed);
     assert_eq!(c.outputs["error_kind"], "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(c.outputs["error"].as_str().unwrap().contains("a.value"), "{:?}", c.outputs);
+    assert!(
+        c.outputs["error"].as_str().unwrap().contains("a.value"),
+        "{:?}",
+        c.outputs
+    );
     // 7 over an edge into a capped port capped at 5 by the author.
     let d = result.node("d").unwrap();
     assert_eq!(d.status, NodeStatus::Failed);
     assert_eq!(d.outputs["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(d.outputs["error"].as_str().unwrap().contains("author's limit 5"));
+    assert!(d.outputs["error"]
+        .as_str()
+        .unwrap()
+        .contains("author's limit 5"));
 }
 
 #[test]
 fn every_declared_output_is_present() {
     let (_dir, options) = workspace();
-    let result = run(&engine(), json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}), options);
+    let result = run(
+        &engine(),
+        json!({"version": 1, "nodes": [{"id": "e", "type": "test/echo"}]}),
+        options,
+    );
     let outputs = &result.node("e").unwrap().outputs;
     assert_eq!(outputs["missing"], json!(null));
     for port in ECHO.outputs {

@@ -24,10 +24,23 @@ static SPEAKER: NodeSpec = NodeSpec {
     description: "Writes output chunks.",
     category: "test",
     inputs: &[
-        PortSpec::input("pieces", PortType::Array(&PortType::String), "stdout chunks").default("[]"),
+        PortSpec::input(
+            "pieces",
+            PortType::Array(&PortType::String),
+            "stdout chunks",
+        )
+        .default("[]"),
         PortSpec::input("err", PortType::String, "one stderr chunk").default("\"\""),
-        PortSpec::input("repeat", PortType::Integer, "times to write the pieces").default("1").min(1).max(100_000),
-        PortSpec::input("wait_for_flush", PortType::Boolean, "wait until the events show everything").default("false"),
+        PortSpec::input("repeat", PortType::Integer, "times to write the pieces")
+            .default("1")
+            .min(1)
+            .max(100_000),
+        PortSpec::input(
+            "wait_for_flush",
+            PortType::Boolean,
+            "wait until the events show everything",
+        )
+        .default("false"),
     ],
     outputs: &[PortSpec::output("success", PortType::Boolean, "ok")],
     gate: None,
@@ -38,7 +51,12 @@ fn stdout_text(events: &[Event], node: &str) -> String {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::OutputChunk { node: n, stream: OutputStream::Stdout, text, .. } if n == node => Some(text.as_str()),
+            Event::OutputChunk {
+                node: n,
+                stream: OutputStream::Stdout,
+                text,
+                ..
+            } if n == node => Some(text.as_str()),
             _ => None,
         })
         .collect()
@@ -50,14 +68,21 @@ impl Node for Speaker {
         &SPEAKER
     }
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        self.saw_output_on.store(ctx.output.is_on(), Ordering::SeqCst);
-        let pieces: Vec<String> = input["pieces"].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect();
+        self.saw_output_on
+            .store(ctx.output.is_on(), Ordering::SeqCst);
+        let pieces: Vec<String> = input["pieces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
         let repeat = input["repeat"].as_u64().unwrap_or(1);
         let mut offset = 0u64;
         let mut written = String::new();
         for _ in 0..repeat {
             for piece in &pieces {
-                ctx.output.chunk(OutputStream::Stdout, piece.as_bytes(), offset);
+                ctx.output
+                    .chunk(OutputStream::Stdout, piece.as_bytes(), offset);
                 offset += piece.len() as u64;
                 written.push_str(piece);
             }
@@ -69,7 +94,9 @@ impl Node for Speaker {
             let deadline = Instant::now() + Duration::from_secs(10);
             while stdout_text(&self.events.events(), &ctx.node_id) != written {
                 if Instant::now() > deadline {
-                    return Err(NodeError::internal("the held output was not sent while the node ran"));
+                    return Err(NodeError::internal(
+                        "the held output was not sent while the node ran",
+                    ));
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -80,7 +107,10 @@ impl Node for Speaker {
 
 fn engine(events: &Arc<MemorySink>) -> (Engine, Arc<AtomicBool>) {
     let on = Arc::new(AtomicBool::new(false));
-    let node = Speaker { events: events.clone(), saw_output_on: on.clone() };
+    let node = Speaker {
+        events: events.clone(),
+        saw_output_on: on.clone(),
+    };
     (Engine::new(Registry::new().with(node)), on)
 }
 
@@ -89,7 +119,14 @@ fn chunks(events: &[Event], node: &str) -> Vec<(OutputStream, u64, u64, String)>
     events
         .iter()
         .filter_map(|e| match e {
-            Event::OutputChunk { node: n, stream, offset, bytes, text, .. } if n == node => Some((*stream, *offset, *bytes, text.clone())),
+            Event::OutputChunk {
+                node: n,
+                stream,
+                offset,
+                bytes,
+                text,
+                ..
+            } if n == node => Some((*stream, *offset, *bytes, text.clone())),
             _ => None,
         })
         .collect()
@@ -107,12 +144,18 @@ fn chunks_arrive_as_contiguous_events_before_node_finished() {
         options.events(events.clone()),
     );
     assert_eq!(result.node("s").unwrap().status, NodeStatus::Succeeded);
-    assert!(on.load(Ordering::SeqCst), "with an event sink the node's output handle is on");
+    assert!(
+        on.load(Ordering::SeqCst),
+        "with an event sink the node's output handle is on"
+    );
     let all = events.events();
     let names: Vec<&str> = all.iter().map(Event::name).collect();
     let finished = names.iter().position(|n| *n == "node_finished").unwrap();
     let last_chunk = names.iter().rposition(|n| *n == "output_chunk").unwrap();
-    assert!(last_chunk < finished, "every chunk goes out before node_finished: {names:?}");
+    assert!(
+        last_chunk < finished,
+        "every chunk goes out before node_finished: {names:?}"
+    );
     assert_eq!(names[0], "node_started");
     let got = chunks(&all, "s");
     let mut next = 0;
@@ -161,7 +204,10 @@ fn without_an_event_sink_the_output_handle_is_off() {
         options,
     );
     assert_eq!(result.node("s").unwrap().status, NodeStatus::Succeeded);
-    assert!(!on.load(Ordering::SeqCst), "nobody reads events: the handle must be off");
+    assert!(
+        !on.load(Ordering::SeqCst),
+        "nobody reads events: the handle must be off"
+    );
 }
 
 #[test]
@@ -179,7 +225,10 @@ fn a_run_sends_at_most_its_bound_then_one_output_dropped_event() {
             {"id": "b", "type": "test/speaker", "inputs": inputs}]}),
         options.events(events.clone()).jobs(1),
     );
-    assert!(result.nodes.iter().all(|n| n.status == NodeStatus::Succeeded));
+    assert!(result
+        .nodes
+        .iter()
+        .all(|n| n.status == NodeStatus::Succeeded));
     let all = events.events();
     let sent: u64 = all
         .iter()
@@ -189,12 +238,30 @@ fn a_run_sends_at_most_its_bound_then_one_output_dropped_event() {
         })
         .sum();
     let count = all.iter().filter(|e| e.name() == "output_chunk").count() as u64;
-    assert!(sent <= RUN_OUTPUT_BYTES && count <= RUN_OUTPUT_EVENTS, "{sent} bytes in {count} events");
-    assert!(sent > RUN_OUTPUT_BYTES - 64 * 1024, "the bound is used up before dropping: {sent}");
-    let dropped: Vec<&Event> = all.iter().filter(|e| e.name() == "output_dropped").collect();
-    assert_eq!(dropped.len(), 1, "exactly one event says output was dropped");
+    assert!(
+        sent <= RUN_OUTPUT_BYTES && count <= RUN_OUTPUT_EVENTS,
+        "{sent} bytes in {count} events"
+    );
+    assert!(
+        sent > RUN_OUTPUT_BYTES - 64 * 1024,
+        "the bound is used up before dropping: {sent}"
+    );
+    let dropped: Vec<&Event> = all
+        .iter()
+        .filter(|e| e.name() == "output_dropped")
+        .collect();
+    assert_eq!(
+        dropped.len(),
+        1,
+        "exactly one event says output was dropped"
+    );
     match dropped[0] {
-        Event::OutputDropped { node, message, limit_bytes, .. } => {
+        Event::OutputDropped {
+            node,
+            message,
+            limit_bytes,
+            ..
+        } => {
             assert_eq!(node, "b", "a wrote 6 MiB, b crossed the 8 MiB bound");
             assert_eq!(*limit_bytes, RUN_OUTPUT_BYTES);
             assert!(message.contains("bound on live output"), "{message}");

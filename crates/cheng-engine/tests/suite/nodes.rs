@@ -17,16 +17,26 @@ pub static ECHO: NodeSpec = NodeSpec {
     category: "test",
     inputs: &[
         PortSpec::input("text", PortType::String, "Text").default("\"\""),
-        PortSpec::input("count", PortType::Integer, "A bounded integer").default("null").min(1).max(100),
-        PortSpec::input("mode", PortType::String, "A choice").default("\"a\"").choices(&["a", "b"]),
+        PortSpec::input("count", PortType::Integer, "A bounded integer")
+            .default("null")
+            .min(1)
+            .max(100),
+        PortSpec::input("mode", PortType::String, "A choice")
+            .default("\"a\"")
+            .choices(&["a", "b"]),
         PortSpec::input("tags", PortType::Array(&PortType::String), "Tags").default("[]"),
         PortSpec::sandbox_root(),
         PortSpec::input("allow_shell_string", PortType::Boolean, "Author switch")
             .default("false")
             .audience(Audience::Author)
             .control(Control::Switch),
-        PortSpec::input("allow_network", PortType::Boolean, "Capped switch").default("false").audience(Audience::Capped),
-        PortSpec::input("memory_mb", PortType::Integer, "Capped integer").default("256").max(4096).audience(Audience::Capped),
+        PortSpec::input("allow_network", PortType::Boolean, "Capped switch")
+            .default("false")
+            .audience(Audience::Capped),
+        PortSpec::input("memory_mb", PortType::Integer, "Capped integer")
+            .default("256")
+            .max(4096)
+            .audience(Audience::Capped),
     ],
     outputs: &[
         PortSpec::output("success", PortType::Boolean, "ok"),
@@ -48,7 +58,9 @@ impl Node for Echo {
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let text = input.get("text").cloned().unwrap_or(Value::Null);
         let value = input.get("tags").cloned().unwrap_or(Value::Null);
-        Ok(obj(json!({ "success": true, "text": text, "number": 7, "seen": input, "value": value })))
+        Ok(obj(
+            json!({ "success": true, "text": text, "number": 7, "seen": input, "value": value }),
+        ))
     }
 }
 
@@ -101,7 +113,9 @@ impl Node for Fail {
         if input::boolean(&input, &FAIL.inputs[0])? {
             return Err(NodeError::new(ErrorKind::NotFound, "no such thing"));
         }
-        Ok(obj(json!({ "success": false, "summary": "failed on purpose", "error_kind": "LOCAL_EXECUTOR_NON_ZERO_EXIT" })))
+        Ok(obj(
+            json!({ "success": false, "summary": "failed on purpose", "error_kind": "LOCAL_EXECUTOR_NON_ZERO_EXIT" }),
+        ))
     }
 }
 
@@ -121,7 +135,10 @@ pub static GATED: NodeSpec = NodeSpec {
         PortSpec::input("purpose", PortType::String, "Why").default("null"),
         PortSpec::input("operation", PortType::String, "run or look").default("\"run\""),
     ],
-    outputs: &[PortSpec::output("success", PortType::Boolean, "ok"), PortSpec::output("summary", PortType::String, "text")],
+    outputs: &[
+        PortSpec::output("success", PortType::Boolean, "ok"),
+        PortSpec::output("summary", PortType::String, "text"),
+    ],
     gate: None,
     effects: Effects::Approval(ApprovalRule::Operations(&["run"])),
 };
@@ -131,7 +148,11 @@ impl Node for Gated {
     fn spec(&self) -> &'static NodeSpec {
         &GATED
     }
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let mut request = ApprovalRequest::new(ctx, "gated thing".to_string());
         request.purpose = input::opt_str(input, "purpose").map(str::to_string);
         Ok(request)
@@ -140,7 +161,8 @@ impl Node for Gated {
         if let Some(path) = self.extra_path {
             let mut request = ApprovalRequest::new(ctx, format!("read {path}"));
             request.requested_paths.push(path.to_string());
-            ctx.require_approval(&request, &format!("reading {path}")).await?;
+            ctx.require_approval(&request, &format!("reading {path}"))
+                .await?;
         }
         self.runs.fetch_add(1, Ordering::SeqCst);
         Ok(obj(json!({ "success": true, "summary": "ran" })))
@@ -239,7 +261,10 @@ pub fn engine() -> Engine {
 
 /// An engine whose operator policy lets authors turn on raw shell syntax (`allow_shell_string`).
 pub fn shell_engine() -> Engine {
-    let policy = cheng_node::policy::Policy::from_toml_str("[all]\nshell_syntax = true\n", "/test/policy.toml");
+    let policy = cheng_node::policy::Policy::from_toml_str(
+        "[all]\nshell_syntax = true\n",
+        "/test/policy.toml",
+    );
     match policy {
         Ok(policy) => engine().with_policy(policy),
         Err(e) => panic!("{e}"),
@@ -275,7 +300,11 @@ pub fn workspace() -> (tempfile::TempDir, RunOptions) {
 }
 
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 /// Validates and runs `value`.
@@ -295,7 +324,10 @@ pub struct Recording {
 
 impl Recording {
     pub fn new(decision: Decision) -> Arc<Self> {
-        Arc::new(Recording { decision, requests: Mutex::new(Vec::new()) })
+        Arc::new(Recording {
+            decision,
+            requests: Mutex::new(Vec::new()),
+        })
     }
     pub fn requests(&self) -> Vec<ApprovalRequest> {
         self.requests.lock().unwrap().clone()

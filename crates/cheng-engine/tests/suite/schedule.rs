@@ -29,10 +29,17 @@ fn failed_nodes_skip_their_dependents_transitively_with_a_reason() {
     let broken = result.node("broken").unwrap();
     assert_eq!(broken.status, NodeStatus::Failed);
     assert_eq!(broken.outputs["error_kind"], "LOCAL_EXECUTOR_NOT_FOUND");
-    for (id, cause) in [("child", "bad"), ("grandchild", "bad"), ("child2", "broken")] {
+    for (id, cause) in [
+        ("child", "bad"),
+        ("grandchild", "bad"),
+        ("child2", "broken"),
+    ] {
         let node = result.node(id).unwrap();
         assert_eq!(node.status, NodeStatus::Skipped, "{id}");
-        assert_eq!(node.reason.as_deref(), Some(format!("skipped because node `{cause}` failed").as_str()));
+        assert_eq!(
+            node.reason.as_deref(),
+            Some(format!("skipped because node `{cause}` failed").as_str())
+        );
         assert_eq!(node.outputs["text"], Value::Null);
     }
     assert_eq!(result.node("other").unwrap().status, NodeStatus::Succeeded);
@@ -64,9 +71,15 @@ fn at_most_jobs_nodes_run_at_once() {
     for jobs in [1, 3] {
         let sleep = Sleep::default();
         let engine = Engine::new(Registry::new().with(sleep.clone()));
-        let nodes: Vec<Value> = (0..12).map(|i| json!({"id": format!("s{i}"), "type": "test/sleep", "inputs": {"ms": 20}})).collect();
+        let nodes: Vec<Value> = (0..12)
+            .map(|i| json!({"id": format!("s{i}"), "type": "test/sleep", "inputs": {"ms": 20}}))
+            .collect();
         let (_dir, options) = workspace();
-        let result = run(&engine, json!({"version": 1, "nodes": nodes}), options.jobs(jobs));
+        let result = run(
+            &engine,
+            json!({"version": 1, "nodes": nodes}),
+            options.jobs(jobs),
+        );
         assert_eq!(result.status, GraphStatus::Succeeded);
         assert_eq!(sleep.started.load(Ordering::SeqCst), 12);
         let peak = sleep.peak.load(Ordering::SeqCst);
@@ -90,12 +103,21 @@ fn events_are_json_lines_with_timestamps_and_durations() {
         options.events(file_sink),
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 5, "{text}");
     for line in &lines {
-        assert!(humantime::parse_rfc3339(line["ts"].as_str().unwrap()).is_ok(), "{line}");
+        assert!(
+            humantime::parse_rfc3339(line["ts"].as_str().unwrap()).is_ok(),
+            "{line}"
+        );
     }
-    let finished: Vec<&Value> = lines.iter().filter(|l| l["event"] == "node_finished").collect();
+    let finished: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "node_finished")
+        .collect();
     assert_eq!(finished.len(), 2);
     for line in &finished {
         assert!(line["duration_ms"].is_u64());
@@ -107,7 +129,10 @@ fn events_are_json_lines_with_timestamps_and_durations() {
     let last = lines.last().unwrap();
     assert_eq!(last["event"], "graph_finished");
     assert_eq!(last["status"], "failed");
-    assert_eq!((last["succeeded"].as_u64(), last["failed"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (last["succeeded"].as_u64(), last["failed"].as_u64()),
+        (Some(1), Some(1))
+    );
 }
 
 #[test]
@@ -115,12 +140,19 @@ fn single_node_runs_through_the_same_path() {
     let (_dir, options) = workspace();
     let rt = runtime();
     let inputs = obj(json!({"text": "solo"}));
-    let result = rt.block_on(engine().run_node("test/echo", Default::default(), inputs, options)).unwrap();
+    let result = rt
+        .block_on(engine().run_node("test/echo", Default::default(), inputs, options))
+        .unwrap();
     assert_eq!(result.id, "test/echo");
     assert_eq!(result.outputs["text"], "solo");
     let (_dir, options) = workspace();
     let errs = rt
-        .block_on(engine().run_node("test/echo", Default::default(), obj(json!({"sandbox_root": "/"})), options))
+        .block_on(engine().run_node(
+            "test/echo",
+            Default::default(),
+            obj(json!({"sandbox_root": "/"})),
+            options,
+        ))
         .unwrap_err();
     assert_eq!(errs[0].port.as_deref(), Some("sandbox_root"));
 }
@@ -137,25 +169,46 @@ fn a_jsonl_log_holds_all_five_event_kinds_each_with_timestamp_and_the_durations(
         json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated", "inputs": {"purpose": "log it"}},
                                        {"id": "e", "type": "test/echo"}],
                "edges": [{"from": "g.summary", "to": "e.text"}]}),
-        options.events(file_sink).approver(Recording::new(cheng_node::Decision::Approved)),
+        options
+            .events(file_sink)
+            .approver(Recording::new(cheng_node::Decision::Approved)),
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let names: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["node_started", "approval_requested", "approval_decided", "node_finished", "node_started", "node_finished", "graph_finished"],
+        [
+            "node_started",
+            "approval_requested",
+            "approval_decided",
+            "node_finished",
+            "node_started",
+            "node_finished",
+            "graph_finished"
+        ],
         "{text}"
     );
     let mut previous = None;
     for line in &lines {
-        let ts = humantime::parse_rfc3339(line["ts"].as_str().unwrap()).unwrap_or_else(|e| panic!("{e}: {line}"));
-        assert!(previous.is_none_or(|p| p <= ts), "timestamps go backwards: {text}");
+        let ts = humantime::parse_rfc3339(line["ts"].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(
+            previous.is_none_or(|p| p <= ts),
+            "timestamps go backwards: {text}"
+        );
         previous = Some(ts);
         if line["event"] != "graph_finished" {
-            assert!(line["node"].is_string() && line["type"].is_string(), "{line}");
+            assert!(
+                line["node"].is_string() && line["type"].is_string(),
+                "{line}"
+            );
         }
-        let timed = ["approval_decided", "node_finished", "graph_finished"].contains(&line["event"].as_str().unwrap());
+        let timed = ["approval_decided", "node_finished", "graph_finished"]
+            .contains(&line["event"].as_str().unwrap());
         assert_eq!(line["duration_ms"].is_u64(), timed, "{line}");
     }
     let requested = &lines[1];

@@ -48,12 +48,16 @@ impl Node for Writer {
 }
 
 fn graph_of(n: usize) -> Value {
-    let nodes: Vec<Value> = (0..n).map(|i| json!({"id": format!("w{i}"), "type": "test/writer"})).collect();
+    let nodes: Vec<Value> = (0..n)
+        .map(|i| json!({"id": format!("w{i}"), "type": "test/writer"}))
+        .collect();
     json!({"version": 1, "nodes": nodes})
 }
 
 fn approving(options: RunOptions) -> RunOptions {
-    options.jobs(4).approver(Arc::new(FixedApprover(Decision::Approved)))
+    options
+        .jobs(4)
+        .approver(Arc::new(FixedApprover(Decision::Approved)))
 }
 
 #[test]
@@ -63,7 +67,11 @@ fn serial_nodes_of_one_graph_never_overlap() {
     let (_dir, options) = workspace();
     let result = run(&engine, graph_of(3), approving(options));
     assert_eq!(result.status, GraphStatus::Succeeded);
-    assert_eq!(writer.peak.load(Ordering::SeqCst), 1, "two serial nodes ran at once in one graph");
+    assert_eq!(
+        writer.peak.load(Ordering::SeqCst),
+        1,
+        "two serial nodes ran at once in one graph"
+    );
 }
 
 #[test]
@@ -78,14 +86,25 @@ fn concurrent_runs_on_one_workspace_never_overlap_and_other_workspaces_do() {
         let a = engine.run(&validated, approving(options.clone()));
         let b = engine.run(&validated, approving(options.clone()));
         let (a, b) = tokio::join!(a, b);
-        assert_eq!((a.status, b.status), (GraphStatus::Succeeded, GraphStatus::Succeeded));
+        assert_eq!(
+            (a.status, b.status),
+            (GraphStatus::Succeeded, GraphStatus::Succeeded)
+        );
     });
-    assert_eq!(writer.peak.load(Ordering::SeqCst), 1, "two runs changed one workspace at once");
+    assert_eq!(
+        writer.peak.load(Ordering::SeqCst),
+        1,
+        "two runs changed one workspace at once"
+    );
     // The lock is per workspace: different workspaces proceed together.
     rt.block_on(async {
         let a = engine.run(&validated, approving(options));
         let b = engine.run(&validated, approving(other));
         tokio::join!(a, b);
     });
-    assert_eq!(writer.peak.load(Ordering::SeqCst), 2, "runs on different workspaces were serialised");
+    assert_eq!(
+        writer.peak.load(Ordering::SeqCst),
+        2,
+        "runs on different workspaces were serialised"
+    );
 }

@@ -18,7 +18,10 @@ fn other_versions_and_unknown_top_level_keys_are_rejected() {
     assert_eq!(errs[0].kind, K::UnsupportedVersion);
     let errs = Graph::from_json(r#"{"version": 1, "nodes": [], "layout": {}}"#).unwrap_err();
     assert!(only(&errs, K::UnknownKey).to_string().contains("`layout`"));
-    let errs = Graph::from_json(r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "input": {}}]}"#).unwrap_err();
+    let errs = Graph::from_json(
+        r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "input": {}}]}"#,
+    )
+    .unwrap_err();
     let e = only(&errs, K::UnknownKey);
     assert_eq!(e.node.as_deref(), Some("a"));
     assert!(e.message.contains("`input`"));
@@ -29,27 +32,49 @@ fn unknown_type_suggests_close_ids() {
     let errs = errors_of(&engine(), one_node(json!({"id": "x", "type": "test/ecko"})));
     let e = only(&errs, K::UnknownType);
     assert_eq!(e.node.as_deref(), Some("x"));
-    assert!(e.message.contains("`test/ecko`") && e.message.contains("Did you mean `test/echo`?"), "{e}");
+    assert!(
+        e.message.contains("`test/ecko`") && e.message.contains("Did you mean `test/echo`?"),
+        "{e}"
+    );
 }
 
 #[test]
 fn gated_type_names_the_variable() {
     let registry = Registry::from_inventory_with(|_| false);
-    let errs = errors_of(&Engine::new(registry), one_node(json!({"id": "g", "type": "test/gate_var"})));
+    let errs = errors_of(
+        &Engine::new(registry),
+        one_node(json!({"id": "g", "type": "test/gate_var"})),
+    );
     let e = only(&errs, K::GatedType);
-    assert_eq!(e.to_string(), "node `g`: test/gate_var is disabled; set CHENG_ENABLE_TEST_GATE=1 to enable it");
+    assert_eq!(
+        e.to_string(),
+        "node `g`: test/gate_var is disabled; set CHENG_ENABLE_TEST_GATE=1 to enable it"
+    );
     // With the variable "set" the same graph validates.
     let registry = Registry::from_inventory_with(|var| var == "CHENG_ENABLE_TEST_GATE");
-    assert!(Engine::new(registry).validate(&graph(one_node(json!({"id": "g", "type": "test/gate_var"})))).is_ok());
+    assert!(Engine::new(registry)
+        .validate(&graph(one_node(
+            json!({"id": "g", "type": "test/gate_var"})
+        )))
+        .is_ok());
 }
 
 #[test]
 fn unknown_port_names_node_and_port_and_suggests() {
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"txt": "hi"}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"txt": "hi"}})),
+    );
     let e = only(&errs, K::UnknownPort);
-    assert_eq!((e.node.as_deref(), e.port.as_deref()), (Some("e"), Some("txt")));
+    assert_eq!(
+        (e.node.as_deref(), e.port.as_deref()),
+        (Some("e"), Some("txt"))
+    );
     assert!(e.message.contains("Did you mean `text`?"), "{e}");
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "config": {"nope": 1}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "config": {"nope": 1}})),
+    );
     assert!(only(&errs, K::UnknownPort).message.contains("config"));
 }
 
@@ -57,34 +82,69 @@ fn unknown_port_names_node_and_port_and_suggests() {
 fn wrong_json_types_are_rejected() {
     let errs = errors_of(
         &engine(),
-        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"text": 5, "tags": ["a", 1], "count": 1.5}})),
+        one_node(
+            json!({"id": "e", "type": "test/echo", "inputs": {"text": 5, "tags": ["a", 1], "count": 1.5}}),
+        ),
     );
-    assert_eq!(errs.iter().filter(|e| e.kind == K::WrongType).count(), 3, "{errs:#?}");
-    let text = errs.iter().find(|e| e.port.as_deref() == Some("text")).unwrap();
-    assert!(text.message.contains("expected string, got an integer"), "{text}");
-    let tags = errs.iter().find(|e| e.port.as_deref() == Some("tags")).unwrap();
+    assert_eq!(
+        errs.iter().filter(|e| e.kind == K::WrongType).count(),
+        3,
+        "{errs:#?}"
+    );
+    let text = errs
+        .iter()
+        .find(|e| e.port.as_deref() == Some("text"))
+        .unwrap();
+    assert!(
+        text.message.contains("expected string, got an integer"),
+        "{text}"
+    );
+    let tags = errs
+        .iter()
+        .find(|e| e.port.as_deref() == Some("tags"))
+        .unwrap();
     assert!(tags.message.contains("element 1"), "{tags}");
 }
 
 #[test]
 fn integers_out_of_range_cite_the_limit_and_are_never_clamped() {
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"count": 700}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"count": 700}})),
+    );
     let e = only(&errs, K::OutOfRange);
     assert_eq!(e.port.as_deref(), Some("count"));
     assert!(e.message.contains("700 is above the maximum 100"), "{e}");
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"count": 0}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"count": 0}})),
+    );
     assert!(only(&errs, K::OutOfRange).message.contains("minimum 1"));
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"mode": "c"}})));
-    assert!(only(&errs, K::OutOfRange).message.contains("not one of: a, b"));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"mode": "c"}})),
+    );
+    assert!(only(&errs, K::OutOfRange)
+        .message
+        .contains("not one of: a, b"));
 }
 
 #[test]
 fn missing_required_port() {
-    let errs = errors_of(&engine(), one_node(json!({"id": "n", "type": "test/needs"})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "n", "type": "test/needs"})),
+    );
     let e = only(&errs, K::MissingRequired);
-    assert_eq!((e.node.as_deref(), e.port.as_deref()), (Some("n"), Some("name")));
+    assert_eq!(
+        (e.node.as_deref(), e.port.as_deref()),
+        (Some("n"), Some("name"))
+    );
     // null means unset, so it does not satisfy a required port either.
-    let errs = errors_of(&engine(), one_node(json!({"id": "n", "type": "test/needs", "inputs": {"name": null}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "n", "type": "test/needs", "inputs": {"name": null}})),
+    );
     only(&errs, K::MissingRequired);
     // An edge satisfies it.
     let ok = json!({"version": 1, "nodes": [
@@ -110,12 +170,23 @@ fn dangling_edges_on_either_side() {
                "edges": [{"from": "zz.text", "to": "b.text"}, {"from": "a.text", "to": "yy.text"},
                          {"from": "a.nope", "to": "b.text"}, {"from": "a.text", "to": "b.nope"}]}),
     );
-    let dangling: Vec<String> = errs.iter().filter(|e| e.kind == K::DanglingEdge).map(|e| e.to_string()).collect();
+    let dangling: Vec<String> = errs
+        .iter()
+        .filter(|e| e.kind == K::DanglingEdge)
+        .map(|e| e.to_string())
+        .collect();
     assert_eq!(dangling.len(), 4, "{errs:#?}");
     assert!(dangling[0].contains("no node `zz`"));
     assert!(dangling[1].contains("no node `yy`"));
-    assert!(dangling[2].starts_with("node `a`, port `nope`") && dangling[2].contains("no output `nope`"), "{}", dangling[2]);
-    assert!(dangling[3].starts_with("node `b`, port `nope`") && dangling[3].contains("no input `nope`"));
+    assert!(
+        dangling[2].starts_with("node `a`, port `nope`")
+            && dangling[2].contains("no output `nope`"),
+        "{}",
+        dangling[2]
+    );
+    assert!(
+        dangling[3].starts_with("node `b`, port `nope`") && dangling[3].contains("no input `nope`")
+    );
 }
 
 #[test]
@@ -126,8 +197,14 @@ fn edge_type_mismatch() {
                "edges": [{"from": "a.number", "to": "b.text"}]}),
     );
     let e = only(&errs, K::EdgeTypeMismatch);
-    assert_eq!((e.node.as_deref(), e.port.as_deref()), (Some("b"), Some("text")));
-    assert!(e.message.contains("integer") && e.message.contains("string"), "{e}");
+    assert_eq!(
+        (e.node.as_deref(), e.port.as_deref()),
+        (Some("b"), Some("text"))
+    );
+    assert!(
+        e.message.contains("integer") && e.message.contains("string"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -139,18 +216,34 @@ fn cycles_are_named() {
                "edges": [{"from": "a.text", "to": "b.text"}, {"from": "b.text", "to": "a.text"},
                          {"from": "b.text", "to": "c.text"}, {"from": "d.text", "to": "d.text"}]}),
     );
-    let cycles: Vec<&str> = errs.iter().filter(|e| e.kind == K::Cycle).map(|e| e.message.as_str()).collect();
+    let cycles: Vec<&str> = errs
+        .iter()
+        .filter(|e| e.kind == K::Cycle)
+        .map(|e| e.message.as_str())
+        .collect();
     assert_eq!(cycles.len(), 2, "{errs:#?}");
-    assert!(cycles.iter().any(|m| m.contains("a → b → a") || m.contains("b → a → b")), "{cycles:?}");
+    assert!(
+        cycles
+            .iter()
+            .any(|m| m.contains("a → b → a") || m.contains("b → a → b")),
+        "{cycles:?}"
+    );
     assert!(cycles.iter().any(|m| m.contains("d → d")), "{cycles:?}");
 }
 
 #[test]
 fn author_ports_from_inputs_are_rejected() {
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "inputs": {"allow_shell_string": true}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "inputs": {"allow_shell_string": true}})),
+    );
     let e = only(&errs, K::AuthorOnly);
     assert_eq!(e.port.as_deref(), Some("allow_shell_string"));
-    assert!(e.message.contains("allow_shell_string is author-only; set it in the node's config"), "{e}");
+    assert!(
+        e.message
+            .contains("allow_shell_string is author-only; set it in the node's config"),
+        "{e}"
+    );
     // ... also through an edge.
     let errs = errors_of(
         &engine(),
@@ -159,21 +252,32 @@ fn author_ports_from_inputs_are_rejected() {
     );
     only(&errs, K::AuthorOnly);
     // In config it is fine, when the operator's policy allows raw shell syntax ...
-    let ok = one_node(json!({"id": "e", "type": "test/echo", "config": {"allow_shell_string": true}}));
+    let ok =
+        one_node(json!({"id": "e", "type": "test/echo", "config": {"allow_shell_string": true}}));
     assert!(shell_engine().validate(&graph(ok.clone())).is_ok());
     // ... which the built-in policy does not: the message names the line to add.
     let errs = errors_of(&engine(), ok);
     let e = only(&errs, K::AboveCap);
-    assert!(e.message.contains("`shell_syntax = true` under [nodes.\"test/echo\"]"), "{e}");
+    assert!(
+        e.message
+            .contains("`shell_syntax = true` under [nodes.\"test/echo\"]"),
+        "{e}"
+    );
 }
 
 #[test]
 fn engine_ports_are_rejected_everywhere() {
     for place in ["inputs", "config"] {
-        let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", place: {"sandbox_root": "/"}})));
+        let errs = errors_of(
+            &engine(),
+            one_node(json!({"id": "e", "type": "test/echo", place: {"sandbox_root": "/"}})),
+        );
         let e = only(&errs, K::EngineOnly);
         assert_eq!(e.port.as_deref(), Some("sandbox_root"));
-        assert!(e.message.contains("engine-injected") && e.message.contains(place), "{e}");
+        assert!(
+            e.message.contains("engine-injected") && e.message.contains(place),
+            "{e}"
+        );
     }
     let errs = errors_of(
         &engine(),
@@ -190,17 +294,29 @@ fn capped_ports_above_the_author_ceiling_are_rejected() {
     assert!(engine().validate(&graph(ask)).is_ok());
     let errs = errors_of(
         &engine(),
-        one_node(json!({"id": "e", "type": "test/echo", "config": {"allow_network": false}, "inputs": {"allow_network": true}})),
+        one_node(
+            json!({"id": "e", "type": "test/echo", "config": {"allow_network": false}, "inputs": {"allow_network": true}}),
+        ),
     );
     let e = only(&errs, K::AboveCap);
-    assert!(e.message.contains("allow_network") && e.message.contains("sets allow_network to false"), "{e}");
+    assert!(
+        e.message.contains("allow_network") && e.message.contains("sets allow_network to false"),
+        "{e}"
+    );
     let errs = errors_of(
         &engine(),
-        one_node(json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 512}, "inputs": {"memory_mb": 1024}})),
+        one_node(
+            json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 512}, "inputs": {"memory_mb": 1024}}),
+        ),
     );
-    assert!(only(&errs, K::AboveCap).message.contains("author's limit 512"));
+    assert!(only(&errs, K::AboveCap)
+        .message
+        .contains("author's limit 512"));
     // The spec maximum still applies to the author.
-    let errs = errors_of(&engine(), one_node(json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 9999}})));
+    let errs = errors_of(
+        &engine(),
+        one_node(json!({"id": "e", "type": "test/echo", "config": {"memory_mb": 9999}})),
+    );
     only(&errs, K::OutOfRange);
 }
 
@@ -231,7 +347,14 @@ fn every_error_is_reported_at_once() {
             "edges": [{"from": "a.text", "to": "q.text"}]}),
     );
     let kinds: Vec<K> = errs.iter().map(|e| e.kind).collect();
-    for kind in [K::OutOfRange, K::EngineOnly, K::AuthorOnly, K::UnknownType, K::MissingRequired, K::DanglingEdge] {
+    for kind in [
+        K::OutOfRange,
+        K::EngineOnly,
+        K::AuthorOnly,
+        K::UnknownType,
+        K::MissingRequired,
+        K::DanglingEdge,
+    ] {
         assert!(kinds.contains(&kind), "{kind:?} missing from {errs:#?}");
     }
 }
@@ -243,16 +366,46 @@ fn case_for(kind: K) -> (&'static str, Option<&'static str>, Option<&'static str
     match kind {
         K::Malformed => (r#"{"version": 1, "nodes": {"a": {}}}"#, None, None),
         K::UnsupportedVersion => (r#"{"version": 3, "nodes": []}"#, None, None),
-        K::UnknownKey => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputz": {}}]}"#, Some("a"), None),
-        K::UnknownType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/nope"}]}"#, Some("a"), None),
-        K::GatedType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/gate_var"}]}"#, Some("a"), None),
-        K::DuplicateNode => {
-            (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "a", "type": "test/echo"}]}"#, Some("a"), None)
-        }
-        K::UnknownPort => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"txet": ""}}]}"#, Some("a"), Some("txet")),
-        K::WrongType => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"text": 1}}]}"#, Some("a"), Some("text")),
-        K::OutOfRange => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"count": 101}}]}"#, Some("a"), Some("count")),
-        K::MissingRequired => (r#"{"version": 1, "nodes": [{"id": "a", "type": "test/needs"}]}"#, Some("a"), Some("name")),
+        K::UnknownKey => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputz": {}}]}"#,
+            Some("a"),
+            None,
+        ),
+        K::UnknownType => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/nope"}]}"#,
+            Some("a"),
+            None,
+        ),
+        K::GatedType => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/gate_var"}]}"#,
+            Some("a"),
+            None,
+        ),
+        K::DuplicateNode => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo"}, {"id": "a", "type": "test/echo"}]}"#,
+            Some("a"),
+            None,
+        ),
+        K::UnknownPort => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"txet": ""}}]}"#,
+            Some("a"),
+            Some("txet"),
+        ),
+        K::WrongType => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"text": 1}}]}"#,
+            Some("a"),
+            Some("text"),
+        ),
+        K::OutOfRange => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"count": 101}}]}"#,
+            Some("a"),
+            Some("count"),
+        ),
+        K::MissingRequired => (
+            r#"{"version": 1, "nodes": [{"id": "a", "type": "test/needs"}]}"#,
+            Some("a"),
+            Some("name"),
+        ),
         K::AuthorOnly => (
             r#"{"version": 1, "nodes": [{"id": "a", "type": "test/echo", "inputs": {"allow_shell_string": true}}]}"#,
             Some("a"),
@@ -298,7 +451,12 @@ fn case_for(kind: K) -> (&'static str, Option<&'static str>, Option<&'static str
 #[test]
 fn every_validation_error_kind_is_produced_and_names_its_node_and_port() {
     // Linked test nodes with every gate unset (test/gate_var is then gated), plus the others.
-    let engine = Engine::new(Registry::from_inventory_with(|_| false).with(Echo).with(Needs).with(Fail));
+    let engine = Engine::new(
+        Registry::from_inventory_with(|_| false)
+            .with(Echo)
+            .with(Needs)
+            .with(Fail),
+    );
     for &kind in K::ALL {
         let (text, node, port) = case_for(kind);
         let errors = match Graph::from_json(text) {
@@ -310,7 +468,10 @@ fn every_validation_error_kind_is_produced_and_names_its_node_and_port() {
         };
         let e = only(&errors, kind);
         let node = if node == Some("*") {
-            assert!(e.node.as_deref().is_some_and(|n| ["a", "b"].contains(&n)), "{kind:?}: {e}");
+            assert!(
+                e.node.as_deref().is_some_and(|n| ["a", "b"].contains(&n)),
+                "{kind:?}: {e}"
+            );
             e.node.as_deref()
         } else {
             node
@@ -319,10 +480,16 @@ fn every_validation_error_kind_is_produced_and_names_its_node_and_port() {
         assert_eq!(e.port.as_deref(), port, "{kind:?}: {e}");
         let shown = e.to_string();
         if let Some(node) = node {
-            assert!(shown.contains(&format!("node `{node}`")), "{kind:?}: {shown}");
+            assert!(
+                shown.contains(&format!("node `{node}`")),
+                "{kind:?}: {shown}"
+            );
         }
         if let Some(port) = port {
-            assert!(shown.contains(&format!("port `{port}`")), "{kind:?}: {shown}");
+            assert!(
+                shown.contains(&format!("port `{port}`")),
+                "{kind:?}: {shown}"
+            );
         }
         // Every message says what to do or what was expected, not just that something is wrong.
         assert!(e.message.len() > 20, "{kind:?}: {shown}");

@@ -93,11 +93,27 @@ impl std::fmt::Display for AuditError {
 
 /// Audits `boundary` after a run that started at `since`; `known` are the `.git` entries that
 /// existed before it ([`super::mounts::Placeholders::repositories`]).
-pub fn audit(boundary: &Path, since: Since, known: &[Repository]) -> Result<AuditReport, AuditError> {
-    audit_bounded(boundary, since, known, NESTED_WALK_MAX_ENTRIES, NESTED_WALK_MAX_DEPTH)
+pub fn audit(
+    boundary: &Path,
+    since: Since,
+    known: &[Repository],
+) -> Result<AuditReport, AuditError> {
+    audit_bounded(
+        boundary,
+        since,
+        known,
+        NESTED_WALK_MAX_ENTRIES,
+        NESTED_WALK_MAX_DEPTH,
+    )
 }
 
-fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entries: usize, max_depth: usize) -> Result<AuditReport, AuditError> {
+fn audit_bounded(
+    boundary: &Path,
+    since: Since,
+    known: &[Repository],
+    max_entries: usize,
+    max_depth: usize,
+) -> Result<AuditReport, AuditError> {
     let known: HashSet<&Repository> = known.iter().collect();
     let mut report = AuditReport::default();
     let mut findings = Findings::default();
@@ -118,7 +134,10 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
                 // Changed during the run: the run may have hidden something there. Otherwise the
                 // sandbox could not have written there either (same permissions, no capabilities).
                 if std::fs::symlink_metadata(&dir).map_or(true, |m| since.changed_since(&m)) {
-                    return Err(fail(format!("{} cannot be read ({e})", display_in(boundary, &dir))));
+                    return Err(fail(format!(
+                        "{} cannot be read ({e})",
+                        display_in(boundary, &dir)
+                    )));
                 }
                 findings.unreadable(boundary, &dir, &e);
                 continue;
@@ -127,16 +146,27 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
         for entry in list {
             let entry = match entry {
                 Ok(entry) => entry,
-                Err(e) => return Err(fail(format!("{} cannot be listed ({e})", display_in(boundary, &dir)))),
+                Err(e) => {
+                    return Err(fail(format!(
+                        "{} cannot be listed ({e})",
+                        display_in(boundary, &dir)
+                    )))
+                }
             };
             report.entries += 1;
             if report.entries > max_entries {
-                return Err(fail(format!("the workspace has more than {max_entries} entries")));
+                return Err(fail(format!(
+                    "the workspace has more than {max_entries} entries"
+                )));
             }
             // d_type; std asks lstat itself when the file system does not fill it.
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if depth + 1 > max_depth {
-                return Err(fail(format!("the workspace is deeper than {max_depth} levels")));
+                return Err(fail(format!(
+                    "the workspace is deeper than {max_depth} levels"
+                )));
             }
             if kind.is_file() && entry.file_name() != OsStr::new(".git") {
                 // fstatat on the directory's descriptor, without following a symlink.
@@ -148,8 +178,14 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
             }
             let path = entry.path();
             if entry.file_name() == OsStr::new(".git") {
-                let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-                let seen = Repository { path: path.clone(), dev: meta.dev(), ino: meta.ino() };
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                let seen = Repository {
+                    path: path.clone(),
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                };
                 if known.contains(&seen) {
                     // Read-only during the run: nothing in it changed.
                     continue;
@@ -175,7 +211,13 @@ fn audit_bounded(boundary: &Path, since: Since, known: &[Repository], max_entrie
 }
 
 /// A regular file changed during the run: removes its setuid/setgid bits and capability.
-fn check_file(boundary: &Path, path: &Path, meta: &std::fs::Metadata, report: &mut AuditReport, findings: &mut Findings) {
+fn check_file(
+    boundary: &Path,
+    path: &Path,
+    meta: &std::fs::Metadata,
+    report: &mut AuditReport,
+    findings: &mut Findings,
+) {
     let setid = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
     let capability = has_capability(path);
     if setid == 0 && !capability {
@@ -195,7 +237,10 @@ fn check_file(boundary: &Path, path: &Path, meta: &std::fs::Metadata, report: &m
 
 /// Whether `path` (not followed) carries a `security.capability` attribute.
 fn has_capability(path: &Path) -> bool {
-    let (Ok(c_path), Ok(name)) = (CString::new(path.as_os_str().as_bytes()), CString::new(CAPABILITY_XATTR)) else {
+    let (Ok(c_path), Ok(name)) = (
+        CString::new(path.as_os_str().as_bytes()),
+        CString::new(CAPABILITY_XATTR),
+    ) else {
         return false;
     };
     // SAFETY: both strings are NUL-terminated; a null buffer of size 0 asks only for the size.
@@ -206,10 +251,20 @@ fn has_capability(path: &Path) -> bool {
 /// Removes the setuid/setgid bits and the capability from the regular file at `path`, through a
 /// descriptor opened without following a symlink and checked to be the inode `meta` describes
 /// (so a path swapped in the meantime is not touched).
-fn strip(path: &Path, meta: &std::fs::Metadata, setid: bool, capability: bool) -> Result<(), String> {
+fn strip(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    setid: bool,
+    capability: bool,
+) -> Result<(), String> {
     let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     // SAFETY: a NUL-terminated path; O_PATH opens no file content and runs nothing.
-    let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }
@@ -222,7 +277,10 @@ fn strip(path: &Path, meta: &std::fs::Metadata, setid: bool, capability: bool) -
     if unsafe { libc::fstat(raw, &mut st) } != 0 {
         return Err(std::io::Error::last_os_error().to_string());
     }
-    if st.st_dev != meta.dev() || st.st_ino != meta.ino() || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+    if st.st_dev != meta.dev()
+        || st.st_ino != meta.ino()
+        || st.st_mode & libc::S_IFMT != libc::S_IFREG
+    {
         return Err("the file was replaced while being audited".into());
     }
     // The magic link reaches the inode the descriptor holds, whatever the path now names.
@@ -242,7 +300,10 @@ fn strip(path: &Path, meta: &std::fs::Metadata, setid: bool, capability: bool) -
         let mode = st.st_mode & 0o7777 & !(libc::S_ISUID | libc::S_ISGID);
         // SAFETY: a NUL-terminated path valid for the call.
         if unsafe { libc::chmod(via.as_ptr(), mode) } != 0 {
-            return Err(format!("the setuid/setgid bits could not be removed: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "the setuid/setgid bits could not be removed: {}",
+                std::io::Error::last_os_error()
+            ));
         }
     }
     Ok(())
@@ -279,7 +340,10 @@ impl Findings {
         let shown = display_in(boundary, path);
         Self::push(&mut self.stripped, &mut self.counts[0], || {
             let what = match (setid, capability) {
-                (true, true) => format!("its setuid/setgid bits (mode {:o}) and its file capability were", mode & 0o7777),
+                (true, true) => format!(
+                    "its setuid/setgid bits (mode {:o}) and its file capability were",
+                    mode & 0o7777
+                ),
                 (true, false) => format!("its setuid/setgid bits (mode {:o}) were", mode & 0o7777),
                 _ => "its file capability (security.capability) was".to_string(),
             };
@@ -306,10 +370,18 @@ impl Findings {
             };
             format!("a new repository was created at {shown}; its hooks run when someone uses git there{hooks}")
         } else if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+            let target = std::fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
             format!("a new repository link was created at {shown} (-> {target}); git uses that repository's hooks and config when someone uses git there")
         } else {
-            let text = std::fs::read(path).ok().map(|b| String::from_utf8_lossy(&b[..b.len().min(512)]).lines().next().unwrap_or("").to_string());
+            let text = std::fs::read(path).ok().map(|b| {
+                String::from_utf8_lossy(&b[..b.len().min(512)])
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            });
             format!(
                 "a new repository pointer was created at {shown} ({}); git uses that repository's hooks and config when someone uses git there",
                 text.unwrap_or_default().trim()
@@ -329,7 +401,10 @@ impl Findings {
         let mut out = Vec::new();
         let kinds = [
             (self.stripped, "more files had privileges removed"),
-            (self.not_stripped, "more privileged files could not be fixed"),
+            (
+                self.not_stripped,
+                "more privileged files could not be fixed",
+            ),
             (self.repositories, "more new repositories"),
             (self.unreadable, "more unreadable directories"),
         ];
@@ -347,7 +422,9 @@ impl Findings {
 /// The hooks git would run in a `hooks` directory: every entry but the `*.sample` files git
 /// ships (bounded).
 fn hooks_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(list) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut hooks: Vec<PathBuf> = list
         .flatten()
         .filter(|e| !e.file_name().as_bytes().ends_with(b".sample"))
@@ -376,7 +453,12 @@ mod tests {
     fn executable(path: &Path, mode: u32) {
         std::fs::write(path, "#!/bin/sh\nid\n").unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-        assert_eq!(self::mode(path), mode, "the test could not set mode {mode:o} on {}", path.display());
+        assert_eq!(
+            self::mode(path),
+            mode,
+            "the test could not set mode {mode:o} on {}",
+            path.display()
+        );
     }
 
     /// A version-2 file capability granting CAP_SETUID (bit 7), permitted and effective, as
@@ -391,8 +473,20 @@ mod tests {
         let c_path = CString::new(path.as_os_str().as_bytes()).unwrap();
         let name = CString::new(CAPABILITY_XATTR).unwrap();
         // SAFETY: NUL-terminated strings and a buffer of the given length, valid for the call.
-        let rc = unsafe { libc::setxattr(c_path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
-        if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        let rc = unsafe {
+            libc::setxattr(
+                c_path.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
     }
 
     /// Root can set a file capability; elsewhere the capability half cannot be set up. In CI
@@ -401,7 +495,10 @@ mod tests {
         match set_capability(path) {
             Ok(()) => true,
             Err(e) => {
-                assert!(std::env::var_os("CI").is_none(), "cannot set security.capability in CI ({e}): the test must run as root");
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "cannot set security.capability in CI ({e}): the test must run as root"
+                );
                 eprintln!("capability half skipped: cannot set security.capability here ({e}); run as root");
                 false
             }
@@ -428,11 +525,17 @@ mod tests {
         assert_eq!(mode(&root.join("both")), 0o755, "{warnings}");
         assert_eq!(mode(&root.join("plain")), 0o755);
         assert!(warnings.contains("sh gained privileges during the run; its setuid/setgid bits (mode 4755) were removed"), "{warnings}");
-        assert!(warnings.contains("deep/er/sg gained privileges"), "{warnings}");
+        assert!(
+            warnings.contains("deep/er/sg gained privileges"),
+            "{warnings}"
+        );
         assert!(warnings.contains("both gained privileges"), "{warnings}");
         assert!(!warnings.contains("plain"), "{warnings}");
         if capped {
-            assert!(!has_capability(&root.join("capped")), "the capability is still there: {warnings}");
+            assert!(
+                !has_capability(&root.join("capped")),
+                "the capability is still there: {warnings}"
+            );
             assert!(warnings.contains("capped gained privileges during the run; its file capability (security.capability) was removed"), "{warnings}");
             assert_eq!(report.stripped.len(), 4);
         }
@@ -463,7 +566,11 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), root.join("dirlink")).unwrap();
         let report = audit(&root, Since::now(), &[]).unwrap();
         assert!(report.warnings.is_empty(), "{:?}", report.warnings);
-        assert_eq!(mode(&outside.path().join("target")), 0o4755, "the audit followed a symlink out of the workspace");
+        assert_eq!(
+            mode(&outside.path().join("target")),
+            0o4755,
+            "the audit followed a symlink out of the workspace"
+        );
     }
 
     #[test]
@@ -497,15 +604,37 @@ mod tests {
             warnings.contains("a new repository was created at sub/.git; its hooks run when someone uses git there (hooks: sub/.git/hooks/post-checkout, sub/.git/hooks/pre-commit)"),
             "{warnings}"
         );
-        assert!(warnings.contains("a new repository pointer was created at pointer/.git (gitdir: ../sub/.git)"), "{warnings}");
-        assert!(warnings.contains("a new repository link was created at link/.git (-> ../sub/.git)"), "{warnings}");
-        assert!(warnings.contains("a new repository was created at moved/.git"), "{warnings}");
+        assert!(
+            warnings.contains(
+                "a new repository pointer was created at pointer/.git (gitdir: ../sub/.git)"
+            ),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("a new repository link was created at link/.git (-> ../sub/.git)"),
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("a new repository was created at moved/.git"),
+            "{warnings}"
+        );
         assert!(!warnings.contains("old/.git"), "{warnings}");
         assert!(!warnings.contains(".sample"), "{warnings}");
         // The walk entered the new repository.
-        assert_eq!(mode(&root.join("sub/.git/hooks/post-checkout")), 0o755, "{warnings}");
-        assert!(warnings.contains("sub/.git/hooks/post-checkout gained privileges"), "{warnings}");
-        assert_eq!(mode(&root.join("old/.git/tool")), 0o4755, "an old .git was entered: {warnings}");
+        assert_eq!(
+            mode(&root.join("sub/.git/hooks/post-checkout")),
+            0o755,
+            "{warnings}"
+        );
+        assert!(
+            warnings.contains("sub/.git/hooks/post-checkout gained privileges"),
+            "{warnings}"
+        );
+        assert_eq!(
+            mode(&root.join("old/.git/tool")),
+            0o4755,
+            "an old .git was entered: {warnings}"
+        );
         drop(guard);
     }
 
@@ -515,13 +644,22 @@ mod tests {
         for i in 0..10 {
             std::fs::write(root.join(format!("f{i}")), "").unwrap();
         }
-        let err = audit_bounded(&root, Since::now(), &[], 9, 64).unwrap_err().to_string();
-        assert!(err.contains("more than 9 entries") && err.contains("find ") && err.contains("-perm /6000"), "{err}");
+        let err = audit_bounded(&root, Since::now(), &[], 9, 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("more than 9 entries")
+                && err.contains("find ")
+                && err.contains("-perm /6000"),
+            "{err}"
+        );
         assert!(audit_bounded(&root, Since::now(), &[], 10, 64).is_ok());
 
         let (_d2, root2) = root_dir();
         std::fs::create_dir_all(root2.join("a/b/c")).unwrap();
-        let err = audit_bounded(&root2, Since::now(), &[], 100, 2).unwrap_err().to_string();
+        let err = audit_bounded(&root2, Since::now(), &[], 100, 2)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("deeper than 2 levels"), "{err}");
         // The real bounds are the walk's before the run.
         let mut deep = root2.clone();
@@ -542,7 +680,19 @@ mod tests {
         }
         let report = audit(&root, since, &[]).unwrap();
         assert_eq!(report.new_repositories.len(), MAX_NAMED + 5);
-        assert_eq!(report.warnings.len(), MAX_NAMED + 1, "{:?}", report.warnings);
-        assert!(report.warnings.last().is_some_and(|w| w.contains("and 5 more new repositories")), "{:?}", report.warnings);
+        assert_eq!(
+            report.warnings.len(),
+            MAX_NAMED + 1,
+            "{:?}",
+            report.warnings
+        );
+        assert!(
+            report
+                .warnings
+                .last()
+                .is_some_and(|w| w.contains("and 5 more new repositories")),
+            "{:?}",
+            report.warnings
+        );
     }
 }

@@ -29,8 +29,14 @@ pub fn locate(override_path: Option<&Path>) -> Result<PathBuf, NodeError> {
 }
 
 /// [`locate`] with the environment variable's value and the search directories given.
-pub(crate) fn locate_in(override_path: Option<&Path>, env: Option<OsString>, search: &[&str]) -> Result<PathBuf, NodeError> {
-    let configured = override_path.map(Path::to_path_buf).or_else(|| env.map(PathBuf::from));
+pub(crate) fn locate_in(
+    override_path: Option<&Path>,
+    env: Option<OsString>,
+    search: &[&str],
+) -> Result<PathBuf, NodeError> {
+    let configured = override_path
+        .map(Path::to_path_buf)
+        .or_else(|| env.map(PathBuf::from));
     if let Some(path) = configured {
         return if is_executable(&path) {
             Ok(path)
@@ -53,7 +59,9 @@ pub(crate) fn locate_in(override_path: Option<&Path>, env: Option<OsString>, sea
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 fn unavailable(message: String) -> NodeError {
@@ -78,11 +86,17 @@ pub fn probe(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
 
 /// The verdict of an earlier [`probe`] in this process, if there was one.
 pub fn probed(bwrap: &Path, flags: &[&str]) -> Option<Result<(), NodeError>> {
-    probe_cache().lock().ok().and_then(|cache| cache.get(&probe_key(bwrap, flags)).cloned())
+    probe_cache()
+        .lock()
+        .ok()
+        .and_then(|cache| cache.get(&probe_key(bwrap, flags)).cloned())
 }
 
 fn probe_key(bwrap: &Path, flags: &[&str]) -> (PathBuf, Vec<String>) {
-    (bwrap.to_path_buf(), flags.iter().map(|f| f.to_string()).collect())
+    (
+        bwrap.to_path_buf(),
+        flags.iter().map(|f| f.to_string()).collect(),
+    )
 }
 
 fn probe_cache() -> &'static Mutex<ProbeCache> {
@@ -95,18 +109,37 @@ fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
     crate::fds::close_inherited_on_exec(&mut cmd);
     let output = cmd
         .args(flags)
-        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"])
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--",
+            "true",
+        ])
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| unavailable(format!("bubblewrap at {} could not be started: {e}; nothing ran", bwrap.display())))?;
+        .map_err(|e| {
+            unavailable(format!(
+                "bubblewrap at {} could not be started: {e}; nothing ran",
+                bwrap.display()
+            ))
+        })?;
     if output.status.success() {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    let stderr = if stderr.is_empty() { format!("exit status {}", output.status) } else { stderr };
+    let stderr = if stderr.is_empty() {
+        format!("exit status {}", output.status)
+    } else {
+        stderr
+    };
     Err(unavailable(format!(
         "bubblewrap cannot create the sandbox here: {stderr}. {} Nothing ran; cheng never falls back to running on the host.",
         hint(&stderr)
@@ -120,7 +153,9 @@ pub fn hint(stderr: &str) -> &'static str {
         "bubblewrap could not install cheng's seccomp filter, which every sandbox runs under: use a bubblewrap \
          with `--seccomp` (0.3 or newer; Debian 12 ships 0.8) and a kernel built with CONFIG_SECCOMP_FILTER; \
          in a container, allow nested seccomp filters (the runtime's profile must permit seccomp(2) and prctl)."
-    } else if s.contains("no permissions to create new namespace") || s.contains("creating new namespace failed") {
+    } else if s.contains("no permissions to create new namespace")
+        || s.contains("creating new namespace failed")
+    {
         "Unprivileged user namespaces are disabled or restricted: on Ubuntu 23.10+ run \
          `sysctl kernel.apparmor_restrict_unprivileged_userns=0` (or install an AppArmor profile for bwrap); \
          on Debian/older kernels `sysctl kernel.unprivileged_userns_clone=1`; check `user.max_user_namespaces` is not 0."
@@ -179,7 +214,11 @@ impl Bwrap {
 
     /// A mount operation `op SRC DEST` (or `op DEST` without a source), recorded in [`Bwrap::mounts`].
     fn mount(&mut self, op: &'static str, src: Option<&Path>, dest: &Path) -> &mut Self {
-        self.mounts.push(Mount { op, source: src.map(Path::to_path_buf), dest: dest.to_path_buf() });
+        self.mounts.push(Mount {
+            op,
+            source: src.map(Path::to_path_buf),
+            dest: dest.to_path_buf(),
+        });
         self.args.push(op.into());
         if let Some(src) = src {
             self.args.push(src.as_os_str().to_os_string());
@@ -226,10 +265,26 @@ impl Bwrap {
     /// A file at `dest` with the given mode holding what bwrap reads from descriptor `fd`
     /// (which must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]). `source` names
     /// what the descriptor holds, for [`Bwrap::mounts`].
-    pub fn file(&mut self, fd: std::os::fd::RawFd, source: &Path, dest: &Path, mode: u32) -> &mut Self {
+    pub fn file(
+        &mut self,
+        fd: std::os::fd::RawFd,
+        source: &Path,
+        dest: &Path,
+        mode: u32,
+    ) -> &mut Self {
         let (mode, fd) = (format!("{mode:o}"), fd.to_string());
-        self.push(&["--perms".as_ref(), mode.as_ref(), "--file".as_ref(), fd.as_ref(), dest.as_os_str()]);
-        self.mounts.push(Mount { op: "--file", source: Some(source.to_path_buf()), dest: dest.to_path_buf() });
+        self.push(&[
+            "--perms".as_ref(),
+            mode.as_ref(),
+            "--file".as_ref(),
+            fd.as_ref(),
+            dest.as_os_str(),
+        ]);
+        self.mounts.push(Mount {
+            op: "--file",
+            source: Some(source.to_path_buf()),
+            dest: dest.to_path_buf(),
+        });
         self
     }
 
@@ -252,7 +307,12 @@ impl Bwrap {
 
     pub fn uid_gid(&mut self, uid: u32, gid: u32) -> &mut Self {
         let (uid, gid) = (uid.to_string(), gid.to_string());
-        self.push(&["--uid".as_ref(), uid.as_ref(), "--gid".as_ref(), gid.as_ref()])
+        self.push(&[
+            "--uid".as_ref(),
+            uid.as_ref(),
+            "--gid".as_ref(),
+            gid.as_ref(),
+        ])
     }
 
     pub fn cap_add(&mut self, cap: &str) -> &mut Self {
@@ -273,7 +333,8 @@ impl Bwrap {
         S: AsRef<OsStr>,
     {
         self.args.push("--".into());
-        self.args.extend(argv.into_iter().map(|s| s.as_ref().to_os_string()));
+        self.args
+            .extend(argv.into_iter().map(|s| s.as_ref().to_os_string()));
         self
     }
 
@@ -302,12 +363,28 @@ mod tests {
             .ro_bind(Path::new("/usr"), Path::new("/usr"))
             .tmpfs(Path::new("/tmp"), 0o1777, Some(1024))
             .command(["sh", "-c", "true"]);
-        let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let args: Vec<String> = b
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             args,
             [
-                "--unshare-pid", "--ro-bind", "/usr", "/usr", "--perms", "1777", "--size", "1024", "--tmpfs",
-                "/tmp", "--", "sh", "-c", "true"
+                "--unshare-pid",
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                "--perms",
+                "1777",
+                "--size",
+                "1024",
+                "--tmpfs",
+                "/tmp",
+                "--",
+                "sh",
+                "-c",
+                "true"
             ]
         );
     }
@@ -317,8 +394,14 @@ mod tests {
         assert!(hint("bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces")
             .contains("apparmor_restrict_unprivileged_userns=0"));
         assert!(hint("bwrap: setting up uid map: Permission denied").contains("id map"));
-        assert!(hint("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted").contains("network namespace"));
-        assert!(hint("bwrap: Can't mount proc on /newroot/proc: Operation not permitted").contains("/proc"));
+        assert!(
+            hint("bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted")
+                .contains("network namespace")
+        );
+        assert!(
+            hint("bwrap: Can't mount proc on /newroot/proc: Operation not permitted")
+                .contains("/proc")
+        );
         assert!(hint("bwrap: Can't chdir to /work/x: Permission denied").contains("working_subdir"));
         assert!(hint("bwrap: Unknown option --seccomp").contains("CONFIG_SECCOMP_FILTER"));
         assert!(hint("bwrap: prctl(PR_SET_SECCOMP): Invalid argument").contains("--seccomp"));
@@ -328,7 +411,11 @@ mod tests {
     fn a_missing_configured_bwrap_is_sandbox_unavailable() {
         let err = locate(Some(Path::new("/nonexistent/bwrap"))).unwrap_err();
         assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
-        assert!(err.message.contains("/nonexistent/bwrap"), "{}", err.message);
+        assert!(
+            err.message.contains("/nonexistent/bwrap"),
+            "{}",
+            err.message
+        );
         assert!(err.terminal);
     }
 
@@ -340,8 +427,16 @@ mod tests {
         let err = locate_in(None, None, &[dir]).unwrap_err();
         assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
         assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE");
-        assert!(err.message.contains("is not installed") && err.message.contains(dir), "{}", err.message);
-        assert!(err.message.contains("apt-get install bubblewrap") && err.message.contains(BWRAP_ENV), "{}", err.message);
+        assert!(
+            err.message.contains("is not installed") && err.message.contains(dir),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains("apt-get install bubblewrap") && err.message.contains(BWRAP_ENV),
+            "{}",
+            err.message
+        );
         assert!(err.terminal);
         // A file that is not executable does not count.
         std::fs::write(empty.path().join("bwrap"), "").unwrap();
@@ -359,9 +454,21 @@ mod tests {
         let search = [empty.path().to_str().unwrap(), dir.path().to_str().unwrap()];
         assert_eq!(locate_in(None, None, &search).unwrap(), bwrap);
         // The environment variable wins over the search, the request over both.
-        assert_eq!(locate_in(None, Some(bwrap.clone().into()), &[]).unwrap(), bwrap);
-        let err = locate_in(Some(Path::new("/nonexistent/bwrap")), Some(bwrap.into()), &search).unwrap_err();
-        assert!(err.message.contains("/nonexistent/bwrap"), "{}", err.message);
+        assert_eq!(
+            locate_in(None, Some(bwrap.clone().into()), &[]).unwrap(),
+            bwrap
+        );
+        let err = locate_in(
+            Some(Path::new("/nonexistent/bwrap")),
+            Some(bwrap.into()),
+            &search,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.contains("/nonexistent/bwrap"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

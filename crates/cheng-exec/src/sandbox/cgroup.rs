@@ -66,25 +66,37 @@ impl RunGroup {
     /// Creates the per-run group under the delegated directory `parent`. `Err` says why the
     /// cgroup limit cannot be used (the caller falls back to RLIMIT_AS); `warnings` gets what
     /// was applied only partly (no swap limit, no pids.max) or done to make it possible.
-    pub fn create(parent: &Path, limits: GroupLimits, warnings: &mut Vec<String>) -> Result<RunGroup, String> {
+    pub fn create(
+        parent: &Path,
+        limits: GroupLimits,
+        warnings: &mut Vec<String>,
+    ) -> Result<RunGroup, String> {
         let controllers = read(&parent.join("cgroup.controllers"))?;
         let available = |c: &str| controllers.split_whitespace().any(|x| x == c);
         if !available("memory") {
-            return Err(format!("{} offers no memory controller (controllers: {:?})", parent.display(), controllers.trim()));
+            return Err(format!(
+                "{} offers no memory controller (controllers: {:?})",
+                parent.display(),
+                controllers.trim()
+            ));
         }
         enable_controllers(parent, available("pids"), warnings)?;
         let subtree = read(&parent.join("cgroup.subtree_control"))?;
         let pids_enabled = subtree.split_whitespace().any(|c| c == "pids");
 
         let dir = parent.join(unique_name());
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create the run group {}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create the run group {}: {e}", dir.display()))?;
         // From here on the group exists: every early return removes it.
         let fail = |dir: &Path, message: String| {
             let _ = remove_group(dir);
             Err(message)
         };
         if let Err(e) = write(&dir.join("memory.max"), &limits.memory_bytes.to_string()) {
-            return fail(&dir, format!("cannot write memory.max in {}: {e}", dir.display()));
+            return fail(
+                &dir,
+                format!("cannot write memory.max in {}: {e}", dir.display()),
+            );
         }
         let present = |name: &str| parent.join(name).exists() || dir.join(name).exists();
         let mut swap_zero = false;
@@ -100,7 +112,10 @@ impl RunGroup {
         if present("memory.oom.group") {
             // One OOM kill ends the whole sandbox rather than leaving half of it running.
             if let Err(e) = write(&dir.join("memory.oom.group"), "1") {
-                warnings.push(format!("cgroup v2: cannot set memory.oom.group in {} ({e})", dir.display()));
+                warnings.push(format!(
+                    "cgroup v2: cannot set memory.oom.group in {} ({e})",
+                    dir.display()
+                ));
             }
         }
         let mut pids_max = None;
@@ -114,11 +129,28 @@ impl RunGroup {
             }
         }
         // Created if missing only on a plain directory (tests); cgroupfs provides the file.
-        let procs = match OpenOptions::new().write(true).create(true).truncate(false).open(dir.join("cgroup.procs")) {
+        let procs = match OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join("cgroup.procs"))
+        {
             Ok(f) => Arc::new(OwnedFd::from(f)),
-            Err(e) => return fail(&dir, format!("cannot open cgroup.procs in {}: {e}", dir.display())),
+            Err(e) => {
+                return fail(
+                    &dir,
+                    format!("cannot open cgroup.procs in {}: {e}", dir.display()),
+                )
+            }
         };
-        Ok(RunGroup { dir, procs, limits, swap_zero, pids_max, finished: false })
+        Ok(RunGroup {
+            dir,
+            procs,
+            limits,
+            swap_zero,
+            pids_max,
+            finished: false,
+        })
     }
 
     /// The group's directory.
@@ -145,8 +177,16 @@ impl RunGroup {
         if let Some(n) = self.pids_max {
             extras.push(format!("pids.max {n}"));
         }
-        let extras = if extras.is_empty() { String::new() } else { format!(" ({})", extras.join(", ")) };
-        format!("cgroup v2 memory.max {} MiB{extras} in {}", self.limits.memory_bytes >> 20, self.dir.display())
+        let extras = if extras.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", extras.join(", "))
+        };
+        format!(
+            "cgroup v2 memory.max {} MiB{extras} in {}",
+            self.limits.memory_bytes >> 20,
+            self.dir.display()
+        )
     }
 
     /// Reads the counters and removes the group.
@@ -154,9 +194,15 @@ impl RunGroup {
         self.finished = true;
         let events = std::fs::read_to_string(self.dir.join("memory.events")).ok();
         let oom_kills = events.as_deref().and_then(|text| event(text, "oom_kill"));
-        let peak_bytes = std::fs::read_to_string(self.dir.join("memory.peak")).ok().and_then(|t| t.trim().parse().ok());
+        let peak_bytes = std::fs::read_to_string(self.dir.join("memory.peak"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok());
         let cleanup_error = remove_group(&self.dir).err();
-        GroupReport { oom_kills, peak_bytes, cleanup_error }
+        GroupReport {
+            oom_kills,
+            peak_bytes,
+            cleanup_error,
+        }
     }
 }
 
@@ -169,7 +215,11 @@ impl Drop for RunGroup {
 }
 
 /// Makes sure `memory` (and `pids` when offered) are enabled for `parent`'s children.
-fn enable_controllers(parent: &Path, pids_offered: bool, warnings: &mut Vec<String>) -> Result<(), String> {
+fn enable_controllers(
+    parent: &Path,
+    pids_offered: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
     let subtree_path = parent.join("cgroup.subtree_control");
     let subtree = read(&subtree_path)?;
     let enabled = |c: &str| subtree.split_whitespace().any(|x| x == c);
@@ -183,11 +233,16 @@ fn enable_controllers(parent: &Path, pids_offered: bool, warnings: &mut Vec<Stri
     leave_the_parent(parent, warnings)?;
     for controller in wanted {
         if let Err(e) = write(&subtree_path, &format!("+{controller}")) {
-            let why = format!("cannot enable the {controller} controller in {} ({e})", subtree_path.display());
+            let why = format!(
+                "cannot enable the {controller} controller in {} ({e})",
+                subtree_path.display()
+            );
             if controller == "memory" {
                 return Err(why);
             }
-            warnings.push(format!("cgroup v2: {why}: processes are bounded by RLIMIT_NPROC only"));
+            warnings.push(format!(
+                "cgroup v2: {why}: processes are bounded by RLIMIT_NPROC only"
+            ));
         }
     }
     Ok(())
@@ -217,7 +272,8 @@ fn leave_the_parent(parent: &Path, warnings: &mut Vec<String>) -> Result<(), Str
         Err(e) => return Err(format!("cannot create {}: {e}", leaf.display())),
     }
     // "0" moves the writing process (all its threads).
-    write(&leaf.join("cgroup.procs"), "0").map_err(|e| format!("cannot move cheng into {}: {e}", leaf.display()))?;
+    write(&leaf.join("cgroup.procs"), "0")
+        .map_err(|e| format!("cannot move cheng into {}: {e}", leaf.display()))?;
     warnings.push(format!(
         "cgroup v2: cheng moved itself into {} so that {} can enable controllers for per-run groups",
         leaf.display(),
@@ -230,13 +286,20 @@ fn leave_the_parent(parent: &Path, warnings: &mut Vec<String>) -> Result<(), Str
 fn unique_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     format!("{RUN_PREFIX}{}-{n}-{nanos}", std::process::id())
 }
 
 /// The number after `key ` in a flat-keyed cgroup file such as memory.events.
 fn event(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+    text.lines().find_map(|l| {
+        l.strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -256,7 +319,10 @@ fn remove_group(dir: &Path) -> Result<(), String> {
         match std::fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) || e.raw_os_error() == Some(libc::EEXIST) => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOTEMPTY)
+                    || e.raw_os_error() == Some(libc::EEXIST) =>
+            {
                 // Not cgroupfs (whose interface files never block rmdir): remove plain files.
                 for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                     if entry.file_type().is_ok_and(|t| t.is_file()) {
@@ -278,7 +344,8 @@ fn remove_group(dir: &Path) -> Result<(), String> {
     Err(format!(
         "cannot remove the run group {}: {}",
         dir.display(),
-        last.map(|e| e.to_string()).unwrap_or_else(|| "unknown error".into())
+        last.map(|e| e.to_string())
+            .unwrap_or_else(|| "unknown error".into())
     ))
 }
 
@@ -306,11 +373,18 @@ mod tests {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(RUN_PREFIX)))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(RUN_PREFIX))
+            })
             .collect()
     }
 
-    const LIMITS: GroupLimits = GroupLimits { memory_bytes: 128 << 20, pids: 256 };
+    const LIMITS: GroupLimits = GroupLimits {
+        memory_bytes: 128 << 20,
+        pids: 256,
+    };
 
     #[test]
     fn a_group_gets_its_limits_and_is_removed_after() {
@@ -318,22 +392,50 @@ mod tests {
         let mut warnings = Vec::new();
         let group = RunGroup::create(parent.path(), LIMITS, &mut warnings).unwrap();
         let dir = group.dir().to_path_buf();
-        assert!(dir.starts_with(parent.path()) && dir.file_name().unwrap().to_str().unwrap().starts_with(RUN_PREFIX));
+        assert!(
+            dir.starts_with(parent.path())
+                && dir
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with(RUN_PREFIX)
+        );
         let file = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
         assert_eq!(file("memory.max"), (128u64 << 20).to_string());
         assert_eq!(file("memory.swap.max"), "0");
         assert_eq!(file("memory.oom.group"), "1");
         assert_eq!(file("pids.max"), "256");
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert_eq!(group.describe(), format!("cgroup v2 memory.max 128 MiB (memory.swap.max 0, pids.max 256) in {}", dir.display()));
+        assert_eq!(
+            group.describe(),
+            format!(
+                "cgroup v2 memory.max 128 MiB (memory.swap.max 0, pids.max 256) in {}",
+                dir.display()
+            )
+        );
         // The kernel's counters after an OOM kill.
-        std::fs::write(dir.join("memory.events"), "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n").unwrap();
+        std::fs::write(
+            dir.join("memory.events"),
+            "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n",
+        )
+        .unwrap();
         std::fs::write(dir.join("memory.peak"), "134217728\n").unwrap();
         let report = group.finish();
-        assert_eq!(report, GroupReport { oom_kills: Some(1), peak_bytes: Some(128 << 20), cleanup_error: None });
+        assert_eq!(
+            report,
+            GroupReport {
+                oom_kills: Some(1),
+                peak_bytes: Some(128 << 20),
+                cleanup_error: None
+            }
+        );
         assert!(!dir.exists());
         // The parent's own files are untouched.
-        assert_eq!(std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(), "memory pids\n");
+        assert_eq!(
+            std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(),
+            "memory pids\n"
+        );
     }
 
     #[test]
@@ -341,7 +443,10 @@ mod tests {
         let parent = fake("memory pids\n", "", "");
         let group = RunGroup::create(parent.path(), LIMITS, &mut Vec::new()).unwrap();
         // A plain file keeps only the last write: "+pids" after "+memory" (the kernel accumulates).
-        assert_eq!(std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(), "+pids");
+        assert_eq!(
+            std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(),
+            "+pids"
+        );
         drop(group);
         assert!(run_groups(parent.path()).is_empty());
 
@@ -349,7 +454,10 @@ mod tests {
         let group = RunGroup::create(parent.path(), LIMITS, &mut Vec::new()).unwrap();
         assert_eq!(group.pids_max(), None);
         assert!(!group.dir().join("pids.max").exists());
-        assert_eq!(std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(), "memory\n");
+        assert_eq!(
+            std::fs::read_to_string(parent.path().join("cgroup.subtree_control")).unwrap(),
+            "memory\n"
+        );
     }
 
     #[test]
@@ -357,8 +465,14 @@ mod tests {
         let parent = fake("memory\n", "", &format!("{}\n", std::process::id()));
         let mut warnings = Vec::new();
         let group = RunGroup::create(parent.path(), LIMITS, &mut warnings).unwrap();
-        assert_eq!(std::fs::read_to_string(parent.path().join(SUPERVISOR).join("cgroup.procs")).unwrap(), "0");
-        assert!(warnings.iter().any(|w| w.contains(SUPERVISOR)), "{warnings:?}");
+        assert_eq!(
+            std::fs::read_to_string(parent.path().join(SUPERVISOR).join("cgroup.procs")).unwrap(),
+            "0"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains(SUPERVISOR)),
+            "{warnings:?}"
+        );
         drop(group);
 
         let parent = fake("memory\n", "", &format!("{}\n1\n", std::process::id()));
@@ -370,7 +484,9 @@ mod tests {
     #[test]
     fn failures_are_reasons_and_leave_nothing_behind() {
         let parent = fake("cpu pids\n", "", "");
-        assert!(RunGroup::create(parent.path(), LIMITS, &mut Vec::new()).unwrap_err().contains("no memory controller"));
+        assert!(RunGroup::create(parent.path(), LIMITS, &mut Vec::new())
+            .unwrap_err()
+            .contains("no memory controller"));
         // subtree_control that cannot be written (a directory stands in for a refused write).
         let parent = fake("memory\n", "", "");
         std::fs::remove_file(parent.path().join("cgroup.subtree_control")).unwrap();
@@ -379,12 +495,20 @@ mod tests {
         assert!(err.contains("cgroup.subtree_control"), "{err}");
         assert!(run_groups(parent.path()).is_empty());
         // A parent that is not there at all.
-        assert!(RunGroup::create(Path::new("/nonexistent/cgroup"), LIMITS, &mut Vec::new()).is_err());
+        assert!(
+            RunGroup::create(Path::new("/nonexistent/cgroup"), LIMITS, &mut Vec::new()).is_err()
+        );
     }
 
     fn run(spec: crate::ProcessSpec) -> crate::ProcessOutput {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(crate::run(spec, &tokio_util::sync::CancellationToken::new()))
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(crate::run(
+            spec,
+            &tokio_util::sync::CancellationToken::new(),
+        ))
     }
 
     #[test]
@@ -398,7 +522,10 @@ mod tests {
         assert!(out.success(), "{out:?}");
         assert_eq!(out.stdout.text, "ran\n");
         // The child, not cheng, wrote "0" (the kernel reads it as "the writer").
-        assert_eq!(std::fs::read_to_string(dir.join("cgroup.procs")).unwrap(), "0");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("cgroup.procs")).unwrap(),
+            "0"
+        );
         assert_eq!(group.finish().cleanup_error, None);
         assert!(!dir.exists());
     }
@@ -406,10 +533,17 @@ mod tests {
     #[test]
     fn a_failed_join_fails_the_spawn_closed() {
         // /dev/full refuses every write, as cgroup.procs refuses a move that is not allowed.
-        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
         let marker = tempfile::tempdir().unwrap();
         let flag = marker.path().join("ran");
-        let mut spec = crate::ProcessSpec::new("/bin/sh", ["-c".to_string(), format!("touch '{}'", flag.display())], "/");
+        let mut spec = crate::ProcessSpec::new(
+            "/bin/sh",
+            ["-c".to_string(), format!("touch '{}'", flag.display())],
+            "/",
+        );
         spec.cgroup_procs = Some(Arc::new(OwnedFd::from(full)));
         let out = run(spec);
         assert_eq!(out.termination, crate::Termination::SpawnFailed, "{out:?}");
@@ -418,7 +552,10 @@ mod tests {
 
     #[test]
     fn memory_events_are_parsed() {
-        assert_eq!(event("oom 2\noom_kill 3\noom_group_kill 1\n", "oom_kill"), Some(3));
+        assert_eq!(
+            event("oom 2\noom_kill 3\noom_group_kill 1\n", "oom_kill"),
+            Some(3)
+        );
         assert_eq!(event("oom 2\n", "oom_kill"), None);
     }
 }

@@ -72,16 +72,26 @@ impl Channel {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join(name);
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a channel path cannot contain NUL"))?;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a channel path cannot contain NUL",
+            )
+        })?;
         // SAFETY: mkfifo only reads the NUL-terminated path.
         if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
             return Err(io::Error::last_os_error());
         }
         // The sandbox runs as another uid when cheng is root: it may write, not read.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622))?;
-        let receiver = pipe::OpenOptions::new().read_write(true).open_receiver(&path)?;
-        Ok(Channel { path, receiver, cap })
+        let receiver = pipe::OpenOptions::new()
+            .read_write(true)
+            .open_receiver(&path)?;
+        Ok(Channel {
+            path,
+            receiver,
+            cap,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -90,8 +100,14 @@ impl Channel {
 
     /// Runs `until` (the sandbox run) while reading the channel, then drains what is left.
     pub async fn collect<F: Future>(self, until: F) -> (F::Output, Received) {
-        let Channel { mut receiver, cap, .. } = self;
-        let mut received = Received { bytes: Vec::new(), total_bytes: 0, cap };
+        let Channel {
+            mut receiver, cap, ..
+        } = self;
+        let mut received = Received {
+            bytes: Vec::new(),
+            total_bytes: 0,
+            cap,
+        };
         let mut chunk = vec![0u8; CHUNK];
         tokio::pin!(until);
         let output = loop {
@@ -129,12 +145,23 @@ mod tests {
 
     #[test]
     fn the_buffer_never_outgrows_the_cap() {
-        let mut r = Received { bytes: Vec::new(), total_bytes: 0, cap: 100_000 };
+        let mut r = Received {
+            bytes: Vec::new(),
+            total_bytes: 0,
+            cap: 100_000,
+        };
         for _ in 0..50 {
             r.push(&[b'x'; 7000]);
         }
-        assert_eq!((r.bytes.len(), r.total_bytes, r.exceeded()), (100_000, 350_000, true));
-        assert!(r.bytes.capacity() <= 100_000, "capacity {}", r.bytes.capacity());
+        assert_eq!(
+            (r.bytes.len(), r.total_bytes, r.exceeded()),
+            (100_000, 350_000, true)
+        );
+        assert!(
+            r.bytes.capacity() <= 100_000,
+            "capacity {}",
+            r.bytes.capacity()
+        );
     }
 
     #[tokio::test]
@@ -159,6 +186,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let channel = Channel::create(dir.path(), "out", 10).unwrap();
         let (_, received) = channel.collect(async {}).await;
-        assert_eq!((received.bytes.len(), received.total_bytes, received.exceeded()), (0, 0, false));
+        assert_eq!(
+            (
+                received.bytes.len(),
+                received.total_bytes,
+                received.exceeded()
+            ),
+            (0, 0, false)
+        );
     }
 }

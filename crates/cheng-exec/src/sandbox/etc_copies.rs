@@ -78,20 +78,25 @@ impl EtcCopies {
         for entry in view {
             match entry {
                 SystemEntry::Copy(source) => {
-                    let Some(target) = inside(dir, source) else { continue };
+                    let Some(target) = inside(dir, source) else {
+                        continue;
+                    };
                     make_parents(dir, &target)?;
                     let stamp = copy(source, &target)?;
                     copies.push((source.clone(), target, stamp));
                 }
                 SystemEntry::ReadOnly(source) => {
-                    let Some(target) = inside(dir, source) else { continue };
+                    let Some(target) = inside(dir, source) else {
+                        continue;
+                    };
                     make_parents(dir, &target)?;
                     let is_dir = std::fs::metadata(source).ok()?.is_dir();
                     if is_dir {
                         make_dir(&target)?;
                     } else {
                         std::fs::write(&target, b"").ok()?;
-                        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o444)).ok()?;
+                        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o444))
+                            .ok()?;
                     }
                     mount_points.push((source.clone(), is_dir));
                 }
@@ -99,27 +104,39 @@ impl EtcCopies {
                 SystemEntry::Symlink { .. } => {}
             }
         }
-        Some(EtcCopies { dir: dir.to_path_buf(), id: identity(dir)?, copies, mount_points })
+        Some(EtcCopies {
+            dir: dir.to_path_buf(),
+            id: identity(dir)?,
+            copies,
+            mount_points,
+        })
     }
 
     /// Brings every copy up to date with its source; `false` when one cannot be, or when the
     /// directory is no longer the one made (something removed or replaced it).
     pub(crate) fn refresh(&mut self) -> bool {
-        let current = std::fs::symlink_metadata(&self.dir).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
+        let current = std::fs::symlink_metadata(&self.dir)
+            .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
         if !current {
             return false;
         }
         for (source, target, stamp) in &mut self.copies {
-            let Ok(meta) = std::fs::metadata(&*source) else { return false };
+            let Ok(meta) = std::fs::metadata(&*source) else {
+                return false;
+            };
             if !meta.is_file() {
                 return false;
             }
             if Stamp::of(&meta) != *stamp {
-                let Some(fresh) = copy(source, target) else { return false };
+                let Some(fresh) = copy(source, target) else {
+                    return false;
+                };
                 *stamp = fresh;
             }
         }
-        self.mount_points.iter().all(|(source, is_dir)| std::fs::metadata(source).is_ok_and(|m| m.is_dir() == *is_dir))
+        self.mount_points
+            .iter()
+            .all(|(source, is_dir)| std::fs::metadata(source).is_ok_and(|m| m.is_dir() == *is_dir))
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -129,7 +146,9 @@ impl EtcCopies {
 
 /// The device and inode `path` itself (not a symlink's target) has now.
 fn identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// Where `source` (an /etc path) goes inside `dir`; `None` outside /etc.
@@ -150,7 +169,10 @@ fn make_dir(dir: &Path) -> Option<()> {
 
 fn make_parents(dir: &Path, target: &Path) -> Option<()> {
     let parent = target.parent()?;
-    let mut missing: Vec<&Path> = parent.ancestors().take_while(|p| *p != dir && !p.is_dir()).collect();
+    let mut missing: Vec<&Path> = parent
+        .ancestors()
+        .take_while(|p| *p != dir && !p.is_dir())
+        .collect();
     missing.reverse();
     missing.into_iter().try_for_each(make_dir)
 }
@@ -168,7 +190,8 @@ fn copy(source: &Path, target: &Path) -> Option<Stamp> {
     let _ = std::fs::remove_file(&aside);
     let mut to = std::fs::File::create(&aside).ok()?;
     std::io::copy(&mut from, &mut to).ok()?;
-    to.set_permissions(std::fs::Permissions::from_mode(0o444)).ok()?;
+    to.set_permissions(std::fs::Permissions::from_mode(0o444))
+        .ok()?;
     drop(to);
     std::fs::rename(&aside, target).ok()?;
     Some(Stamp::of(&meta))
@@ -203,12 +226,19 @@ fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> 
         return None;
     }
     remove_orphans(base);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     let name = format!("etc-{}-{nanos}", std::process::id());
     // The lock first (created anew, locked, and still the file at that path), then the
     // directory: a directory always has a live lock beside it while its process runs.
     let lock_path = base.join(format!("{name}.lock"));
-    let lock = std::fs::OpenOptions::new().write(true).create_new(true).open(&lock_path).ok()?;
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&lock_path)
+        .ok()?;
     if !crate::flock::try_lock_exclusive(&lock).ok()? {
         return None;
     }
@@ -223,21 +253,33 @@ fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> 
 /// Removes the directories (and lock files) whose process no longer holds its lock, and
 /// directories without a lock file (whose lock was removed: their process is gone).
 fn remove_orphans(base: &Path) {
-    let Ok(entries) = std::fs::read_dir(base) else { return };
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+        else {
+            continue;
+        };
         if !name.starts_with("etc-") {
             continue;
         }
         let Some(dir_name) = name.strip_suffix(".lock") else {
             // A process makes its lock file before its directory.
-            if !base.join(format!("{name}.lock")).exists() && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if !base.join(format!("{name}.lock")).exists()
+                && entry.file_type().is_ok_and(|t| t.is_dir())
+            {
                 let _ = std::fs::remove_dir_all(&path);
             }
             continue;
         };
-        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&path) else { continue };
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&path) else {
+            continue;
+        };
         if crate::flock::try_lock_exclusive(&lock).unwrap_or(false) {
             // Its process is gone: the directory first, then the lock (a directory without a
             // lock is never left for a live process).
@@ -264,9 +306,18 @@ mod tests {
         ];
         let mut copies = EtcCopies::build(dir.clone(), &view).unwrap();
         let copy = dir.join("passwd");
-        assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read("/etc/passwd").unwrap());
-        assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o444);
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::read(&copy).unwrap(),
+            std::fs::read("/etc/passwd").unwrap()
+        );
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o444
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
         assert!(copies.refresh());
         // A source that changes is copied anew at the next refresh (the copy's source swapped
         // for a file the test may change).
@@ -279,7 +330,10 @@ mod tests {
         std::fs::write(&etc_file, "127.0.0.1 two\n").unwrap();
         assert!(copies.refresh());
         assert_eq!(std::fs::read_to_string(&copy).unwrap(), "127.0.0.1 two\n");
-        assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o444);
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o444
+        );
         // A source gone: the copies are not used.
         std::fs::remove_file(&etc_file).unwrap();
         assert!(!copies.refresh());
@@ -300,18 +354,30 @@ mod tests {
         // etc-3-3: no lock file at all.
         remove_orphans(base.path());
         assert!(!dir("etc-1-1").exists() && !dir("etc-1-1.lock").exists());
-        assert!(dir("etc-2-2").is_dir() && dir("etc-2-2.lock").exists(), "a live process's directory was removed");
+        assert!(
+            dir("etc-2-2").is_dir() && dir("etc-2-2.lock").exists(),
+            "a live process's directory was removed"
+        );
         assert!(!dir("etc-3-3").exists());
-        assert!(dir("other").is_dir(), "a name not of this module was removed");
+        assert!(
+            dir("other").is_dir(),
+            "a name not of this module was removed"
+        );
         drop(held);
         remove_orphans(base.path());
-        assert!(!dir("etc-2-2").exists(), "the directory outlived its process's lock");
+        assert!(
+            !dir("etc-2-2").exists(),
+            "the directory outlived its process's lock"
+        );
     }
 
     #[test]
     fn mount_points_are_made_and_symlinks_under_etc_are_refused() {
         let host = tempfile::tempdir().unwrap();
-        let view = vec![SystemEntry::ReadOnly("/etc/ld.so.conf.d".into()), SystemEntry::Copy("/etc/hostname-missing".into())];
+        let view = vec![
+            SystemEntry::ReadOnly("/etc/ld.so.conf.d".into()),
+            SystemEntry::Copy("/etc/hostname-missing".into()),
+        ];
         // A missing source fails the build (and leaves no directory behind).
         let dir = host.path().join("a");
         assert!(EtcCopies::build(dir.clone(), &view).is_none());
@@ -321,9 +387,15 @@ mod tests {
             let dir = host.path().join("b");
             let copies = EtcCopies::build(dir.clone(), &view).unwrap();
             assert!(dir.join("ld.so.conf.d").is_dir());
-            assert_eq!(copies.mount_points, [(PathBuf::from("/etc/ld.so.conf.d"), true)]);
+            assert_eq!(
+                copies.mount_points,
+                [(PathBuf::from("/etc/ld.so.conf.d"), true)]
+            );
         }
-        let view = vec![SystemEntry::Symlink { target: "x".into(), link: "/etc/y".into() }];
+        let view = vec![SystemEntry::Symlink {
+            target: "x".into(),
+            link: "/etc/y".into(),
+        }];
         assert!(EtcCopies::build(host.path().join("c"), &view).is_none());
     }
 }

@@ -84,5 +84,8 @@ impl HostFacts {
 
 /// An executable `name` in the system directories (never the caller's PATH).
 fn system_tool(name: &str) -> Option<PathBuf> {
-    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
 }

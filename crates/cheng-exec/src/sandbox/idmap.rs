@@ -34,7 +34,11 @@ impl IdmapTarget {
     pub fn for_path(path: &Path) -> io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path)?;
-        Ok(IdmapTarget { path: path.to_path_buf(), owner_uid: meta.uid(), owner_gid: meta.gid() })
+        Ok(IdmapTarget {
+            path: path.to_path_buf(),
+            owner_uid: meta.uid(),
+            owner_gid: meta.gid(),
+        })
     }
 }
 
@@ -59,8 +63,16 @@ fn new_userns(owner: (u32, u32), sandbox: (u32, u32)) -> io::Result<OwnedFd> {
         unsafe {
             libc::close(go_w.as_raw_fd());
             libc::close(ready_r.as_raw_fd());
-            let ok: u8 = if libc::unshare(libc::CLONE_NEWUSER) == 0 { 1 } else { 0 };
-            libc::write(ready_w.as_raw_fd(), &ok as *const u8 as *const libc::c_void, 1);
+            let ok: u8 = if libc::unshare(libc::CLONE_NEWUSER) == 0 {
+                1
+            } else {
+                0
+            };
+            libc::write(
+                ready_w.as_raw_fd(),
+                &ok as *const u8 as *const libc::c_void,
+                1,
+            );
             let mut b = 0u8;
             libc::read(go_r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
             libc::_exit(0);
@@ -72,10 +84,18 @@ fn new_userns(owner: (u32, u32), sandbox: (u32, u32)) -> io::Result<OwnedFd> {
         let mut ok = [0u8; 1];
         let n = read_fd(ready_r.as_raw_fd(), &mut ok)?;
         if n != 1 || ok[0] != 1 {
-            return Err(io::Error::other("the helper could not create a user namespace"));
+            return Err(io::Error::other(
+                "the helper could not create a user namespace",
+            ));
         }
-        std::fs::write(format!("/proc/{pid}/uid_map"), format!("{} {} 1\n", owner.0, sandbox.0))?;
-        std::fs::write(format!("/proc/{pid}/gid_map"), format!("{} {} 1\n", owner.1, sandbox.1))?;
+        std::fs::write(
+            format!("/proc/{pid}/uid_map"),
+            format!("{} {} 1\n", owner.0, sandbox.0),
+        )?;
+        std::fs::write(
+            format!("/proc/{pid}/gid_map"),
+            format!("{} {} 1\n", owner.1, sandbox.1),
+        )?;
         let ns = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
         Ok(OwnedFd::from(ns))
     })();
@@ -127,7 +147,8 @@ const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
 
 /// Replaces `target.path` in the calling thread's (private) mount namespace with an idmapped clone.
 fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
-    let path = CString::new(target.path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains NUL"))?;
+    let path = CString::new(target.path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("path contains NUL"))?;
     // SAFETY: open_tree with a valid path returns a new detached mount descriptor or -1.
     let tree = unsafe {
         libc::syscall(
@@ -142,7 +163,12 @@ fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
     }
     // SAFETY: the descriptor is new and owned here.
     let tree = unsafe { OwnedFd::from_raw_fd(tree as RawFd) };
-    let attr = MountAttr { attr_set: MOUNT_ATTR_IDMAP, attr_clr: 0, propagation: 0, userns_fd: userns.as_raw_fd() as u64 };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.as_raw_fd() as u64,
+    };
     let empty = c"";
     // SAFETY: mount_setattr reads `attr` (size given) and the empty path.
     let rc = unsafe {
@@ -176,8 +202,14 @@ fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
 }
 
 /// Prepares the user namespaces up front (so errors surface before anything starts).
-pub fn prepare(targets: &[IdmapTarget], sandbox: (u32, u32)) -> io::Result<Vec<(IdmapTarget, Arc<OwnedFd>)>> {
-    targets.iter().map(|t| Ok((t.clone(), userns_for((t.owner_uid, t.owner_gid), sandbox)?))).collect()
+pub fn prepare(
+    targets: &[IdmapTarget],
+    sandbox: (u32, u32),
+) -> io::Result<Vec<(IdmapTarget, Arc<OwnedFd>)>> {
+    targets
+        .iter()
+        .map(|t| Ok((t.clone(), userns_for((t.owner_uid, t.owner_gid), sandbox)?)))
+        .collect()
 }
 
 /// Gives the calling thread a private mount namespace with the idmapped clones in place; what it
@@ -185,12 +217,26 @@ pub fn prepare(targets: &[IdmapTarget], sandbox: (u32, u32)) -> io::Result<Vec<(
 fn enter_private_namespace(prepared: &[(IdmapTarget, Arc<OwnedFd>)]) -> Result<(), String> {
     // SAFETY: unsharing the mount namespace (and fs info) of this thread only.
     if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } != 0 {
-        return Err(format!("cannot create a private mount namespace: {}", io::Error::last_os_error()));
+        return Err(format!(
+            "cannot create a private mount namespace: {}",
+            io::Error::last_os_error()
+        ));
     }
     // SAFETY: remounting / as recursively private in the new namespace; nothing propagates to the host.
-    let rc = unsafe { libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) };
+    let rc = unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    };
     if rc != 0 {
-        return Err(format!("cannot make the private mount namespace private: {}", io::Error::last_os_error()));
+        return Err(format!(
+            "cannot make the private mount namespace private: {}",
+            io::Error::last_os_error()
+        ));
     }
     for (target, userns) in prepared {
         idmap_in_place(target, userns).map_err(|e| {
@@ -212,7 +258,8 @@ pub fn start_live_with_idmaps(
     cancel: CancellationToken,
     prepared: Vec<(IdmapTarget, Arc<OwnedFd>)>,
 ) -> Result<crate::live::LiveProcess, String> {
-    let runtime = tokio::runtime::Handle::try_current().map_err(|e| format!("a session needs the async runtime: {e}"))?;
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|e| format!("a session needs the async runtime: {e}"))?;
     std::thread::Builder::new()
         .name("cheng-sandbox-idmap".into())
         .spawn(move || {
@@ -249,5 +296,6 @@ pub async fn run_with_idmaps(
             let _ = tx.send(result);
         })
         .map_err(|e| format!("cannot start the sandbox thread: {e}"))?;
-    rx.await.map_err(|_| "the sandbox thread ended without a result".to_string())?
+    rx.await
+        .map_err(|_| "the sandbox thread ended without a result".to_string())?
 }

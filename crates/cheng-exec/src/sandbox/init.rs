@@ -90,10 +90,16 @@ pub fn launcher() -> Option<PathBuf> {
     static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     FOUND
         .get_or_init(|| {
-            let exe = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok())?;
+            let exe = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.canonicalize().ok())?;
             let named = HELPER.get().cloned();
             let sibling = exe.parent().map(|dir| dir.join(HELPER_NAME));
-            let helper = named.into_iter().chain(sibling).find(|p| is_executable_file(p)).and_then(|p| p.canonicalize().ok());
+            let helper = named
+                .into_iter()
+                .chain(sibling)
+                .find(|p| is_executable_file(p))
+                .and_then(|p| p.canonicalize().ok());
             Some(helper.unwrap_or(exe))
         })
         .clone()
@@ -140,7 +146,10 @@ pub fn parse(args: &[OsString]) -> Result<InitPlan, String> {
     let mut plan = InitPlan::default();
     let mut i = 0;
     let value = |i: usize, flag: &str| -> Result<String, String> {
-        args.get(i + 1).and_then(|v| v.to_str()).map(str::to_string).ok_or_else(|| format!("{flag} needs a value"))
+        args.get(i + 1)
+            .and_then(|v| v.to_str())
+            .map(str::to_string)
+            .ok_or_else(|| format!("{flag} needs a value"))
     };
     while i < args.len() {
         match args[i].to_str() {
@@ -154,18 +163,26 @@ pub fn parse(args: &[OsString]) -> Result<InitPlan, String> {
             Some("--drop-to") => {
                 let v = value(i, "--drop-to")?;
                 let (u, g) = v.split_once(':').ok_or("--drop-to takes UID:GID")?;
-                plan.drop_to = Some((u.parse().map_err(|_| "bad uid")?, g.parse().map_err(|_| "bad gid")?));
+                plan.drop_to = Some((
+                    u.parse().map_err(|_| "bad uid")?,
+                    g.parse().map_err(|_| "bad gid")?,
+                ));
                 i += 2;
             }
             Some("--rlimit") => {
                 let v = value(i, "--rlimit")?;
                 let (name, n) = v.split_once('=').ok_or("--rlimit takes NAME=VALUE")?;
-                let resource = rlimit_resource(name).ok_or_else(|| format!("unknown rlimit {name:?}"))?;
-                plan.rlimits.push(Rlimit { resource, value: n.parse().map_err(|_| format!("bad --rlimit value {n:?}"))? });
+                let resource =
+                    rlimit_resource(name).ok_or_else(|| format!("unknown rlimit {name:?}"))?;
+                plan.rlimits.push(Rlimit {
+                    resource,
+                    value: n.parse().map_err(|_| format!("bad --rlimit value {n:?}"))?,
+                });
                 i += 2;
             }
             Some("--write") => {
-                plan.writable.push(args.get(i + 1).ok_or("--write needs a path")?.into());
+                plan.writable
+                    .push(args.get(i + 1).ok_or("--write needs a path")?.into());
                 i += 2;
             }
             _ => return Err(format!("unknown argument {:?}", args[i])),
@@ -209,10 +226,18 @@ fn set_rlimit(limit: &Rlimit) -> Result<(), String> {
         RlimitResource::Core => libc::RLIMIT_CORE,
         RlimitResource::CpuSeconds => libc::RLIMIT_CPU,
     };
-    let value = libc::rlimit { rlim_cur: limit.value as libc::rlim_t, rlim_max: limit.value as libc::rlim_t };
+    let value = libc::rlimit {
+        rlim_cur: limit.value as libc::rlim_t,
+        rlim_max: limit.value as libc::rlim_t,
+    };
     // SAFETY: setrlimit reads a valid struct.
     if unsafe { libc::setrlimit(resource, &value) } != 0 {
-        return Err(format!("cannot set RLIMIT_{} to {}: {}", rlimit_name(limit.resource).to_uppercase(), limit.value, std::io::Error::last_os_error()));
+        return Err(format!(
+            "cannot set RLIMIT_{} to {}: {}",
+            rlimit_name(limit.resource).to_uppercase(),
+            limit.value,
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -222,13 +247,17 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     let argv: Vec<CString> = plan
         .command
         .iter()
-        .map(|a| CString::new(a.as_bytes()).map_err(|_| format!("argument {a:?} contains a NUL byte")))
+        .map(|a| {
+            CString::new(a.as_bytes()).map_err(|_| format!("argument {a:?} contains a NUL byte"))
+        })
         .collect::<Result<_, _>>()?;
     let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
     let failure_prefix = format!("cheng sandbox init: cannot execute {:?}: ", plan.command[0]);
-    let (address_space, others): (Vec<&Rlimit>, Vec<&Rlimit>) =
-        plan.rlimits.iter().partition(|l| l.resource == RlimitResource::AddressSpace);
+    let (address_space, others): (Vec<&Rlimit>, Vec<&Rlimit>) = plan
+        .rlimits
+        .iter()
+        .partition(|l| l.resource == RlimitResource::AddressSpace);
 
     // RLIMIT_NPROC before the drop: it binds the new uid from its first fork.
     for limit in others {
@@ -240,7 +269,10 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     clear_capabilities()?;
     // SAFETY: prctl with constant arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("cannot set no_new_privs: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "cannot set no_new_privs: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
@@ -289,14 +321,32 @@ fn clear_capabilities() -> Result<(), String> {
         inheritable: u32,
     }
     const VERSION_3: u32 = 0x2008_0522;
-    let header = Header { version: VERSION_3, pid: 0 };
-    let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    let header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
     // SAFETY: capset reads the header and two data structs (version 3 layout).
     if unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) } != 0 {
-        return Err(format!("cannot clear the capability sets: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "cannot clear the capability sets: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     // SAFETY: prctl with constant arguments; ambient capabilities are cleared as well.
-    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
     Ok(())
 }
 
@@ -314,13 +364,22 @@ fn drop_privileges(uid: u32, gid: u32) -> Result<(), String> {
     // SAFETY: plain system calls with integer arguments.
     unsafe {
         if libc::setgroups(0, std::ptr::null()) != 0 {
-            return Err(format!("cannot clear supplementary groups: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot clear supplementary groups: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if libc::setresgid(gid, gid, gid) != 0 {
-            return Err(format!("cannot switch to gid {gid}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot switch to gid {gid}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if libc::setresuid(uid, uid, uid) != 0 {
-            return Err(format!("cannot switch to uid {uid}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot switch to uid {uid}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if uid != 0 && libc::setuid(0) == 0 {
             return Err("the uid switch could be undone; refusing to continue".into());
@@ -338,8 +397,14 @@ mod tests {
         let plan = InitPlan {
             drop_to: Some((65534, 65534)),
             rlimits: vec![
-                Rlimit { resource: RlimitResource::Nproc, value: 64 },
-                Rlimit { resource: RlimitResource::AddressSpace, value: 128 << 20 },
+                Rlimit {
+                    resource: RlimitResource::Nproc,
+                    value: 64,
+                },
+                Rlimit {
+                    resource: RlimitResource::AddressSpace,
+                    value: 128 << 20,
+                },
             ],
             writable: vec!["/tmp".into(), "/work space".into()],
             command: vec!["sh".into(), "-c".into(), "echo --write".into()],
@@ -352,8 +417,20 @@ mod tests {
     #[test]
     fn malformed_argv_is_refused() {
         assert!(parse(&["--rlimit".into()]).is_err());
-        assert!(parse(&["--rlimit".into(), "stack=1".into(), "--".into(), "sh".into()]).is_err());
-        assert!(parse(&["--rlimit".into(), "as=lots".into(), "--".into(), "sh".into()]).is_err());
+        assert!(parse(&[
+            "--rlimit".into(),
+            "stack=1".into(),
+            "--".into(),
+            "sh".into()
+        ])
+        .is_err());
+        assert!(parse(&[
+            "--rlimit".into(),
+            "as=lots".into(),
+            "--".into(),
+            "sh".into()
+        ])
+        .is_err());
         assert!(parse(&["--".into()]).is_err());
         assert!(parse(&["--bogus".into(), "--".into(), "sh".into()]).is_err());
         assert!(parse(&["sh".into()]).is_err());

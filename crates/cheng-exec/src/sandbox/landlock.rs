@@ -5,7 +5,8 @@
 //! kernel decides how much of that it can enforce; the outcome is reported, never assumed.
 
 use landlock::{
-    path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, ABI,
+    path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    ABI,
 };
 use std::path::PathBuf;
 
@@ -20,7 +21,6 @@ pub enum LandlockOutcome {
     /// The kernel has no Landlock (or it is disabled).
     NotEnforced,
 }
-
 
 /// Restricts writes of the calling thread to `writable` (paths that do not exist are skipped).
 /// Reads and execution stay as the mounts allow. Sets no_new_privs as Landlock requires.
@@ -46,7 +46,12 @@ pub fn kernel_abi() -> Option<i32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a NULL attribute and the VERSION flag the call only returns the ABI number.
     let v = unsafe {
-        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
     (v > 0).then_some(v as i32)
 }
@@ -74,6 +79,10 @@ mod tests {
             eprintln!("skipped: this kernel has no Landlock");
             return;
         }
-        assert_eq!((result.1, result.2, result.3), (true, true, true), "{result:?}");
+        assert_eq!(
+            (result.1, result.2, result.3),
+            (true, true, true),
+            "{result:?}"
+        );
     }
 }

@@ -47,13 +47,28 @@ impl SandboxLimits {
     /// (it must not be when bwrap creates a user namespace: see `sandbox`).
     pub fn rlimits(&self, with_nproc: bool) -> Vec<Rlimit> {
         let mut limits = vec![
-            Rlimit { resource: RlimitResource::AddressSpace, value: self.memory_bytes },
-            Rlimit { resource: RlimitResource::FileSize, value: self.fsize },
-            Rlimit { resource: RlimitResource::OpenFiles, value: self.nofile },
-            Rlimit { resource: RlimitResource::Core, value: 0 },
+            Rlimit {
+                resource: RlimitResource::AddressSpace,
+                value: self.memory_bytes,
+            },
+            Rlimit {
+                resource: RlimitResource::FileSize,
+                value: self.fsize,
+            },
+            Rlimit {
+                resource: RlimitResource::OpenFiles,
+                value: self.nofile,
+            },
+            Rlimit {
+                resource: RlimitResource::Core,
+                value: 0,
+            },
         ];
         if with_nproc {
-            limits.push(Rlimit { resource: RlimitResource::Nproc, value: self.nproc });
+            limits.push(Rlimit {
+                resource: RlimitResource::Nproc,
+                value: self.nproc,
+            });
         }
         limits
     }
@@ -81,7 +96,12 @@ impl CgroupV2 {
     pub fn detect() -> CgroupV2 {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        Self::detect_from(&mountinfo, &cgroup, |p| std::fs::read_to_string(p).ok(), writable)
+        Self::detect_from(
+            &mountinfo,
+            &cgroup,
+            |p| std::fs::read_to_string(p).ok(),
+            writable,
+        )
     }
 
     /// [`CgroupV2::detect`] over given file contents (for tests).
@@ -117,7 +137,10 @@ impl CgroupV2 {
             ));
         }
         if !is_writable(&dir) || !is_writable(&dir.join("cgroup.subtree_control")) {
-            return CgroupV2::Unavailable(format!("the cgroup v2 group {} is not delegated to this user (not writable)", dir.display()));
+            return CgroupV2::Unavailable(format!(
+                "the cgroup v2 group {} is not delegated to this user (not writable)",
+                dir.display()
+            ));
         }
         CgroupV2::Delegated(dir)
     }
@@ -142,7 +165,9 @@ fn cgroup2_mount_point(line: &str) -> Option<PathBuf> {
 
 fn writable(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: access only reads the NUL-terminated path.
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
@@ -170,28 +195,68 @@ mod tests {
 
     #[test]
     fn cgroup_v1_only_hosts_are_unavailable() {
-        let v = CgroupV2::detect_from("30 24 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n", "", |_| None, |_| true);
-        assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("no cgroup v2")), "{v:?}");
+        let v = CgroupV2::detect_from(
+            "30 24 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+            "",
+            |_| None,
+            |_| true,
+        );
+        assert!(
+            matches!(v, CgroupV2::Unavailable(ref why) if why.contains("no cgroup v2")),
+            "{v:?}"
+        );
     }
 
     #[test]
     fn a_group_without_the_memory_controller_is_unavailable() {
-        let v = CgroupV2::detect_from(MOUNTINFO, "0::/user.slice\n", |_| Some(String::new()), |_| true);
-        assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("no memory controller")), "{v:?}");
+        let v = CgroupV2::detect_from(
+            MOUNTINFO,
+            "0::/user.slice\n",
+            |_| Some(String::new()),
+            |_| true,
+        );
+        assert!(
+            matches!(v, CgroupV2::Unavailable(ref why) if why.contains("no memory controller")),
+            "{v:?}"
+        );
     }
 
     #[test]
     fn a_writable_group_with_memory_is_delegated() {
-        let v = CgroupV2::detect_from(MOUNTINFO, "0::/user.slice/me\n", |_| Some("cpu memory pids".into()), |_| true);
-        assert_eq!(v, CgroupV2::Delegated(PathBuf::from("/sys/fs/cgroup/unified/user.slice/me")));
-        let v = CgroupV2::detect_from(MOUNTINFO, "0::/user.slice/me\n", |_| Some("memory".into()), |_| false);
-        assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("not delegated")), "{v:?}");
+        let v = CgroupV2::detect_from(
+            MOUNTINFO,
+            "0::/user.slice/me\n",
+            |_| Some("cpu memory pids".into()),
+            |_| true,
+        );
+        assert_eq!(
+            v,
+            CgroupV2::Delegated(PathBuf::from("/sys/fs/cgroup/unified/user.slice/me"))
+        );
+        let v = CgroupV2::detect_from(
+            MOUNTINFO,
+            "0::/user.slice/me\n",
+            |_| Some("memory".into()),
+            |_| false,
+        );
+        assert!(
+            matches!(v, CgroupV2::Unavailable(ref why) if why.contains("not delegated")),
+            "{v:?}"
+        );
     }
 
     #[test]
     fn the_root_group_is_never_used() {
-        let v = CgroupV2::detect_from(MOUNTINFO, "0::/\n", |_| Some("memory pids".into()), |_| true);
-        assert!(matches!(v, CgroupV2::Unavailable(ref why) if why.contains("root group")), "{v:?}");
+        let v = CgroupV2::detect_from(
+            MOUNTINFO,
+            "0::/\n",
+            |_| Some("memory pids".into()),
+            |_| true,
+        );
+        assert!(
+            matches!(v, CgroupV2::Unavailable(ref why) if why.contains("root group")),
+            "{v:?}"
+        );
     }
 
     #[test]
@@ -209,7 +274,13 @@ mod tests {
     fn nproc_is_only_set_when_asked() {
         let limits = SandboxLimits::with_memory_mb(128);
         assert_eq!(limits.memory_bytes, 128 << 20);
-        assert!(!limits.rlimits(false).iter().any(|l| l.resource == RlimitResource::Nproc));
-        assert!(limits.rlimits(true).iter().any(|l| l.resource == RlimitResource::Nproc && l.value == SANDBOX_NPROC));
+        assert!(!limits
+            .rlimits(false)
+            .iter()
+            .any(|l| l.resource == RlimitResource::Nproc));
+        assert!(limits
+            .rlimits(true)
+            .iter()
+            .any(|l| l.resource == RlimitResource::Nproc && l.value == SANDBOX_NPROC));
     }
 }

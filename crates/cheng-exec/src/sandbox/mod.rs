@@ -106,7 +106,9 @@ fn world_listable(dir: &Path) -> bool {
 
 fn is_tmpfs(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: statfs fills a plain struct from a NUL-terminated path.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: as above; both pointers are valid for the call.
@@ -115,7 +117,9 @@ fn is_tmpfs(path: &Path) -> bool {
 
 fn writable_dir(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
     // SAFETY: access only reads the NUL-terminated path.
     unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
@@ -183,7 +187,10 @@ impl SandboxRequest {
             io_dir: None,
             io_outputs: Vec::new(),
             command,
-            env: vec![("PATH".into(), SANDBOX_PATH.into()), ("HOME".into(), "/tmp".into())],
+            env: vec![
+                ("PATH".into(), SANDBOX_PATH.into()),
+                ("HOME".into(), "/tmp".into()),
+            ],
             timeout: Duration::from_secs(5),
             memory_mb: 128,
             stdout_cap: crate::DEFAULT_STREAM_CAP,
@@ -216,7 +223,12 @@ pub struct Enforcement {
 impl Enforcement {
     /// The `limits` object for `metrics`.
     pub fn to_json(&self) -> Value {
-        let mut v = limits::report(&self.limits, &self.nproc, &self.memory, self.timeout.as_millis() as u64);
+        let mut v = limits::report(
+            &self.limits,
+            &self.nproc,
+            &self.memory,
+            self.timeout.as_millis() as u64,
+        );
         if let Value::Object(map) = &mut v {
             map.insert("identity".into(), json!(self.identity));
             map.insert("network".into(), json!(self.network));
@@ -288,18 +300,32 @@ fn unavailable(message: impl Into<String>) -> NodeError {
 fn gather_run(
     request: &SandboxRequest,
     host: &HostFacts,
-) -> Result<(plan::RunFacts, mounts::Placeholders, Option<cgroup::RunGroup>), NodeError> {
+) -> Result<
+    (
+        plan::RunFacts,
+        mounts::Placeholders,
+        Option<cgroup::RunGroup>,
+    ),
+    NodeError,
+> {
     let mut warnings = Vec::new();
     let ids = sandbox_ids();
     let closed = if request.full_disk_readonly && host.root {
-        let bound = request.extra_ro.iter().chain(&request.read_paths).chain(std::iter::once(&request.boundary));
+        let bound = request
+            .extra_ro
+            .iter()
+            .chain(&request.read_paths)
+            .chain(std::iter::once(&request.boundary));
         closed_ancestors(bound)
     } else {
         Vec::new()
     };
     let protections = if request.writable {
         mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
-            unavailable(format!("cannot prepare the protected metadata of {}: {e}; nothing ran", request.boundary.display()))
+            unavailable(format!(
+                "cannot prepare the protected metadata of {}: {e}; nothing ran",
+                request.boundary.display()
+            ))
         })?
     } else {
         mounts::Placeholders::default()
@@ -307,7 +333,8 @@ fn gather_run(
     if let Some(io) = &request.io_dir {
         for name in &request.io_outputs {
             use std::os::unix::fs::FileTypeExt;
-            let fifo = std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
+            let fifo =
+                std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
             if !fifo {
                 return Err(NodeError::internal(format!(
                     "the sandbox output {name} is not a FIFO made by cheng_exec::sandbox::channel; a regular file would store what the script writes on the host"
@@ -318,7 +345,10 @@ fn gather_run(
     let (memory, group) = match &request.memory_cgroup {
         Some(CgroupV2::Delegated(parent)) => {
             let limits = SandboxLimits::with_memory_mb(request.memory_mb);
-            let group_limits = cgroup::GroupLimits { memory_bytes: limits.memory_bytes, pids: limits.nproc };
+            let group_limits = cgroup::GroupLimits {
+                memory_bytes: limits.memory_bytes,
+                pids: limits.nproc,
+            };
             match cgroup::RunGroup::create(parent, group_limits, &mut warnings) {
                 Ok(group) => (plan::MemoryFact::Group(group.describe()), Some(group)),
                 Err(why) => (plan::MemoryFact::GroupFailed(why), None),
@@ -327,16 +357,25 @@ fn gather_run(
         Some(CgroupV2::Unavailable(why)) => (plan::MemoryFact::Unavailable(why.clone()), None),
         None => (plan::MemoryFact::Rlimit, None),
     };
-    let etc_copies = if request.full_disk_readonly { None } else { etc_copies::for_run(host.root, &host.system_view) };
+    let etc_copies = if request.full_disk_readonly {
+        None
+    } else {
+        etc_copies::for_run(host.root, &host.system_view)
+    };
     let io_copies = match &request.io_dir {
-        Some(io) if request.io_outputs.is_empty() && !request.full_disk_readonly => plan::io_copies(io),
+        Some(io) if request.io_outputs.is_empty() && !request.full_disk_readonly => {
+            plan::io_copies(io)
+        }
         _ => None,
     };
     let mut owners = Vec::new();
     let boundary_listable = world_listable(&request.boundary);
     if host.root {
         let boundary_needed = request.writable || !boundary_listable;
-        let paths = boundary_needed.then_some(&request.boundary).into_iter().chain(&request.read_paths);
+        let paths = boundary_needed
+            .then_some(&request.boundary)
+            .into_iter()
+            .chain(&request.read_paths);
         for path in paths {
             let target = idmap::IdmapTarget::for_path(path)
                 .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
@@ -370,7 +409,9 @@ impl Sandbox {
         let host = HostFacts::gather(request.bwrap.as_deref())?;
         // A probe that already failed in this process fails every later run up front; otherwise
         // the run itself is the probe (see `run`).
-        if let Some(Err(e)) = bwrap::probed(&host.bwrap, &plan::probe_flags(host.root, request.network)) {
+        if let Some(Err(e)) =
+            bwrap::probed(&host.bwrap, &plan::probe_flags(host.root, request.network))
+        {
             return Err(e);
         }
         // Fail closed: no filter, no run (the program is compiled once per process).
@@ -429,7 +470,9 @@ impl Sandbox {
             match idmap::prepare(&self.idmaps, self.ids) {
                 Ok(prepared) => prepared,
                 Err(e) => {
-                    return Err(unavailable(format!("cannot create the user namespace for an idmapped mount: {e}; nothing ran")));
+                    return Err(unavailable(format!(
+                        "cannot create the user namespace for an idmapped mount: {e}; nothing ran"
+                    )));
                 }
             }
         };
@@ -437,7 +480,15 @@ impl Sandbox {
         let since = audit::Since::now();
         let group = self.group.take();
         let procs = group.as_ref().map(cgroup::RunGroup::procs);
-        let mut result = self.attempt(self.args.clone(), self.rlimits.clone(), procs, cancel, &idmaps).await;
+        let mut result = self
+            .attempt(
+                self.args.clone(),
+                self.rlimits.clone(),
+                procs,
+                cancel,
+                &idmaps,
+            )
+            .await;
         let mut report = None;
         if let Some(group) = group {
             let join_failed = matches!(&result, Ok((out, _)) if out.termination == crate::Termination::SpawnFailed);
@@ -445,7 +496,11 @@ impl Sandbox {
                 (true, Some((args, rlimits))) => {
                     // The spawn fails closed before exec when the child cannot join its group:
                     // nothing ran, so run again under RLIMIT_AS and say so.
-                    let why = result.as_ref().ok().and_then(|(out, _)| out.spawn_error.clone()).unwrap_or_default();
+                    let why = result
+                        .as_ref()
+                        .ok()
+                        .and_then(|(out, _)| out.spawn_error.clone())
+                        .unwrap_or_default();
                     let rlimit = rlimit_as_phrase(self.request.memory_mb);
                     self.enforcement.warnings.push(format!(
                         "cgroup v2: the sandbox could not join {} ({why}); memory_mb enforced as {rlimit} instead",
@@ -481,9 +536,17 @@ impl Sandbox {
             // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
             // namespaces here at all (a stand-in binary, a policy that kills it). The probe
             // (once per process) tells which.
-            bwrap::probe(&self.bwrap, &plan::probe_flags(self.root, self.request.network))?;
+            bwrap::probe(
+                &self.bwrap,
+                &plan::probe_flags(self.root, self.request.network),
+            )?;
         }
-        Ok(SandboxRun { output, setup, enforcement: self.enforcement, cgroup: report })
+        Ok(SandboxRun {
+            output,
+            setup,
+            enforcement: self.enforcement,
+            cgroup: report,
+        })
     }
 
     /// The audit of the writable workspace after the run ([`audit::audit`]), off the async
@@ -493,7 +556,11 @@ impl Sandbox {
         let known = self.protections.repositories().to_vec();
         tokio::task::spawn_blocking(move || audit::audit(&boundary, since, &known))
             .await
-            .unwrap_or_else(|e| Err(audit::AuditError(format!("the audit after the run stopped: {e}"))))
+            .unwrap_or_else(|e| {
+                Err(audit::AuditError(format!(
+                    "the audit after the run stopped: {e}"
+                )))
+            })
     }
 
     /// The bwrap process of one start: `args`, `rlimits`, the cgroup of `procs`, the seccomp
@@ -515,19 +582,33 @@ impl Sandbox {
         // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
         // One that vanished since the host was looked at shows as empty (as /dev/null).
         for (path, fd) in &self.files {
-            let file = std::fs::File::open(path).or_else(|_| std::fs::File::open("/dev/null")).map_err(|e| {
-                format!("cannot open {} to copy it into the sandbox: {e}", path.display())
-            })?;
+            let file = std::fs::File::open(path)
+                .or_else(|_| std::fs::File::open("/dev/null"))
+                .map_err(|e| {
+                    format!(
+                        "cannot open {} to copy it into the sandbox: {e}",
+                        path.display()
+                    )
+                })?;
             inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
         }
         // The init executable, run from its descriptor (not CLOEXEC in bwrap: the first program
         // inside is `/proc/self/fd/N`, and the init step closes it before the command starts).
         if let Some((path, fd)) = &self.init {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("cannot open the sandbox init step {} to hand it to bubblewrap: {e}", path.display()))?;
+            let file = std::fs::File::open(path).map_err(|e| {
+                format!(
+                    "cannot open the sandbox init step {} to hand it to bubblewrap: {e}",
+                    path.display()
+                )
+            })?;
             inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
         }
-        Ok(ProcessSpec { rlimits, cgroup_procs: procs, inherit_fds, ..spec })
+        Ok(ProcessSpec {
+            rlimits,
+            cgroup_procs: procs,
+            inherit_fds,
+            ..spec
+        })
     }
 
     /// Starts the plan as a long-lived process ([`crate::live::LiveProcess`], a session) with
@@ -540,18 +621,29 @@ impl Sandbox {
     pub fn start_live(
         mut self,
         cancel: CancellationToken,
-    ) -> Result<(crate::live::LiveProcess, Box<dyn std::any::Any + Send + Sync>), NodeError> {
+    ) -> Result<
+        (
+            crate::live::LiveProcess,
+            Box<dyn std::any::Any + Send + Sync>,
+        ),
+        NodeError,
+    > {
         if self.request.writable {
             return Err(unavailable("a sandboxed session cannot have a writable workspace (its writes are audited after a run ends); nothing ran"));
         }
         // A per-run memory group is never asked for here (no delegated cgroup in the request).
         drop(self.group.take());
-        let spec = self.spec(self.args.clone(), self.rlimits.clone(), None).map_err(|e| unavailable(format!("{e}; nothing ran")))?;
+        let spec = self
+            .spec(self.args.clone(), self.rlimits.clone(), None)
+            .map_err(|e| unavailable(format!("{e}; nothing ran")))?;
         let process = if self.idmaps.is_empty() {
             crate::live::LiveProcess::start(spec, cancel)
         } else {
-            let prepared = idmap::prepare(&self.idmaps, self.ids)
-                .map_err(|e| unavailable(format!("cannot create the user namespace for an idmapped mount: {e}; nothing ran")))?;
+            let prepared = idmap::prepare(&self.idmaps, self.ids).map_err(|e| {
+                unavailable(format!(
+                    "cannot create the user namespace for an idmapped mount: {e}; nothing ran"
+                ))
+            })?;
             idmap::start_live_with_idmaps(spec, cancel, prepared)
         }
         .map_err(|e| unavailable(format!("bubblewrap could not be started: {e}; nothing ran")))?;
@@ -573,7 +665,9 @@ impl Sandbox {
         if idmaps.is_empty() {
             Ok((crate::run(spec, cancel).await, setup))
         } else {
-            idmap::run_with_idmaps(spec, cancel, idmaps.to_vec()).await.map(|out| (out, setup))
+            idmap::run_with_idmaps(spec, cancel, idmaps.to_vec())
+                .await
+                .map(|out| (out, setup))
         }
     }
 }
@@ -640,10 +734,19 @@ mod tests {
         std::fs::create_dir_all(root.join("home/lib/python")).unwrap();
         std::fs::create_dir_all(root.join("home/ws")).unwrap();
         std::fs::create_dir_all(root.join("open/inner")).unwrap();
-        std::fs::set_permissions(root.join("home"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(root.join("home"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
         // A closed directory deeper inside an already closed one adds nothing.
-        std::fs::set_permissions(root.join("home/lib"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let paths = [root.join("home/lib/python"), root.join("home/ws"), root.join("open/inner")];
+        std::fs::set_permissions(
+            root.join("home/lib"),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+        let paths = [
+            root.join("home/lib/python"),
+            root.join("home/ws"),
+            root.join("open/inner"),
+        ];
         assert_eq!(closed_ancestors(paths.iter()), [root.join("home")]);
     }
 }

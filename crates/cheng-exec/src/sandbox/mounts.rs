@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 /// Top-level system directories; symlinks (merged /usr) are recreated as symlinks.
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
 
 /// The part of /etc a shell or python3 needs: the dynamic linker's cache, name service files
 /// (uid/host lookups), time zone, TLS roots and Debian's alternatives (`awk`, `editor` …).
@@ -66,14 +68,21 @@ pub fn system_view() -> Vec<SystemEntry> {
         match std::fs::symlink_metadata(path) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 if let Ok(target) = std::fs::read_link(path) {
-                    out.push(SystemEntry::Symlink { target, link: path.to_path_buf() });
+                    out.push(SystemEntry::Symlink {
+                        target,
+                        link: path.to_path_buf(),
+                    });
                 }
             }
             Ok(meta) if meta.is_dir() => out.push(SystemEntry::ReadOnly(path.to_path_buf())),
             _ => {}
         }
     }
-    out.extend(ETC_ENTRIES.iter().filter_map(|entry| etc_entry(Path::new(entry))));
+    out.extend(
+        ETC_ENTRIES
+            .iter()
+            .filter_map(|entry| etc_entry(Path::new(entry))),
+    );
     out
 }
 
@@ -86,11 +95,13 @@ pub(crate) fn etc_entry(path: &Path) -> Option<SystemEntry> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).ok()?;
     let world_readable = meta.permissions().mode() & 0o004 != 0;
-    Some(if meta.is_file() && meta.len() <= COPY_MAX_BYTES && world_readable {
-        SystemEntry::Copy(path.to_path_buf())
-    } else {
-        SystemEntry::ReadOnly(path.to_path_buf())
-    })
+    Some(
+        if meta.is_file() && meta.len() <= COPY_MAX_BYTES && world_readable {
+            SystemEntry::Copy(path.to_path_buf())
+        } else {
+            SystemEntry::ReadOnly(path.to_path_buf())
+        },
+    )
 }
 
 /// How one protected name is handled.
@@ -125,7 +136,11 @@ impl std::fmt::Display for ProtectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ProtectError::Placeholder(path, e) => {
-                write!(f, "a mount point for the masked name {} could not be created: {e}", path.display())
+                write!(
+                    f,
+                    "a mount point for the masked name {} could not be created: {e}",
+                    path.display()
+                )
             }
             ProtectError::TooLarge(why) => f.write_str(why),
         }
@@ -138,7 +153,9 @@ impl std::fmt::Display for ProtectError {
 fn live_placeholders() -> std::sync::MutexGuard<'static, HashMap<PathBuf, usize>> {
     static LIVE: OnceLock<Mutex<HashMap<PathBuf, usize>>> = OnceLock::new();
     // A panic while holding the lock leaves the map consistent (every update is one statement).
-    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The protections for a writable `boundary`: every protected name at its top, plus the target
@@ -161,7 +178,9 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
                 continue;
             }
             match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => protect_symlink(boundary, name, &path, &mut out.list, warnings),
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    protect_symlink(boundary, name, &path, &mut out.list, warnings)
+                }
                 Ok(meta) => {
                     if meta.is_file() && *name == ".git" {
                         protect_gitdir_target(boundary, &path, &mut out.list);
@@ -169,7 +188,11 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
                     out.list.push(Protection::ReadOnly(path));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                    if let Err(e) = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                    {
                         return Err(ProtectError::Placeholder(path, e));
                     }
                     live.insert(path.clone(), 1);
@@ -180,12 +203,22 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
         }
     }
     record_repository(&boundary.join(".git"), &mut out.repositories);
-    out.list.extend(nested_repositories(boundary, &mut out.repositories, warnings)?);
+    out.list.extend(nested_repositories(
+        boundary,
+        &mut out.repositories,
+        warnings,
+    )?);
     Ok(out)
 }
 
 /// A protected name that is a symlink: its target is protected when inside the boundary.
-fn protect_symlink(boundary: &Path, name: &str, path: &Path, out: &mut Vec<Protection>, warnings: &mut Vec<String>) {
+fn protect_symlink(
+    boundary: &Path,
+    name: &str,
+    path: &Path,
+    out: &mut Vec<Protection>,
+    warnings: &mut Vec<String>,
+) {
     let shown = display_in(boundary, path);
     match path.canonicalize() {
         Ok(target) if target.starts_with(boundary) => {
@@ -213,7 +246,10 @@ fn protect_gitdir_target(boundary: &Path, git_file: &Path, out: &mut Vec<Protect
 
 /// `path` relative to the boundary, for messages.
 fn display_in(boundary: &Path, path: &Path) -> String {
-    path.strip_prefix(boundary).unwrap_or(path).display().to_string()
+    path.strip_prefix(boundary)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Every repository below the top of `boundary`: a `.git` directory, a `.git` file (and its
@@ -227,12 +263,18 @@ fn display_in(boundary: &Path, path: &Path) -> String {
 /// because stopping early could leave a repository writable. A directory that cannot be read is
 /// a warning (the sandbox cannot list it either; a vanished entry is skipped). Every `.git` found
 /// (of any type) is added to `known`, so that the audit after the run can tell a new one.
-fn nested_repositories(boundary: &Path, known: &mut Vec<Repository>, warnings: &mut Vec<String>) -> Result<Vec<Protection>, ProtectError> {
+fn nested_repositories(
+    boundary: &Path,
+    known: &mut Vec<Repository>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Protection>, ProtectError> {
     let git = OsStr::new(".git");
     let walk = ignore::WalkBuilder::new(boundary)
         .standard_filters(false)
         .follow_links(false)
-        .filter_entry(move |e| e.path().parent().and_then(Path::file_name) != Some(OsStr::new(".git")))
+        .filter_entry(move |e| {
+            e.path().parent().and_then(Path::file_name) != Some(OsStr::new(".git"))
+        })
         .build();
     let too_large = |what: String| {
         ProtectError::TooLarge(format!(
@@ -246,23 +288,31 @@ fn nested_repositories(boundary: &Path, known: &mut Vec<Repository>, warnings: &
     let mut unreadable = 0usize;
     for (seen, entry) in walk.enumerate() {
         if seen >= NESTED_WALK_MAX_ENTRIES {
-            return Err(too_large(format!("the workspace has more than {NESTED_WALK_MAX_ENTRIES} entries")));
+            return Err(too_large(format!(
+                "the workspace has more than {NESTED_WALK_MAX_ENTRIES} entries"
+            )));
         }
         let entry = match entry {
             Ok(entry) => entry,
             Err(e) => {
-                let vanished = e.io_error().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
+                let vanished = e
+                    .io_error()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound);
                 if !vanished {
                     unreadable += 1;
                     if unreadable <= 3 {
-                        warnings.push(format!("nested repositories: could not look into part of the workspace ({e})"));
+                        warnings.push(format!(
+                            "nested repositories: could not look into part of the workspace ({e})"
+                        ));
                     }
                 }
                 continue;
             }
         };
         if entry.depth() > NESTED_WALK_MAX_DEPTH {
-            return Err(too_large(format!("the workspace is deeper than {NESTED_WALK_MAX_DEPTH} levels")));
+            return Err(too_large(format!(
+                "the workspace is deeper than {NESTED_WALK_MAX_DEPTH} levels"
+            )));
         }
         // Depth 1 is the top level, handled by `protect`.
         if entry.depth() < 2 || entry.file_name() != git {
@@ -270,12 +320,16 @@ fn nested_repositories(boundary: &Path, known: &mut Vec<Repository>, warnings: &
         }
         repositories += 1;
         if repositories > NESTED_MAX_REPOSITORIES {
-            return Err(too_large(format!("the workspace holds more than {NESTED_MAX_REPOSITORIES} nested repositories")));
+            return Err(too_large(format!(
+                "the workspace holds more than {NESTED_MAX_REPOSITORIES} nested repositories"
+            )));
         }
         let path = entry.path();
         record_repository(path, known);
         match entry.file_type() {
-            Some(t) if t.is_symlink() => protect_symlink(boundary, ".git", path, &mut out, warnings),
+            Some(t) if t.is_symlink() => {
+                protect_symlink(boundary, ".git", path, &mut out, warnings)
+            }
             Some(t) if t.is_file() => {
                 protect_gitdir_target(boundary, path, &mut out);
                 out.push(Protection::ReadOnly(path.to_path_buf()));
@@ -305,7 +359,11 @@ pub struct Repository {
 fn record_repository(path: &Path, seen: &mut Vec<Repository>) {
     use std::os::unix::fs::MetadataExt;
     if let Ok(meta) = std::fs::symlink_metadata(path) {
-        seen.push(Repository { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() });
+        seen.push(Repository {
+            path: path.to_path_buf(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        });
     }
 }
 
@@ -358,7 +416,9 @@ impl Drop for Placeholders {
     fn drop(&mut self) {
         let mut live = live_placeholders();
         for p in self.list.drain(..) {
-            let Protection::Masked(path) = p else { continue };
+            let Protection::Masked(path) = p else {
+                continue;
+            };
             match live.get_mut(&path) {
                 Some(users) if *users > 1 => *users -= 1,
                 Some(_) => {
@@ -388,16 +448,33 @@ mod tests {
         // A file only its owner may read: a copy (mode 0444 inside) would hand it to the
         // sandbox uid, a bind keeps its permissions.
         std::fs::write(path("secret.conf"), "token").unwrap();
-        std::fs::set_permissions(path("secret.conf"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(path("secret.conf"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
         std::fs::write(path("big"), vec![b'x'; COPY_MAX_BYTES as usize + 1]).unwrap();
         std::fs::set_permissions(path("big"), std::fs::Permissions::from_mode(0o644)).unwrap();
         std::os::unix::fs::symlink(path("hosts"), path("link")).unwrap();
         std::fs::create_dir(path("ssl")).unwrap();
-        assert_eq!(etc_entry(&path("hosts")), Some(SystemEntry::Copy(path("hosts"))));
-        assert_eq!(etc_entry(&path("link")), Some(SystemEntry::Copy(path("link"))), "symlinks are followed");
-        assert_eq!(etc_entry(&path("secret.conf")), Some(SystemEntry::ReadOnly(path("secret.conf"))));
-        assert_eq!(etc_entry(&path("big")), Some(SystemEntry::ReadOnly(path("big"))));
-        assert_eq!(etc_entry(&path("ssl")), Some(SystemEntry::ReadOnly(path("ssl"))));
+        assert_eq!(
+            etc_entry(&path("hosts")),
+            Some(SystemEntry::Copy(path("hosts")))
+        );
+        assert_eq!(
+            etc_entry(&path("link")),
+            Some(SystemEntry::Copy(path("link"))),
+            "symlinks are followed"
+        );
+        assert_eq!(
+            etc_entry(&path("secret.conf")),
+            Some(SystemEntry::ReadOnly(path("secret.conf")))
+        );
+        assert_eq!(
+            etc_entry(&path("big")),
+            Some(SystemEntry::ReadOnly(path("big")))
+        );
+        assert_eq!(
+            etc_entry(&path("ssl")),
+            Some(SystemEntry::ReadOnly(path("ssl")))
+        );
         assert_eq!(etc_entry(&path("missing")), None);
     }
 
@@ -425,7 +502,10 @@ mod tests {
         std::fs::write(root.join(".git"), "gitdir: modules/real\n").unwrap();
         let guard = protect(&root, &mut Vec::new()).unwrap();
         let list = guard.list();
-        assert!(list.contains(&Protection::ReadOnly(root.join("modules/real"))), "{list:?}");
+        assert!(
+            list.contains(&Protection::ReadOnly(root.join("modules/real"))),
+            "{list:?}"
+        );
         assert!(list.contains(&Protection::ReadOnly(root.join(".git"))));
     }
 
@@ -444,20 +524,43 @@ mod tests {
         // A gitdir outside the workspace is not bound (out of reach), and nothing breaks.
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.join("sub3")).unwrap();
-        std::fs::write(root.join("sub3/.git"), format!("gitdir: {}\n", outside.path().display())).unwrap();
+        std::fs::write(
+            root.join("sub3/.git"),
+            format!("gitdir: {}\n", outside.path().display()),
+        )
+        .unwrap();
         // Nothing inside a `.git` directory is looked at (its own nested `.git` is covered).
         std::fs::create_dir_all(root.join("vendor/.hidden/lib/.git/modules/x/.git")).unwrap();
         let guard = protect(&root, &mut Vec::new()).unwrap();
         let list = guard.list();
-        for expected in ["vendor/.hidden/lib/.git", "vendor/.hidden/lib/.gitmodules", "sub2/.git", "sub2-gitdir", "sub3/.git"] {
-            assert!(list.contains(&Protection::ReadOnly(root.join(expected))), "{expected} not protected: {list:?}");
+        for expected in [
+            "vendor/.hidden/lib/.git",
+            "vendor/.hidden/lib/.gitmodules",
+            "sub2/.git",
+            "sub2-gitdir",
+            "sub3/.git",
+        ] {
+            assert!(
+                list.contains(&Protection::ReadOnly(root.join(expected))),
+                "{expected} not protected: {list:?}"
+            );
         }
-        assert!(!list.iter().any(|p| matches!(p, Protection::ReadOnly(x) if x.starts_with(outside.path()))), "{list:?}");
-        assert!(!list.contains(&Protection::ReadOnly(root.join("vendor/.hidden/lib/.git/modules/x/.git"))));
+        assert!(
+            !list
+                .iter()
+                .any(|p| matches!(p, Protection::ReadOnly(x) if x.starts_with(outside.path()))),
+            "{list:?}"
+        );
+        assert!(!list.contains(&Protection::ReadOnly(
+            root.join("vendor/.hidden/lib/.git/modules/x/.git")
+        )));
         // Other protected names are protected at the top only.
         std::fs::write(root.join("sub2/.bashrc"), "").unwrap();
         let guard2 = protect(&root, &mut Vec::new()).unwrap();
-        assert!(!guard2.list().iter().any(|p| matches!(p, Protection::ReadOnly(x) if x.ends_with("sub2/.bashrc"))));
+        assert!(!guard2
+            .list()
+            .iter()
+            .any(|p| matches!(p, Protection::ReadOnly(x) if x.ends_with("sub2/.bashrc"))));
     }
 
     #[test]
@@ -470,14 +573,25 @@ mod tests {
         }
         std::fs::create_dir_all(&deep).unwrap();
         let names = || {
-            let mut v: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+            let mut v: Vec<_> = std::fs::read_dir(&root)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
             v.sort();
             v
         };
         let before = names();
         let err = protect(&root, &mut Vec::new()).unwrap_err().to_string();
-        assert!(err.contains("deeper than 64 levels") && err.contains("allow_filesystem"), "{err}");
-        assert_eq!(before, names(), "placeholders left behind after the failure");
+        assert!(
+            err.contains("deeper than 64 levels") && err.contains("allow_filesystem"),
+            "{err}"
+        );
+        assert_eq!(
+            before,
+            names(),
+            "placeholders left behind after the failure"
+        );
     }
 
     #[test]
@@ -487,9 +601,18 @@ mod tests {
         let first = protect(&root, &mut Vec::new()).unwrap();
         let second = protect(&root, &mut Vec::new()).unwrap();
         // The second sees the first's placeholder as a placeholder, not as a real file.
-        assert!(second.list().contains(&Protection::Masked(root.join(".bashrc"))), "{:?}", second.list());
+        assert!(
+            second
+                .list()
+                .contains(&Protection::Masked(root.join(".bashrc"))),
+            "{:?}",
+            second.list()
+        );
         drop(first);
-        assert!(root.join(".bashrc").exists(), "removed while the second run still needs it");
+        assert!(
+            root.join(".bashrc").exists(),
+            "removed while the second run still needs it"
+        );
         drop(second);
         assert!(!root.join(".bashrc").exists());
     }
@@ -500,16 +623,27 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         std::fs::write(root.join(".profile"), "").unwrap();
         let names = || {
-            let mut v: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+            let mut v: Vec<_> = std::fs::read_dir(&root)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect();
             v.sort();
             v
         };
         let before = names();
         let guard = protect(&root, &mut Vec::new()).unwrap();
         for name in PROTECTED_NAMES {
-            assert!(std::fs::symlink_metadata(root.join(name)).is_ok(), "{name} has no mount point");
+            assert!(
+                std::fs::symlink_metadata(root.join(name)).is_ok(),
+                "{name} has no mount point"
+            );
         }
         drop(guard);
-        assert_eq!(before, names(), "placeholders left behind (or an existing empty file removed)");
+        assert_eq!(
+            before,
+            names(),
+            "placeholders left behind (or an existing empty file removed)"
+        );
     }
 }

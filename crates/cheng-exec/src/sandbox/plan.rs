@@ -27,7 +27,14 @@ pub(crate) const FIRST_FILE_FD: RawFd = seccomp::SECCOMP_FD + 1;
 /// The namespace flags of every sandbox. The probe ([`probe_flags`]) checks exactly these on
 /// `true`, so what it tests is what a run uses.
 pub(crate) fn namespace_flags(root: bool, network: bool) -> Vec<&'static str> {
-    let mut flags = vec!["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"];
+    let mut flags = vec![
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ];
     if !network {
         flags.push("--unshare-net");
     }
@@ -131,7 +138,10 @@ pub(crate) fn io_copies(io: &Path) -> Option<Vec<PathBuf>> {
         let entry = entry.ok()?;
         let meta = entry.metadata().ok()?;
         bytes += meta.len();
-        if !meta.file_type().is_file() || out.len() >= IO_COPY_MAX_FILES || bytes > mounts::COPY_MAX_BYTES {
+        if !meta.file_type().is_file()
+            || out.len() >= IO_COPY_MAX_FILES
+            || bytes > mounts::COPY_MAX_BYTES
+        {
             return None;
         }
         out.push(entry.path());
@@ -161,8 +171,18 @@ impl Layout {
             if dir == Path::new("/") || self.made.iter().any(|m| m == dir) {
                 continue;
             }
-            let in_ro = self.ro_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
-            let in_tmpfs = self.writable_roots.iter().filter(|r| dir.starts_with(r)).map(|r| r.components().count()).max();
+            let in_ro = self
+                .ro_roots
+                .iter()
+                .filter(|r| dir.starts_with(r))
+                .map(|r| r.components().count())
+                .max();
+            let in_tmpfs = self
+                .writable_roots
+                .iter()
+                .filter(|r| dir.starts_with(r))
+                .map(|r| r.components().count())
+                .max();
             if in_ro > in_tmpfs {
                 // Inside a read-only bind: it exists there or cannot be made.
                 return;
@@ -174,13 +194,21 @@ impl Layout {
 }
 
 /// The sandbox for `request` on a host with `host`'s facts and this run's `run` facts.
-pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -> Result<Plan, NodeError> {
+pub(crate) fn plan(
+    request: &SandboxRequest,
+    host: &HostFacts,
+    run: &RunFacts,
+) -> Result<Plan, NodeError> {
     if request.command.is_empty() {
         return Err(NodeError::internal("sandbox request without a command"));
     }
     let root = host.root;
     let (sandbox_uid, sandbox_gid) = run.ids;
-    let launcher = if request.use_launcher { host.launcher.as_ref() } else { None };
+    let launcher = if request.use_launcher {
+        host.launcher.as_ref()
+    } else {
+        None
+    };
     let limits = SandboxLimits::with_memory_mb(request.memory_mb);
     let mut warnings = run.warnings.clone();
 
@@ -215,7 +243,12 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
         let mut etc_bound = false;
         // A bind the request adds under /etc needs a mount point the copies' read-only
         // directory cannot offer: then the files are copied one by one.
-        let binds_under_etc = request.extra_ro.iter().chain(&request.read_paths).chain([&request.boundary]).any(|p| p.starts_with(etc));
+        let binds_under_etc = request
+            .extra_ro
+            .iter()
+            .chain(&request.read_paths)
+            .chain([&request.boundary])
+            .any(|p| p.starts_with(etc));
         let etc_copies = run.etc_copies.as_ref().filter(|_| !binds_under_etc);
         for entry in &host.system_view {
             let path = match entry {
@@ -281,11 +314,15 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     } else {
         b.ro_bind(&request.boundary, &request.boundary);
     }
-    if let (Some(_), Some(copies), false) = (&request.io_dir, &run.io_copies, request.full_disk_readonly) {
+    if let (Some(_), Some(copies), false) =
+        (&request.io_dir, &run.io_copies, request.full_disk_readonly)
+    {
         // A directory of the read-only root holding copies: the same read-only view at no mount.
         b.dir(Path::new(IO_DIR), 0o755);
         for path in copies {
-            let Some(name) = path.file_name() else { continue };
+            let Some(name) = path.file_name() else {
+                continue;
+            };
             let fd = FIRST_FILE_FD + files.len() as RawFd;
             b.file(fd, path, &Path::new(IO_DIR).join(name), 0o444);
             files.push((path.clone(), fd));
@@ -310,7 +347,9 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     }
     if root {
         // Only for the uid drop inside, which clears them again (and the bounding set).
-        b.cap_add("CAP_SETUID").cap_add("CAP_SETGID").cap_add("CAP_SETPCAP");
+        b.cap_add("CAP_SETUID")
+            .cap_add("CAP_SETGID")
+            .cap_add("CAP_SETPCAP");
         // bwrap's own --chdir into an idmapped workspace whose owner now appears as the
         // sandbox uid (a private 0700 workspace denies root without it).
         b.cap_add("CAP_DAC_READ_SEARCH");
@@ -319,7 +358,9 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     // memory_mb: the run's own cgroup v2 group when one could be made, else RLIMIT_AS.
     let group = match &run.memory {
         MemoryFact::Group(describe) => {
-            warnings.push(format!("memory_mb enforced as {describe} (RLIMIT_AS not set)"));
+            warnings.push(format!(
+                "memory_mb enforced as {describe} (RLIMIT_AS not set)"
+            ));
             Some(describe.clone())
         }
         MemoryFact::GroupFailed(why) => {
@@ -338,16 +379,27 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
         }
         MemoryFact::Rlimit => None,
     };
-    let memory = group.clone().unwrap_or_else(|| rlimit_as_phrase(request.memory_mb));
+    let memory = group
+        .clone()
+        .unwrap_or_else(|| rlimit_as_phrase(request.memory_mb));
     // Every rlimit, RLIMIT_NPROC included; without RLIMIT_AS when `with_as` is false.
     let all_rlimits = |with_as: bool| -> Vec<Rlimit> {
-        limits.rlimits(true).into_iter().filter(|l| with_as || l.resource != RlimitResource::AddressSpace).collect()
+        limits
+            .rlimits(true)
+            .into_iter()
+            .filter(|l| with_as || l.resource != RlimitResource::AddressSpace)
+            .collect()
     };
 
     // The chain inside: [init step | setpriv | prlimit] then the command.
     let mut writable_roots: Vec<PathBuf> = vec!["/tmp".into(), "/dev".into()];
     if request.io_dir.is_some() {
-        writable_roots.extend(request.io_outputs.iter().map(|name| Path::new(IO_DIR).join(name)));
+        writable_roots.extend(
+            request
+                .io_outputs
+                .iter()
+                .map(|name| Path::new(IO_DIR).join(name)),
+        );
     }
     if request.writable {
         writable_roots.push(request.boundary.clone());
@@ -360,20 +412,29 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
             writable: writable_roots.clone(),
             command: request.command.clone(),
         };
-        let exe = init.as_ref().map(|(_, fd)| init_exec_path(*fd)).unwrap_or_default();
+        let exe = init
+            .as_ref()
+            .map(|(_, fd)| init_exec_path(*fd))
+            .unwrap_or_default();
         let mut argv: Vec<OsString> = vec![exe.into_os_string()];
         argv.extend(plan.to_args());
         argv
     };
     let no_init = "not applied (no sandbox init step in this binary)";
     let no_landlock = "Landlock not applied: this binary has no sandbox init step (the `cheng` binary has one); writes are confined by the read-only mounts only";
-    let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (launcher, root) {
+    let (identity, nproc, landlock, inner): (String, String, String, Vec<OsString>) = match (
+        launcher, root,
+    ) {
         (Some(_), _) => {
             let argv = init_argv(group.is_none());
             let landlock = match host.landlock_abi {
                 Some(abi) => format!(
                     "enforced (ABI {abi}): writes only under {}",
-                    writable_roots.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    writable_roots
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 None => {
                     warnings.push("Landlock is not supported by this kernel: writes are confined by the read-only mounts only".into());
@@ -388,7 +449,10 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
             let nproc = if root {
                 format!("RLIMIT_NPROC {} on uid {sandbox_uid}", limits.nproc)
             } else {
-                format!("RLIMIT_NPROC {} set inside the user namespace", limits.nproc)
+                format!(
+                    "RLIMIT_NPROC {} set inside the user namespace",
+                    limits.nproc
+                )
             };
             (identity, nproc, landlock, argv)
         }
@@ -426,7 +490,10 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
                     argv.push(prlimit.clone().into_os_string());
                     argv.push(format!("--nproc={}", limits.nproc).into());
                     argv.push("--".into());
-                    format!("RLIMIT_NPROC {} set inside the user namespace by prlimit", limits.nproc)
+                    format!(
+                        "RLIMIT_NPROC {} set inside the user namespace by prlimit",
+                        limits.nproc
+                    )
                 }
                 None => {
                     warnings.push("RLIMIT_NPROC not enforced: prlimit (util-linux) is not installed and this binary has no sandbox init step".into());
@@ -434,7 +501,12 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
                 }
             };
             argv.extend(request.command.iter().cloned());
-            (format!("uid {} (cheng's own, in a user namespace)", host.own_ids.0), nproc, no_init.into(), argv)
+            (
+                format!("uid {} (cheng's own, in a user namespace)", host.own_ids.0),
+                nproc,
+                no_init.into(),
+                argv,
+            )
         }
     };
     // The same command line with RLIMIT_AS, for a run that cannot join its cgroup group.
@@ -455,7 +527,11 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
         // uid could not otherwise list it (a private workspace such as a 0700 home).
         let boundary_too = request.writable || !run.boundary_listable;
         for target in &run.owners {
-            let wanted = if target.path == request.boundary { boundary_too } else { request.read_paths.contains(&target.path) };
+            let wanted = if target.path == request.boundary {
+                boundary_too
+            } else {
+                request.read_paths.contains(&target.path)
+            };
             if wanted && target.owner_uid != sandbox_uid {
                 idmaps.push(target.clone());
             }
@@ -485,7 +561,11 @@ pub(crate) fn plan(request: &SandboxRequest, host: &HostFacts, run: &RunFacts) -
     };
     let rlimits = match (launcher, &group) {
         (Some(_), _) => Vec::new(),
-        (None, Some(_)) => limits.rlimits(root).into_iter().filter(|l| l.resource != RlimitResource::AddressSpace).collect(),
+        (None, Some(_)) => limits
+            .rlimits(root)
+            .into_iter()
+            .filter(|l| l.resource != RlimitResource::AddressSpace)
+            .collect(),
         (None, None) => limits.rlimits(root),
     };
     Ok(Plan {

@@ -17,7 +17,10 @@ fn host(root: bool) -> HostFacts {
         setpriv: Some("/usr/bin/setpriv".into()),
         prlimit: Some("/usr/bin/prlimit".into()),
         system_view: vec![
-            SystemEntry::Symlink { target: "usr/bin".into(), link: "/bin".into() },
+            SystemEntry::Symlink {
+                target: "usr/bin".into(),
+                link: "/bin".into(),
+            },
             SystemEntry::ReadOnly("/usr".into()),
             SystemEntry::Copy("/etc/passwd".into()),
             SystemEntry::ReadOnly("/etc/ssl".into()),
@@ -40,11 +43,18 @@ fn facts() -> RunFacts {
 }
 
 fn request() -> SandboxRequest {
-    SandboxRequest::new("/work/ws".into(), vec!["/bin/sh".into(), "-c".into(), "true".into()])
+    SandboxRequest::new(
+        "/work/ws".into(),
+        vec!["/bin/sh".into(), "-c".into(), "true".into()],
+    )
 }
 
 fn argv(plan: &Plan) -> String {
-    plan.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+    plan.args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The system view of [`host`], after the namespace flags.
@@ -66,7 +76,13 @@ fn default_unprivileged() {
     );
     assert_eq!(argv(&plan), expected);
     assert_eq!(plan.bwrap, Path::new("/usr/bin/bwrap"));
-    assert_eq!(plan.env, vec![("PATH".into(), SANDBOX_PATH.into()), ("HOME".into(), "/tmp".into())]);
+    assert_eq!(
+        plan.env,
+        vec![
+            ("PATH".into(), SANDBOX_PATH.into()),
+            ("HOME".into(), "/tmp".into())
+        ]
+    );
     // The init step sets every rlimit inside; none on bwrap.
     assert!(plan.rlimits.is_empty());
     assert!(plan.fallback.is_none() && plan.idmaps.is_empty());
@@ -75,15 +91,31 @@ fn default_unprivileged() {
     assert_eq!(e.network, "none (private network namespace)");
     assert_eq!(e.filesystem, "workspace read-only");
     assert_eq!(e.landlock, "enforced (ABI 5): writes only under /tmp, /dev");
-    assert_eq!(e.memory, "RLIMIT_AS 128 MiB (address space, not resident memory)");
+    assert_eq!(
+        e.memory,
+        "RLIMIT_AS 128 MiB (address space, not resident memory)"
+    );
     assert!(e.warnings.is_empty(), "{:?}", e.warnings);
     // The mount list is the mount operations of the argv, in order.
-    let ops: Vec<String> = plan.mounts.iter().map(|m| format!("{} {}", m.op, m.dest.display())).collect();
+    let ops: Vec<String> = plan
+        .mounts
+        .iter()
+        .map(|m| format!("{} {}", m.op, m.dest.display()))
+        .collect();
     assert_eq!(
         ops,
         [
-            "--symlink /bin", "--ro-bind-try /usr", "--dir /etc", "--file /etc/passwd", "--ro-bind-try /etc/ssl", "--dev /dev",
-            "--proc /proc", "--tmpfs /tmp", "--dir /run", "--dir /work", "--ro-bind /work/ws",
+            "--symlink /bin",
+            "--ro-bind-try /usr",
+            "--dir /etc",
+            "--file /etc/passwd",
+            "--ro-bind-try /etc/ssl",
+            "--dev /dev",
+            "--proc /proc",
+            "--tmpfs /tmp",
+            "--dir /run",
+            "--dir /work",
+            "--ro-bind /work/ws",
             "--remount-ro /",
         ]
     );
@@ -103,7 +135,10 @@ fn default_as_root_drops_to_the_run_uid_inside() {
          -- /proc/self/fd/5 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
-    assert!(!argv(&plan).contains("--unshare-user"), "root skips the user namespace");
+    assert!(
+        !argv(&plan).contains("--unshare-user"),
+        "root skips the user namespace"
+    );
     assert_eq!(
         plan.enforcement.identity,
         "uid 1900000007 (cheng runs as root; unprivileged per-run uid set by cheng's sandbox init step)"
@@ -116,10 +151,17 @@ fn allow_filesystem_binds_the_workspace_writable_and_protects_its_metadata() {
     let mut req = request();
     req.writable = true;
     let mut f = facts();
-    f.protections = vec![Protection::ReadOnly("/work/ws/.git".into()), Protection::Masked("/work/ws/.bashrc".into())];
+    f.protections = vec![
+        Protection::ReadOnly("/work/ws/.git".into()),
+        Protection::Masked("/work/ws/.bashrc".into()),
+    ];
     f.warnings = vec!["from protect".into()];
     // As root the workspace's owner is shown as the sandbox uid.
-    f.owners = vec![IdmapTarget { path: "/work/ws".into(), owner_uid: 1000, owner_gid: 1000 }];
+    f.owners = vec![IdmapTarget {
+        path: "/work/ws".into(),
+        owner_uid: 1000,
+        owner_gid: 1000,
+    }];
     let plan = plan(&req, &host(true), &f).unwrap();
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
@@ -135,7 +177,10 @@ fn allow_filesystem_binds_the_workspace_writable_and_protects_its_metadata() {
         plan.enforcement.filesystem,
         "workspace writable through an idmapped mount (owner shown as the sandbox uid); protected metadata read-only"
     );
-    assert_eq!(plan.enforcement.landlock, "enforced (ABI 5): writes only under /tmp, /dev, /work/ws");
+    assert_eq!(
+        plan.enforcement.landlock,
+        "enforced (ABI 5): writes only under /tmp, /dev, /work/ws"
+    );
     assert_eq!(plan.enforcement.warnings, ["from protect"]);
 }
 
@@ -163,7 +208,11 @@ fn full_disk_read_only_as_root_opens_closed_ancestors_as_tmpfs() {
     assert_eq!(plan.init, Some((PathBuf::from(INIT), 4)));
     // Without root nothing is in the way: the whole disk as it is.
     let plan = super::plan(&req, &host(false), &facts()).unwrap();
-    assert!(argv(&plan).contains("--seccomp 3 --uid 1000 --gid 1000 --ro-bind / / --dev /dev"), "{}", argv(&plan));
+    assert!(
+        argv(&plan).contains("--seccomp 3 --uid 1000 --gid 1000 --ro-bind / / --dev /dev"),
+        "{}",
+        argv(&plan)
+    );
     assert!(!argv(&plan).contains("--dir /root"), "{}", argv(&plan));
 }
 
@@ -172,7 +221,11 @@ fn request_read_paths_are_bound_read_only_at_their_own_path() {
     let mut req = request();
     req.read_paths = vec!["/data/ref".into()];
     let mut f = facts();
-    f.owners = vec![IdmapTarget { path: "/data/ref".into(), owner_uid: 0, owner_gid: 0 }];
+    f.owners = vec![IdmapTarget {
+        path: "/data/ref".into(),
+        owner_uid: 0,
+        owner_gid: 0,
+    }];
     let plan = plan(&req, &host(true), &f).unwrap();
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
@@ -203,17 +256,40 @@ fn network_shares_the_host_network() {
 #[test]
 fn cgroup_group_replaces_rlimit_as_with_a_fallback_that_has_it() {
     let mut f = facts();
-    f.memory = MemoryFact::Group("cgroup v2 memory.max 134217728 in /sys/fs/cgroup/x/cheng-run-1".into());
+    f.memory =
+        MemoryFact::Group("cgroup v2 memory.max 134217728 in /sys/fs/cgroup/x/cheng-run-1".into());
     let plan = plan(&request(), &host(true), &f).unwrap();
     let args = argv(&plan);
-    assert!(args.contains("--drop-to 1900000007:1900000007 --rlimit fsize=1073741824 --rlimit nofile=1024"), "{args}");
+    assert!(
+        args.contains(
+            "--drop-to 1900000007:1900000007 --rlimit fsize=1073741824 --rlimit nofile=1024"
+        ),
+        "{args}"
+    );
     assert!(!args.contains("--rlimit as="), "{args}");
     let (fallback, rlimits) = plan.fallback.as_ref().expect("a fallback under RLIMIT_AS");
-    let fallback = fallback.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ");
-    assert!(fallback.contains(&format!("--drop-to 1900000007:1900000007 {RLIMITS}")), "{fallback}");
+    let fallback = fallback
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        fallback.contains(&format!("--drop-to 1900000007:1900000007 {RLIMITS}")),
+        "{fallback}"
+    );
     assert!(rlimits.is_empty(), "the init step sets them");
-    assert_eq!(plan.enforcement.memory, "cgroup v2 memory.max 134217728 in /sys/fs/cgroup/x/cheng-run-1");
-    assert!(plan.enforcement.warnings.iter().any(|w| w.contains("RLIMIT_AS not set")), "{:?}", plan.enforcement.warnings);
+    assert_eq!(
+        plan.enforcement.memory,
+        "cgroup v2 memory.max 134217728 in /sys/fs/cgroup/x/cheng-run-1"
+    );
+    assert!(
+        plan.enforcement
+            .warnings
+            .iter()
+            .any(|w| w.contains("RLIMIT_AS not set")),
+        "{:?}",
+        plan.enforcement.warnings
+    );
 
     // No delegated cgroup here: RLIMIT_AS, and the warning says why.
     let mut f = facts();
@@ -221,7 +297,10 @@ fn cgroup_group_replaces_rlimit_as_with_a_fallback_that_has_it() {
     let plan = super::plan(&request(), &host(true), &f).unwrap();
     assert!(argv(&plan).contains(RLIMITS));
     assert!(plan.fallback.is_none());
-    assert_eq!(plan.enforcement.memory, "RLIMIT_AS 128 MiB (address space, not resident memory)");
+    assert_eq!(
+        plan.enforcement.memory,
+        "RLIMIT_AS 128 MiB (address space, not resident memory)"
+    );
     assert!(plan.enforcement.warnings[0].contains("no cgroup v2 file system is mounted"));
 }
 
@@ -231,7 +310,10 @@ fn without_an_init_step_root_uses_setpriv_and_rlimits_on_bwrap() {
     req.use_launcher = false;
     let plan = plan(&req, &host(true), &facts()).unwrap();
     let args = argv(&plan);
-    assert!(!args.contains("/proc/self/fd/") && plan.init.is_none(), "{args}");
+    assert!(
+        !args.contains("/proc/self/fd/") && plan.init.is_none(),
+        "{args}"
+    );
     assert!(
         args.ends_with(
             "-- /usr/bin/setpriv --reuid=1900000007 --regid=1900000007 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs -- /bin/sh -c true"
@@ -239,15 +321,27 @@ fn without_an_init_step_root_uses_setpriv_and_rlimits_on_bwrap() {
         "{args}"
     );
     let set: Vec<_> = plan.rlimits.iter().map(|l| (l.resource, l.value)).collect();
-    assert!(set.contains(&(RlimitResource::Nproc, 256)) && set.contains(&(RlimitResource::AddressSpace, 128 << 20)), "{set:?}");
-    assert!(plan.enforcement.warnings.iter().any(|w| w.starts_with("Landlock not applied")));
+    assert!(
+        set.contains(&(RlimitResource::Nproc, 256))
+            && set.contains(&(RlimitResource::AddressSpace, 128 << 20)),
+        "{set:?}"
+    );
+    assert!(plan
+        .enforcement
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("Landlock not applied")));
 
     // Without setpriv either: fail closed, naming the fix.
     let mut h = host(true);
     h.setpriv = None;
     let err = super::plan(&req, &h, &facts()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
-    assert!(err.message.contains("Install util-linux"), "{}", err.message);
+    assert!(
+        err.message.contains("Install util-linux"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -255,10 +349,20 @@ fn without_an_init_step_unprivileged_uses_prlimit_and_keeps_nproc_off_bwrap() {
     let mut h = host(false);
     h.launcher = None;
     let plan = plan(&request(), &h, &facts()).unwrap();
-    assert!(argv(&plan).ends_with("-- /usr/bin/prlimit --nproc=256 -- /bin/sh -c true"), "{}", argv(&plan));
+    assert!(
+        argv(&plan).ends_with("-- /usr/bin/prlimit --nproc=256 -- /bin/sh -c true"),
+        "{}",
+        argv(&plan)
+    );
     // RLIMIT_NPROC set on bwrap would count the host uid's processes; it is set inside instead.
-    assert!(!plan.rlimits.iter().any(|l| l.resource == RlimitResource::Nproc));
-    assert_eq!(plan.enforcement.nproc, "RLIMIT_NPROC 256 set inside the user namespace by prlimit");
+    assert!(!plan
+        .rlimits
+        .iter()
+        .any(|l| l.resource == RlimitResource::Nproc));
+    assert_eq!(
+        plan.enforcement.nproc,
+        "RLIMIT_NPROC 256 set inside the user namespace by prlimit"
+    );
 }
 
 #[test]
@@ -269,10 +373,21 @@ fn the_probe_checks_the_flags_the_run_uses() {
             req.network = network;
             let plan = plan(&req, &host(root), &facts()).unwrap();
             for flag in probe_flags(root, network) {
-                assert!(plan.args.iter().any(|a| a == flag), "{flag} is probed but not used (root {root}, network {network})");
+                assert!(
+                    plan.args.iter().any(|a| a == flag),
+                    "{flag} is probed but not used (root {root}, network {network})"
+                );
             }
-            let namespaces: Vec<&str> = plan.args.iter().filter_map(|a| a.to_str()).filter(|a| a.starts_with("--unshare")).collect();
-            let probed: Vec<&str> = probe_flags(root, network).into_iter().filter(|a| a.starts_with("--unshare")).collect();
+            let namespaces: Vec<&str> = plan
+                .args
+                .iter()
+                .filter_map(|a| a.to_str())
+                .filter(|a| a.starts_with("--unshare"))
+                .collect();
+            let probed: Vec<&str> = probe_flags(root, network)
+                .into_iter()
+                .filter(|a| a.starts_with("--unshare"))
+                .collect();
             assert_eq!(namespaces, probed, "root {root}, network {network}");
         }
     }
@@ -300,19 +415,35 @@ fn a_small_io_directory_is_copied_into_the_read_only_root() {
         ),
         "{args}"
     );
-    assert_eq!(plan.files, [(PathBuf::from("/etc/passwd"), 4), (PathBuf::from("/dev/shm/cheng-sandbox-x/io/input.json"), 5)]);
+    assert_eq!(
+        plan.files,
+        [
+            (PathBuf::from("/etc/passwd"), 4),
+            (PathBuf::from("/dev/shm/cheng-sandbox-x/io/input.json"), 5)
+        ]
+    );
     assert_eq!(plan.init, Some((PathBuf::from(INIT), 6)));
     assert!(args.contains("-- /proc/self/fd/6 __sandbox-init"), "{args}");
 
     // Not copyable (python's result FIFO is an output, or a large input): bound read-only.
     let plan = super::plan(&req, &host(false), &facts()).unwrap();
-    assert!(argv(&plan).contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --remount-ro /"), "{}", argv(&plan));
+    assert!(
+        argv(&plan).contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --remount-ro /"),
+        "{}",
+        argv(&plan)
+    );
     // The whole-disk view has no read-only root to copy into (its /run is a tmpfs): bound.
     req.full_disk_readonly = true;
     let plan = super::plan(&req, &host(false), &f).unwrap();
     let args = argv(&plan);
-    assert!(args.contains("--perms 755 --size 1048576 --tmpfs /run"), "{args}");
-    assert!(args.contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --chdir"), "{args}");
+    assert!(
+        args.contains("--perms 755 --size 1048576 --tmpfs /run"),
+        "{args}"
+    );
+    assert!(
+        args.contains("--ro-bind /dev/shm/cheng-sandbox-x/io /run/cheng-io --chdir"),
+        "{args}"
+    );
 }
 
 #[test]
@@ -326,7 +457,10 @@ fn a_directory_of_etc_copies_is_one_bind_unless_a_bind_goes_under_etc() {
         args.contains("--ro-bind-try /usr /usr --ro-bind /run/cheng/etc-42 /etc --ro-bind-try /etc/ssl /etc/ssl --dev /dev"),
         "{args}"
     );
-    assert!(!args.contains("--file") && !args.contains("--dir /etc"), "{args}");
+    assert!(
+        !args.contains("--file") && !args.contains("--dir /etc"),
+        "{args}"
+    );
     assert!(plan.files.is_empty());
     // The init step then comes on the first descriptor after seccomp's.
     assert!(args.contains("-- /proc/self/fd/4 __sandbox-init"), "{args}");
@@ -336,7 +470,11 @@ fn a_directory_of_etc_copies_is_one_bind_unless_a_bind_goes_under_etc() {
     req.read_paths.push("/etc/apt".into());
     let plan = plan_for(&req, &run);
     let args = argv(&plan);
-    assert!(args.contains("--perms 755 --dir /etc --perms 444 --file 4 /etc/passwd") && !args.contains("etc-42"), "{args}");
+    assert!(
+        args.contains("--perms 755 --dir /etc --perms 444 --file 4 /etc/passwd")
+            && !args.contains("etc-42"),
+        "{args}"
+    );
 }
 
 fn plan_for(req: &SandboxRequest, run: &RunFacts) -> Plan {

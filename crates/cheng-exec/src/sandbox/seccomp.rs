@@ -82,7 +82,12 @@ pub fn program_fd() -> Result<OwnedFd, NodeError> {
         )
     };
     // SAFETY: memfd_create reads a NUL-terminated name and returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"cheng-seccomp".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    let fd = unsafe {
+        libc::memfd_create(
+            c"cheng-seccomp".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
     if fd < 0 {
         return Err(failed("memfd_create", std::io::Error::last_os_error()));
     }
@@ -92,7 +97,14 @@ pub fn program_fd() -> Result<OwnedFd, NodeError> {
     file.rewind().map_err(|e| failed("seek", e))?;
     let seals = libc::F_SEAL_SEAL | libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK;
     // SAFETY: fcntl on a descriptor owned by `file`, with integer arguments.
-    if unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_ADD_SEALS, seals) } != 0 {
+    if unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::F_ADD_SEALS,
+            seals,
+        )
+    } != 0
+    {
         return Err(failed("seal", std::io::Error::last_os_error()));
     }
     Ok(OwnedFd::from(file))
@@ -102,7 +114,10 @@ pub fn program_fd() -> Result<OwnedFd, NodeError> {
 pub fn program() -> Result<BpfProgram, String> {
     let program = assemble(audit_arch()?, &table())?;
     if program.len() > 4096 {
-        return Err(format!("the program has {} instructions, more than the kernel's 4096", program.len()));
+        return Err(format!(
+            "the program has {} instructions, more than the kernel's 4096",
+            program.len()
+        ));
     }
     Ok(program)
 }
@@ -112,7 +127,9 @@ fn audit_arch() -> Result<u32, String> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(62 | 0x8000_0000 | 0x4000_0000),
         "aarch64" => Ok(183 | 0x8000_0000 | 0x4000_0000),
-        other => Err(format!("seccomp filters are not supported on the {other} architecture")),
+        other => Err(format!(
+            "seccomp filters are not supported on the {other} architecture"
+        )),
     }
 }
 
@@ -180,8 +197,14 @@ fn table() -> Vec<(u32, Action)> {
     // O_CREAT, or O_TMPFILE (two bits, both set), with a setuid/setgid mode.
     let create = |flags: u8, mode: u8| {
         Action::EpermWhen(vec![
-            vec![Bits::Any(flags, libc::O_CREAT as u32), Bits::Any(mode, setid)],
-            vec![Bits::All(flags, libc::O_TMPFILE as u32), Bits::Any(mode, setid)],
+            vec![
+                Bits::Any(flags, libc::O_CREAT as u32),
+                Bits::Any(mode, setid),
+            ],
+            vec![
+                Bits::All(flags, libc::O_TMPFILE as u32),
+                Bits::Any(mode, setid),
+            ],
         ])
     };
     let newuser = || Action::EpermWhen(vec![vec![Bits::Any(0, libc::CLONE_NEWUSER as u32)]]);
@@ -271,16 +294,33 @@ impl Asm {
                     To::Next => Ok(0),
                     To::Label(l) => {
                         let target = self.labels[l].ok_or("a jump to a label never placed")?;
-                        target.checked_sub(at + 1).map(|o| o as u32).ok_or_else(|| "a backward jump".to_string())
+                        target
+                            .checked_sub(at + 1)
+                            .map(|o| o as u32)
+                            .ok_or_else(|| "a backward jump".to_string())
                     }
                 }
             };
             let (jt, jf) = (offset(jt)?, offset(jf)?);
             let ins = if *code == JA {
-                sock_filter { code: *code, jt: 0, jf: 0, k: jt }
+                sock_filter {
+                    code: *code,
+                    jt: 0,
+                    jf: 0,
+                    k: jt,
+                }
             } else {
-                let short = |o: u32| u8::try_from(o).map_err(|_| format!("a conditional jump of {o} instructions (at most 255)"));
-                sock_filter { code: *code, jt: short(jt)?, jf: short(jf)?, k: *k }
+                let short = |o: u32| {
+                    u8::try_from(o).map_err(|_| {
+                        format!("a conditional jump of {o} instructions (at most 255)")
+                    })
+                };
+                sock_filter {
+                    code: *code,
+                    jt: short(jt)?,
+                    jf: short(jf)?,
+                    k: *k,
+                }
             };
             out.push(ins);
         }
@@ -303,13 +343,21 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
     a.stmt(LD_W_ABS, DATA_NR);
     // x32 numbers only occur on x86_64; elsewhere no call has bit 30 set either.
     a.jump(JGE_K, X32_SYSCALL_BIT, To::Label(enosys), To::Next);
-    let errno_label = |errno: u32| if errno == libc::ENOSYS as u32 { enosys } else { eperm };
+    let errno_label = |errno: u32| {
+        if errno == libc::ENOSYS as u32 {
+            enosys
+        } else {
+            eperm
+        }
+    };
     // Argument tests, emitted after the tree: (label, rules).
     let mut blocks: Vec<(usize, &Vec<Vec<Bits>>)> = Vec::new();
     let mut targets = Vec::with_capacity(table.len());
     for (_, action) in table {
         targets.push(match action {
-            Action::Errno(e) if *e == libc::EPERM as u32 || *e == libc::ENOSYS as u32 => errno_label(*e),
+            Action::Errno(e) if *e == libc::EPERM as u32 || *e == libc::ENOSYS as u32 => {
+                errno_label(*e)
+            }
             Action::Errno(e) => return Err(format!("errno {e} has no return instruction")),
             Action::EpermWhen(rules) => {
                 let l = a.label();
@@ -344,9 +392,15 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
     a.place(allow);
     a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
     a.place(eperm);
-    a.stmt(RET_K, libc::SECCOMP_RET_ERRNO | (libc::EPERM as u32 & libc::SECCOMP_RET_DATA));
+    a.stmt(
+        RET_K,
+        libc::SECCOMP_RET_ERRNO | (libc::EPERM as u32 & libc::SECCOMP_RET_DATA),
+    );
     a.place(enosys);
-    a.stmt(RET_K, libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA));
+    a.stmt(
+        RET_K,
+        libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA),
+    );
     a.place(kill);
     a.stmt(RET_K, libc::SECCOMP_RET_KILL_PROCESS);
     a.finish()
@@ -381,25 +435,37 @@ fn to_bytes(program: &[sock_filter]) -> Vec<u8> {
     out
 }
 
-
 /// The previous form of the program, built with seccompiler's rule compiler (a linear list of
 /// 379 instructions on x86_64), kept as the reference the assembled program must agree with.
 #[cfg(test)]
 mod reference {
     use super::*;
-    use seccompiler::{SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
     use std::collections::BTreeMap;
 
     /// The whole program: the ENOSYS prefix, then seccompiler's EPERM filter.
     pub(super) fn program() -> Result<BpfProgram, String> {
         let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
-        let filter = SeccompFilter::new(eperm_rules()?, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-            .map_err(|e| format!("seccompiler: {e}"))?;
-        let eperm: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| format!("seccompiler: {e}"))?;
+        let filter = SeccompFilter::new(
+            eperm_rules()?,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EPERM as u32),
+            arch,
+        )
+        .map_err(|e| format!("seccompiler: {e}"))?;
+        let eperm: BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| format!("seccompiler: {e}"))?;
         let mut program = enosys_prefix(audit_arch()?, &[libc::SYS_openat2, libc::SYS_clone3]);
         program.extend(eperm);
         if program.len() > 4096 {
-            return Err(format!("the program has {} instructions, more than the kernel's 4096", program.len()));
+            return Err(format!(
+                "the program has {} instructions, more than the kernel's 4096",
+                program.len()
+            ));
         }
         Ok(program)
     }
@@ -415,7 +481,12 @@ mod reference {
         const JGE_K: u16 = 0x35;
         const JA: u16 = 0x05;
         const RET_K: u16 = 0x06;
-        let stmt = |code, k| sock_filter { code, jt: 0, jf: 0, k };
+        let stmt = |code, k| sock_filter {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        };
         let jump = |code, k, jt, jf| sock_filter { code, jt, jf, k };
         let n = enosys.len() as u8;
         // Layout: [0] ld arch, [1] jeq, [2] ld nr, [3] jge x32, [4..4+n] jeq nr, [4+n] ja +1,
@@ -432,13 +503,22 @@ mod reference {
             p.push(jump(JEQ_K, *nr as u32, n - i as u8, 0));
         }
         p.push(stmt(JA, 1));
-        p.push(stmt(RET_K, libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA)));
+        p.push(stmt(
+            RET_K,
+            libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA),
+        ));
         p
     }
 
     /// `arg & mask == mask` on the low 32 bits (modes, open flags and clone flags all fit).
     fn has_bits(arg: u8, mask: u64) -> Result<SeccompCondition, String> {
-        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(mask), mask).map_err(|e| e.to_string())
+        SeccompCondition::new(
+            arg,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(mask),
+            mask,
+        )
+        .map_err(|e| e.to_string())
     }
 
     fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
@@ -447,7 +527,9 @@ mod reference {
 
     /// One rule per bit: the call matches when the mode argument carries any of `bits`.
     fn mode_rules(mode_arg: u8, bits: &[u64]) -> Result<Vec<SeccompRule>, String> {
-        bits.iter().map(|&b| rule(vec![has_bits(mode_arg, b)?])).collect()
+        bits.iter()
+            .map(|&b| rule(vec![has_bits(mode_arg, b)?]))
+            .collect()
     }
 
     /// For open-like calls: (O_CREAT or O_TMPFILE in the flags) and (S_ISUID or S_ISGID in the mode).
@@ -455,7 +537,10 @@ mod reference {
         let mut out = Vec::new();
         for flag in [libc::O_CREAT as u64, libc::O_TMPFILE as u64] {
             for bit in [libc::S_ISUID as u64, libc::S_ISGID as u64] {
-                out.push(rule(vec![has_bits(flags_arg, flag)?, has_bits(mode_arg, bit)?])?);
+                out.push(rule(vec![
+                    has_bits(flags_arg, flag)?,
+                    has_bits(mode_arg, bit)?,
+                ])?);
             }
         }
         Ok(out)
@@ -511,7 +596,11 @@ mod tests {
         assert_eq!(read, program_bytes().unwrap());
         let mut b = crate::sandbox::bwrap::Bwrap::new();
         b.seccomp(SECCOMP_FD);
-        let args: Vec<String> = b.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let args: Vec<String> = b
+            .args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(args, ["--seccomp", "3"]);
     }
 
@@ -530,9 +619,17 @@ mod tests {
             let ins = &program[pc];
             pc += 1;
             let k = ins.k;
-            let cond = |taken: bool| if taken { ins.jt as usize } else { ins.jf as usize };
+            let cond = |taken: bool| {
+                if taken {
+                    ins.jt as usize
+                } else {
+                    ins.jf as usize
+                }
+            };
             match ins.code {
-                0x20 => acc = u32::from_ne_bytes(data[k as usize..k as usize + 4].try_into().unwrap()),
+                0x20 => {
+                    acc = u32::from_ne_bytes(data[k as usize..k as usize + 4].try_into().unwrap())
+                }
                 0x54 => acc &= k,
                 0x05 => pc += k as usize,
                 0x15 => pc += cond(acc == k),
@@ -552,10 +649,19 @@ mod tests {
     fn the_assembled_program_answers_as_the_reference_does() {
         let new = program().unwrap();
         let old = reference::program().unwrap();
-        assert!(new.len() * 2 < old.len(), "{} instructions vs {}", new.len(), old.len());
+        assert!(
+            new.len() * 2 < old.len(),
+            "{} instructions vs {}",
+            new.len(),
+            old.len()
+        );
         let native = audit_arch().unwrap();
         let foreign = 0x4000_0003; // AUDIT_ARCH_I386
-        let tested: Vec<u32> = table().into_iter().filter(|(_, a)| matches!(a, Action::EpermWhen(_))).map(|(nr, _)| nr).collect();
+        let tested: Vec<u32> = table()
+            .into_iter()
+            .filter(|(_, a)| matches!(a, Action::EpermWhen(_)))
+            .map(|(nr, _)| nr)
+            .collect();
         let values: [u64; 16] = [
             0,
             0o4755,
@@ -582,7 +688,11 @@ mod tests {
             for arch in [native, foreign] {
                 for fill in [0, u64::MAX, 0o4755] {
                     let args = [fill; 6];
-                    assert_eq!(interpret(&new, nr, arch, args), interpret(&old, nr, arch, args), "nr {nr} arch {arch:#x} args {args:?}");
+                    assert_eq!(
+                        interpret(&new, nr, arch, args),
+                        interpret(&old, nr, arch, args),
+                        "nr {nr} arch {arch:#x} args {args:?}"
+                    );
                     checked += 1;
                 }
             }
@@ -593,7 +703,11 @@ mod tests {
                     for c in values {
                         for d in values {
                             let args = [a, b, c, d, 0, 0];
-                            assert_eq!(interpret(&new, nr, native, args), interpret(&old, nr, native, args), "nr {nr} args {args:?}");
+                            assert_eq!(
+                                interpret(&new, nr, native, args),
+                                interpret(&old, nr, native, args),
+                                "nr {nr} args {args:?}"
+                            );
                             checked += 1;
                         }
                     }
@@ -604,7 +718,11 @@ mod tests {
     }
 
     fn errno<T: Into<i64>>(rc: T) -> i32 {
-        if rc.into() < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 }
+        if rc.into() < 0 {
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+        } else {
+            0
+        }
     }
 
     /// The filter, applied to a throwaway thread (filters bind the calling thread only), refuses
@@ -622,48 +740,141 @@ mod tests {
             let mut r = Vec::new();
             // SAFETY: (all calls below) raw system calls on NUL-terminated paths this test owns.
             unsafe {
-                r.push(("fchmodat 4755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o4755, 0))));
-                r.push(("fchmodat 2755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o2755, 0))));
-                r.push(("fchmodat 755", errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o755, 0))));
-                r.push(("fchmodat2 6755", errno(libc::syscall(SYS_FCHMODAT2, libc::AT_FDCWD, file.as_ptr(), 0o6755, 0))));
+                r.push((
+                    "fchmodat 4755",
+                    errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o4755, 0)),
+                ));
+                r.push((
+                    "fchmodat 2755",
+                    errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o2755, 0)),
+                ));
+                r.push((
+                    "fchmodat 755",
+                    errno(libc::fchmodat(libc::AT_FDCWD, file.as_ptr(), 0o755, 0)),
+                ));
+                r.push((
+                    "fchmodat2 6755",
+                    errno(libc::syscall(
+                        SYS_FCHMODAT2,
+                        libc::AT_FDCWD,
+                        file.as_ptr(),
+                        0o6755,
+                        0,
+                    )),
+                ));
                 let t = path("t");
-                r.push(("openat creat 4755", errno(libc::openat(libc::AT_FDCWD, t.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o4755))));
+                r.push((
+                    "openat creat 4755",
+                    errno(libc::openat(
+                        libc::AT_FDCWD,
+                        t.as_ptr(),
+                        libc::O_CREAT | libc::O_WRONLY,
+                        0o4755,
+                    )),
+                ));
                 let ok = path("ok");
-                let fd = libc::openat(libc::AT_FDCWD, ok.as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+                let fd = libc::openat(
+                    libc::AT_FDCWD,
+                    ok.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY,
+                    0o644,
+                );
                 r.push(("openat creat 644", errno(fd)));
                 libc::close(fd);
                 // Without O_CREAT the mode is not looked at.
                 let fd = libc::openat(libc::AT_FDCWD, file.as_ptr(), libc::O_RDONLY, 0o4755);
                 r.push(("openat read junk mode", errno(fd)));
                 libc::close(fd);
-                r.push(("mkdirat 2755", errno(libc::mkdirat(libc::AT_FDCWD, path("d").as_ptr(), 0o2755))));
-                r.push(("mkdirat 755", errno(libc::mkdirat(libc::AT_FDCWD, path("d2").as_ptr(), 0o755))));
-                r.push(("mknodat 4644", errno(libc::mknodat(libc::AT_FDCWD, path("n").as_ptr(), libc::S_IFREG | 0o4644, 0))));
+                r.push((
+                    "mkdirat 2755",
+                    errno(libc::mkdirat(libc::AT_FDCWD, path("d").as_ptr(), 0o2755)),
+                ));
+                r.push((
+                    "mkdirat 755",
+                    errno(libc::mkdirat(libc::AT_FDCWD, path("d2").as_ptr(), 0o755)),
+                ));
+                r.push((
+                    "mknodat 4644",
+                    errno(libc::mknodat(
+                        libc::AT_FDCWD,
+                        path("n").as_ptr(),
+                        libc::S_IFREG | 0o4644,
+                        0,
+                    )),
+                ));
                 let name = c"user.x";
-                r.push(("setxattr", errno(libc::setxattr(file.as_ptr(), name.as_ptr(), b"1".as_ptr().cast(), 1, 0))));
+                r.push((
+                    "setxattr",
+                    errno(libc::setxattr(
+                        file.as_ptr(),
+                        name.as_ptr(),
+                        b"1".as_ptr().cast(),
+                        1,
+                        0,
+                    )),
+                ));
                 r.push(("unshare newuser", errno(libc::unshare(libc::CLONE_NEWUSER))));
-                r.push(("openat2", errno(libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, file.as_ptr(), std::ptr::null::<u8>(), 0))));
-                r.push(("clone3", errno(libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0))));
-                r.push(("io_uring_setup", errno(libc::syscall(libc::SYS_io_uring_setup, 1, std::ptr::null::<u8>()))));
+                r.push((
+                    "openat2",
+                    errno(libc::syscall(
+                        libc::SYS_openat2,
+                        libc::AT_FDCWD,
+                        file.as_ptr(),
+                        std::ptr::null::<u8>(),
+                        0,
+                    )),
+                ));
+                r.push((
+                    "clone3",
+                    errno(libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0)),
+                ));
+                r.push((
+                    "io_uring_setup",
+                    errno(libc::syscall(
+                        libc::SYS_io_uring_setup,
+                        1,
+                        std::ptr::null::<u8>(),
+                    )),
+                ));
             }
-            let mode = |n: &str| std::fs::metadata(base.join(n)).map(|m| m.permissions().mode() & 0o7777).ok();
+            let mode = |n: &str| {
+                std::fs::metadata(base.join(n))
+                    .map(|m| m.permissions().mode() & 0o7777)
+                    .ok()
+            };
             (r, mode("f"), mode("t"), mode("d"), mode("d2"), mode("n"))
         })
         .join()
         .unwrap();
         let (r, f, t, d, d2, n) = results;
         let get = |name: &str| r.iter().find(|(n, _)| *n == name).map(|(_, e)| *e).unwrap();
-        for name in ["fchmodat 4755", "fchmodat 2755", "fchmodat2 6755", "openat creat 4755", "mkdirat 2755", "mknodat 4644",
-            "setxattr", "unshare newuser", "io_uring_setup"]
-        {
+        for name in [
+            "fchmodat 4755",
+            "fchmodat 2755",
+            "fchmodat2 6755",
+            "openat creat 4755",
+            "mkdirat 2755",
+            "mknodat 4644",
+            "setxattr",
+            "unshare newuser",
+            "io_uring_setup",
+        ] {
             assert_eq!(get(name), libc::EPERM, "{name}: {r:?}");
         }
         for name in ["openat2", "clone3"] {
             assert_eq!(get(name), libc::ENOSYS, "{name}: {r:?}");
         }
-        for name in ["fchmodat 755", "openat creat 644", "openat read junk mode", "mkdirat 755"] {
+        for name in [
+            "fchmodat 755",
+            "openat creat 644",
+            "openat read junk mode",
+            "mkdirat 755",
+        ] {
             assert_eq!(get(name), 0, "{name}: {r:?}");
         }
-        assert_eq!((f, t, d, d2, n), (Some(0o755), None, None, Some(0o755), None));
+        assert_eq!(
+            (f, t, d, d2, n),
+            (Some(0o755), None, None, Some(0o755), None)
+        );
     }
 }

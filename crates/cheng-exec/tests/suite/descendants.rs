@@ -14,10 +14,14 @@ use std::time::Duration;
 /// Pids of live (non-zombie) processes whose argv is exactly `argv`.
 fn processes(argv: &[&str]) -> Vec<i32> {
     let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want) && alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want) && alive(*pid)
+        })
         .collect()
 }
 
@@ -37,7 +41,9 @@ impl Drop for Sweep {
 
 /// Whether none of these processes is left, polling up to 10 s.
 fn all_gone(argvs: &[Vec<&str>]) -> bool {
-    eventually(Duration::from_secs(10), || argvs.iter().all(|a| processes(a).is_empty()))
+    eventually(Duration::from_secs(10), || {
+        argvs.iter().all(|a| processes(a).is_empty())
+    })
 }
 
 fn escapes(tag: &'static str) -> Vec<Vec<&'static str>> {
@@ -70,25 +76,41 @@ fn escaped_processes_survive_a_plain_process_group_kill() {
     // sleep is still there.
     let leak = vec!["sleep", "82.501"];
     let _sweep = Sweep(vec![leak.clone()]);
-    let mut child = std::process::Command::new("setsid").args(["sh", "-c", "setsid -f sleep 82.501"]).spawn().unwrap();
+    let mut child = std::process::Command::new("setsid")
+        .args(["sh", "-c", "setsid -f sleep 82.501"])
+        .spawn()
+        .unwrap();
     let pid = child.id() as i32;
     child.wait().unwrap();
     // Once sleep runs, setsid has already moved it to a new session.
-    assert!(eventually(Duration::from_secs(10), || !processes(&leak).is_empty()), "the sleep never started");
+    assert!(
+        eventually(Duration::from_secs(10), || !processes(&leak).is_empty()),
+        "the sleep never started"
+    );
     // SAFETY: kill has no memory-safety preconditions; `pid` led the group we just started.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     std::thread::sleep(Duration::from_millis(200));
-    assert!(!processes(&leak).is_empty(), "setsid -f did not escape the group kill");
+    assert!(
+        !processes(&leak).is_empty(),
+        "setsid -f did not escape the group kill"
+    );
 }
 
 #[test]
 fn nothing_outlives_a_command_that_exits() {
     let argvs = escapes("exit");
     let _sweep = Sweep(argvs.clone());
-    let out = run_within(Duration::from_secs(60), sh(&escaping_script(&argvs, "echo done")));
+    let out = run_within(
+        Duration::from_secs(60),
+        sh(&escaping_script(&argvs, "echo done")),
+    );
     assert_eq!(out.termination, Termination::Exited, "{}", out.stderr.text);
     assert_eq!(out.stdout.text, "started\ndone\n", "{}", out.stderr.text);
-    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+    assert!(
+        all_gone(&argvs),
+        "left behind: {:?}",
+        argvs.iter().map(|a| processes(a)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -99,7 +121,11 @@ fn nothing_outlives_a_timeout() {
     let out = run(spec);
     assert_eq!(out.termination, Termination::TimedOut);
     assert_eq!(out.stdout.text, "started\n", "{}", out.stderr.text);
-    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+    assert!(
+        all_gone(&argvs),
+        "left behind: {:?}",
+        argvs.iter().map(|a| processes(a)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -113,13 +139,19 @@ fn nothing_outlives_a_cancellation() {
         let watched = argvs.clone();
         tokio::task::spawn_blocking(move || {
             // Cancel once every escape is running (or after 20 s, and the test fails below).
-            eventually(Duration::from_secs(20), || watched.iter().all(|a| !processes(a).is_empty()));
+            eventually(Duration::from_secs(20), || {
+                watched.iter().all(|a| !processes(a).is_empty())
+            });
             canceller.cancel();
         });
         cheng_exec::run(sh(&script), &token).await
     });
     assert_eq!(out.termination, Termination::Cancelled);
-    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+    assert!(
+        all_gone(&argvs),
+        "left behind: {:?}",
+        argvs.iter().map(|a| processes(a)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -143,7 +175,11 @@ fn nothing_outlives_a_dropped_run() {
         }
     });
     assert!(!finished);
-    assert!(all_gone(&argvs), "left behind: {:?}", argvs.iter().map(|a| processes(a)).collect::<Vec<_>>());
+    assert!(
+        all_gone(&argvs),
+        "left behind: {:?}",
+        argvs.iter().map(|a| processes(a)).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -27,8 +27,16 @@ fn plant() -> Planted {
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: reading the descriptor flags of our own descriptor.
     let flags = unsafe { libc::fcntl(raw, libc::F_GETFD) };
-    assert_eq!(flags & libc::FD_CLOEXEC, 0, "F_DUPFD does not set close-on-exec");
-    Planted { _dir: dir, path, fd }
+    assert_eq!(
+        flags & libc::FD_CLOEXEC,
+        0,
+        "F_DUPFD does not set close-on-exec"
+    );
+    Planted {
+        _dir: dir,
+        path,
+        fd,
+    }
 }
 
 impl Planted {
@@ -55,9 +63,15 @@ fn bash(script: &str) -> ProcessSpec {
 fn without_hygiene_a_planted_descriptor_reaches_the_child() {
     // The attack, with a plain std::process::Command: the child can write through it.
     let planted = plant();
-    let out = std::process::Command::new("bash").args(["-c", &probe(planted.raw())]).output().unwrap();
+    let out = std::process::Command::new("bash")
+        .args(["-c", &probe(planted.raw())])
+        .output()
+        .unwrap();
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert!(listing.lines().any(|l| l == planted.raw().to_string()), "{listing}");
+    assert!(
+        listing.lines().any(|l| l == planted.raw().to_string()),
+        "{listing}"
+    );
     assert_eq!(planted.contents(), "PWNED\n");
 }
 
@@ -68,7 +82,11 @@ fn a_planted_descriptor_is_neither_visible_nor_writable() {
     // ls itself opens /proc/self/fd as 3.
     assert_eq!(out.stdout.text, "0\n1\n2\n3\n", "{}", out.stderr.text);
     assert_ne!(out.exit_code, Some(0));
-    assert!(out.stderr.text.contains("Bad file descriptor"), "{}", out.stderr.text);
+    assert!(
+        out.stderr.text.contains("Bad file descriptor"),
+        "{}",
+        out.stderr.text
+    );
     assert_eq!(planted.contents(), "");
 }
 
@@ -94,11 +112,22 @@ fn declared_descriptors_and_only_those_arrive_at_their_numbers() {
     let planted = plant();
     let dir = tempfile::tempdir().unwrap();
     let declared = std::fs::File::create(dir.path().join("declared.txt")).unwrap();
-    let mut spec = bash(&format!("ls /proc/self/fd; echo via-9 >&9; {}", probe(planted.raw())));
-    spec.inherit_fds.push((Arc::new(OwnedFd::from(declared)), 9));
+    let mut spec = bash(&format!(
+        "ls /proc/self/fd; echo via-9 >&9; {}",
+        probe(planted.raw())
+    ));
+    spec.inherit_fds
+        .push((Arc::new(OwnedFd::from(declared)), 9));
     let out = run(spec);
-    assert_eq!(out.stdout.text, "0\n1\n2\n3\n9\n0\n1\n2\n3\n9\n", "{}", out.stderr.text);
-    assert_eq!(std::fs::read_to_string(dir.path().join("declared.txt")).unwrap(), "via-9\n");
+    assert_eq!(
+        out.stdout.text, "0\n1\n2\n3\n9\n0\n1\n2\n3\n9\n",
+        "{}",
+        out.stderr.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("declared.txt")).unwrap(),
+        "via-9\n"
+    );
     assert_eq!(planted.contents(), "");
 }
 
@@ -109,16 +138,28 @@ fn a_declared_number_held_by_one_of_chengs_own_descriptors_still_gets_the_declar
     let dir = tempfile::tempdir().unwrap();
     let declared = std::fs::File::create(dir.path().join("three.txt")).unwrap();
     let mut spec = bash("echo via-3 >&3; readlink /proc/self/fd/3");
-    spec.inherit_fds.push((Arc::new(OwnedFd::from(declared)), 3));
+    spec.inherit_fds
+        .push((Arc::new(OwnedFd::from(declared)), 3));
     let out = run(spec);
-    assert_eq!(std::fs::read_to_string(dir.path().join("three.txt")).unwrap(), "via-3\n", "{}", out.stderr.text);
-    assert!(out.stdout.text.trim_end().ends_with("three.txt"), "{}", out.stdout.text);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("three.txt")).unwrap(),
+        "via-3\n",
+        "{}",
+        out.stderr.text
+    );
+    assert!(
+        out.stdout.text.trim_end().ends_with("three.txt"),
+        "{}",
+        out.stdout.text
+    );
 }
 
 #[test]
 fn invalid_declared_numbers_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let file = Arc::new(OwnedFd::from(std::fs::File::create(dir.path().join("f")).unwrap()));
+    let file = Arc::new(OwnedFd::from(
+        std::fs::File::create(dir.path().join("f")).unwrap(),
+    ));
     let mut spec = ProcessSpec::new("touch", ["marker"], dir.path());
     spec.inherit_fds.push((file.clone(), 1));
     let out = run(spec);
@@ -144,5 +185,8 @@ fn probes_run_through_std_close_what_they_inherited_too() {
     // std's own exec-error reporting still works.
     let mut missing = std::process::Command::new("/nonexistent/cheng-probe");
     cheng_exec::fds::close_inherited_on_exec(&mut missing);
-    assert_eq!(missing.output().unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(
+        missing.output().unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
 }

@@ -15,7 +15,8 @@ fn assert_all_gone(pids: &[i32]) {
     assert!(!pids.is_empty(), "the script printed no pids");
     let group = pids[0];
     assert!(
-        eventually(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p)) && live_group_members(group).is_empty()),
+        eventually(Duration::from_secs(10), || pids.iter().all(|p| !alive(*p))
+            && live_group_members(group).is_empty()),
         "left behind: {:?}",
         live_group_members(group)
     );
@@ -73,7 +74,10 @@ fn a_cancelled_token_starts_nothing() {
 
 #[test]
 fn background_children_do_not_outlive_their_leader_or_hold_capture_open() {
-    let out = run_within(Duration::from_secs(100), sh("echo $$; sleep 1000 & echo $!"));
+    let out = run_within(
+        Duration::from_secs(100),
+        sh("echo $$; sleep 1000 & echo $!"),
+    );
     assert_eq!(out.termination, Termination::Exited);
     assert_eq!(out.exit_code, Some(0));
     assert_all_gone(&pids(&out.stdout.text));
@@ -86,19 +90,28 @@ fn a_process_that_left_the_group_cannot_hold_the_run_open() {
     // A duration unique to this test process, so that the guard kills this sleep and no other.
     let secs = format!("1000.{}", std::process::id());
     let _guard = cheng_test_support::KillOnDrop::new(&["-xf", &format!("sleep {secs}")]);
-    let out = run_within(Duration::from_secs(60), sh(&format!("setsid sleep {secs} & echo hi")));
+    let out = run_within(
+        Duration::from_secs(60),
+        sh(&format!("setsid sleep {secs} & echo hi")),
+    );
     assert_eq!(out.stdout.text, "hi\n");
 }
 
 #[test]
 fn dropping_the_run_kills_the_group() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = ProcessSpec::new("sh", ["-c", "echo $$ > pids; sleep 1000 & echo $! >> pids; wait"], dir.path());
+    let spec = ProcessSpec::new(
+        "sh",
+        ["-c", "echo $$ > pids; sleep 1000 & echo $! >> pids; wait"],
+        dir.path(),
+    );
     let rt = runtime();
     let finished = rt.block_on(async {
         let token = CancellationToken::new();
         let run = cheng_exec::run(spec, &token);
-        tokio::time::timeout(Duration::from_millis(500), run).await.is_ok()
+        tokio::time::timeout(Duration::from_millis(500), run)
+            .await
+            .is_ok()
     });
     assert!(!finished);
     let text = std::fs::read_to_string(dir.path().join("pids")).unwrap_or_default();

@@ -7,7 +7,11 @@ pub use cheng_test_support::eventually;
 
 /// A multi-threaded runtime like the CLI's.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 /// Runs `spec` to completion with a fresh (never cancelled) token.
@@ -21,7 +25,10 @@ pub fn run(spec: ProcessSpec) -> ProcessOutput {
 /// did wait would take its leftover's whole (much longer) life.
 pub fn run_within(limit: std::time::Duration, spec: ProcessSpec) -> ProcessOutput {
     let handle = std::thread::spawn(move || run(spec));
-    assert!(eventually(limit, || handle.is_finished()), "the run was not over after {limit:?}: it waited for something");
+    assert!(
+        eventually(limit, || handle.is_finished()),
+        "the run was not over after {limit:?}: it waited for something"
+    );
     handle.join().expect("the run's thread")
 }
 
@@ -34,7 +41,11 @@ pub fn sh(script: &str) -> ProcessSpec {
 pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|stat| stat.rsplit(')').next().map(|rest| rest.trim_start().chars().next()))
+        .and_then(|stat| {
+            stat.rsplit(')')
+                .next()
+                .map(|rest| rest.trim_start().chars().next())
+        })
         .flatten()
         .is_some_and(|state| state != 'Z' && state != 'X')
 }

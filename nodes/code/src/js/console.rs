@@ -29,8 +29,17 @@ struct Live {
 
 impl Streams {
     pub fn new(output: Output) -> Self {
-        let live = Live { output: RefCell::new(output), offsets: [Cell::new(0), Cell::new(0)] };
-        Streams(Rc::new(RefCell::new([HeadTail::new(STREAM_CAP), HeadTail::new(STREAM_CAP)])), Rc::new(live))
+        let live = Live {
+            output: RefCell::new(output),
+            offsets: [Cell::new(0), Cell::new(0)],
+        };
+        Streams(
+            Rc::new(RefCell::new([
+                HeadTail::new(STREAM_CAP),
+                HeadTail::new(STREAM_CAP),
+            ])),
+            Rc::new(live),
+        )
     }
 
     /// Where printed pieces go live from now on.
@@ -46,9 +55,15 @@ impl Streams {
             streams[index].push(text.as_bytes());
         }
         let live = &self.1;
-        let Ok(output) = live.output.try_borrow() else { return };
+        let Ok(output) = live.output.try_borrow() else {
+            return;
+        };
         if output.is_on() {
-            let which = if index == 1 { OutputStream::Stderr } else { OutputStream::Stdout };
+            let which = if index == 1 {
+                OutputStream::Stderr
+            } else {
+                OutputStream::Stdout
+            };
             let offset = live.offsets[index].get();
             output.chunk(which, text.as_bytes(), offset);
             live.offsets[index].set(offset + text.len() as u64);
@@ -61,7 +76,9 @@ impl Streams {
         let [out, err] = match Rc::try_unwrap(self.0) {
             Ok(cell) => cell.into_inner(),
             Err(shared) => match shared.try_borrow_mut() {
-                Ok(mut streams) => std::mem::replace(&mut *streams, [HeadTail::new(0), HeadTail::new(0)]),
+                Ok(mut streams) => {
+                    std::mem::replace(&mut *streams, [HeadTail::new(0), HeadTail::new(0)])
+                }
                 Err(_) => shared.borrow().clone(),
             },
         };
@@ -72,7 +89,14 @@ impl Streams {
 /// Defines `console` on the global object (native functions: nothing to parse per run).
 pub fn install<'js>(ctx: &Ctx<'js>, streams: &Streams) -> rquickjs::Result<()> {
     let console = Object::new(ctx.clone())?;
-    for (name, stream) in [("log", 1), ("info", 1), ("debug", 1), ("dir", 1), ("warn", 2), ("error", 2)] {
+    for (name, stream) in [
+        ("log", 1),
+        ("info", 1),
+        ("debug", 1),
+        ("dir", 1),
+        ("warn", 2),
+        ("error", 2),
+    ] {
         let sink = streams.clone();
         let function = Function::new(ctx.clone(), move |ctx: Ctx<'js>, args: Rest<Value<'js>>| {
             // Argument by argument: a huge one is not copied again into a line first.
@@ -118,10 +142,16 @@ fn show<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
         }
         _ if value.is_error() => {
             let object = value.as_object();
-            let get =
-                |key: &str| object.and_then(|o| o.get::<_, Option<Coerced<String>>>(key).ok().flatten()).map(|s| s.0);
-            let head =
-                format!("{}: {}", get("name").unwrap_or_else(|| "Error".into()), get("message").unwrap_or_default());
+            let get = |key: &str| {
+                object
+                    .and_then(|o| o.get::<_, Option<Coerced<String>>>(key).ok().flatten())
+                    .map(|s| s.0)
+            };
+            let head = format!(
+                "{}: {}",
+                get("name").unwrap_or_else(|| "Error".into()),
+                get("message").unwrap_or_default()
+            );
             match get("stack").filter(|s| !s.is_empty()) {
                 Some(stack) => format!("{head}\n{}", stack.trim_end()),
                 None => head,

@@ -92,7 +92,10 @@ pub fn json_len_within(value: &serde_json::Value, limit: usize) -> Option<usize>
 
 /// The error for a result past the result limit.
 pub fn too_large_for_the_limit(size: &str) -> Error {
-    Error::TooLarge(crate::result::too_large(size, "return less data, or split the work across several runs"))
+    Error::TooLarge(crate::result::too_large(
+        size,
+        "return less data, or split the work across several runs",
+    ))
 }
 
 /// Where a container is in its parent: `.key` or `[index]`.
@@ -111,15 +114,26 @@ struct Frame<'js> {
 }
 
 enum FrameKind<'js> {
-    Array { array: Array<'js>, len: usize, next: usize, items: Vec<serde_json::Value> },
-    Object { object: Object<'js>, keys: std::vec::IntoIter<String>, map: Map<String, serde_json::Value> },
+    Array {
+        array: Array<'js>,
+        len: usize,
+        next: usize,
+        items: Vec<serde_json::Value>,
+    },
+    Object {
+        object: Object<'js>,
+        keys: std::vec::IntoIter<String>,
+        map: Map<String, serde_json::Value>,
+    },
 }
 
 impl<'js> Frame<'js> {
     /// Stores the converted current child (`None` is `undefined`: omitted from objects).
     fn accept(&mut self, child: Option<serde_json::Value>) {
         match (&mut self.kind, self.current.take()) {
-            (FrameKind::Array { items, .. }, _) => items.push(child.unwrap_or(serde_json::Value::Null)),
+            (FrameKind::Array { items, .. }, _) => {
+                items.push(child.unwrap_or(serde_json::Value::Null))
+            }
             (FrameKind::Object { map, .. }, Some(Segment::Key(key))) => {
                 if let Some(child) = child {
                     map.insert(key, child);
@@ -132,7 +146,9 @@ impl<'js> Frame<'js> {
     /// The next child to convert, or `None` when the container is complete.
     fn next_child(&mut self) -> rquickjs::Result<Option<Value<'js>>> {
         match &mut self.kind {
-            FrameKind::Array { array, len, next, .. } => {
+            FrameKind::Array {
+                array, len, next, ..
+            } => {
                 if *next >= *len {
                     return Ok(None);
                 }
@@ -199,7 +215,9 @@ impl<'js> Walker<'js> {
                         Some(parent) => parent.accept(json),
                     }
                 }
-                let Some(top) = self.stack.last_mut() else { return Ok(serde_json::Value::Null) };
+                let Some(top) = self.stack.last_mut() else {
+                    return Ok(serde_json::Value::Null);
+                };
                 match top.next_child()? {
                     Some(child) => {
                         pending = child;
@@ -221,7 +239,9 @@ impl<'js> Walker<'js> {
         }
         self.charge(16)?;
         // Every value but `undefined` is at least one byte of JSON (a string more, see below).
-        if !matches!(value.type_of(), Type::Uninitialized | Type::Undefined) && self.json(1).is_err() {
+        if !matches!(value.type_of(), Type::Uninitialized | Type::Undefined)
+            && self.json(1).is_err()
+        {
             return Err(self.over_json_limit(None));
         }
         let json = match value.type_of() {
@@ -275,7 +295,9 @@ impl<'js> Walker<'js> {
             return Err(self.shape("could not be read as an object"));
         };
         if self.stack.iter().any(|frame| frame.value == value) {
-            return Err(self.shape("refers back to one of its containers (a cycle), which JSON cannot represent"));
+            return Err(self.shape(
+                "refers back to one of its containers (a cycle), which JSON cannot represent",
+            ));
         }
         if !after_to_json {
             if let Ok(to_json) = object.get::<_, rquickjs::Function>("toJSON") {
@@ -287,7 +309,9 @@ impl<'js> Walker<'js> {
                 let replaced: Value = to_json.call((rquickjs::function::This(object), key))?;
                 // Like JSON.stringify, the replacement itself is not asked for toJSON again.
                 return match replaced.type_of() {
-                    Type::Array | Type::Object | Type::Exception | Type::Proxy => self.container(replaced, true),
+                    Type::Array | Type::Object | Type::Exception | Type::Proxy => {
+                        self.container(replaced, true)
+                    }
                     _ => self.start(replaced),
                 };
             }
@@ -295,9 +319,13 @@ impl<'js> Walker<'js> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(self.shape(&format!("is nested deeper than {MAX_DEPTH} levels")));
         }
-        for (class, hint) in
-            [(&self.map, "a Map: return Object.fromEntries(map) or [...map]"), (&self.set, "a Set: return [...set]")]
-        {
+        for (class, hint) in [
+            (
+                &self.map,
+                "a Map: return Object.fromEntries(map) or [...map]",
+            ),
+            (&self.set, "a Set: return [...set]"),
+        ] {
             let is_instance = class.as_ref().is_some_and(|c| object.is_instance_of(c));
             // `instanceof` can throw (a proxy trap); QuickJS then reports "true" with an exception pending.
             if self.ctx.has_exception() {
@@ -320,7 +348,12 @@ impl<'js> Walker<'js> {
         let kind = match object.as_array().cloned() {
             Some(array) => {
                 let len = array.len();
-                FrameKind::Array { array, len, next: 0, items: Vec::with_capacity(len.min(1024)) }
+                FrameKind::Array {
+                    array,
+                    len,
+                    next: 0,
+                    items: Vec::with_capacity(len.min(1024)),
+                }
             }
             None => {
                 let mut keys = Vec::new();
@@ -329,10 +362,18 @@ impl<'js> Walker<'js> {
                     self.charge(key.len())?;
                     keys.push(key);
                 }
-                FrameKind::Object { object, keys: keys.into_iter(), map: Map::new() }
+                FrameKind::Object {
+                    object,
+                    keys: keys.into_iter(),
+                    map: Map::new(),
+                }
             }
         };
-        Ok(Start::Container(Frame { value, current: None, kind }))
+        Ok(Start::Container(Frame {
+            value,
+            current: None,
+            kind,
+        }))
     }
 
     fn charge(&mut self, bytes: usize) -> Result<(), Error> {
@@ -377,12 +418,21 @@ impl<'js> Walker<'js> {
                     out.push('.');
                     out.push_str(k);
                 }
-                Segment::Key(k) => out.push_str(&format!("[{}]", serde_json::Value::String(k.clone()))),
+                Segment::Key(k) => {
+                    out.push_str(&format!("[{}]", serde_json::Value::String(k.clone())))
+                }
             }
         }
         if out.chars().count() > 200 {
             let head: String = out.chars().take(90).collect();
-            let tail: String = out.chars().rev().take(90).collect::<Vec<_>>().into_iter().rev().collect();
+            let tail: String = out
+                .chars()
+                .rev()
+                .take(90)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
             out = format!("{head}…{tail}");
         }
         out
@@ -397,12 +447,16 @@ fn number(f: f64) -> serde_json::Value {
     if f.fract() == 0.0 && f.abs() <= MAX_SAFE {
         return serde_json::Value::from(f as i64);
     }
-    Number::from_f64(f).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null)
+    Number::from_f64(f)
+        .map(serde_json::Value::Number)
+        .unwrap_or(serde_json::Value::Null)
 }
 
 fn is_identifier(key: &str) -> bool {
     let mut chars = key.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+    chars
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
 }
 

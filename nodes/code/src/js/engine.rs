@@ -64,7 +64,10 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into() }
+        Failure {
+            kind,
+            message: message.into(),
+        }
     }
 
     fn script(message: impl Into<String>) -> Self {
@@ -141,7 +144,8 @@ struct Pristine {
 static PRISTINE_BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
 fn pristine_bytes(runtime: &Runtime) -> usize {
-    *PRISTINE_BYTES.get_or_init(|| usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(usize::MAX))
+    *PRISTINE_BYTES
+        .get_or_init(|| usize::try_from(runtime.memory_usage().malloc_size).unwrap_or(usize::MAX))
 }
 
 thread_local! {
@@ -165,17 +169,35 @@ pub fn between_runs() {
 }
 
 fn pristine() -> Result<Pristine, Failure> {
-    let runtime = Runtime::new()
-        .map_err(|e| Failure::new(ErrorKind::SandboxUnavailable, format!("the QuickJS runtime could not be created: {e}")))?;
+    let runtime = Runtime::new().map_err(|e| {
+        Failure::new(
+            ErrorKind::SandboxUnavailable,
+            format!("the QuickJS runtime could not be created: {e}"),
+        )
+    })?;
     let context = Context::full(&runtime).map_err(|e| {
-        Failure::new(ErrorKind::MemoryLimit, format!("the QuickJS context could not be created within memory_mb: {e}"))
+        Failure::new(
+            ErrorKind::MemoryLimit,
+            format!("the QuickJS context could not be created within memory_mb: {e}"),
+        )
     })?;
     // The console's native functions belong to the context; the run gives them its output.
     let streams = Streams::new(cheng_node::Output::off());
-    context.with(|ctx| console::install(&ctx, &streams)).map_err(|e| {
-        Failure::new(ErrorKind::Internal, format!("the sandbox's console could not be installed: {e}; this is a bug in cheng"))
-    })?;
-    Ok(Pristine { context, runtime, streams })
+    context
+        .with(|ctx| console::install(&ctx, &streams))
+        .map_err(|e| {
+            Failure::new(
+                ErrorKind::Internal,
+                format!(
+                    "the sandbox's console could not be installed: {e}; this is a bug in cheng"
+                ),
+            )
+        })?;
+    Ok(Pristine {
+        context,
+        runtime,
+        streams,
+    })
 }
 
 /// Walks this thread's spare (QuickJS's own count of its objects), so a run about to take it finds
@@ -193,7 +215,9 @@ pub fn touch_spare() {
 /// Makes this thread's spare for its next run, unless it has one.
 pub fn prepare_spare() {
     SPARE.with(|spare| {
-        let Ok(mut slot) = spare.try_borrow_mut() else { return };
+        let Ok(mut slot) = spare.try_borrow_mut() else {
+            return;
+        };
         if slot.is_none() {
             *slot = pristine().ok();
         }
@@ -216,7 +240,11 @@ pub fn run(job: Job) -> Outcome {
     // Left by a caller that does not call `between_runs`.
     free_used();
 
-    let Pristine { context, runtime, streams } = match take_pristine() {
+    let Pristine {
+        context,
+        runtime,
+        streams,
+    } = match take_pristine() {
         Ok(pair) => pair,
         Err(failure) => return Outcome::failed(failure, job.limits, started),
     };
@@ -341,16 +369,21 @@ fn evaluate<'js>(
     let input = if job.input_json == "null" {
         Value::new_null(ctx.clone())
     } else {
-        ctx.json_parse(job.input_json.as_str()).map_err(|e| exception(ctx, e, "reading input"))?
+        ctx.json_parse(job.input_json.as_str())
+            .map_err(|e| exception(ctx, e, "reading input"))?
     };
-    ctx.globals().set("input", input).map_err(|e| exception(ctx, e, "setting input"))?;
+    ctx.globals()
+        .set("input", input)
+        .map_err(|e| exception(ctx, e, "setting input"))?;
 
     let mut options = EvalOptions::default();
     options.global = true;
     options.strict = false;
     options.backtrace_barrier = true;
     options.filename = Some(FILE_NAME.to_string());
-    let value: Value = ctx.eval_with_options(job.script.as_str(), options).map_err(|e| exception(ctx, e, ""))?;
+    let value: Value = ctx
+        .eval_with_options(job.script.as_str(), options)
+        .map_err(|e| exception(ctx, e, ""))?;
 
     // Run the job queue: promise reactions (and their console output) happen before the result
     // is read, as in any JavaScript host; a promise result is awaited here.
@@ -392,19 +425,22 @@ fn evaluate<'js>(
                 ))),
             },
         };
-    let converted = convert::to_json(ctx, value, job.limits.memory_bytes, deadline).and_then(|json| {
-        // The walk bounded the size from below; this is the exact length of the JSON text.
-        match convert::json_len_within(&json, crate::result::RESULT_LIMIT_BYTES) {
-            Some(_) => Ok(json),
-            None => Err(convert::too_large_for_the_limit(&format!(
-                "its JSON text is more than {} bytes",
-                crate::result::RESULT_LIMIT_BYTES
-            ))),
-        }
-    });
+    let converted =
+        convert::to_json(ctx, value, job.limits.memory_bytes, deadline).and_then(|json| {
+            // The walk bounded the size from below; this is the exact length of the JSON text.
+            match convert::json_len_within(&json, crate::result::RESULT_LIMIT_BYTES) {
+                Some(_) => Ok(json),
+                None => Err(convert::too_large_for_the_limit(&format!(
+                    "its JSON text is more than {} bytes",
+                    crate::result::RESULT_LIMIT_BYTES
+                ))),
+            }
+        });
     converted.map_err(|e| match e {
         convert::Error::Shape(message) => Raw::Failure(Failure::script(message)),
-        convert::Error::TooLarge(message) => Raw::Failure(Failure::new(ErrorKind::OutputLimit, message)),
+        convert::Error::TooLarge(message) => {
+            Raw::Failure(Failure::new(ErrorKind::OutputLimit, message))
+        }
         convert::Error::Deadline => {
             stop.set(Some(Stop::Timeout));
             Raw::Failure(Failure::script("stopped"))
@@ -422,9 +458,17 @@ fn exception(ctx: &Ctx<'_>, error: rquickjs::Error, during: &str) -> Raw {
             if !during.is_empty() {
                 d.text = format!("{} (while {during})", d.text);
             }
-            Raw::Exception { description: d.text, oom: d.oom, empty: d.empty }
+            Raw::Exception {
+                description: d.text,
+                oom: d.oom,
+                empty: d.empty,
+            }
         }
-        rquickjs::Error::Allocation => Raw::Exception { description: "out of memory".into(), oom: true, empty: true },
+        rquickjs::Error::Allocation => Raw::Exception {
+            description: "out of memory".into(),
+            oom: true,
+            empty: true,
+        },
         other => Raw::Failure(Failure::script(if during.is_empty() {
             other.to_string()
         } else {
@@ -442,7 +486,11 @@ struct Description {
 /// `TypeError: x is not a function (script.js line 3, column 5)` followed by the stack.
 fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
     if thrown.type_of().is_void() {
-        return Description { text: "the script threw undefined".into(), oom: false, empty: true };
+        return Description {
+            text: "the script threw undefined".into(),
+            oom: false,
+            empty: true,
+        };
     }
     let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
         return Description {
@@ -451,7 +499,13 @@ fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
             empty: false,
         };
     };
-    let get = |key: &str| object.get::<_, Option<rquickjs::Coerced<String>>>(key).ok().flatten().map(|s| s.0);
+    let get = |key: &str| {
+        object
+            .get::<_, Option<rquickjs::Coerced<String>>>(key)
+            .ok()
+            .flatten()
+            .map(|s| s.0)
+    };
     let name = get("name").unwrap_or_else(|| "Error".into());
     let message = get("message").unwrap_or_default();
     let stack = get("stack").unwrap_or_default();
@@ -479,7 +533,11 @@ fn describe<'js>(ctx: &Ctx<'js>, thrown: &Value<'js>) -> Description {
         text.push('\n');
         text.push_str(stack);
     }
-    Description { text, oom, empty: false }
+    Description {
+        text,
+        oom,
+        empty: false,
+    }
 }
 
 /// The first `script.js:LINE:COL` in a QuickJS stack trace.
@@ -500,7 +558,11 @@ mod tests {
         Job {
             script: Arc::new(script.to_string()),
             input_json: "null".into(),
-            limits: Limits { timeout, memory_bytes, max_stack_bytes: MAX_STACK_BYTES },
+            limits: Limits {
+                timeout,
+                memory_bytes,
+                max_stack_bytes: MAX_STACK_BYTES,
+            },
             cancel: CancellationToken::new(),
             lifecycle: super::super::Lifecycle::new(),
             output: cheng_node::Output::off(),
@@ -516,16 +578,25 @@ mod tests {
     /// pooled thread has.
     fn run_on_spare(script: &str, memory_bytes: usize, timeout: Duration) -> Outcome {
         let script = script.to_string();
-        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(move || {
-            let warm = run(job("globalThis.before = 1; 1", 64 * MB, Duration::from_secs(5)));
-            assert!(warm.result.is_ok(), "{:?}", warm.result);
-            prepare_spare();
-            assert!(has_spare(), "a spare was prepared");
-            let outcome = run(job(&script, memory_bytes, timeout));
-            assert!(!has_spare(), "the run took the spare");
-            outcome
-        });
-        thread.expect("the thread starts").join().expect("no assertion failed")
+        let thread = std::thread::Builder::new()
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn(move || {
+                let warm = run(job(
+                    "globalThis.before = 1; 1",
+                    64 * MB,
+                    Duration::from_secs(5),
+                ));
+                assert!(warm.result.is_ok(), "{:?}", warm.result);
+                prepare_spare();
+                assert!(has_spare(), "a spare was prepared");
+                let outcome = run(job(&script, memory_bytes, timeout));
+                assert!(!has_spare(), "the run took the spare");
+                outcome
+            });
+        thread
+            .expect("the thread starts")
+            .join()
+            .expect("no assertion failed")
     }
 
     const MB: usize = 1024 * 1024;
@@ -546,7 +617,10 @@ mod tests {
             assert_eq!(second.result, Ok(serde_json::json!(["undefined", true, "{\"a\":1}", [2, 4]])));
             assert!(!has_spare(), "the run took the spare");
         });
-        thread.expect("the thread starts").join().expect("no assertion failed");
+        thread
+            .expect("the thread starts")
+            .join()
+            .expect("no assertion failed");
     }
 
     /// The console is installed with the spare: each run's console writes to that run's streams
@@ -566,22 +640,34 @@ mod tests {
             assert_eq!((second.stdout.text.as_str(), second.stderr.text.as_str()), ("second undefined\n", ""));
             assert_eq!(second.result, Ok(serde_json::json!(2)));
         });
-        thread.expect("the thread starts").join().expect("no assertion failed");
+        thread
+            .expect("the thread starts")
+            .join()
+            .expect("no assertion failed");
     }
 
     /// Why the pristine pair's size is measured once per process: every pair takes the same.
     #[test]
     fn every_pristine_pair_takes_the_same_bytes() {
-        let thread = std::thread::Builder::new().stack_size(THREAD_STACK_BYTES).spawn(|| {
-            let sizes: Vec<u64> = (0..3)
-                .map(|_| pristine().map(|pair| pair.runtime.memory_usage().malloc_size as u64).unwrap_or(0))
-                .collect();
-            assert!(sizes[0] > 0, "{sizes:?}");
-            assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
-            let pair = pristine().map_err(|f| f.message).expect("a pair is made");
-            assert_eq!(pristine_bytes(&pair.runtime) as u64, sizes[0]);
-        });
-        thread.expect("the thread starts").join().expect("no assertion failed");
+        let thread = std::thread::Builder::new()
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn(|| {
+                let sizes: Vec<u64> = (0..3)
+                    .map(|_| {
+                        pristine()
+                            .map(|pair| pair.runtime.memory_usage().malloc_size as u64)
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                assert!(sizes[0] > 0, "{sizes:?}");
+                assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
+                let pair = pristine().map_err(|f| f.message).expect("a pair is made");
+                assert_eq!(pristine_bytes(&pair.runtime) as u64, sizes[0]);
+            });
+        thread
+            .expect("the thread starts")
+            .join()
+            .expect("no assertion failed");
     }
 
     #[test]
@@ -589,7 +675,12 @@ mod tests {
         let hog = "const parts = []; for (let i = 0; i < 32; i++) parts.push('x'.repeat(MB - 64) + i); parts.length"
             .replace("MB", &MB.to_string());
         let small = run_on_spare(&hog, 8 * MB, Duration::from_secs(30));
-        assert_eq!(small.result.as_ref().map_err(|f| f.kind), Err(ErrorKind::MemoryLimit), "{:?}", small.result);
+        assert_eq!(
+            small.result.as_ref().map_err(|f| f.kind),
+            Err(ErrorKind::MemoryLimit),
+            "{:?}",
+            small.result
+        );
         let large = run_on_spare(&hog, 64 * MB, Duration::from_secs(30));
         assert_eq!(large.result, Ok(serde_json::json!(32)));
     }
@@ -607,14 +698,25 @@ mod tests {
     fn a_prepared_runtime_keeps_the_timeout_and_stack_limit() {
         let spin = run_on_spare("for (;;) {}", 64 * MB, Duration::from_millis(50));
         assert_eq!(spin.result.map_err(|f| f.kind), Err(ErrorKind::TimedOut));
-        let deep = run_on_spare("function f(n) { return f(n + 1) + 1; } f(0)", 64 * MB, Duration::from_secs(30));
+        let deep = run_on_spare(
+            "function f(n) { return f(n + 1) + 1; } f(0)",
+            64 * MB,
+            Duration::from_secs(30),
+        );
         let failure = deep.result.expect_err("unbounded recursion fails");
-        assert!(failure.message.contains("recursed too deeply"), "{}", failure.message);
+        assert!(
+            failure.message.contains("recursed too deeply"),
+            "{}",
+            failure.message
+        );
     }
 
     #[test]
     fn locations_come_from_the_first_frame() {
-        assert_eq!(location("    at f (script.js:3:5)\n    at <eval> (script.js:7:1)\n"), Some((3, 5)));
+        assert_eq!(
+            location("    at f (script.js:3:5)\n    at <eval> (script.js:7:1)\n"),
+            Some((3, 5))
+        );
         assert_eq!(location("    at <eval> (other.js:1:1)"), None);
     }
 }

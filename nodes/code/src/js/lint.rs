@@ -26,7 +26,11 @@ pub fn warnings(script: &str) -> Vec<String> {
     if script.trim().is_empty() {
         return vec!["script is empty: nothing runs and result is null".to_string()];
     }
-    CHECKS.iter().filter(|(token, _)| uses(script, token)).map(|(_, message)| message.to_string()).collect()
+    CHECKS
+        .iter()
+        .filter(|(token, _)| uses(script, token))
+        .map(|(_, message)| message.to_string())
+        .collect()
 }
 
 /// Whether `token` occurs as a word of its own (not as the tail of a longer name or a property).

@@ -45,8 +45,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::{
-    failure,
-    input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+    failure, input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
+    PortType, RunContext, Values,
 };
 use serde_json::{json, Value};
 
@@ -66,7 +66,12 @@ const MAX_MEMORY_MB: i64 = 2048;
 const ABANDON_GRACE: Duration = Duration::from_secs(1);
 
 static INPUTS: &[PortSpec] = &[
-    PortSpec::input("input", PortType::Any, "JSON input exposed to the script as the input variable").default("null"),
+    PortSpec::input(
+        "input",
+        PortType::Any,
+        "JSON input exposed to the script as the input variable",
+    )
+    .default("null"),
     PortSpec::input(
         "script",
         PortType::String,
@@ -75,12 +80,16 @@ static INPUTS: &[PortSpec] = &[
     .default("null")
     .required()
     .control(Control::CodeEditor),
-    PortSpec::input("timeout_ms", PortType::Integer, "Timeout (milliseconds). Default: 5000 ms. Maximum: 300000 ms.")
-        .default("5000")
-        .min(1)
-        .max(MAX_TIMEOUT_MS)
-        .audience(Audience::Capped)
-        .control(Control::Number),
+    PortSpec::input(
+        "timeout_ms",
+        PortType::Integer,
+        "Timeout (milliseconds). Default: 5000 ms. Maximum: 300000 ms.",
+    )
+    .default("5000")
+    .min(1)
+    .max(MAX_TIMEOUT_MS)
+    .audience(Audience::Capped)
+    .control(Control::Number),
     PortSpec::input(
         "memory_mb",
         PortType::Integer,
@@ -141,7 +150,9 @@ impl Node for CodeJs {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let script = input::opt_str(&input, "script")
-            .ok_or_else(|| NodeError::invalid_input("script is required: give the JavaScript to run"))?
+            .ok_or_else(|| {
+                NodeError::invalid_input("script is required: give the JavaScript to run")
+            })?
             .to_string();
         if let Some(at) = script.find('\0') {
             return Err(NodeError::invalid_input(format!(
@@ -150,7 +161,9 @@ impl Node for CodeJs {
         }
         let limits = limits_from(&input)?;
         let input_json = serde_json::to_string(input.get("input").unwrap_or(&Value::Null))
-            .map_err(|e| NodeError::invalid_input(format!("input could not be serialised as JSON: {e}")))?;
+            .map_err(|e| {
+                NodeError::invalid_input(format!("input could not be serialised as JSON: {e}"))
+            })?;
         let (outcome, warnings) = execute(Arc::new(script), input_json, limits, ctx).await;
         Ok(outputs(outcome, warnings))
     }
@@ -194,14 +207,22 @@ impl Lifecycle {
 
     /// The caller stops waiting (deadline, cancellation, or its future was dropped).
     fn abandon(&self) {
-        if self.0.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        if self
+            .0
+            .compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
             STUCK_THREADS.fetch_add(1, Ordering::AcqRel);
         }
     }
 
     /// The script thread is done.
     fn finish(&self) {
-        if self.0.compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if self
+            .0
+            .compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             STUCK_THREADS.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -224,7 +245,12 @@ impl Drop for AbandonOnDrop {
 /// choose (the QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script
 /// abandoned in a native loop does not hold up the runtime's shutdown, which waits for
 /// blocking-pool tasks.
-async fn execute(script: Arc<String>, input_json: String, limits: Limits, ctx: &RunContext) -> (Outcome, Vec<String>) {
+async fn execute(
+    script: Arc<String>,
+    input_json: String,
+    limits: Limits,
+    ctx: &RunContext,
+) -> (Outcome, Vec<String>) {
     let started = Instant::now();
     let stuck = STUCK_THREADS.load(Ordering::Acquire);
     if stuck >= MAX_STUCK_THREADS {
@@ -243,7 +269,14 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
     }
     let lifecycle = Lifecycle::new();
     let _guard = AbandonOnDrop(lifecycle.clone());
-    let job = engine::Job { script: Arc::clone(&script), input_json, limits, cancel: ctx.cancel.clone(), lifecycle: lifecycle.clone(), output: ctx.output.clone() };
+    let job = engine::Job {
+        script: Arc::clone(&script),
+        input_json,
+        limits,
+        cancel: ctx.cancel.clone(),
+        lifecycle: lifecycle.clone(),
+        output: ctx.output.clone(),
+    };
     let (send, mut receive) = tokio::sync::oneshot::channel();
     let task = Box::new(move || {
         let lifecycle = job.lifecycle.clone();
@@ -257,7 +290,10 @@ still hold a thread each; new JavaScript runs are refused until they end or chen
     let warnings = lint::warnings(&script);
     if let Err(e) = spawned {
         let outcome = Outcome::failed(
-            Failure::new(ErrorKind::SandboxUnavailable, format!("could not start the JavaScript thread: {e}")),
+            Failure::new(
+                ErrorKind::SandboxUnavailable,
+                format!("could not start the JavaScript thread: {e}"),
+            ),
             limits,
             started,
         );
@@ -280,7 +316,11 @@ const WAIT_ON_CPU: Duration = Duration::from_micros(400);
 /// tens of microseconds (the waking thread's system call, then the sleeping processor's wake-up)
 /// — as much as a small script takes to run. The thread yields on every turn, so a script thread
 /// sharing its processor is not held up; with a single processor it does not wait at all.
-fn wait_on_cpu(receive: &mut tokio::sync::oneshot::Receiver<Outcome>, limits: Limits, started: Instant) -> Option<Outcome> {
+fn wait_on_cpu(
+    receive: &mut tokio::sync::oneshot::Receiver<Outcome>,
+    limits: Limits,
+    started: Instant,
+) -> Option<Outcome> {
     use tokio::sync::oneshot::error::TryRecvError;
     if !several_processors() {
         return None;
@@ -303,11 +343,23 @@ fn several_processors() -> bool {
 }
 
 fn ended_without_result(limits: Limits, started: Instant) -> Outcome {
-    Outcome::failed(Failure::new(ErrorKind::Internal, "the JavaScript thread ended without a result"), limits, started)
+    Outcome::failed(
+        Failure::new(
+            ErrorKind::Internal,
+            "the JavaScript thread ended without a result",
+        ),
+        limits,
+        started,
+    )
 }
 
 /// Waits for the script thread's outcome (see [`execute`]).
-async fn wait(mut receive: tokio::sync::oneshot::Receiver<Outcome>, limits: Limits, started: Instant, ctx: &RunContext) -> Outcome {
+async fn wait(
+    mut receive: tokio::sync::oneshot::Receiver<Outcome>,
+    limits: Limits,
+    started: Instant,
+    ctx: &RunContext,
+) -> Outcome {
     let give_up = tokio::time::sleep(limits.timeout + ABANDON_GRACE);
     tokio::pin!(give_up);
     let cancel = ctx.cancel.clone();
@@ -347,11 +399,20 @@ async fn wait(mut receive: tokio::sync::oneshot::Receiver<Outcome>, limits: Limi
 /// The output object: every port present, `null` where it does not apply.
 fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
     let metrics = outcome.metrics_json();
-    let Outcome { result, stdout, stderr, warnings: found_running, .. } = outcome;
+    let Outcome {
+        result,
+        stdout,
+        stderr,
+        warnings: found_running,
+        ..
+    } = outcome;
     warnings.extend(found_running);
     let (value, result) = match result {
         Ok(value) => (value, Ok(())),
-        Err(failed) => (Value::Null, Err(NodeError::new(failed.kind, failed.message))),
+        Err(failed) => (
+            Value::Null,
+            Err(NodeError::new(failed.kind, failed.message)),
+        ),
     };
     let mut out = Values::new();
     out.insert("result".into(), value);
@@ -359,7 +420,10 @@ fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
     out.insert("metrics".into(), metrics);
     out.insert("stdout".into(), Value::String(stdout.text));
     out.insert("stderr".into(), Value::String(stderr.text));
-    out.insert("warnings".into(), Value::Array(warnings.into_iter().map(Value::String).collect()));
+    out.insert(
+        "warnings".into(),
+        Value::Array(warnings.into_iter().map(Value::String).collect()),
+    );
     failure::fill(&mut out, &result);
     out
 }
@@ -376,7 +440,10 @@ mod tests {
         assert!(script.required);
         assert_eq!(script.control, Some(Control::CodeEditor));
         let timeout = SPEC.input("timeout_ms").unwrap();
-        assert_eq!((timeout.default, timeout.max), (Some("5000"), Some(300_000)));
+        assert_eq!(
+            (timeout.default, timeout.max),
+            (Some("5000"), Some(300_000))
+        );
         assert_eq!(timeout.audience, Audience::Capped);
         let memory = SPEC.input("memory_mb").unwrap();
         assert_eq!(memory.default, Some("128"));
@@ -409,6 +476,10 @@ mod tests {
         assert!(err.message.contains("memory_mb"), "{}", err.message);
         let input = json!({"script": "1", "timeout_ms": 300_001});
         let err = limits_from(input.as_object().unwrap()).unwrap_err();
-        assert!(err.message.contains("timeout_ms") && err.message.contains("300000"), "{}", err.message);
+        assert!(
+            err.message.contains("timeout_ms") && err.message.contains("300000"),
+            "{}",
+            err.message
+        );
     }
 }

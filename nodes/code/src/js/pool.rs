@@ -53,7 +53,9 @@ fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Message>)>> {
 pub fn run(task: Task, stack_bytes: usize) -> std::io::Result<()> {
     let mut message = Message::Run(task);
     loop {
-        let Some((_, sender)) = idle().pop() else { break };
+        let Some((_, sender)) = idle().pop() else {
+            break;
+        };
         match sender.send(message) {
             Ok(()) => return Ok(()),
             // The thread is gone (it panicked); try the next one.
@@ -108,12 +110,19 @@ fn work(id: u64, own: Sender<Message>, receiver: Receiver<Message>) {
 
 /// The next task within `timeout` (`None`: however long it takes). Told to expect one, the thread
 /// touches its spare and waits on the processor for [`EXPECTING`], then sleeps again.
-fn next_task(receiver: &Receiver<Message>, timeout: Option<Duration>) -> Result<Task, RecvTimeoutError> {
+fn next_task(
+    receiver: &Receiver<Message>,
+    timeout: Option<Duration>,
+) -> Result<Task, RecvTimeoutError> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let message = match deadline {
-            Some(deadline) => receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))?,
-            None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected)?,
+            Some(deadline) => {
+                receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()))?
+            }
+            None => receiver
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected)?,
         };
         if let Message::Run(task) = message {
             return Ok(task);
@@ -179,17 +188,27 @@ mod tests {
         for _ in 0..2 {
             sender.send(Message::Expect).expect("queued");
         }
-        sender.send(Message::Run(Box::new(move || done.send(()).unwrap_or(())))).expect("queued");
-        let task = next_task(&receiver, None).map_err(|_| "no task").expect("the task after the notices");
+        sender
+            .send(Message::Run(Box::new(move || done.send(()).unwrap_or(()))))
+            .expect("queued");
+        let task = next_task(&receiver, None)
+            .map_err(|_| "no task")
+            .expect("the task after the notices");
         task();
         assert!(ran.try_recv().is_ok(), "the task returned was the one sent");
 
         sender.send(Message::Expect).expect("queued");
-        assert!(matches!(next_task(&receiver, Some(Duration::from_millis(2))), Err(RecvTimeoutError::Timeout)));
+        assert!(matches!(
+            next_task(&receiver, Some(Duration::from_millis(2))),
+            Err(RecvTimeoutError::Timeout)
+        ));
 
         sender.send(Message::Expect).expect("queued");
         drop(sender);
-        assert!(matches!(next_task(&receiver, Some(Duration::from_secs(5))), Err(RecvTimeoutError::Disconnected)));
+        assert!(matches!(
+            next_task(&receiver, Some(Duration::from_secs(5))),
+            Err(RecvTimeoutError::Disconnected)
+        ));
     }
 
     /// A thread told to expect a task takes the next one and stays the pool's only thread; told
@@ -198,7 +217,9 @@ mod tests {
     fn a_woken_thread_takes_the_task_it_was_told_of() {
         let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         let (done, results) = mpsc::channel();
-        let task = |done: mpsc::Sender<std::thread::ThreadId>| -> Task { Box::new(move || done.send(std::thread::current().id()).unwrap_or(())) };
+        let task = |done: mpsc::Sender<std::thread::ThreadId>| -> Task {
+            Box::new(move || done.send(std::thread::current().id()).unwrap_or(()))
+        };
         run(task(done.clone()), 1 << 20).expect("thread starts");
         let first = results.recv().expect("task ran");
         assert!(wait_for_idle(1), "the thread went back to the pool");
@@ -221,8 +242,11 @@ mod tests {
         let mut threads = std::collections::HashSet::new();
         for _ in 0..3 {
             let done = done.clone();
-            run(Box::new(move || done.send(std::thread::current().id()).unwrap_or(())), 1 << 20)
-                .expect("thread starts");
+            run(
+                Box::new(move || done.send(std::thread::current().id()).unwrap_or(())),
+                1 << 20,
+            )
+            .expect("thread starts");
             threads.insert(results.recv().expect("task ran"));
             assert!(wait_for_idle(1), "the thread went back to the pool");
         }

@@ -9,8 +9,14 @@ use std::os::unix::fs::MetadataExt;
 
 #[tokio::test]
 async fn later_sandboxes_bind_current_copies_at_etc_read_only() {
-    if !sandbox_available() { return; }
-    if std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(1) != 0 {
+    if !sandbox_available() {
+        return;
+    }
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
         return; // the copies are made only when cheng runs as root
     }
     let (_d, ws) = workspace();
@@ -32,16 +38,33 @@ async fn later_sandboxes_bind_current_copies_at_etc_read_only() {
     let mount = parts.next().unwrap_or_default().trim();
     // The directory of this process, bound read-only.
     let (root, options) = mount.split_once(' ').unwrap_or_default();
-    assert!(root.contains(&format!("/etc-{}-", std::process::id())), "/etc is not the copies' bind: {mount:?}");
-    assert!(options.split(',').any(|o| o == "ro"), "/etc is not read-only: {mount:?}");
+    assert!(
+        root.contains(&format!("/etc-{}-", std::process::id())),
+        "/etc is not the copies' bind: {mount:?}"
+    );
+    assert!(
+        options.split(',').any(|o| o == "ro"),
+        "/etc is not read-only: {mount:?}"
+    );
     let passwd = parts.next().unwrap_or_default().trim();
-    let expected = std::process::Command::new("base64").args(["-w0", "/etc/passwd"]).output().expect("base64").stdout;
-    assert_eq!(passwd, String::from_utf8_lossy(&expected), "/etc/passwd differs inside the sandbox");
+    let expected = std::process::Command::new("base64")
+        .args(["-w0", "/etc/passwd"])
+        .output()
+        .expect("base64")
+        .stdout;
+    assert_eq!(
+        passwd,
+        String::from_utf8_lossy(&expected),
+        "/etc/passwd differs inside the sandbox"
+    );
     let rest = parts.next().unwrap_or_default();
     for verb in ["wrote", "made", "chmodded"] {
         assert!(!rest.lines().any(|l| l == verb), "{verb} in /etc: {rest}");
     }
     // Only the view's entries (and the copies' own names): not the host's whole /etc.
     let names: Vec<&str> = rest.lines().filter(|l| !l.starts_with('.')).collect();
-    assert!(names.contains(&"passwd") && !names.contains(&"shadow") && !names.contains(&"fstab"), "{names:?}");
+    assert!(
+        names.contains(&"passwd") && !names.contains(&"shadow") && !names.contains(&"fstab"),
+        "{names:?}"
+    );
 }

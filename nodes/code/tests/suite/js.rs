@@ -16,9 +16,13 @@ fn context() -> RunContext {
 
 async fn run_with(ctx: &RunContext, input: Value) -> Values {
     let registry = Registry::from_inventory_with(|_| true);
-    let node = registry.get(ID).expect("tools/code_js is linked and registered when its gate is set");
+    let node = registry
+        .get(ID)
+        .expect("tools/code_js is linked and registered when its gate is set");
     let input = input.as_object().cloned().expect("test input is an object");
-    node.run(ctx, input).await.expect("code_js reports failures as outputs")
+    node.run(ctx, input)
+        .await
+        .expect("code_js reports failures as outputs")
 }
 
 async fn run(input: Value) -> Values {
@@ -36,14 +40,28 @@ async fn result_of(script: &str, input: Value) -> Value {
 async fn failure_of(input: Value) -> (String, String) {
     let out = run(input.clone()).await;
     assert_eq!(out["success"], false, "{input}: {out:#?}");
-    (out["error_kind"].as_str().unwrap_or_default().to_string(), out["error"].as_str().unwrap_or_default().to_string())
+    (
+        out["error_kind"].as_str().unwrap_or_default().to_string(),
+        out["error"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 #[tokio::test]
 async fn final_expression_is_the_result_and_input_is_a_global() {
-    assert_eq!(result_of("input.values.reduce((a, b) => a + b, 0)", json!({"values": [1, 2, 3]})).await, json!(6));
     assert_eq!(
-        result_of("({sum: 1 + 1, name: input.name.toUpperCase()})", json!({"name": "x"})).await,
+        result_of(
+            "input.values.reduce((a, b) => a + b, 0)",
+            json!({"values": [1, 2, 3]})
+        )
+        .await,
+        json!(6)
+    );
+    assert_eq!(
+        result_of(
+            "({sum: 1 + 1, name: input.name.toUpperCase()})",
+            json!({"name": "x"})
+        )
+        .await,
         json!({"sum": 2, "name": "X"})
     );
     assert_eq!(result_of("input", json!(null)).await, Value::Null);
@@ -71,7 +89,10 @@ async fn every_output_port_is_present() {
     assert_eq!(metrics["memory_limit_bytes"], json!(128 * 1024 * 1024));
     assert_eq!(metrics["timeout_ms"], json!(5000));
     assert_eq!(metrics["max_stack_bytes"], json!(4 * 1024 * 1024));
-    assert!(metrics["memory_used_bytes"].as_u64().is_some_and(|b| b > 0), "{metrics}");
+    assert!(
+        metrics["memory_used_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{metrics}"
+    );
     assert!(metrics["duration_us"].is_u64(), "{metrics}");
 }
 
@@ -82,7 +103,13 @@ async fn undefined_and_statements_give_null() {
     let out = run(json!({"script": "   "})).await;
     assert_eq!(out["success"], true);
     assert_eq!(out["result"], Value::Null);
-    assert!(out["warnings"][0].as_str().unwrap_or_default().contains("empty"), "{out:#?}");
+    assert!(
+        out["warnings"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("empty"),
+        "{out:#?}"
+    );
 }
 
 #[tokio::test]
@@ -91,15 +118,36 @@ async fn values_convert_like_json_stringify_where_json_can_say_it() {
         result_of("[undefined, 1, NaN, Infinity, -0, 0.5]", json!(null)).await,
         json!([null, 1, null, null, 0, 0.5])
     );
-    assert_eq!(result_of("({a: undefined, b: 2})", json!(null)).await, json!({"b": 2}));
-    assert_eq!(result_of("new Date(0)", json!(null)).await, json!("1970-01-01T00:00:00.000Z"));
-    assert_eq!(result_of("({toJSON() { return 'custom'; }})", json!(null)).await, json!("custom"));
-    assert_eq!(result_of("12345678901234567890n", json!(null)).await, json!("12345678901234567890"));
-    assert_eq!(result_of("({'a key': [true, null, 'é😀']})", json!(null)).await, json!({"a key": [true, null, "é😀"]}));
+    assert_eq!(
+        result_of("({a: undefined, b: 2})", json!(null)).await,
+        json!({"b": 2})
+    );
+    assert_eq!(
+        result_of("new Date(0)", json!(null)).await,
+        json!("1970-01-01T00:00:00.000Z")
+    );
+    assert_eq!(
+        result_of("({toJSON() { return 'custom'; }})", json!(null)).await,
+        json!("custom")
+    );
+    assert_eq!(
+        result_of("12345678901234567890n", json!(null)).await,
+        json!("12345678901234567890")
+    );
+    assert_eq!(
+        result_of("({'a key': [true, null, 'é😀']})", json!(null)).await,
+        json!({"a key": [true, null, "é😀"]})
+    );
     let (kind, error) = failure_of(json!({"script": "({text: '\\ud800'})"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
-    assert!(error.contains("result.text contains text that is not valid Unicode"), "{error}");
-    assert_eq!(result_of("new TypeError('bad')", json!(null)).await, json!({"name": "TypeError", "message": "bad"}));
+    assert!(
+        error.contains("result.text contains text that is not valid Unicode"),
+        "{error}"
+    );
+    assert_eq!(
+        result_of("new TypeError('bad')", json!(null)).await,
+        json!({"name": "TypeError", "message": "bad"})
+    );
 }
 
 #[tokio::test]
@@ -107,18 +155,33 @@ async fn unconvertible_results_name_what_and_where() {
     let cases = [
         ("({a: {b() {}}})", "result.a.b is a function"),
         ("({list: [1, Symbol('s')]})", "result.list[1] is a symbol"),
-        ("const o = {inner: {}}; o.inner.back = o; o", "result.inner.back refers back"),
+        (
+            "const o = {inner: {}}; o.inner.back = o; o",
+            "result.inner.back refers back",
+        ),
         ("({m: new Map([[1, 2]])})", "result.m is a Map"),
         ("new Set([1])", "result is a Set"),
         ("({p: Promise.resolve(1)})", "result.p is a promise"),
-        ("({'odd key': () => 1})", "result[\"odd key\"] is a function"),
-        ("let v = []; for (let i = 0; i < 1000; i++) v = [v]; v", "nested deeper than 128"),
-        ("let v = []; for (let i = 0; i < 1000; i++) v = [v]; ({deep: v})", "result.deep[0][0]"),
+        (
+            "({'odd key': () => 1})",
+            "result[\"odd key\"] is a function",
+        ),
+        (
+            "let v = []; for (let i = 0; i < 1000; i++) v = [v]; v",
+            "nested deeper than 128",
+        ),
+        (
+            "let v = []; for (let i = 0; i < 1000; i++) v = [v]; ({deep: v})",
+            "result.deep[0][0]",
+        ),
     ];
     for (script, expected) in cases {
         let (kind, error) = failure_of(json!({"script": script})).await;
         assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR", "{script}");
-        assert!(error.contains(expected), "{script}: expected {expected:?} in {error:?}");
+        assert!(
+            error.contains(expected),
+            "{script}: expected {expected:?} in {error:?}"
+        );
     }
 }
 
@@ -138,16 +201,35 @@ async fn huge_console_output_is_bounded_head_and_tail() {
     let out = run(json!({"script": script, "memory_mb": 512, "timeout_ms": 60000})).await;
     assert_eq!(out["success"], true, "{out:#?}");
     let stdout = out["stdout"].as_str().unwrap_or_default();
-    assert!(stdout.len() < (1 << 20) + 200, "stdout kept {} bytes", stdout.len());
+    assert!(
+        stdout.len() < (1 << 20) + 200,
+        "stdout kept {} bytes",
+        stdout.len()
+    );
     assert!(stdout.starts_with("line 0 "), "head kept");
-    assert!(stdout.trim_end().ends_with(&format!("line 199999 {}", "x".repeat(100))), "tail kept");
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with(&format!("line 199999 {}", "x".repeat(100))),
+        "tail kept"
+    );
     assert!(stdout.contains("omitted"), "marker present");
-    assert!(out["metrics"]["stdout_bytes"].as_u64().is_some_and(|b| b > 20_000_000), "{:#?}", out["metrics"]);
+    assert!(
+        out["metrics"]["stdout_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 20_000_000),
+        "{:#?}",
+        out["metrics"]
+    );
     let stderr = out["stderr"].as_str().unwrap_or_default();
-    assert!(stderr.len() < (1 << 20) + 200, "stderr kept {} bytes", stderr.len());
-    assert!(out["warnings"]
-        .as_array()
-        .is_some_and(|w| w.iter().any(|w| w.as_str().unwrap_or_default().starts_with("stdout was"))));
+    assert!(
+        stderr.len() < (1 << 20) + 200,
+        "stderr kept {} bytes",
+        stderr.len()
+    );
+    assert!(out["warnings"].as_array().is_some_and(|w| w
+        .iter()
+        .any(|w| w.as_str().unwrap_or_default().starts_with("stdout was"))));
 }
 
 #[tokio::test]
@@ -158,9 +240,18 @@ async fn infinite_loops_time_out_even_inside_try() {
         "for (;;) { try { while (true) {} } finally { continue; } }",
     ] {
         let out = run(json!({"script": script, "timeout_ms": 200})).await;
-        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{script}: {out:#?}");
+        assert_eq!(
+            out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT",
+            "{script}: {out:#?}"
+        );
         assert_eq!(out["terminal"], false);
-        assert!(out["error"].as_str().unwrap_or_default().contains("timeout_ms=200"), "{out:#?}");
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("timeout_ms=200"),
+            "{out:#?}"
+        );
     }
     // The process is alive and the next run is unaffected.
     assert_eq!(result_of("1 + 1", json!(null)).await, json!(2));
@@ -175,20 +266,39 @@ async fn an_endless_promise_chain_times_out() {
 
 #[tokio::test]
 async fn catastrophic_regex_backtracking_times_out() {
-    let out = run(json!({"script": "/^(a+)+$/.test('a'.repeat(40) + 'b')", "timeout_ms": 300})).await;
+    let out =
+        run(json!({"script": "/^(a+)+$/.test('a'.repeat(40) + 'b')", "timeout_ms": 300})).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:#?}");
 }
 
 #[tokio::test]
 async fn a_native_loop_that_ignores_interrupts_is_abandoned_at_the_deadline() {
     // reverse over a huge array-like object loops in C without polling the interrupt handler.
-    let out = run(json!({"script": "Array.prototype.reverse.call({length: 2 ** 40})", "timeout_ms": 200})).await;
+    let out = run(
+        json!({"script": "Array.prototype.reverse.call({length: 2 ** 40})", "timeout_ms": 200}),
+    )
+    .await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:#?}");
-    assert!(out["error"].as_str().unwrap_or_default().contains("cannot be interrupted"), "{out:#?}");
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be interrupted"),
+        "{out:#?}"
+    );
     // indexOf over the same does poll it, and stops at the deadline itself.
-    let out = run(json!({"script": "Array.prototype.indexOf.call({length: 2 ** 52}, 1)", "timeout_ms": 200})).await;
+    let out = run(
+        json!({"script": "Array.prototype.indexOf.call({length: 2 ** 52}, 1)", "timeout_ms": 200}),
+    )
+    .await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:#?}");
-    assert!(!out["error"].as_str().unwrap_or_default().contains("cannot be interrupted"), "{out:#?}");
+    assert!(
+        !out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be interrupted"),
+        "{out:#?}"
+    );
 }
 
 #[tokio::test]
@@ -202,10 +312,22 @@ async fn memory_bombs_end_with_memory_limit() {
     ];
     for script in bombs {
         let out = run(json!({"script": script, "memory_mb": 16, "timeout_ms": 30000})).await;
-        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{script}: {out:#?}");
-        assert!(out["error"].as_str().unwrap_or_default().contains("memory_mb=16"), "{out:#?}");
+        assert_eq!(
+            out["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT",
+            "{script}: {out:#?}"
+        );
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("memory_mb=16"),
+            "{out:#?}"
+        );
     }
-    assert_eq!(result_of("'still alive'", json!(null)).await, json!("still alive"));
+    assert_eq!(
+        result_of("'still alive'", json!(null)).await,
+        json!("still alive")
+    );
 }
 
 /// The limit is real (rquickjs ignores it when its `rust-alloc`/`allocator` features are on):
@@ -215,11 +337,16 @@ async fn memory_mb_is_enforced_by_quickjs() {
     let script =
         "const parts = []; for (let i = 0; i < 32; i++) parts.push('x'.repeat(1024 * 1024 - 64) + i); parts.length";
     let small = run(json!({"script": script, "memory_mb": 8})).await;
-    assert_eq!(small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "{small:#?}");
+    assert_eq!(
+        small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT",
+        "{small:#?}"
+    );
     let large = run(json!({"script": script, "memory_mb": 64})).await;
     assert_eq!(large["result"], 32, "{large:#?}");
     assert!(
-        large["metrics"]["memory_used_bytes"].as_u64().is_some_and(|b| b > 32 * 1024 * 1024),
+        large["metrics"]["memory_used_bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 32 * 1024 * 1024),
         "{:#?}",
         large["metrics"]
     );
@@ -227,15 +354,22 @@ async fn memory_mb_is_enforced_by_quickjs() {
 
 #[tokio::test]
 async fn deep_recursion_is_a_clear_error_not_a_crash() {
-    let (kind, error) = failure_of(json!({"script": "function f(n) { return f(n + 1) + 1; } f(0)"})).await;
+    let (kind, error) =
+        failure_of(json!({"script": "function f(n) { return f(n + 1) + 1; } f(0)"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
     assert!(error.contains("recursed too deeply"), "{error}");
-    let (kind, error) = failure_of(json!({"script": "eval('['.repeat(200000) + ']'.repeat(200000))"})).await;
+    let (kind, error) =
+        failure_of(json!({"script": "eval('['.repeat(200000) + ']'.repeat(200000))"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR", "{error}");
-    let (kind, _) = failure_of(json!({"script": "JSON.parse('['.repeat(200000) + ']'.repeat(200000))"})).await;
+    let (kind, _) =
+        failure_of(json!({"script": "JSON.parse('['.repeat(200000) + ']'.repeat(200000))"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
     assert_eq!(
-        result_of("function g(n) { return n === 0 ? 0 : 1 + g(n - 1); } g(1000)", json!(null)).await,
+        result_of(
+            "function g(n) { return n === 0 ? 0 : 1 + g(n - 1); } g(1000)",
+            json!(null)
+        )
+        .await,
         json!(1000)
     );
 }
@@ -243,7 +377,10 @@ async fn deep_recursion_is_a_clear_error_not_a_crash() {
 #[tokio::test]
 async fn the_outside_world_is_not_reachable() {
     let attempts = [
-        ("require('fs').readFileSync('/etc/passwd', 'utf8')", "require is not defined"),
+        (
+            "require('fs').readFileSync('/etc/passwd', 'utf8')",
+            "require is not defined",
+        ),
         ("fetch('http://127.0.0.1/')", "fetch is not defined"),
         ("new XMLHttpRequest()", "XMLHttpRequest is not defined"),
         ("std.loadFile('/etc/passwd')", "std is not defined"),
@@ -257,18 +394,30 @@ async fn the_outside_world_is_not_reachable() {
     for (script, expected) in attempts {
         let out = run(json!({"script": script})).await;
         assert_eq!(out["success"], false, "{script} must fail: {out:#?}");
-        assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR", "{script}: {out:#?}");
+        assert_eq!(
+            out["error_kind"], "LOCAL_EXECUTOR_SCRIPT_ERROR",
+            "{script}: {out:#?}"
+        );
         let error = out["error"].as_str().unwrap_or_default();
-        assert!(error.contains(expected), "{script}: expected {expected:?} in {error:?}");
+        assert!(
+            error.contains(expected),
+            "{script}: expected {expected:?} in {error:?}"
+        );
     }
     let warned = run(json!({"script": "require('fs')"})).await;
-    assert!(warned["warnings"].as_array().is_some_and(|w| !w.is_empty()), "{warned:#?}");
+    assert!(
+        warned["warnings"].as_array().is_some_and(|w| !w.is_empty()),
+        "{warned:#?}"
+    );
 }
 
 #[tokio::test]
 async fn globals_hold_only_the_language_input_and_console() {
     let names = result_of("Object.getOwnPropertyNames(globalThis)", json!(null)).await;
-    let names: Vec<&str> = names.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let names: Vec<&str> = names
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     for forbidden in [
         "std",
         "os",
@@ -282,31 +431,69 @@ async fn globals_hold_only_the_language_input_and_console() {
         "bjson",
         "Worker",
     ] {
-        assert!(!names.contains(&forbidden), "global {forbidden} exists: {names:?}");
+        assert!(
+            !names.contains(&forbidden),
+            "global {forbidden} exists: {names:?}"
+        );
     }
-    assert!(names.contains(&"input") && names.contains(&"console"), "{names:?}");
+    assert!(
+        names.contains(&"input") && names.contains(&"console"),
+        "{names:?}"
+    );
     // The Function constructor works, and stays inside the same sandbox.
     assert_eq!(
-        result_of("new Function('return typeof this.std + typeof this.os')()", json!(null)).await,
+        result_of(
+            "new Function('return typeof this.std + typeof this.os')()",
+            json!(null)
+        )
+        .await,
         json!("undefinedundefined")
     );
 }
 
 #[tokio::test]
 async fn each_call_gets_a_fresh_runtime() {
-    assert_eq!(result_of("globalThis.leak = 42; Object.prototype.polluted = 1; leak", json!(null)).await, json!(42));
-    assert_eq!(result_of("[typeof leak, ({}).polluted]", json!(null)).await, json!(["undefined", null]));
+    assert_eq!(
+        result_of(
+            "globalThis.leak = 42; Object.prototype.polluted = 1; leak",
+            json!(null)
+        )
+        .await,
+        json!(42)
+    );
+    assert_eq!(
+        result_of("[typeof leak, ({}).polluted]", json!(null)).await,
+        json!(["undefined", null])
+    );
 }
 
 #[tokio::test]
 async fn promises_are_awaited() {
-    assert_eq!(result_of("Promise.resolve(41).then((x) => x + 1)", json!(null)).await, json!(42));
-    assert_eq!(result_of("(async () => { await null; return input.x * 2; })()", json!({"x": 21})).await, json!(42));
-    let out = run(json!({"script": "Promise.resolve().then(() => console.log('later')); 'now'"})).await;
-    assert_eq!((out["result"].clone(), out["stdout"].clone()), (json!("now"), json!("later\n")));
-    let (kind, error) = failure_of(json!({"script": "(async () => { throw new RangeError('nope'); })()"})).await;
+    assert_eq!(
+        result_of("Promise.resolve(41).then((x) => x + 1)", json!(null)).await,
+        json!(42)
+    );
+    assert_eq!(
+        result_of(
+            "(async () => { await null; return input.x * 2; })()",
+            json!({"x": 21})
+        )
+        .await,
+        json!(42)
+    );
+    let out =
+        run(json!({"script": "Promise.resolve().then(() => console.log('later')); 'now'"})).await;
+    assert_eq!(
+        (out["result"].clone(), out["stdout"].clone()),
+        (json!("now"), json!("later\n"))
+    );
+    let (kind, error) =
+        failure_of(json!({"script": "(async () => { throw new RangeError('nope'); })()"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
-    assert!(error.contains("rejected") && error.contains("RangeError: nope"), "{error}");
+    assert!(
+        error.contains("rejected") && error.contains("RangeError: nope"),
+        "{error}"
+    );
     let (kind, error) = failure_of(json!({"script": "new Promise(() => {})"})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
     assert!(error.contains("never settled"), "{error}");
@@ -314,14 +501,18 @@ async fn promises_are_awaited() {
 
 #[tokio::test]
 async fn exceptions_carry_message_stack_and_line() {
-    let script = "const a = 1;\nfunction broken() {\n  let q = 1;\n  q.missing.field = 2;\n}\nbroken();";
+    let script =
+        "const a = 1;\nfunction broken() {\n  let q = 1;\n  q.missing.field = 2;\n}\nbroken();";
     let (kind, error) = failure_of(json!({"script": script})).await;
     assert_eq!(kind, "LOCAL_EXECUTOR_SCRIPT_ERROR");
     assert!(error.starts_with("TypeError: "), "{error}");
     assert!(error.contains("line 4"), "{error}");
     assert!(error.contains("at broken"), "{error}");
     let (_, error) = failure_of(json!({"script": "1 +\n\n)"})).await;
-    assert!(error.starts_with("SyntaxError") && error.contains("line 3"), "{error}");
+    assert!(
+        error.starts_with("SyntaxError") && error.contains("line 3"),
+        "{error}"
+    );
     let (_, error) = failure_of(json!({"script": "throw {code: 7}"})).await;
     assert_eq!(error, "uncaught exception: {\"code\":7}");
     let (_, error) = failure_of(json!({"script": "return 5"})).await;
@@ -336,7 +527,11 @@ async fn cancellation_interrupts_a_running_loop() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         cancel.cancel();
     });
-    let out = run_with(&ctx, json!({"script": "while (true) {}", "timeout_ms": 300000})).await;
+    let out = run_with(
+        &ctx,
+        json!({"script": "while (true) {}", "timeout_ms": 300000}),
+    )
+    .await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{out:#?}");
     assert_eq!(out["terminal"], true);
 }
@@ -345,22 +540,38 @@ async fn cancellation_interrupts_a_running_loop() {
 async fn missing_script_is_invalid_input() {
     let registry = Registry::from_inventory_with(|_| true);
     let node = registry.get(ID).expect("registered");
-    let err = node.run(&context(), Values::new()).await.expect_err("no script");
+    let err = node
+        .run(&context(), Values::new())
+        .await
+        .expect_err("no script");
     assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
     assert!(err.message.contains("script"));
     let err = node
-        .run(&context(), json!({"script": "1\u{0}+1"}).as_object().cloned().unwrap_or_default())
+        .run(
+            &context(),
+            json!({"script": "1\u{0}+1"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        )
         .await
         .expect_err("NUL");
     assert_eq!(err.kind.code(), "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(err.message.contains("NUL character at byte 1"), "{}", err.message);
+    assert!(
+        err.message.contains("NUL character at byte 1"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
 fn the_node_is_absent_unless_its_gate_is_set() {
     let without = Registry::from_inventory_with(|_| false);
     assert!(without.get(ID).is_none());
-    assert!(matches!(without.lookup(ID), cheng_node::Lookup::Gated("CHENG_ENABLE_CODE_JS")));
+    assert!(matches!(
+        without.lookup(ID),
+        cheng_node::Lookup::Gated("CHENG_ENABLE_CODE_JS")
+    ));
     let with = Registry::from_inventory_with(|var| var == "CHENG_ENABLE_CODE_JS");
     assert!(with.get(ID).is_some());
 }

@@ -11,14 +11,19 @@ const ID: &str = "tools/code_js";
 
 async fn run(input: Value) -> Values {
     let registry = Registry::from_inventory_with(|_| true);
-    let node = registry.get(ID).expect("tools/code_js is linked and registered when its gate is set");
+    let node = registry
+        .get(ID)
+        .expect("tools/code_js is linked and registered when its gate is set");
     let ctx = RunContext::for_workspace(ID, std::env::temp_dir(), Decision::Denied);
-    node.run(&ctx, input.as_object().cloned().expect("object")).await.expect("code_js reports failures as outputs")
+    node.run(&ctx, input.as_object().cloned().expect("object"))
+        .await
+        .expect("code_js reports failures as outputs")
 }
 
 #[tokio::test]
 async fn state_left_by_one_call_is_not_seen_by_the_next() {
-    let plant = "globalThis.leak = 42; Object.prototype.polluted = 1; JSON.parse = () => 'hijacked'; \
+    let plant =
+        "globalThis.leak = 42; Object.prototype.polluted = 1; JSON.parse = () => 'hijacked'; \
                  Math.max = () => -1; console.log('planted'); 'planted'";
     let check = "[typeof leak, ({}).polluted === undefined, JSON.parse('[1]'), Math.max(1, 2)]";
     // Sequential calls reuse one script thread, which prepares the next runtime once a call has
@@ -28,8 +33,15 @@ async fn state_left_by_one_call_is_not_seen_by_the_next() {
         assert_eq!(planted["result"], "planted", "round {round}: {planted:#?}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         let checked = run(json!({"script": check})).await;
-        assert_eq!(checked["result"], json!(["undefined", true, [1], 2]), "round {round}: {checked:#?}");
-        assert_eq!(checked["stdout"], "", "round {round}: the console is the call's own");
+        assert_eq!(
+            checked["result"],
+            json!(["undefined", true, [1], 2]),
+            "round {round}: {checked:#?}"
+        );
+        assert_eq!(
+            checked["stdout"], "",
+            "round {round}: the console is the call's own"
+        );
     }
 }
 
@@ -41,9 +53,15 @@ async fn limits_apply_to_every_call_on_a_warm_thread() {
         assert_eq!(warm["result"], 1);
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         let small = run(json!({"script": hog, "memory_mb": 8})).await;
-        assert_eq!(small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT", "round {round}: {small:#?}");
+        assert_eq!(
+            small["error_kind"], "LOCAL_EXECUTOR_MEMORY_LIMIT",
+            "round {round}: {small:#?}"
+        );
         let spin = run(json!({"script": "for (;;) {}", "timeout_ms": 50})).await;
-        assert_eq!(spin["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "round {round}: {spin:#?}");
+        assert_eq!(
+            spin["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT",
+            "round {round}: {spin:#?}"
+        );
         let large = run(json!({"script": hog, "memory_mb": 64})).await;
         assert_eq!(large["result"], 32, "round {round}: {large:#?}");
     }

@@ -12,7 +12,10 @@ struct Keep(Mutex<Vec<(OutputStream, String, u64)>>);
 
 impl OutputSink for Keep {
     fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-        self.0.lock().unwrap().push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
+        self.0
+            .lock()
+            .unwrap()
+            .push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
     }
 }
 
@@ -21,7 +24,11 @@ impl Keep {
     fn text(&self, stream: OutputStream) -> String {
         let mut text = String::new();
         for (s, t, offset) in self.0.lock().unwrap().iter().filter(|c| c.0 == stream) {
-            assert_eq!(*offset, text.len() as u64, "{s:?} offsets must be contiguous");
+            assert_eq!(
+                *offset,
+                text.len() as u64,
+                "{s:?} offsets must be contiguous"
+            );
             text.push_str(t);
         }
         text
@@ -43,7 +50,16 @@ async fn code_shell_passes_the_sandboxed_scripts_output_on() {
     let (_d, ws) = workspace();
     let node = cheng_nodes_code::shell::CodeShell;
     let (ctx, keep) = context(&node, &ws);
-    let out = node.run(&ctx, with_defaults(&node, json!({"script": "echo one; echo two >&2; echo three"}))).await.unwrap();
+    let out = node
+        .run(
+            &ctx,
+            with_defaults(
+                &node,
+                json!({"script": "echo one; echo two >&2; echo three"}),
+            ),
+        )
+        .await
+        .unwrap();
     assert_eq!(out["success"], true, "{out:?}");
     assert_eq!(keep.text(OutputStream::Stdout), "one\nthree\n");
     assert_eq!(keep.text(OutputStream::Stderr), "two\n");
@@ -54,9 +70,14 @@ async fn code_shell_passes_the_sandboxed_scripts_output_on() {
 async fn code_js_passes_console_lines_on() {
     let (_d, ws) = workspace();
     let registry = cheng_node::Registry::from_inventory_with(|_| true);
-    let node = registry.get("tools/code_js").expect("tools/code_js is registered when its gate is set");
+    let node = registry
+        .get("tools/code_js")
+        .expect("tools/code_js is registered when its gate is set");
     let (ctx, keep) = context(node.as_ref(), &ws);
-    let input = with_defaults(node.as_ref(), json!({"script": "console.log('a', 1); console.error('b'); console.info('☃'); 7"}));
+    let input = with_defaults(
+        node.as_ref(),
+        json!({"script": "console.log('a', 1); console.error('b'); console.info('☃'); 7"}),
+    );
     let out = node.run(&ctx, input).await.unwrap();
     assert_eq!(out["success"], true, "{out:?}");
     assert_eq!(keep.text(OutputStream::Stdout), "a 1\n☃\n");
@@ -71,10 +92,18 @@ async fn code_python_passes_the_scripts_prints_on() {
     }
     let (_d, ws) = workspace();
     let registry = cheng_node::Registry::from_inventory_with(|_| true);
-    let node = registry.get("tools/code_python").expect("tools/code_python is registered when its gate is set");
+    let node = registry
+        .get("tools/code_python")
+        .expect("tools/code_python is registered when its gate is set");
     let (ctx, keep) = context(node.as_ref(), &ws);
     let script = "import sys\nprint('p1', flush=True)\nprint('e1', file=sys.stderr, flush=True)\nprint('p2')";
-    let out = node.run(&ctx, with_defaults(node.as_ref(), json!({"script": script}))).await.unwrap();
+    let out = node
+        .run(
+            &ctx,
+            with_defaults(node.as_ref(), json!({"script": script})),
+        )
+        .await
+        .unwrap();
     assert_eq!(out["success"], true, "{out:?}");
     assert_eq!(keep.text(OutputStream::Stdout), "p1\np2\n");
     assert_eq!(keep.text(OutputStream::Stderr), "e1\n");

@@ -1,15 +1,15 @@
 #[cfg(feature = "js")]
-mod js;
-#[cfg(feature = "js")]
 mod etc_copies;
+#[cfg(feature = "js")]
+mod js;
 mod js_fresh;
 
 mod live_output;
 mod protect;
+#[cfg(feature = "python")]
+mod python;
+mod result_cap;
 mod sandbox_support;
 mod seccomp;
 mod shell;
 mod view;
-#[cfg(feature = "python")]
-mod python;
-mod result_cap;

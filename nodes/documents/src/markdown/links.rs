@@ -47,7 +47,10 @@ pub struct Limits {
 }
 
 /// Default [`Limits`]: 200 files, 64 MiB.
-pub const LIMITS: Limits = Limits { files: 200, bytes: 64 * 1024 * 1024 };
+pub const LIMITS: Limits = Limits {
+    files: 200,
+    bytes: 64 * 1024 * 1024,
+};
 
 /// Checks the links of `doc`, the file at `file` (canonical, inside the canonical `root`).
 pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
@@ -55,7 +58,12 @@ pub fn check(root: &Path, file: &Path, doc: &Document<'_>) -> LinkReport {
 }
 
 /// [`check`] with explicit read limits.
-pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: Limits) -> LinkReport {
+pub fn check_with_limits(
+    root: &Path,
+    file: &Path,
+    doc: &Document<'_>,
+    limits: Limits,
+) -> LinkReport {
     let mut checker = Checker {
         root,
         file,
@@ -82,8 +90,12 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
         if matches!(link.link_type, LinkType::Autolink | LinkType::Email) || is_external(dest) {
             checker.report.external += 1;
             checker.report.diagnostics.push(
-                Diagnostic::new(rules::SKIPPED_EXTERNAL, at(), format!("{kind} to {dest} is external; not checked (no network)."))
-                    .with_target(dest),
+                Diagnostic::new(
+                    rules::SKIPPED_EXTERNAL,
+                    at(),
+                    format!("{kind} to {dest} is external; not checked (no network)."),
+                )
+                .with_target(dest),
             );
             continue;
         }
@@ -101,8 +113,12 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
         if is_external(dest) {
             checker.report.external += 1;
             checker.report.diagnostics.push(
-                Diagnostic::new(rules::SKIPPED_EXTERNAL, at(), format!("{kind} to {dest} is external; not checked (no network)."))
-                    .with_target(dest),
+                Diagnostic::new(
+                    rules::SKIPPED_EXTERNAL,
+                    at(),
+                    format!("{kind} to {dest} is external; not checked (no network)."),
+                )
+                .with_target(dest),
             );
             continue;
         }
@@ -114,7 +130,10 @@ pub fn check_with_limits(root: &Path, file: &Path, doc: &Document<'_>, limits: L
         checker.report.diagnostics.push(Diagnostic::new(
             rules::UNDEFINED_REFERENCE,
             doc.position(broken.range.start),
-            format!("Reference [{}] has no definition, so the link cannot be resolved.", broken.label),
+            format!(
+                "Reference [{}] has no definition, so the link cannot be resolved.",
+                broken.label
+            ),
         ));
     }
     // Counted, not listed: they all come after the kept ones, past what is shown.
@@ -196,7 +215,9 @@ impl Checker<'_> {
             Some((p, f)) => (p, Some(f)),
             None => (dest, None),
         };
-        let path_part = before_fragment.split_once('?').map_or(before_fragment, |(p, _)| p);
+        let path_part = before_fragment
+            .split_once('?')
+            .map_or(before_fragment, |(p, _)| p);
         let target_file = if path_part.is_empty() {
             Target::Found(Rc::clone(&self.own_path))
         } else if let Some(known) = self.by_text.get(path_part) {
@@ -211,16 +232,24 @@ impl Checker<'_> {
             Target::Missing(why) => {
                 self.report.broken += 1;
                 self.report.diagnostics.push(
-                    Diagnostic::new(rules::BROKEN_LOCAL_LINK, at(), format!("{kind} target {path_part} does not exist ({why})."))
-                        .with_target(dest),
+                    Diagnostic::new(
+                        rules::BROKEN_LOCAL_LINK,
+                        at(),
+                        format!("{kind} target {path_part} does not exist ({why})."),
+                    )
+                    .with_target(dest),
                 );
                 return;
             }
             Target::Outside(why) => {
                 self.report.outside += 1;
                 self.report.diagnostics.push(
-                    Diagnostic::new(rules::OUTSIDE_WORKSPACE, at(), format!("{kind} target {path_part} {why}; it was not followed."))
-                        .with_target(dest),
+                    Diagnostic::new(
+                        rules::OUTSIDE_WORKSPACE,
+                        at(),
+                        format!("{kind} target {path_part} {why}; it was not followed."),
+                    )
+                    .with_target(dest),
                 );
                 return;
             }
@@ -250,9 +279,13 @@ impl Checker<'_> {
                 rules::BROKEN_FRAGMENT,
                 at(),
                 if path.as_path() == self.file {
-                    format!("{kind} fragment #{fragment} matches no heading or HTML id in this file.")
+                    format!(
+                        "{kind} fragment #{fragment} matches no heading or HTML id in this file."
+                    )
                 } else {
-                    format!("{kind} fragment #{fragment} matches no heading or HTML id in {path_part}.")
+                    format!(
+                        "{kind} fragment #{fragment} matches no heading or HTML id in {path_part}."
+                    )
                 },
             )
             .with_target(dest);
@@ -271,7 +304,10 @@ impl Checker<'_> {
         } else {
             let dir = self.file.parent().unwrap_or(self.root);
             match dir.strip_prefix(self.root) {
-                Ok(rel) => rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect(),
+                Ok(rel) => rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect(),
                 Err(_) => Vec::new(),
             }
         };
@@ -293,7 +329,10 @@ impl Checker<'_> {
         }
         if let Some(name) = parts.last() {
             let dir = parts[..parts.len() - 1].join("/");
-            if self.listing(&dir).is_some_and(|names| !names.contains(std::ffi::OsStr::new(name))) {
+            if self
+                .listing(&dir)
+                .is_some_and(|names| !names.contains(std::ffi::OsStr::new(name)))
+            {
                 // Not in its directory: what resolving would find, without a path walk.
                 let outcome = Target::Missing(format!("looked for {rel} in the workspace"));
                 self.targets.insert(rel, outcome.clone());
@@ -305,7 +344,9 @@ impl Checker<'_> {
             Err(e) if e.kind == ErrorKind::PathOutsideWorkspace => {
                 Target::Outside("resolves outside the workspace through a symlink".into())
             }
-            Err(e) if e.kind == ErrorKind::NotFound => Target::Missing(format!("looked for {rel} in the workspace")),
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                Target::Missing(format!("looked for {rel} in the workspace"))
+            }
             Err(e) => Target::Missing(e.message),
         };
         self.targets.insert(rel, outcome.clone());
@@ -318,14 +359,21 @@ impl Checker<'_> {
     /// the listing; a present name is still resolved (symlinks, the workspace boundary), so the
     /// outcome is the same as resolving. `None`: few links so far, or not listable.
     fn listing(&mut self, dir: &str) -> Option<&HashSet<std::ffi::OsString>> {
-        let entry = self.listings.entry(dir.to_string()).or_insert(Listing::Counting(0));
+        let entry = self
+            .listings
+            .entry(dir.to_string())
+            .or_insert(Listing::Counting(0));
         if let Listing::Counting(n) = entry {
             *n += 1;
             if *n < LIST_AFTER_LINKS {
                 return None;
             }
             // Only a directory inside the workspace is listed (a symlinked one leading out is not).
-            let listed = if dir.is_empty() { Ok(self.root.to_path_buf()) } else { resolve_existing(self.root, Some(dir), "link") };
+            let listed = if dir.is_empty() {
+                Ok(self.root.to_path_buf())
+            } else {
+                resolve_existing(self.root, Some(dir), "link")
+            };
             *entry = match listed.ok().map(std::fs::read_dir) {
                 Some(Ok(read)) => {
                     let mut names = HashSet::new();
@@ -341,7 +389,11 @@ impl Checker<'_> {
                             }
                         }
                     }
-                    if complete { Listing::Names(names) } else { Listing::Unlisted }
+                    if complete {
+                        Listing::Names(names)
+                    } else {
+                        Listing::Unlisted
+                    }
                 }
                 _ => Listing::Unlisted,
             };
@@ -357,11 +409,16 @@ impl Checker<'_> {
             return &self.own_anchors;
         }
         if !self.anchors.contains_key(path) {
-            let is_markdown = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "md" | "markdown" | "mdx" | "mkd" | "mdown"));
-            let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+            let is_markdown = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                matches!(
+                    e.to_ascii_lowercase().as_str(),
+                    "md" | "markdown" | "mdx" | "mkd" | "mdown"
+                )
+            });
+            let size = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
             let anchors = match size {
                 Some(size) if is_markdown => {
                     let remaining = self.limits.bytes.saturating_sub(self.bytes_read);
@@ -370,9 +427,18 @@ impl Checker<'_> {
                     } else {
                         self.files_read += 1;
                         self.bytes_read += size;
-                        let rel = path.strip_prefix(self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+                        let rel = path
+                            .strip_prefix(self.root)
+                            .map(|p| p.to_string_lossy().into_owned())
+                            .unwrap_or_default();
                         match read_text(self.root, &rel, "link", MAX_TEXT_BYTES.min(remaining)) {
-                            Ok(file) => Anchors::Known(Document::parse(&file.text).anchors().into_iter().map(str::to_string).collect()),
+                            Ok(file) => Anchors::Known(
+                                Document::parse(&file.text)
+                                    .anchors()
+                                    .into_iter()
+                                    .map(str::to_string)
+                                    .collect(),
+                            ),
                             Err(_) => Anchors::Unchecked,
                         }
                     }
@@ -391,10 +457,22 @@ mod tests {
 
     #[test]
     fn schemes_and_network_paths_are_external() {
-        for dest in ["https://x.example", "mailto:a@b.example", "//cdn.example/x", "file:///etc/passwd", "tel:+1"] {
+        for dest in [
+            "https://x.example",
+            "mailto:a@b.example",
+            "//cdn.example/x",
+            "file:///etc/passwd",
+            "tel:+1",
+        ] {
             assert!(is_external(dest), "{dest}");
         }
-        for dest in ["a.md", "./a.md#x", "../b/c.png", "/docs/x.md", "a:b.md".trim_start_matches("a:")] {
+        for dest in [
+            "a.md",
+            "./a.md#x",
+            "../b/c.png",
+            "/docs/x.md",
+            "a:b.md".trim_start_matches("a:"),
+        ] {
             assert!(!is_external(dest), "{dest}");
         }
     }

@@ -32,7 +32,11 @@ fn is_glob(path: &str) -> bool {
 /// The files `path` names, sorted, relative to `root`.
 fn matching_files(root: &Path, path: &str) -> Result<(Vec<String>, usize), NodeError> {
     let (base, matcher) = if is_glob(path) {
-        if Path::new(path).is_absolute() || Path::new(path).components().any(|c| c == Component::ParentDir) {
+        if Path::new(path).is_absolute()
+            || Path::new(path)
+                .components()
+                .any(|c| c == Component::ParentDir)
+        {
             return Err(NodeError::new(
                 ErrorKind::PathOutsideWorkspace,
                 format!("path {path:?}: a glob is relative to the workspace root and may not contain `..`"),
@@ -41,27 +45,48 @@ fn matching_files(root: &Path, path: &str) -> Result<(Vec<String>, usize), NodeE
         let glob = globset::GlobBuilder::new(path)
             .literal_separator(true)
             .build()
-            .map_err(|e| NodeError::invalid_input(format!("path {path:?} is not a valid glob: {e}")))?
+            .map_err(|e| {
+                NodeError::invalid_input(format!("path {path:?} is not a valid glob: {e}"))
+            })?
             .compile_matcher();
         // Walk only below the glob's literal directory prefix.
-        let literal: PathBuf = Path::new(path).components().take_while(|c| !is_glob(&c.as_os_str().to_string_lossy())).collect();
-        let literal = if literal.as_os_str() == path { PathBuf::new() } else { literal };
-        let base = if literal.as_os_str().is_empty() { root.to_path_buf() } else { resolve_existing(root, literal.to_str(), "path")? };
+        let literal: PathBuf = Path::new(path)
+            .components()
+            .take_while(|c| !is_glob(&c.as_os_str().to_string_lossy()))
+            .collect();
+        let literal = if literal.as_os_str() == path {
+            PathBuf::new()
+        } else {
+            literal
+        };
+        let base = if literal.as_os_str().is_empty() {
+            root.to_path_buf()
+        } else {
+            resolve_existing(root, literal.to_str(), "path")?
+        };
         (base, Some(glob))
     } else {
         (resolve_existing(root, Some(path), "path")?, None)
     };
     let mut files = Vec::new();
     let mut over = 0usize;
-    let walk = ignore::WalkBuilder::new(&base).hidden(true).follow_links(false).require_git(false).build();
+    let walk = ignore::WalkBuilder::new(&base)
+        .hidden(true)
+        .follow_links(false)
+        .require_git(false)
+        .build();
     for entry in walk.flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
         let keep = match &matcher {
             Some(glob) => glob.is_match(rel),
-            None => rel.extension().is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown")),
+            None => rel.extension().is_some_and(|e| {
+                e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown")
+            }),
         };
         if !keep {
             continue;
@@ -77,7 +102,12 @@ fn matching_files(root: &Path, path: &str) -> Result<(Vec<String>, usize), NodeE
 }
 
 /// Runs `operation` (diagnostics or link_check_local) on every file `path` names.
-pub fn analyze(root: &Path, path: &str, operation: Operation, mut check: impl FnMut() -> Result<(), NodeError>) -> Result<Values, NodeError> {
+pub fn analyze(
+    root: &Path,
+    path: &str,
+    operation: Operation,
+    mut check: impl FnMut() -> Result<(), NodeError>,
+) -> Result<Values, NodeError> {
     let (files, mut left_out) = matching_files(root, path)?;
     let mut diagnostics: Vec<Value> = Vec::new();
     let mut findings = 0usize;
@@ -101,7 +131,11 @@ pub fn analyze(root: &Path, path: &str, operation: Operation, mut check: impl Fn
         read += file.bytes;
         analysed += 1;
         let out = analyze_checked(root, &file, operation, &mut check)?;
-        let found = out.get("diagnostics").and_then(Value::as_array).cloned().unwrap_or_default();
+        let found = out
+            .get("diagnostics")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if !found.is_empty() {
             per_file.push((rel.clone(), found.len()));
         }
@@ -116,18 +150,46 @@ pub fn analyze(root: &Path, path: &str, operation: Operation, mut check: impl Fn
             diagnostics.push(d);
         }
     }
-    let mut summary = format!("{path}: {analysed} Markdown file{} {}", plural(analysed), if operation == Operation::LinkCheckLocal { "link-checked" } else { "checked" });
+    let mut summary = format!(
+        "{path}: {analysed} Markdown file{} {}",
+        plural(analysed),
+        if operation == Operation::LinkCheckLocal {
+            "link-checked"
+        } else {
+            "checked"
+        }
+    );
     if findings == 0 {
         summary.push_str(", no findings");
     } else {
-        let worst: Vec<String> = per_file.iter().take(5).map(|(f, n)| format!("{f} ×{n}")).collect();
-        summary.push_str(&format!(", {findings} finding{} in {} file{} ({}{})", plural(findings), per_file.len(), plural(per_file.len()), worst.join(", "), if per_file.len() > 5 { ", …" } else { "" }));
+        let worst: Vec<String> = per_file
+            .iter()
+            .take(5)
+            .map(|(f, n)| format!("{f} ×{n}"))
+            .collect();
+        summary.push_str(&format!(
+            ", {findings} finding{} in {} file{} ({}{})",
+            plural(findings),
+            per_file.len(),
+            plural(per_file.len()),
+            worst.join(", "),
+            if per_file.len() > 5 { ", …" } else { "" }
+        ));
     }
     if findings > MAX_DIAGNOSTICS {
         summary.push_str(&format!("; showing the first {MAX_DIAGNOSTICS}"));
     }
     if !skipped.is_empty() {
-        summary.push_str(&format!("; skipped {}: {}", skipped.len(), skipped.iter().take(3).cloned().collect::<Vec<_>>().join("; ")));
+        summary.push_str(&format!(
+            "; skipped {}: {}",
+            skipped.len(),
+            skipped
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
     }
     if left_out > 0 {
         summary.push_str(&format!(

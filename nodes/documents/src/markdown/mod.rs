@@ -21,12 +21,19 @@ pub use suggestions::Suggestion;
 
 use crate::source::{read_text, TextFile, MAX_TEXT_BYTES};
 use cheng_node::input::non_empty_str;
-use cheng_node::{failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use serde_json::{json, Value};
 use std::path::Path;
 
 /// Operations, in the order the seed lists them.
-pub const OPERATIONS: &[&str] = &["outline", "diagnostics", "format_suggestions", "link_check_local"];
+pub const OPERATIONS: &[&str] = &[
+    "outline",
+    "diagnostics",
+    "format_suggestions",
+    "link_check_local",
+];
 
 /// Most outline entries returned (the rest are counted in the summary).
 pub const MAX_OUTLINE_ENTRIES: usize = 10_000;
@@ -91,12 +98,16 @@ impl Operation {
     pub fn parse(input: &Values) -> Result<Self, NodeError> {
         let choices = OPERATIONS.join(", ");
         match non_empty_str(input, "operation") {
-            None => Err(NodeError::invalid_input(format!("operation is required: one of {choices}"))),
+            None => Err(NodeError::invalid_input(format!(
+                "operation is required: one of {choices}"
+            ))),
             Some("outline") => Ok(Operation::Outline),
             Some("diagnostics") => Ok(Operation::Diagnostics),
             Some("format_suggestions") => Ok(Operation::FormatSuggestions),
             Some("link_check_local") => Ok(Operation::LinkCheckLocal),
-            Some(other) => Err(NodeError::invalid_input(format!("operation {other:?} is not one of {choices}"))),
+            Some(other) => Err(NodeError::invalid_input(format!(
+                "operation {other:?} is not one of {choices}"
+            ))),
         }
     }
 
@@ -124,7 +135,10 @@ impl Node for WorkspaceMarkdown {
             ));
         };
         if ctx.cancel.is_cancelled() {
-            return Err(NodeError::new(cheng_node::ErrorKind::Cancelled, "cancelled before the file was read"));
+            return Err(NodeError::new(
+                cheng_node::ErrorKind::Cancelled,
+                "cancelled before the file was read",
+            ));
         }
         let root = ctx.workspace.clone();
         let path = path.to_string();
@@ -169,14 +183,21 @@ pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Runs one operation on a file already read, producing the node's full output object.
 pub fn analyze(root: &Path, file: &TextFile, operation: Operation) -> Values {
-    match analyze_checked(root, file, operation, || Ok::<(), std::convert::Infallible>(())) {
+    match analyze_checked(root, file, operation, || {
+        Ok::<(), std::convert::Infallible>(())
+    }) {
         Ok(out) => out,
         Err(never) => match never {},
     }
 }
 
 /// [`analyze`], calling `check` while parsing and between steps; its error stops the analysis.
-pub fn analyze_checked<E>(root: &Path, file: &TextFile, operation: Operation, check: impl FnMut() -> Result<(), E>) -> Result<Values, E> {
+pub fn analyze_checked<E>(
+    root: &Path,
+    file: &TextFile,
+    operation: Operation,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<Values, E> {
     std::thread::scope(|scope| {
         // format_suggestions on a large file: the sweep's text-only groundwork runs on a second
         // thread while this one parses.
@@ -215,7 +236,15 @@ fn analyze_with<'t, E>(
     out.insert("operation".into(), json!(operation.name()));
     out.insert("path".into(), json!(file.display));
     out.insert("success".into(), json!(true));
-    for port in ["summary", "outline", "diagnostics", "suggested_edits", "error_kind", "terminal", "error"] {
+    for port in [
+        "summary",
+        "outline",
+        "diagnostics",
+        "suggested_edits",
+        "error_kind",
+        "terminal",
+        "error",
+    ] {
         out.insert(port.into(), Value::Null);
     }
     failure::fill::<()>(&mut out, &Ok(()));
@@ -225,7 +254,11 @@ fn analyze_with<'t, E>(
             let shown = &doc.headings[..total.min(MAX_OUTLINE_ENTRIES)];
             out.insert("outline".into(), json!(outline::build(shown)));
             let depth = doc.headings.iter().map(|h| h.level).max().unwrap_or(0);
-            let mut s = format!("{}: {total} heading{} (deepest h{depth})", file.display, plural(total));
+            let mut s = format!(
+                "{}: {total} heading{} (deepest h{depth})",
+                file.display,
+                plural(total)
+            );
             if total > MAX_OUTLINE_ENTRIES {
                 s.push_str(&format!("; showing the first {MAX_OUTLINE_ENTRIES}"));
             }
@@ -237,20 +270,27 @@ fn analyze_with<'t, E>(
         Operation::Diagnostics => {
             let (found, _) = diagnostics::check(&doc, file.invalid_utf8_at);
             let summary = diagnostics_summary(&file.display, &found, doc.broken_refs_omitted);
-            out.insert("diagnostics".into(), json!(&found[..found.len().min(MAX_DIAGNOSTICS)]));
+            out.insert(
+                "diagnostics".into(),
+                json!(&found[..found.len().min(MAX_DIAGNOSTICS)]),
+            );
             summary
         }
         Operation::FormatSuggestions => {
             let (found, plan) = diagnostics::check(&doc, file.invalid_utf8_at);
             if file.invalid_utf8_at.is_some() {
                 out.insert("suggested_edits".into(), json!([]));
-                out.insert("diagnostics".into(), json!(&found[..found.len().min(MAX_DIAGNOSTICS)]));
+                out.insert(
+                    "diagnostics".into(),
+                    json!(&found[..found.len().min(MAX_DIAGNOSTICS)]),
+                );
                 format!(
                     "{}: not valid UTF-8, so no edits are suggested (an exact-match edit could not round-trip); re-save the file as UTF-8 first",
                     file.display
                 )
             } else {
-                let (edits, skipped, over) = suggestions::build_prepared(prepared(), &file.display, &plan, MAX_SUGGESTIONS);
+                let (edits, skipped, over) =
+                    suggestions::build_prepared(prepared(), &file.display, &plan, MAX_SUGGESTIONS);
                 let fixable = found.iter().filter(|d| plan.covers(d)).count();
                 // Undefined references past the kept ones are findings too (never fixable).
                 let total = found.len() + doc.broken_refs_omitted;
@@ -263,12 +303,18 @@ fn analyze_with<'t, E>(
                     plural(total)
                 );
                 if skipped > 0 {
-                    s.push_str(&format!("; {skipped} fix{} left out (no unique context within {} lines)", if skipped == 1 { "" } else { "es" }, suggestions::MAX_WINDOW));
+                    s.push_str(&format!(
+                        "; {skipped} fix{} left out (no unique context within {} lines)",
+                        if skipped == 1 { "" } else { "es" },
+                        suggestions::MAX_WINDOW
+                    ));
                 }
                 if over > 0 {
                     s.push_str(&format!("; {over} more after the first {MAX_SUGGESTIONS} (apply these and run again)"));
                 }
-                s.push_str("; apply them in order, each old_string occurs exactly once at that point");
+                s.push_str(
+                    "; apply them in order, each old_string occurs exactly once at that point",
+                );
                 out.insert("suggested_edits".into(), json!(edits));
                 s
             }
@@ -303,7 +349,10 @@ fn analyze_with<'t, E>(
             } else {
                 s
             };
-            out.insert("diagnostics".into(), json!(&report.diagnostics[..report.diagnostics.len().min(MAX_DIAGNOSTICS)]));
+            out.insert(
+                "diagnostics".into(),
+                json!(&report.diagnostics[..report.diagnostics.len().min(MAX_DIAGNOSTICS)]),
+            );
             s
         }
     };
@@ -325,12 +374,20 @@ fn diagnostics_summary(display: &str, found: &[Diagnostic], omitted_refs: usize)
             None => counts.push((d.rule, 1)),
         }
     }
-    if let Some((_, n)) = counts.iter_mut().find(|(r, _)| *r == rules::UNDEFINED_REFERENCE) {
+    if let Some((_, n)) = counts
+        .iter_mut()
+        .find(|(r, _)| *r == rules::UNDEFINED_REFERENCE)
+    {
         *n += omitted_refs;
     }
     let total = found.len() + omitted_refs;
     let list: Vec<String> = counts.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
-    let mut s = format!("{display}: {} finding{} ({})", total, plural(total), list.join(", "));
+    let mut s = format!(
+        "{display}: {} finding{} ({})",
+        total,
+        plural(total),
+        list.join(", ")
+    );
     if total > MAX_DIAGNOSTICS {
         s.push_str(&format!("; showing the first {MAX_DIAGNOSTICS}"));
     }

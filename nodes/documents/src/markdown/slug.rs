@@ -40,7 +40,11 @@ pub fn slug(text: &str) -> String {
             .collect();
     }
     // Lowercase the whole text first (final sigma depends on context), then filter.
-    text.to_lowercase().chars().filter(|&c| kept(c)).map(|c| if c == ' ' { '-' } else { c }).collect()
+    text.to_lowercase()
+        .chars()
+        .filter(|&c| kept(c))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
 }
 
 /// Assigns unique slugs in document order, like github-slugger's `BananaSlug`.
@@ -85,8 +89,11 @@ mod tests {
     fn ascii_fast_path_agrees_with_the_table() {
         for b in 0u8..128 {
             let c = b as char;
-            let via_table: String =
-                c.to_lowercase().filter(|&c| kept(c)).map(|c| if c == ' ' { '-' } else { c }).collect();
+            let via_table: String = c
+                .to_lowercase()
+                .filter(|&c| kept(c))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect();
             assert_eq!(slug(&c.to_string()), via_table, "{c:?}");
         }
     }

@@ -38,7 +38,12 @@ pub struct Suggestion {
 
 /// Suggestions for `plan`, at most `limit`; also returns how many edits were left out because
 /// no unique context exists within [`MAX_WINDOW`] lines, and how many were over the limit.
-pub fn build(text: &str, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
+pub fn build(
+    text: &str,
+    path: &str,
+    plan: &FixPlan,
+    limit: usize,
+) -> (Vec<Suggestion>, usize, usize) {
     build_prepared(Prepared::new(text), path, plan, limit)
 }
 
@@ -54,17 +59,31 @@ impl<'t> Prepared<'t> {
     pub fn new(text: &'t str) -> Self {
         let lines: Vec<&str> = text.split('\n').collect();
         let hashes: Vec<u64> = lines.iter().map(|l| line_hash(l)).collect();
-        let mut single_line_counts = Counts::with_capacity_and_hasher(hashes.len(), Default::default());
+        let mut single_line_counts =
+            Counts::with_capacity_and_hasher(hashes.len(), Default::default());
         for &h in &hashes {
             *single_line_counts.entry(mix(1, h)).or_insert(0) += 1;
         }
-        Prepared { lines, hashes, single_line_counts }
+        Prepared {
+            lines,
+            hashes,
+            single_line_counts,
+        }
     }
 }
 
 /// [`build`] from a [`Prepared`] text.
-pub fn build_prepared(prepared: Prepared<'_>, path: &str, plan: &FixPlan, limit: usize) -> (Vec<Suggestion>, usize, usize) {
-    let Prepared { lines, hashes, single_line_counts } = prepared;
+pub fn build_prepared(
+    prepared: Prepared<'_>,
+    path: &str,
+    plan: &FixPlan,
+    limit: usize,
+) -> (Vec<Suggestion>, usize, usize) {
+    let Prepared {
+        lines,
+        hashes,
+        single_line_counts,
+    } = prepared;
     let mut edits = edits_from_plan(&lines, plan).peekable();
     let mut sweep = Sweep::new(&lines, hashes, single_line_counts);
     let mut out = Vec::new();
@@ -118,7 +137,8 @@ struct Edit {
 
 impl Edit {
     fn merge(mut self, next: Edit, lines: &[&str]) -> Edit {
-        self.new.extend(lines[self.b..next.a].iter().map(|l| l.to_string()));
+        self.new
+            .extend(lines[self.b..next.a].iter().map(|l| l.to_string()));
         self.new.extend(next.new);
         self.b = next.b;
         for rule in next.rules {
@@ -142,10 +162,20 @@ struct Edits<'p, 'l> {
 }
 
 fn edits_from_plan<'p, 'l>(lines: &'l [&'l str], plan: &'p FixPlan) -> Edits<'p, 'l> {
-    let mut positions: Vec<usize> = plan.lines.keys().chain(plan.inserts.keys()).copied().collect();
+    let mut positions: Vec<usize> = plan
+        .lines
+        .keys()
+        .chain(plan.inserts.keys())
+        .copied()
+        .collect();
     positions.sort_unstable();
     positions.dedup();
-    Edits { lines, plan, positions: positions.into_iter(), pending: None }
+    Edits {
+        lines,
+        plan,
+        positions: positions.into_iter(),
+        pending: None,
+    }
 }
 
 impl Edits<'_, '_> {
@@ -162,7 +192,13 @@ impl Edits<'_, '_> {
     }
 
     fn edit_at(&self, p: usize) -> Edit {
-        let mut edit = Edit { a: p, b: p, new: Vec::new(), rules: Vec::new(), reasons: Vec::new() };
+        let mut edit = Edit {
+            a: p,
+            b: p,
+            new: Vec::new(),
+            rules: Vec::new(),
+            reasons: Vec::new(),
+        };
         if let Some(insert) = self.plan.inserts.get(&p) {
             edit.new.push(insert.content.clone());
             edit.rules.extend(&insert.rules);
@@ -220,7 +256,9 @@ impl Iterator for Edits<'_, '_> {
             (e.b, e.new.is_empty())
         });
         for p in self.positions.clone() {
-            let Some((b, deletes_only)) = self.shape(p) else { continue };
+            let Some((b, deletes_only)) = self.shape(p) else {
+                continue;
+            };
             match last.as_mut() {
                 Some((prev_b, true)) if *prev_b == p && deletes_only => *prev_b = b,
                 _ => {
@@ -263,7 +301,9 @@ fn line_hash(line: &str) -> u64 {
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(K).rotate_left(29);
+        h = (h ^ u64::from_le_bytes(word))
+            .wrapping_mul(K)
+            .rotate_left(29);
     }
     let mut tail = [0u8; 8];
     tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
@@ -439,7 +479,10 @@ impl<'a> Sweep<'a> {
         let mut new_lines: Vec<&str> = self.original[s..edit.a].to_vec();
         new_lines.extend(edit.new.iter().map(String::as_str));
         new_lines.extend(&self.original[edit.b..e]);
-        (format!("{lead}{old}{trail}"), format!("{lead}{}{trail}", new_lines.join("\n")))
+        (
+            format!("{lead}{old}{trail}"),
+            format!("{lead}{}{trail}", new_lines.join("\n")),
+        )
     }
 
     fn materialize(&mut self) -> &str {
@@ -466,7 +509,9 @@ impl<'a> Sweep<'a> {
     fn apply(&mut self, edit: &Edit) {
         let pa = self.state_index(edit.a);
         let pb = pa + (edit.b - edit.a);
-        let built: Vec<usize> = (1..=MAX_WINDOW).filter(|w| self.counts[*w].is_some()).collect();
+        let built: Vec<usize> = (1..=MAX_WINDOW)
+            .filter(|w| self.counts[*w].is_some())
+            .collect();
         for &w in &built {
             let len = self.len();
             for s in (pa + 1).saturating_sub(w)..pb.max(pa).min((len + 1).saturating_sub(w)) {
@@ -477,7 +522,8 @@ impl<'a> Sweep<'a> {
             }
         }
         for i in self.ob..edit.a {
-            self.prefix.push((self.original_hashes[i], Line::Original(i)));
+            self.prefix
+                .push((self.original_hashes[i], Line::Original(i)));
             self.prefix_text_len += self.original[i].len() + 1;
         }
         for line in &edit.new {
@@ -517,7 +563,9 @@ pub fn count_overlapping(hay: &str, needle: &str) -> usize {
         let next = from + at + 1;
         from = match hay.get(next..) {
             Some(_) => next,
-            None => (next..=hay.len()).find(|i| hay.is_char_boundary(*i)).unwrap_or(hay.len()),
+            None => (next..=hay.len())
+                .find(|i| hay.is_char_boundary(*i))
+                .unwrap_or(hay.len()),
         };
     }
     count
@@ -543,18 +591,28 @@ mod tests {
     fn counting_the_rest_agrees_with_building_it() {
         // Runs of extra blank lines (merged deletions), inserts next to line fixes, a last line
         // without a newline.
-        let text = "# A\ntext  \t\n\n\n\n## B\nx https://a.example \n\n\n# A\n\n\n\nend   \n## C\nlast";
+        let text =
+            "# A\ntext  \t\n\n\n\n## B\nx https://a.example \n\n\n# A\n\n\n\nend   \n## C\nlast";
         let doc = Document::parse(text);
         let (_, plan) = check(&doc, None);
         let lines: Vec<&str> = text.split('\n').collect();
         let all: Vec<Edit> = edits_from_plan(&lines, &plan).collect();
         assert!(all.len() >= 8, "{}", all.len());
-        assert!(all.iter().any(|e| e.new.is_empty() && e.b - e.a > 1), "a merged run of deletions");
+        assert!(
+            all.iter().any(|e| e.new.is_empty() && e.b - e.a > 1),
+            "a merged run of deletions"
+        );
         for taken in 0..=all.len() {
             let mut rest = edits_from_plan(&lines, &plan);
             for expected in &all[..taken] {
                 let got = rest.next().map(|e| (e.a, e.b, e.new, e.rules, e.reasons));
-                let want = (expected.a, expected.b, expected.new.clone(), expected.rules.clone(), expected.reasons.clone());
+                let want = (
+                    expected.a,
+                    expected.b,
+                    expected.new.clone(),
+                    expected.rules.clone(),
+                    expected.reasons.clone(),
+                );
                 assert_eq!(got, Some(want));
             }
             assert_eq!(rest.count(), all.len() - taken, "after {taken}");

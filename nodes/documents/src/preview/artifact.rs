@@ -51,7 +51,9 @@ pub struct ImageInfo {
 /// The metadata object as `key  value` rows (nested values as compact JSON): the preview a
 /// reader sees.
 pub fn rows(metadata: &Value) -> String {
-    let Value::Object(map) = metadata else { return metadata.to_string() };
+    let Value::Object(map) = metadata else {
+        return metadata.to_string();
+    };
     let width = map.keys().map(String::len).max().unwrap_or(0);
     let mut text = String::new();
     for (key, value) in map {
@@ -91,13 +93,21 @@ fn scan(mut reader: impl Read, cancel: &CancellationToken) -> Result<Scan, NodeE
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         if cancel.is_cancelled() {
-            return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while reading the file"));
+            return Err(NodeError::new(
+                ErrorKind::Cancelled,
+                "cancelled while reading the file",
+            ));
         }
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(NodeError::new(ErrorKind::NotFound, format!("the file cannot be read: {e}"))),
+            Err(e) => {
+                return Err(NodeError::new(
+                    ErrorKind::NotFound,
+                    format!("the file cannot be read: {e}"),
+                ))
+            }
         };
         let chunk = &buf[..n];
         s.size += n as u64;
@@ -128,16 +138,30 @@ fn scan(mut reader: impl Read, cancel: &CancellationToken) -> Result<Scan, NodeE
 }
 
 /// Summarises a workspace file (already resolved and checked to be a regular file).
-pub fn summarize_file(path: &Path, display: &str, cancel: &CancellationToken) -> Result<Metadata, NodeError> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| NodeError::new(ErrorKind::NotFound, format!("path {display:?} cannot be opened: {e}")))?;
+pub fn summarize_file(
+    path: &Path,
+    display: &str,
+    cancel: &CancellationToken,
+) -> Result<Metadata, NodeError> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!("path {display:?} cannot be opened: {e}"),
+        )
+    })?;
     let scanned = scan(BufReader::new(file), cancel)?;
-    let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
     let mut meta = describe(&scanned, extension.as_deref(), Some(display.to_string()));
     if meta.mime.starts_with("image/") {
         if let Ok(file) = std::fs::File::open(path) {
             if let Ok(size) = imagesize::reader_size(BufReader::new(file)) {
-                meta.image = Some(ImageInfo { width: size.width, height: size.height });
+                meta.image = Some(ImageInfo {
+                    width: size.width,
+                    height: size.height,
+                });
             }
         }
     }
@@ -148,12 +172,17 @@ pub fn summarize_file(path: &Path, display: &str, cancel: &CancellationToken) ->
                 Err(e) => meta.notes.push(format!("JSON keys not read: {e}")),
             }
         } else {
-            meta.notes.push(format!("JSON keys not listed: the file is over {}", human_bytes(MAX_JSON_BYTES)));
+            meta.notes.push(format!(
+                "JSON keys not listed: the file is over {}",
+                human_bytes(MAX_JSON_BYTES)
+            ));
         }
     }
     if let Some(delimiter) = csv_delimiter(&meta, extension.as_deref()) {
         match std::fs::File::open(path) {
-            Ok(file) => meta.csv = csv_shape(BufReader::new(file), delimiter, cancel, &mut meta.notes)?,
+            Ok(file) => {
+                meta.csv = csv_shape(BufReader::new(file), delimiter, cancel, &mut meta.notes)?
+            }
             Err(e) => meta.notes.push(format!("CSV not read: {e}")),
         }
     }
@@ -166,11 +195,17 @@ pub fn summarize_bytes(bytes: &[u8], cancel: &CancellationToken) -> Result<Metad
     let mut meta = describe(&scanned, None, None);
     if meta.mime.starts_with("image/") {
         if let Ok(size) = imagesize::blob_size(bytes) {
-            meta.image = Some(ImageInfo { width: size.width, height: size.height });
+            meta.image = Some(ImageInfo {
+                width: size.width,
+                height: size.height,
+            });
         }
     }
     let trimmed = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if meta.kind == "text" && matches!(trimmed, Some(b'{') | Some(b'[')) && serde_json::from_slice::<Value>(bytes).is_ok() {
+    if meta.kind == "text"
+        && matches!(trimmed, Some(b'{') | Some(b'['))
+        && serde_json::from_slice::<Value>(bytes).is_ok()
+    {
         meta.mime = "application/json".into();
         meta.json = Some(json_shape(bytes, &mut meta.notes));
     }
@@ -207,7 +242,8 @@ fn describe(s: &Scan, extension: Option<&str>, path: Option<String>) -> Metadata
         (None, None) if text => ("text/plain".to_string(), "content"),
         (None, None) => ("application/octet-stream".to_string(), "content"),
     };
-    let lines = (text && !utf16).then(|| s.newlines + u64::from(s.last_byte.is_some_and(|b| b != b'\n')));
+    let lines =
+        (text && !utf16).then(|| s.newlines + u64::from(s.last_byte.is_some_and(|b| b != b'\n')));
     Metadata {
         path,
         size_bytes: s.size,
@@ -257,7 +293,11 @@ fn mime_from_extension(ext: &str) -> Option<&'static str> {
 }
 
 fn is_json(meta: &Metadata, extension: Option<&str>) -> bool {
-    meta.kind == "text" && (extension == Some("json") || meta.mime == "application/json" && extension != Some("jsonl") && extension != Some("ndjson"))
+    meta.kind == "text"
+        && (extension == Some("json")
+            || meta.mime == "application/json"
+                && extension != Some("jsonl")
+                && extension != Some("ndjson"))
 }
 
 fn csv_delimiter(meta: &Metadata, extension: Option<&str>) -> Option<u8> {
@@ -299,8 +339,17 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-fn csv_shape(reader: impl Read, delimiter: u8, cancel: &CancellationToken, notes: &mut Vec<String>) -> Result<Option<Value>, NodeError> {
-    let mut csv = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(true).flexible(true).from_reader(reader);
+fn csv_shape(
+    reader: impl Read,
+    delimiter: u8,
+    cancel: &CancellationToken,
+    notes: &mut Vec<String>,
+) -> Result<Option<Value>, NodeError> {
+    let mut csv = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(reader);
     let columns: Vec<String> = match csv.headers() {
         Ok(h) => h.iter().map(str::to_string).collect(),
         Err(e) => {
@@ -312,7 +361,10 @@ fn csv_shape(reader: impl Read, delimiter: u8, cancel: &CancellationToken, notes
     let mut record = csv::ByteRecord::new();
     loop {
         if rows & 0xFFFF == 0 && cancel.is_cancelled() {
-            return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while counting CSV rows"));
+            return Err(NodeError::new(
+                ErrorKind::Cancelled,
+                "cancelled while counting CSV rows",
+            ));
         }
         match csv.read_byte_record(&mut record) {
             Ok(true) => rows += 1,
@@ -343,7 +395,10 @@ mod tests {
         assert_eq!(meta.kind, "text");
         assert_eq!(meta.sha256.len(), 64);
         let empty = summarize_bytes(b"", &CancellationToken::new()).unwrap();
-        assert_eq!(empty.sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            empty.sha256,
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
         assert_eq!(empty.lines, Some(0));
     }
 

@@ -43,8 +43,25 @@ pub struct Flattened {
 fn void(name: &str) -> bool {
     matches!(
         name,
-        "area" | "base" | "br" | "col" | "embed" | "hr" | "img" | "input" | "link" | "meta" | "source" | "track" | "wbr"
-            | "param" | "keygen" | "frame" | "basefont" | "bgsound" | "image"
+        "area"
+            | "base"
+            | "br"
+            | "col"
+            | "embed"
+            | "hr"
+            | "img"
+            | "input"
+            | "link"
+            | "meta"
+            | "source"
+            | "track"
+            | "wbr"
+            | "param"
+            | "keygen"
+            | "frame"
+            | "basefont"
+            | "bgsound"
+            | "image"
     )
 }
 
@@ -52,7 +69,22 @@ fn void(name: &str) -> bool {
 /// stack (`<li>x<li>`, `<p>a<p>b`, …): closing them here keeps ordinary unclosed markup from
 /// counting as nesting.
 fn closes_same(name: &str) -> bool {
-    matches!(name, "p" | "li" | "dt" | "dd" | "option" | "tr" | "td" | "th" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+    matches!(
+        name,
+        "p" | "li"
+            | "dt"
+            | "dd"
+            | "option"
+            | "tr"
+            | "td"
+            | "th"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+    )
 }
 
 /// Where [`flatten`]'s well-nested element stream goes: serialised as HTML ([`Serialise`]) or
@@ -125,7 +157,9 @@ impl<O: Emit> State<O> {
         let name: &str = &tag.name;
         let raw_kind = match name {
             "script" => Some(TokenSinkResult::RawData(RawKind::ScriptData)),
-            "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript" => Some(TokenSinkResult::RawData(RawKind::Rawtext)),
+            "style" | "xmp" | "iframe" | "noembed" | "noframes" | "noscript" => {
+                Some(TokenSinkResult::RawData(RawKind::Rawtext))
+            }
             "title" | "textarea" => Some(TokenSinkResult::RawData(RawKind::Rcdata)),
             "plaintext" => Some(TokenSinkResult::Plaintext),
             _ => None,
@@ -174,7 +208,11 @@ impl<O: Emit> State<O> {
             }
             return;
         }
-        if let Some((_, count)) = self.dropped_open.iter_mut().find(|(n, c)| &**n == name && *c > 0) {
+        if let Some((_, count)) = self
+            .dropped_open
+            .iter_mut()
+            .find(|(n, c)| &**n == name && *c > 0)
+        {
             *count -= 1;
         }
         // No open match: dropped (an HTML parser ignores it or inserts an empty element).
@@ -215,7 +253,10 @@ impl<O: Emit> TokenSink for Sink<O> {
             }
             Token::NullCharacterToken if !state.skip_text => state.out.text("\u{fffd}"),
             Token::NullCharacterToken => {}
-            Token::CommentToken(_) | Token::DoctypeToken(_) | Token::EOFToken | Token::ParseError(_) => {}
+            Token::CommentToken(_)
+            | Token::DoctypeToken(_)
+            | Token::EOFToken
+            | Token::ParseError(_) => {}
         }
         TokenSinkResult::Continue
     }
@@ -224,13 +265,30 @@ impl<O: Emit> TokenSink for Sink<O> {
 /// Re-serialises `html` at most [`MAX_DEPTH`] elements deep (see the module docs). `check` is
 /// called after every [`CHUNK_BYTES`] of input; its error stops the pass.
 pub fn flatten<E>(html: &str, check: impl FnMut() -> Result<(), E>) -> Result<Flattened, E> {
-    let (out, dropped) = flatten_into(html, Serialise(String::with_capacity(html.len() + html.len() / 8)), check)?;
-    Ok(Flattened { html: out.0, dropped })
+    let (out, dropped) = flatten_into(
+        html,
+        Serialise(String::with_capacity(html.len() + html.len() / 8)),
+        check,
+    )?;
+    Ok(Flattened {
+        html: out.0,
+        dropped,
+    })
 }
 
 /// [`flatten`] into any [`Emit`]: returns it and the number of start tags dropped.
-pub fn flatten_into<O: Emit, E>(html: &str, out: O, mut check: impl FnMut() -> Result<(), E>) -> Result<(O, usize), E> {
-    let sink = Sink(RefCell::new(State { out, stack: Vec::new(), dropped_open: Vec::new(), dropped: 0, skip_text: false }));
+pub fn flatten_into<O: Emit, E>(
+    html: &str,
+    out: O,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<(O, usize), E> {
+    let sink = Sink(RefCell::new(State {
+        out,
+        stack: Vec::new(),
+        dropped_open: Vec::new(),
+        dropped: 0,
+        skip_text: false,
+    }));
     let tokenizer = Tokenizer::new(sink, TokenizerOpts::default());
     let input = BufferQueue::default();
     let mut rest = html;
@@ -284,18 +342,29 @@ mod tests {
     fn raw_text_stays_raw_even_when_dropped() {
         let deep = "<div>".repeat(MAX_DEPTH);
         let f = run(&format!("{deep}<xmp><b>not a tag</b></xmp><b>tag</b>"));
-        assert!(f.html.contains("&lt;b>not a tag&lt;/b>") && !f.html.contains("<xmp>"), "a dropped xmp's content is text: {}", &f.html[f.html.len() - 80..]);
+        assert!(
+            f.html.contains("&lt;b>not a tag&lt;/b>") && !f.html.contains("<xmp>"),
+            "a dropped xmp's content is text: {}",
+            &f.html[f.html.len() - 80..]
+        );
         let f = run("<title>&lt;/title&gt;&lt;i&gt;</title><xmp><i></xmp>");
         assert_eq!(f.html, "<title>&lt;/title>&lt;i></title><xmp>&lt;i></xmp>");
         let f = run("<script>if (a < b) {}</script><style>p{}</style><p>x");
-        assert_eq!(f.html, "<script></script><style></style><p>x</p>", "script and style content is left out");
+        assert_eq!(
+            f.html, "<script></script><style></style><p>x</p>",
+            "script and style content is left out"
+        );
     }
 
     #[test]
     fn implied_closes_are_written_out() {
         let f = run(&"<p><b></p>".repeat(1000));
         assert_eq!(f.dropped, 0);
-        assert_eq!(f.html, "<p><b></b></p>".repeat(1000), "a parser sees no <b> left open to re-open");
+        assert_eq!(
+            f.html,
+            "<p><b></b></p>".repeat(1000),
+            "a parser sees no <b> left open to re-open"
+        );
     }
 
     #[test]
@@ -304,7 +373,11 @@ mod tests {
         let mut calls = 0;
         let r = flatten(&html, || {
             calls += 1;
-            if calls == 2 { Err("stop") } else { Ok(()) }
+            if calls == 2 {
+                Err("stop")
+            } else {
+                Ok(())
+            }
         });
         assert_eq!(r, Err("stop"));
         assert_eq!(calls, 2);

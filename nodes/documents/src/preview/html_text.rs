@@ -35,7 +35,19 @@ pub struct Summary {
 fn skipped(name: &str) -> bool {
     matches!(
         name,
-        "script" | "style" | "noscript" | "template" | "head" | "svg" | "math" | "iframe" | "object" | "embed" | "canvas" | "select" | "button"
+        "script"
+            | "style"
+            | "noscript"
+            | "template"
+            | "head"
+            | "svg"
+            | "math"
+            | "iframe"
+            | "object"
+            | "embed"
+            | "canvas"
+            | "select"
+            | "button"
     )
 }
 
@@ -43,9 +55,41 @@ fn skipped(name: &str) -> bool {
 fn block(name: &str) -> bool {
     matches!(
         name,
-        "p" | "div" | "br" | "li" | "ul" | "ol" | "tr" | "table" | "section" | "article" | "header" | "footer" | "nav" | "aside"
-            | "main" | "blockquote" | "pre" | "hr" | "dd" | "dt" | "dl" | "figure" | "figcaption" | "form" | "h1" | "h2" | "h3"
-            | "h4" | "h5" | "h6" | "details" | "summary" | "body" | "html" | "td" | "th"
+        "p" | "div"
+            | "br"
+            | "li"
+            | "ul"
+            | "ol"
+            | "tr"
+            | "table"
+            | "section"
+            | "article"
+            | "header"
+            | "footer"
+            | "nav"
+            | "aside"
+            | "main"
+            | "blockquote"
+            | "pre"
+            | "hr"
+            | "dd"
+            | "dt"
+            | "dl"
+            | "figure"
+            | "figcaption"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "details"
+            | "summary"
+            | "body"
+            | "html"
+            | "td"
+            | "th"
     )
 }
 
@@ -65,7 +109,10 @@ pub fn summarize(source: &str) -> Summary {
                 Node::Element(el) => {
                     let name = el.name();
                     if name == "title" && summary.title.is_none() {
-                        let t: String = node.descendants().filter_map(|n| n.value().as_text().map(|t| t.to_string())).collect();
+                        let t: String = node
+                            .descendants()
+                            .filter_map(|n| n.value().as_text().map(|t| t.to_string()))
+                            .collect();
                         let t = collapse(&t);
                         summary.title = Some(t.chars().take(MAX_TITLE_CHARS).collect());
                     }
@@ -79,7 +126,11 @@ pub fn summarize(source: &str) -> Summary {
                     if name == "pre" {
                         pre_depth += 1;
                     }
-                    if let Some(level) = name.strip_prefix('h').and_then(|l| l.parse::<u8>().ok()).filter(|l| (1..=6).contains(l)) {
+                    if let Some(level) = name
+                        .strip_prefix('h')
+                        .and_then(|l| l.parse::<u8>().ok())
+                        .filter(|l| (1..=6).contains(l))
+                    {
                         heading = Some((node.id(), level, String::new()));
                     }
                     if name == "a" {
@@ -145,8 +196,14 @@ pub const STREAM_ABOVE_BYTES: usize = 1024 * 1024;
 /// The summary of `source` from the flattening pass's element stream (see the module docs),
 /// with the number of start tags flattened past the depth bound. `check` runs as in
 /// [`flatten_into`].
-pub fn summarize_stream<E>(source: &str, check: impl FnMut() -> Result<(), E>) -> Result<(Summary, usize), E> {
-    let stream = Stream { text: String::with_capacity(source.len().min(1 << 20)), ..Stream::default() };
+pub fn summarize_stream<E>(
+    source: &str,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<(Summary, usize), E> {
+    let stream = Stream {
+        text: String::with_capacity(source.len().min(1 << 20)),
+        ..Stream::default()
+    };
     let (stream, dropped) = flatten_into(source, stream, check)?;
     let mut summary = stream.summary;
     summary.text = collapse_lines(&stream.text);
@@ -238,7 +295,11 @@ impl Emit for Stream {
             if matches!(name, "pre" | "listing" | "textarea") {
                 self.strip_lf = true;
             }
-            if let Some(level) = name.strip_prefix('h').and_then(|l| l.parse::<u8>().ok()).filter(|l| (1..=6).contains(l)) {
+            if let Some(level) = name
+                .strip_prefix('h')
+                .and_then(|l| l.parse::<u8>().ok())
+                .filter(|l| (1..=6).contains(l))
+            {
                 // A heading start ends an open heading (as a parser closes it).
                 self.finish_heading();
                 self.heading = Some((self.depth, level, String::new()));
@@ -264,7 +325,11 @@ impl Emit for Stream {
     }
 
     fn text(&mut self, t: &str) {
-        let t = if std::mem::take(&mut self.strip_lf) { t.strip_prefix('\n').unwrap_or(t) } else { t };
+        let t = if std::mem::take(&mut self.strip_lf) {
+            t.strip_prefix('\n').unwrap_or(t)
+        } else {
+            t
+        };
         if let Some((_, title)) = self.title.as_mut() {
             title.push_str(t);
         }
@@ -274,7 +339,8 @@ impl Emit for Stream {
         if self.pre_depth > 0 {
             self.text.push_str(t);
         } else {
-            self.text.extend(t.chars().map(|c| if c.is_whitespace() { ' ' } else { c }));
+            self.text
+                .extend(t.chars().map(|c| if c.is_whitespace() { ' ' } else { c }));
         }
         if let Some(h) = self.heading.as_mut() {
             h.2.push_str(t);
@@ -319,20 +385,36 @@ fn collapse_lines(s: &str) -> String {
 /// The summary as the preview text.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();
-    out.push_str(&format!("Title: {}\n", summary.title.as_deref().filter(|t| !t.is_empty()).unwrap_or("(none)")));
+    out.push_str(&format!(
+        "Title: {}\n",
+        summary
+            .title
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .unwrap_or("(none)")
+    ));
     out.push_str(&format!("\nHeadings ({}):\n", summary.total_headings));
     for (level, text) in &summary.headings {
         out.push_str(&format!("{} {text}\n", "#".repeat(*level as usize)));
     }
     if summary.total_headings > summary.headings.len() {
-        out.push_str(&format!("… {} more\n", summary.total_headings - summary.headings.len()));
+        out.push_str(&format!(
+            "… {} more\n",
+            summary.total_headings - summary.headings.len()
+        ));
     }
     out.push_str(&format!("\nLinks ({}):\n", summary.total_links));
     for (text, href) in &summary.links {
-        out.push_str(&format!("- {} <{href}>\n", if text.is_empty() { "(no text)" } else { text }));
+        out.push_str(&format!(
+            "- {} <{href}>\n",
+            if text.is_empty() { "(no text)" } else { text }
+        ));
     }
     if summary.total_links > summary.links.len() {
-        out.push_str(&format!("… {} more\n", summary.total_links - summary.links.len()));
+        out.push_str(&format!(
+            "… {} more\n",
+            summary.total_links - summary.links.len()
+        ));
     }
     out.push_str("\nText:\n");
     out.push_str(&summary.text);
@@ -356,11 +438,20 @@ mod tests {
             page.push_str(&format!("<a href=\"/{i}\">L{i}</a>"));
         }
         let s = summarize(&page);
-        assert_eq!((s.headings.len(), s.total_headings), (MAX_HEADINGS, MAX_HEADINGS + 50));
+        assert_eq!(
+            (s.headings.len(), s.total_headings),
+            (MAX_HEADINGS, MAX_HEADINGS + 50)
+        );
         assert_eq!((s.links.len(), s.total_links), (MAX_LINKS, MAX_LINKS + 70));
-        assert_eq!(s.title.as_deref().map(|t| t.chars().count()), Some(MAX_TITLE_CHARS));
+        assert_eq!(
+            s.title.as_deref().map(|t| t.chars().count()),
+            Some(MAX_TITLE_CHARS)
+        );
         let text = render(&s);
-        assert!(text.contains("… 50 more\n") && text.contains("… 70 more\n"), "the rest is counted");
+        assert!(
+            text.contains("… 50 more\n") && text.contains("… 70 more\n"),
+            "the rest is counted"
+        );
     }
 
     fn both_ways(page: &str) -> (Summary, Summary) {
@@ -399,14 +490,22 @@ mod tests {
             assert_eq!(stream, tree, "{page}");
         }
         // Many of them, and nesting past the bound.
-        let body = &pages[1][pages[1].find("<body>").unwrap_or(0) + 6..pages[1].find("</body>").unwrap_or(0)];
+        let body = &pages[1]
+            [pages[1].find("<body>").unwrap_or(0) + 6..pages[1].find("</body>").unwrap_or(0)];
         let big = format!("<title>T</title>{}", body.repeat(200));
         let (tree, stream) = both_ways(&big);
         assert!(stream == tree, "a long page differs");
-        let deep = format!("{}<h1>deep <a href=d>link</a></h1>{}", "<div>".repeat(400), "</div>".repeat(400));
+        let deep = format!(
+            "{}<h1>deep <a href=d>link</a></h1>{}",
+            "<div>".repeat(400),
+            "</div>".repeat(400)
+        );
         let (tree, stream) = both_ways(&deep);
         assert_eq!(stream, tree);
-        assert!(stream.headings.is_empty() && stream.text == "deep link", "the heading lies past the bound: {stream:?}");
+        assert!(
+            stream.headings.is_empty() && stream.text == "deep link",
+            "the heading lies past the bound: {stream:?}"
+        );
     }
 
     /// What the stream does not repair (documented in the module docs), so that a change there
@@ -414,11 +513,17 @@ mod tests {
     #[test]
     fn the_stream_keeps_source_order_where_a_parser_repairs() {
         let (tree, stream) = both_ways("<table><tr><td>cell</td></tr>loose</table>");
-        assert_eq!((tree.text.as_str(), stream.text.as_str()), ("loose\n\ncell", "cell\n\nloose"));
+        assert_eq!(
+            (tree.text.as_str(), stream.text.as_str()),
+            ("loose\n\ncell", "cell\n\nloose")
+        );
         let (tree, stream) = both_ways("<p>before</p><title>T</title><p>after</p>");
         assert_eq!(tree.title.as_deref(), Some("T"));
         assert_eq!(stream.title.as_deref(), Some("T"));
-        assert!(tree.text.contains('T') && !stream.text.contains('T'), "{tree:?} / {stream:?}");
+        assert!(
+            tree.text.contains('T') && !stream.text.contains('T'),
+            "{tree:?} / {stream:?}"
+        );
     }
 
     #[test]

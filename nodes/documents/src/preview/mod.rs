@@ -16,10 +16,12 @@ use crate::source::{read_text, resolve_file, MAX_TEXT_BYTES};
 use cheng_node::input::{self, non_empty_str, opt_str};
 use cheng_node::paths::display_relative;
 use cheng_node::text::{head_tail, human_bytes, omitted_marker};
-use cheng_node::{failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::CancellationToken;
+use cheng_node::{
+    failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+};
 use flatten::MAX_DEPTH;
 use sanitize::MarkdownHtml;
-use cheng_node::CancellationToken;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -28,10 +30,14 @@ pub const OPERATIONS: &[&str] = &["markdown", "html", "artifact_summary"];
 pub const MAX_PREVIEW_BYTES: i64 = 524_288;
 
 /// `max_bytes`: the spec is the only place its default (the maximum) and range live.
-const MAX_BYTES: PortSpec = PortSpec::input("max_bytes", PortType::Integer, "Preview byte cap (default and max 524288)")
-    .default("524288")
-    .min(1)
-    .max(MAX_PREVIEW_BYTES);
+const MAX_BYTES: PortSpec = PortSpec::input(
+    "max_bytes",
+    PortType::Integer,
+    "Preview byte cap (default and max 524288)",
+)
+.default("524288")
+.min(1)
+.max(MAX_PREVIEW_BYTES);
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/workspace_preview",
@@ -93,11 +99,15 @@ impl Operation {
     pub fn parse(input: &Values) -> Result<Self, NodeError> {
         let choices = OPERATIONS.join(", ");
         match non_empty_str(input, "operation") {
-            None => Err(NodeError::invalid_input(format!("operation is required: one of {choices}"))),
+            None => Err(NodeError::invalid_input(format!(
+                "operation is required: one of {choices}"
+            ))),
             Some("markdown") => Ok(Operation::Markdown),
             Some("html") => Ok(Operation::Html),
             Some("artifact_summary") => Ok(Operation::ArtifactSummary),
-            Some(other) => Err(NodeError::invalid_input(format!("operation {other:?} is not one of {choices}"))),
+            Some(other) => Err(NodeError::invalid_input(format!(
+                "operation {other:?} is not one of {choices}"
+            ))),
         }
     }
 
@@ -124,8 +134,9 @@ impl Node for WorkspacePreview {
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let operation = Operation::parse(&input)?;
-        let max_bytes = usize::try_from(input::int(&input, &MAX_BYTES)?)
-            .map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
+        let max_bytes = usize::try_from(input::int(&input, &MAX_BYTES)?).map_err(|_| {
+            NodeError::internal("max_bytes passed its range check but is not a size")
+        })?;
         let source = match (non_empty_str(&input, "path"), opt_str(&input, "content")) {
             (Some(path), _) => Source::Path(path.to_string()),
             (None, Some(content)) => Source::Content(content.to_string()),
@@ -157,7 +168,10 @@ struct Budget<'a> {
 impl Budget<'_> {
     fn check(&self) -> Result<(), NodeError> {
         if self.cancel.is_cancelled() {
-            return Err(NodeError::new(ErrorKind::Cancelled, "cancelled while rendering the preview"));
+            return Err(NodeError::new(
+                ErrorKind::Cancelled,
+                "cancelled while rendering the preview",
+            ));
         }
         if Instant::now() >= self.deadline {
             return Err(NodeError::new(
@@ -169,13 +183,34 @@ impl Budget<'_> {
     }
 }
 
-fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: usize, limit: Duration) -> Result<Values, NodeError> {
-    let budget = Budget { cancel: &ctx.cancel, deadline: Instant::now() + limit, limit };
+fn preview(
+    ctx: &RunContext,
+    operation: Operation,
+    source: Source,
+    max_bytes: usize,
+    limit: Duration,
+) -> Result<Values, NodeError> {
+    let budget = Budget {
+        cancel: &ctx.cancel,
+        deadline: Instant::now() + limit,
+        limit,
+    };
     let root = &ctx.workspace;
     let mut out = Values::new();
     out.insert("operation".into(), json!(operation.name()));
     out.insert("success".into(), json!(true));
-    for port in ["summary", "format", "preview", "preview_truncated", "source_bytes", "source_path", "metadata", "error_kind", "terminal", "error"] {
+    for port in [
+        "summary",
+        "format",
+        "preview",
+        "preview_truncated",
+        "source_bytes",
+        "source_path",
+        "metadata",
+        "error_kind",
+        "terminal",
+        "error",
+    ] {
         out.insert(port.into(), Value::Null);
     }
     failure::fill::<()>(&mut out, &Ok(()));
@@ -190,14 +225,26 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
                     out.insert("source_path".into(), json!(display));
                     artifact::summarize_file(&path, &display, &ctx.cancel)?
                 }
-                Source::Content(content) => artifact::summarize_bytes(content.as_bytes(), &ctx.cancel)?,
+                Source::Content(content) => {
+                    artifact::summarize_bytes(content.as_bytes(), &ctx.cancel)?
+                }
             };
-            let value = serde_json::to_value(&meta).map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
+            let value = serde_json::to_value(&meta)
+                .map_err(|e| NodeError::internal(format!("metadata could not be rendered: {e}")))?;
             let text = artifact::rows(&value);
             out.insert("metadata".into(), value);
-            let mut head = format!("{}: {}, {} ({})", meta.path.as_deref().unwrap_or("content"), meta.size, meta.mime, meta.kind);
+            let mut head = format!(
+                "{}: {}, {} ({})",
+                meta.path.as_deref().unwrap_or("content"),
+                meta.size,
+                meta.mime,
+                meta.kind
+            );
             if let Some(lines) = meta.lines {
-                head.push_str(&format!(", {lines} line{}", if lines == 1 { "" } else { "s" }));
+                head.push_str(&format!(
+                    ", {lines} line{}",
+                    if lines == 1 { "" } else { "s" }
+                ));
             }
             if let Some(img) = &meta.image {
                 head.push_str(&format!(", {}x{}", img.width, img.height));
@@ -230,7 +277,11 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
             (None, content.len() as u64, text, "content".to_string())
         }
     };
-    let (preview, truncated) = if pre_bounded { (text, true) } else { bound(operation, &text, max_bytes) };
+    let (preview, truncated) = if pre_bounded {
+        (text, true)
+    } else {
+        bound(operation, &text, max_bytes)
+    };
     let mut summary = format!(
         "{summary_head}: {} preview of {} source",
         operation.name(),
@@ -246,7 +297,10 @@ fn preview(ctx: &RunContext, operation: Operation, source: Source, max_bytes: us
         ));
     }
     if truncated {
-        summary.push_str(&format!(" (preview head+tail truncated to {})", human_bytes(max_bytes as u64)));
+        summary.push_str(&format!(
+            " (preview head+tail truncated to {})",
+            human_bytes(max_bytes as u64)
+        ));
     }
     out.insert("summary".into(), json!(summary));
     out.insert("preview".into(), json!(preview));
@@ -278,7 +332,12 @@ struct Rendered {
 /// [`bound`] cuts (outside tags, then the splice is sanitised): the sanitiser's tree is then
 /// built for what the preview shows, not for 16 MiB of elements nobody sees. The flattened
 /// HTML has no raw-text regions, so such a cut always falls between text and elements.
-fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -> Result<Rendered, NodeError> {
+fn render(
+    operation: Operation,
+    text: &str,
+    max_bytes: usize,
+    budget: &Budget,
+) -> Result<Rendered, NodeError> {
     budget.check()?;
     Ok(match operation {
         Operation::Markdown => {
@@ -289,35 +348,74 @@ fn render(operation: Operation, text: &str, max_bytes: usize, budget: &Budget) -
                 // elements are then counted in the ends alone), then cut as below.
                 let raw_html = rendered.raw_html;
                 let head = sanitize::flatten_rendered(rendered, || budget.check())?;
-                let tail = MarkdownHtml { html: cut.tail, flattened: 0, raw_html, cut: None };
+                let tail = MarkdownHtml {
+                    html: cut.tail,
+                    flattened: 0,
+                    raw_html,
+                    cut: None,
+                };
                 let tail = sanitize::flatten_rendered(tail, || budget.check())?;
-                let parts = Parts { head: &head.html, tail: &tail.html, tail_at: head.html.len() + cut.omitted };
+                let parts = Parts {
+                    head: &head.html,
+                    tail: &tail.html,
+                    tail_at: head.html.len() + cut.omitted,
+                };
                 let text = bound_html(parts, max_bytes);
-                return Ok(Rendered { format: "html", text, flattened: head.dropped + tail.dropped, bounded: true });
+                return Ok(Rendered {
+                    format: "html",
+                    text,
+                    flattened: head.dropped + tail.dropped,
+                    bounded: true,
+                });
             }
             let flat = sanitize::flatten_rendered(rendered, || budget.check())?;
             let flattened = flat.dropped;
             if flat.html.len() > PRE_CUT_FACTOR * max_bytes {
                 let (text, _) = bound(Operation::Markdown, &flat.html, max_bytes);
-                Rendered { format: "html", text, flattened, bounded: true }
+                Rendered {
+                    format: "html",
+                    text,
+                    flattened,
+                    bounded: true,
+                }
             } else {
                 let text = sanitize::sanitize(&flat.html);
-                Rendered { format: "html", text, flattened, bounded: false }
+                Rendered {
+                    format: "html",
+                    text,
+                    flattened,
+                    bounded: false,
+                }
             }
         }
         Operation::Html if text.len() > html_text::STREAM_ABOVE_BYTES => {
             // Large pages: the summary straight from the flattening pass, without a tree.
             let (summary, dropped) = html_text::summarize_stream(text, || budget.check())?;
             budget.check()?;
-            Rendered { format: "text", text: html_text::render(&summary), flattened: dropped, bounded: false }
+            Rendered {
+                format: "text",
+                text: html_text::render(&summary),
+                flattened: dropped,
+                bounded: false,
+            }
         }
         Operation::Html => {
             let flat = flatten::flatten(text, || budget.check())?;
             let summary = html_text::summarize(&flat.html);
             budget.check()?;
-            Rendered { format: "text", text: html_text::render(&summary), flattened: flat.dropped, bounded: false }
+            Rendered {
+                format: "text",
+                text: html_text::render(&summary),
+                flattened: flat.dropped,
+                bounded: false,
+            }
         }
-        Operation::ArtifactSummary => Rendered { format: "metadata", text: String::new(), flattened: 0, bounded: false },
+        Operation::ArtifactSummary => Rendered {
+            format: "metadata",
+            text: String::new(),
+            flattened: 0,
+            bounded: false,
+        },
     })
 }
 
@@ -333,13 +431,27 @@ pub fn bound(operation: Operation, text: &str, max_bytes: usize) -> (String, boo
     // The longest marker this text can need: at most every byte is omitted.
     let keep = max_bytes.saturating_sub(omitted_marker(text.len() as u64).len());
     if keep == 0 {
-        let prefix = if operation == Operation::Markdown { "" } else { &text[..floor_char_boundary(text, max_bytes)] };
+        let prefix = if operation == Operation::Markdown {
+            ""
+        } else {
+            &text[..floor_char_boundary(text, max_bytes)]
+        };
         return (prefix.to_string(), true);
     }
     if operation != Operation::Markdown {
         return (head_tail(text.as_bytes(), keep).text, true);
     }
-    (bound_html(Parts { head: text, tail: text, tail_at: 0 }, max_bytes), true)
+    (
+        bound_html(
+            Parts {
+                head: text,
+                tail: text,
+                tail_at: 0,
+            },
+            max_bytes,
+        ),
+        true,
+    )
 }
 
 /// Sanitised HTML to head+tail cut: the whole text (`head` and `tail` both the text,
@@ -379,7 +491,12 @@ fn bound_html(parts: Parts, max_bytes: usize) -> String {
     for _ in 0..16 {
         let (head_end, tail_start) = parts.cut_points(cap / 2, len - (cap - cap / 2));
         let omitted = (tail_start - head_end) as u64;
-        let spliced = format!("{}{}{}", &parts.head[..head_end], omitted_marker(omitted), &parts.tail[tail_start - parts.tail_at..]);
+        let spliced = format!(
+            "{}{}{}",
+            &parts.head[..head_end],
+            omitted_marker(omitted),
+            &parts.tail[tail_start - parts.tail_at..]
+        );
         let safe = sanitize::sanitize(&spliced);
         if safe.len() <= max_bytes {
             return safe;
@@ -402,7 +519,12 @@ fn bound_html(parts: Parts, max_bytes: usize) -> String {
             tail_start += 1;
         }
         let omitted = (parts.tail_at + tail_start - head_end) as u64;
-        format!("{}{}{}", &parts.head[..head_end], omitted_marker(omitted), &parts.tail[tail_start..])
+        format!(
+            "{}{}{}",
+            &parts.head[..head_end],
+            omitted_marker(omitted),
+            &parts.tail[tail_start..]
+        )
     };
     let escaped = ammonia::clean_text(&text);
     escaped[..floor_char_boundary(&escaped, max_bytes)].to_string()
@@ -449,7 +571,10 @@ fn html_cut_points(html: &str, head: usize, tail: usize) -> (usize, usize) {
         // Inside a tag from `open + 1`: quoted attribute values may hold `>`.
         let mut j = open + 1;
         loop {
-            let Some(k) = bytes.get(j..).and_then(|rest| memchr::memchr3(b'>', b'"', b'\'', rest)) else {
+            let Some(k) = bytes
+                .get(j..)
+                .and_then(|rest| memchr::memchr3(b'>', b'"', b'\'', rest))
+            else {
                 j = bytes.len();
                 break;
             };
@@ -517,8 +642,20 @@ mod tests {
         ];
         for html in samples {
             for head in 0..=html.len() + 1 {
-                for tail in [0, head, head + 1, html.len() / 2, html.len().saturating_sub(3), html.len(), html.len() + 2] {
-                    assert_eq!(html_cut_points(html, head, tail), cut_points_bytewise(html, head, tail), "{html:?} {head} {tail}");
+                for tail in [
+                    0,
+                    head,
+                    head + 1,
+                    html.len() / 2,
+                    html.len().saturating_sub(3),
+                    html.len(),
+                    html.len() + 2,
+                ] {
+                    assert_eq!(
+                        html_cut_points(html, head, tail),
+                        cut_points_bytewise(html, head, tail),
+                        "{html:?} {head} {tail}"
+                    );
                 }
             }
         }
@@ -529,10 +666,15 @@ mod tests {
         let ctx = RunContext::for_workspace(SPEC.id, std::env::temp_dir(), Decision::Denied);
         for operation in [Operation::Markdown, Operation::Html] {
             let source = Source::Content("<div>".repeat(100_000));
-            let err = preview(&ctx, operation, source, 1000, Duration::ZERO).err().map(|e| (e.kind, e.message));
+            let err = preview(&ctx, operation, source, 1000, Duration::ZERO)
+                .err()
+                .map(|e| (e.kind, e.message));
             let (kind, message) = err.unwrap_or((ErrorKind::Internal, String::new()));
             assert_eq!(kind, ErrorKind::TimedOut, "{operation:?}: {message}");
-            assert!(message.contains("60 s") || message.contains("0 s limit"), "{message}");
+            assert!(
+                message.contains("60 s") || message.contains("0 s limit"),
+                "{message}"
+            );
         }
     }
 }

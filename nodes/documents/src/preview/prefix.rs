@@ -23,7 +23,14 @@ pub fn bound(text: &str) -> Option<(String, usize)> {
     while start < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
         // Cheap test first: a line that cannot hold LINE_DEPTH markers is left alone.
-        if end - start > LINE_DEPTH && is_marker_start(bytes[start..end].iter().position(|b| *b != b' ' && *b != b'\t').map(|i| bytes[start + i])) {
+        if end - start > LINE_DEPTH
+            && is_marker_start(
+                bytes[start..end]
+                    .iter()
+                    .position(|b| *b != b' ' && *b != b'\t')
+                    .map(|i| bytes[start + i]),
+            )
+        {
             let (at, levels) = scan(&bytes[start..end]);
             if let Some(at) = at {
                 flattened += levels;
@@ -61,9 +68,15 @@ fn scan(line: &[u8]) -> (Option<usize>, usize) {
             b'>' => (1, 1, i),
             b'-' | b'+' | b'*' if blank_after(i + 1) => (2, 1, i),
             b'0'..=b'9' => {
-                let digits = line[i..].iter().take(10).take_while(|c| c.is_ascii_digit()).count();
+                let digits = line[i..]
+                    .iter()
+                    .take(10)
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
                 match line.get(i + digits) {
-                    Some(b'.' | b')') if digits <= 9 && blank_after(i + digits + 1) => (2, digits + 1, i + digits),
+                    Some(b'.' | b')') if digits <= 9 && blank_after(i + digits + 1) => {
+                        (2, digits + 1, i + digits)
+                    }
                     _ => break,
                 }
             }

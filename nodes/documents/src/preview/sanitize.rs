@@ -16,8 +16,8 @@ use crate::markdown::document::Document;
 use crate::markdown::slug::Slugger;
 use crate::preview::flatten::{flatten, Flattened, MAX_DEPTH};
 use crate::preview::prefix;
-use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use ammonia::Builder;
+use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use std::cell::Cell;
 use std::collections::{HashSet, VecDeque};
 
@@ -74,14 +74,21 @@ pub struct Cut {
 /// its anchor is known (the same text and slugger as [`Document`]'s outline). Explicit `{#id}`s
 /// reserve their slug for the whole document, earlier headings included, so the first one met
 /// restarts the rendering after one more pass that collects them all.
-pub fn render_markdown_bounded<E>(markdown: &str, check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+pub fn render_markdown_bounded<E>(
+    markdown: &str,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<MarkdownHtml, E> {
     render_markdown_kept(markdown, usize::MAX, check)
 }
 
 /// [`render_markdown_bounded`] keeping at most about `keep` bytes of each end of the rendering:
 /// a longer one comes back as its first `keep` bytes and a [`Cut`] tail, never whole in memory
 /// (a preview shows only its ends).
-pub fn render_markdown_kept<E>(markdown: &str, keep: usize, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+pub fn render_markdown_kept<E>(
+    markdown: &str,
+    keep: usize,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<MarkdownHtml, E> {
     // Markers stacked past the bound on one line become text before pulldown-cmark sees them.
     let bounded = prefix::bound(markdown);
     let (markdown, unopened) = match &bounded {
@@ -93,7 +100,11 @@ pub fn render_markdown_kept<E>(markdown: &str, keep: usize, mut check: impl FnMu
     Ok(rendered)
 }
 
-fn render_markdown_unprefixed<E>(markdown: &str, keep: usize, mut check: impl FnMut() -> Result<(), E>) -> Result<MarkdownHtml, E> {
+fn render_markdown_unprefixed<E>(
+    markdown: &str,
+    keep: usize,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<MarkdownHtml, E> {
     match render_pass(markdown, None, keep, &mut check)? {
         Some(rendered) => Ok(rendered),
         None => {
@@ -119,7 +130,12 @@ fn render_markdown_unprefixed<E>(markdown: &str, keep: usize, mut check: impl Fn
 
 /// One rendering; `None` when `slugger` is `None` (explicit ids not collected yet) and a heading
 /// has an explicit id.
-fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, keep: usize, check: &mut impl FnMut() -> Result<(), E>) -> Result<Option<MarkdownHtml>, E> {
+fn render_pass<E>(
+    markdown: &str,
+    slugger: Option<Slugger>,
+    keep: usize,
+    check: &mut impl FnMut() -> Result<(), E>,
+) -> Result<Option<MarkdownHtml>, E> {
     let boundary = Cell::new(false);
     let mut events = Events {
         parser: pulldown_cmark::Parser::new_ext(markdown, options()),
@@ -145,7 +161,12 @@ fn render_pass<E>(markdown: &str, slugger: Option<Slugger>, keep: usize, check: 
         Some(Stop::ExplicitId) => Ok(None),
         None => {
             let (html, cut) = out.finish();
-            Ok(Some(MarkdownHtml { html, flattened: events.flattened, raw_html: events.raw_html, cut }))
+            Ok(Some(MarkdownHtml {
+                html,
+                flattened: events.flattened,
+                raw_html: events.raw_html,
+                cut,
+            }))
         }
     }
 }
@@ -173,7 +194,15 @@ struct Ends<'b> {
 impl<'b> Ends<'b> {
     fn new(keep: usize, expected: usize, boundary: &'b Cell<bool>) -> Self {
         let head = String::with_capacity(expected.min(keep));
-        Ends { keep, head, full: false, tail: String::new(), starts: VecDeque::new(), dropped: 0, boundary }
+        Ends {
+            keep,
+            head,
+            full: false,
+            tail: String::new(),
+            starts: VecDeque::new(),
+            dropped: 0,
+            boundary,
+        }
     }
 
     /// The whole rendering, or its head and a [`Cut`] when bytes were dropped between them.
@@ -182,7 +211,13 @@ impl<'b> Ends<'b> {
             self.head.push_str(&self.tail);
             return (self.head, None);
         }
-        (self.head, Some(Cut { tail: self.tail, omitted: self.dropped }))
+        (
+            self.head,
+            Some(Cut {
+                tail: self.tail,
+                omitted: self.dropped,
+            }),
+        )
     }
 }
 
@@ -321,9 +356,19 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
             return Some(None);
         }
         Some(Some(match start {
-            Tag::Heading { level, id, classes, attrs } => {
+            Tag::Heading {
+                level,
+                id,
+                classes,
+                attrs,
+            } => {
                 let id = id.or_else(|| (!anchor.is_empty()).then(|| CowStr::from(anchor)));
-                Event::Start(Tag::Heading { level, id, classes, attrs })
+                Event::Start(Tag::Heading {
+                    level,
+                    id,
+                    classes,
+                    attrs,
+                })
             }
             other => Event::Start(other),
         }))
@@ -382,11 +427,15 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
     fn join_texts(&mut self, first: &'a str) -> Option<Event<'a>> {
         let base = self.source.as_ptr() as usize;
         let start = (first.as_ptr() as usize).checked_sub(base)?;
-        let mut end = start.checked_add(first.len()).filter(|end| *end <= self.source.len())?;
+        let mut end = start
+            .checked_add(first.len())
+            .filter(|end| *end <= self.source.len())?;
         let mut joined = false;
         while end - start < JOINED_TEXT_BYTES {
             match self.parser.next() {
-                Some(Event::Text(CowStr::Borrowed(text))) if text.as_ptr() as usize == base + end => {
+                Some(Event::Text(CowStr::Borrowed(text)))
+                    if text.as_ptr() as usize == base + end =>
+                {
                     end += text.len();
                     joined = true;
                     if !self.counted() {
@@ -402,7 +451,10 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
             }
         }
         // Both ends are ends of strs lying in the source, so they are character boundaries.
-        joined.then(|| self.source.get(start..end)).flatten().map(|text| Event::Text(CowStr::Borrowed(text)))
+        joined
+            .then(|| self.source.get(start..end))
+            .flatten()
+            .map(|text| Event::Text(CowStr::Borrowed(text)))
     }
 
     /// What [`Iterator::next`] does with an event it pulled, for the one that ended a run of
@@ -499,7 +551,13 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Iterator for Events<'a, '_, C, E> {
 fn block(tag: &TagEnd) -> bool {
     !matches!(
         tag,
-        TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Superscript | TagEnd::Subscript | TagEnd::Link | TagEnd::Image
+        TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Superscript
+            | TagEnd::Subscript
+            | TagEnd::Link
+            | TagEnd::Image
     )
 }
 
@@ -544,7 +602,10 @@ pub fn markdown_to_safe_html(markdown: &str) -> String {
 /// rendering, then the HTML, raw HTML included, before the sanitiser builds its tree), so the
 /// whole pipeline is linear in the input. Returns the HTML and how many containers and elements
 /// were flattened. `check` runs at bounded intervals of work and stops the pipeline.
-pub fn markdown_to_safe_html_bounded<E>(markdown: &str, mut check: impl FnMut() -> Result<(), E>) -> Result<(String, usize), E> {
+pub fn markdown_to_safe_html_bounded<E>(
+    markdown: &str,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<(String, usize), E> {
     let rendered = render_markdown_bounded(markdown, &mut check)?;
     let flat = flatten_rendered(rendered, &mut check)?;
     let safe = sanitize(&flat.html);
@@ -558,14 +619,27 @@ pub fn markdown_to_safe_html_bounded<E>(markdown: &str, mut check: impl FnMut() 
 /// block's `<pre><code>`, a table's `<tbody>`), so it is taken as it is (NULs replaced as the
 /// tokenizer replaces them): html5ever's tree builder is linear on it, and the sanitiser parses
 /// the same tree either way.
-pub fn flatten_rendered<E>(rendered: MarkdownHtml, check: impl FnMut() -> Result<(), E>) -> Result<Flattened, E> {
+pub fn flatten_rendered<E>(
+    rendered: MarkdownHtml,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<Flattened, E> {
     if !rendered.raw_html {
         // The tokenizer turns a NUL in text into U+FFFD; the tree builder would drop it.
-        let html = if rendered.html.contains('\0') { rendered.html.replace('\0', "\u{fffd}") } else { rendered.html };
-        return Ok(Flattened { html, dropped: rendered.flattened });
+        let html = if rendered.html.contains('\0') {
+            rendered.html.replace('\0', "\u{fffd}")
+        } else {
+            rendered.html
+        };
+        return Ok(Flattened {
+            html,
+            dropped: rendered.flattened,
+        });
     }
     let flat = flatten(&rendered.html, check)?;
-    Ok(Flattened { html: flat.html, dropped: flat.dropped + rendered.flattened })
+    Ok(Flattened {
+        html: flat.html,
+        dropped: flat.dropped + rendered.flattened,
+    })
 }
 
 #[cfg(test)]
@@ -582,7 +656,10 @@ mod tests {
             "```\nx < y\n[z\n```\n\n![alt [ text](u) after [ ]\n\n- [ ] [t\n",
         ] {
             let mut plain = String::new();
-            pulldown_cmark::html::push_html(&mut plain, pulldown_cmark::Parser::new_ext(markdown, options()));
+            pulldown_cmark::html::push_html(
+                &mut plain,
+                pulldown_cmark::Parser::new_ext(markdown, options()),
+            );
             assert_eq!(render_markdown(markdown), plain, "{markdown:?}");
         }
         // The run is handed to the writer as a few events, not three per four bytes.
@@ -619,16 +696,31 @@ mod tests {
     #[test]
     fn headings_carry_prefixed_github_ids() {
         let html = markdown_to_safe_html("# Hello, World!\n\n## Hello, World!\n\n## Custom {#mine}\n\n## ???\n\n<h2 id=\"location\">raw</h2>\n");
-        assert!(html.contains(r#"<h1 id="user-content-hello-world">"#), "{html}");
-        assert!(html.contains(r#"<h2 id="user-content-hello-world-1">"#), "{html}");
+        assert!(
+            html.contains(r#"<h1 id="user-content-hello-world">"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<h2 id="user-content-hello-world-1">"#),
+            "{html}"
+        );
         assert!(html.contains(r#"<h2 id="user-content-mine">"#), "{html}");
-        assert!(html.contains("<h2>???</h2>"), "an empty anchor gives no id: {html}");
-        assert!(html.contains(r#"<h2 id="user-content-location">raw</h2>"#), "{html}");
+        assert!(
+            html.contains("<h2>???</h2>"),
+            "an empty anchor gives no id: {html}"
+        );
+        assert!(
+            html.contains(r#"<h2 id="user-content-location">raw</h2>"#),
+            "{html}"
+        );
     }
 
     #[test]
     fn task_lists_survive_as_disabled_checkboxes() {
         let html = markdown_to_safe_html("- [x] done\n");
-        assert!(html.contains("checkbox") && html.contains("disabled"), "{html}");
+        assert!(
+            html.contains("checkbox") && html.contains("disabled"),
+            "{html}"
+        );
     }
 }

@@ -11,14 +11,26 @@ fn a_failing_check_stops_every_operation_part_way() {
     // Enough events for several checkpoints (one every 64 Ki events).
     std::fs::write(root.join("big.md"), "*a ".repeat(400_000)).expect("write");
     let file = read_text(&root, "big.md", "path", MAX_TEXT_BYTES).expect("reads");
-    for op in [Operation::Outline, Operation::Diagnostics, Operation::FormatSuggestions, Operation::LinkCheckLocal] {
+    for op in [
+        Operation::Outline,
+        Operation::Diagnostics,
+        Operation::FormatSuggestions,
+        Operation::LinkCheckLocal,
+    ] {
         let mut calls = 0usize;
         let result = analyze_checked(&root, &file, op, || {
             calls += 1;
-            if calls == 2 { Err("stopped") } else { Ok(()) }
+            if calls == 2 {
+                Err("stopped")
+            } else {
+                Ok(())
+            }
         });
         assert_eq!(result.err(), Some("stopped"), "{op:?}");
-        assert_eq!(calls, 2, "{op:?}: the second checkpoint, inside the parse, stops it");
+        assert_eq!(
+            calls, 2,
+            "{op:?}: the second checkpoint, inside the parse, stops it"
+        );
     }
 }
 

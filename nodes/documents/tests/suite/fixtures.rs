@@ -19,7 +19,9 @@ fn check_fixture(root: &std::path::Path, rel: &str, expected_rel: &str, operatio
             Operation::LinkCheckLocal => "link_check_local",
         };
         let value = match op {
-            Operation::LinkCheckLocal => json!({ "summary": out["summary"], "diagnostics": out["diagnostics"] }),
+            Operation::LinkCheckLocal => {
+                json!({ "summary": out["summary"], "diagnostics": out["diagnostics"] })
+            }
             _ => out[key].clone(),
         };
         actual.insert(key.into(), value);
@@ -31,14 +33,28 @@ fn check_fixture(root: &std::path::Path, rel: &str, expected_rel: &str, operatio
         std::fs::write(&expected_path, text).expect("write expected");
         return;
     }
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
-        panic!("{} is missing ({e}); run with CHENG_BLESS=1 to create it", expected_path.display())
-    }))
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
+            panic!(
+                "{} is missing ({e}); run with CHENG_BLESS=1 to create it",
+                expected_path.display()
+            )
+        }),
+    )
     .expect("expected file is JSON");
-    assert_eq!(actual, expected, "{rel} differs from {expected_rel}; actual:\n{}", serde_json::to_string_pretty(&actual).unwrap_or_default());
+    assert_eq!(
+        actual,
+        expected,
+        "{rel} differs from {expected_rel}; actual:\n{}",
+        serde_json::to_string_pretty(&actual).unwrap_or_default()
+    );
 }
 
-const ALL: &[Operation] = &[Operation::Outline, Operation::Diagnostics, Operation::FormatSuggestions];
+const ALL: &[Operation] = &[
+    Operation::Outline,
+    Operation::Diagnostics,
+    Operation::FormatSuggestions,
+];
 
 #[test]
 fn headings_fixture() {
@@ -47,7 +63,12 @@ fn headings_fixture() {
 
 #[test]
 fn whitespace_fixture() {
-    check_fixture(&fixtures(), "whitespace.md", "whitespace.expected.json", ALL);
+    check_fixture(
+        &fixtures(),
+        "whitespace.md",
+        "whitespace.expected.json",
+        ALL,
+    );
 }
 
 #[test]
@@ -59,14 +80,27 @@ fn links_fixture() {
 fn clean_fixture_has_no_findings() {
     check_fixture(&fixtures(), "clean.md", "clean.expected.json", ALL);
     let file = read_text(&fixtures(), "clean.md", "path", MAX_TEXT_BYTES).expect("reads");
-    assert_eq!(analyze(&fixtures(), &file, Operation::Diagnostics)["diagnostics"], json!([]));
+    assert_eq!(
+        analyze(&fixtures(), &file, Operation::Diagnostics)["diagnostics"],
+        json!([])
+    );
 }
 
 #[test]
 fn site_fixture_link_check() {
     let root = fixtures().join("site");
-    check_fixture(&root, "index.md", "index.expected.json", &[Operation::LinkCheckLocal]);
-    check_fixture(&root, "docs/guide.md", "docs/guide.expected.json", &[Operation::LinkCheckLocal]);
+    check_fixture(
+        &root,
+        "index.md",
+        "index.expected.json",
+        &[Operation::LinkCheckLocal],
+    );
+    check_fixture(
+        &root,
+        "docs/guide.md",
+        "docs/guide.expected.json",
+        &[Operation::LinkCheckLocal],
+    );
 }
 
 #[test]

@@ -13,7 +13,9 @@ use serde_json::json;
 #[test]
 fn a_large_ordinary_page_previews_as_the_tree_walk_does() {
     let (_d, root) = temp_workspace();
-    let mut page = String::from("<!doctype html><html><head><title>Big &amp; long</title><style>p{}</style></head><body>\n");
+    let mut page = String::from(
+        "<!doctype html><html><head><title>Big &amp; long</title><style>p{}</style></head><body>\n",
+    );
     let mut i = 0;
     while page.len() <= STREAM_ABOVE_BYTES + 4096 {
         page.push_str(&format!(
@@ -24,11 +26,21 @@ fn a_large_ordinary_page_previews_as_the_tree_walk_does() {
     }
     page.push_str("</body></html>");
     std::fs::write(root.join("big.html"), &page).expect("write");
-    let out = run(&WorkspacePreview, &root, json!({"operation": "html", "path": "big.html", "max_bytes": 65536})).expect("preview");
-    let tree = render(&summarize(&flatten(&page, || Ok::<(), ()>(())).unwrap_or_default().html));
+    let out = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "html", "path": "big.html", "max_bytes": 65536}),
+    )
+    .expect("preview");
+    let tree = render(&summarize(
+        &flatten(&page, || Ok::<(), ()>(())).unwrap_or_default().html,
+    ));
     let (expected, truncated) = bound(Operation::Html, &tree, 65536);
     assert!(truncated, "the page is larger than a preview");
-    assert!(out["preview"].as_str() == Some(expected.as_str()), "the streamed preview differs from the tree walk's");
+    assert!(
+        out["preview"].as_str() == Some(expected.as_str()),
+        "the streamed preview differs from the tree walk's"
+    );
     assert_eq!(out["preview_truncated"], true);
 }
 
@@ -38,10 +50,21 @@ fn a_large_deep_page_is_flattened_and_says_so() {
     let levels = STREAM_ABOVE_BYTES / 5 + 1000;
     let page = format!("<title>T</title>{}<h1>deep</h1>x", "<div>".repeat(levels));
     std::fs::write(root.join("deep.html"), &page).expect("write");
-    let out = run(&WorkspacePreview, &root, json!({"operation": "html", "path": "deep.html"})).expect("preview");
+    let out = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "html", "path": "deep.html"}),
+    )
+    .expect("preview");
     let summary = out["summary"].as_str().unwrap_or("");
     let dropped = levels + 1 - MAX_DEPTH;
-    assert!(summary.contains(&format!("({dropped} elements kept as plain content")), "{summary}");
+    assert!(
+        summary.contains(&format!("({dropped} elements kept as plain content")),
+        "{summary}"
+    );
     let preview = out["preview"].as_str().unwrap_or("");
-    assert!(preview.starts_with("Title: T\n") && preview.contains("deepx"), "{preview}");
+    assert!(
+        preview.starts_with("Title: T\n") && preview.contains("deepx"),
+        "{preview}"
+    );
 }

@@ -4,14 +4,21 @@
 //! on their own: still bounded and safe.
 
 use super::support::*;
-use cheng_nodes_documents::preview::sanitize::{flatten_rendered, render_markdown_bounded, render_markdown_kept};
+use cheng_nodes_documents::preview::sanitize::{
+    flatten_rendered, render_markdown_bounded, render_markdown_kept,
+};
 use cheng_nodes_documents::preview::{bound, Operation};
 use cheng_nodes_documents::WorkspacePreview;
 use serde_json::{json, Value};
 
 fn node_preview(root: &std::path::Path, markdown: &str, max_bytes: usize) -> Value {
     Value::Object(
-        run(&WorkspacePreview, root, json!({"operation": "markdown", "content": markdown, "max_bytes": max_bytes})).expect("preview runs"),
+        run(
+            &WorkspacePreview,
+            root,
+            json!({"operation": "markdown", "content": markdown, "max_bytes": max_bytes}),
+        )
+        .expect("preview runs"),
     )
 }
 
@@ -37,9 +44,17 @@ fn documents() -> Vec<(String, bool)> {
         ((0..400).map(section).collect(), true),
         ("*a".repeat(40_000), true),
         ("[a](".repeat(20_000), true),
-        (format!("![{}]({})", "x ".repeat(30_000), "y".repeat(1000)), false),
+        (
+            format!("![{}]({})", "x ".repeat(30_000), "y".repeat(1000)),
+            false,
+        ),
         (format!("{}x\n\n", "> ".repeat(1000)).repeat(20), true),
-        ((0..3000).map(|i| format!("![i{i}](u{i}) text {i}\n")).collect(), true),
+        (
+            (0..3000)
+                .map(|i| format!("![i{i}](u{i}) text {i}\n"))
+                .collect(),
+            true,
+        ),
     ]
 }
 
@@ -49,11 +64,22 @@ fn without_raw_html_the_kept_ends_give_the_whole_renderings_cut() {
     for (markdown, can_cut) in documents() {
         for max_bytes in [64, 300, 1000, 4096] {
             // The rendering really was cut, not kept whole (the node keeps 4 × max_bytes a side).
-            let kept = render_markdown_kept(&markdown, 4 * max_bytes, || Ok::<(), ()>(())).expect("renders");
-            assert_eq!(kept.cut.is_some(), can_cut, "document starting {:?} at {max_bytes}", &markdown[..40]);
+            let kept = render_markdown_kept(&markdown, 4 * max_bytes, || Ok::<(), ()>(()))
+                .expect("renders");
+            assert_eq!(
+                kept.cut.is_some(),
+                can_cut,
+                "document starting {:?} at {max_bytes}",
+                &markdown[..40]
+            );
             let out = node_preview(dir.path(), &markdown, max_bytes);
             let expected = whole_then_cut(&markdown, max_bytes);
-            assert_eq!(out["preview"].as_str(), Some(expected.as_str()), "max_bytes {max_bytes}, document starting {:?}", &markdown[..40]);
+            assert_eq!(
+                out["preview"].as_str(),
+                Some(expected.as_str()),
+                "max_bytes {max_bytes}, document starting {:?}",
+                &markdown[..40]
+            );
             assert_eq!(out["preview_truncated"], true);
         }
     }
@@ -64,14 +90,25 @@ fn with_raw_html_the_kept_ends_stay_bounded_and_safe() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cases = [
         "> - *[<div><b>_`".repeat(20_000),
-        format!("<div>\n\n{}<script>alert(1)</script>{}\n\nend <img src=x onerror=alert(2)>", "<b>".repeat(30_000), "<!-- x".repeat(5000)),
-        format!("{}<a href=\"javascript:alert(3)\">x</a>", "<span title='>'>".repeat(20_000)),
+        format!(
+            "<div>\n\n{}<script>alert(1)</script>{}\n\nend <img src=x onerror=alert(2)>",
+            "<b>".repeat(30_000),
+            "<!-- x".repeat(5000)
+        ),
+        format!(
+            "{}<a href=\"javascript:alert(3)\">x</a>",
+            "<span title='>'>".repeat(20_000)
+        ),
     ];
     for markdown in &cases {
         for max_bytes in [64, 1000, 4096] {
             let out = node_preview(dir.path(), markdown, max_bytes);
             let preview = out["preview"].as_str().expect("preview");
-            assert!(preview.len() <= max_bytes, "{} > {max_bytes}", preview.len());
+            assert!(
+                preview.len() <= max_bytes,
+                "{} > {max_bytes}",
+                preview.len()
+            );
             for bad in ["<script", "onerror", "javascript:"] {
                 assert!(!preview.contains(bad), "{bad} in {preview}");
             }
@@ -79,4 +116,3 @@ fn with_raw_html_the_kept_ends_stay_bounded_and_safe() {
         }
     }
 }
-

@@ -20,14 +20,22 @@ use std::time::{Duration, Instant};
 
 /// Input size per family (`CHENG_NESTING_BYTES` raises it, up to the 16 MiB cap).
 fn family_bytes() -> usize {
-    std::env::var("CHENG_NESTING_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000)
+    std::env::var("CHENG_NESTING_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
 }
 
 /// Hang guard only, not a speed assertion (speed is the benchmark's job): before the fix the
 /// larger families ran for many minutes, so a run still going after this long has hung.
 const HANG_GUARD: Duration = Duration::from_secs(120);
 
-fn run_guarded(node: &'static dyn Node, root: &std::path::Path, input: Value, what: &str) -> Values {
+fn run_guarded(
+    node: &'static dyn Node,
+    root: &std::path::Path,
+    input: Value,
+    what: &str,
+) -> Values {
     let (tx, rx) = mpsc::channel();
     let root = root.to_path_buf();
     std::thread::spawn(move || {
@@ -36,7 +44,10 @@ fn run_guarded(node: &'static dyn Node, root: &std::path::Path, input: Value, wh
     match rx.recv_timeout(HANG_GUARD) {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => panic!("{what}: {}", e.message),
-        Err(_) => panic!("{what}: still running after {} s: the pipeline hangs", HANG_GUARD.as_secs()),
+        Err(_) => panic!(
+            "{what}: still running after {} s: the pipeline hangs",
+            HANG_GUARD.as_secs()
+        ),
     }
 }
 
@@ -59,7 +70,15 @@ fn html_depth(html: &str) -> usize {
 }
 
 /// Families whose markup is far deeper than the bound, so their preview must say it flattened.
-const DEEP: &[&str] = &["blockquote >", "blockquote > space", "list - inline", "html <div>", "html <span>", "html <ul><li>", "mixed"];
+const DEEP: &[&str] = &[
+    "blockquote >",
+    "blockquote > space",
+    "list - inline",
+    "html <div>",
+    "html <span>",
+    "html <ul><li>",
+    "mixed",
+];
 
 #[test]
 fn every_family_through_every_operation() {
@@ -67,21 +86,39 @@ fn every_family_through_every_operation() {
     let bytes = family_bytes();
     for (name, generate) in families::FAMILIES {
         let text = generate(bytes);
-        assert!(text.len() <= bytes && text.len() > bytes / 2, "{name}: generator size {}", text.len());
+        assert!(
+            text.len() <= bytes && text.len() > bytes / 2,
+            "{name}: generator size {}",
+            text.len()
+        );
         std::fs::write(root.join("f.md"), &text).expect("write");
         for op in ["markdown", "html", "artifact_summary"] {
             let what = format!("{name} / workspace_preview {op}");
-            let out = run_guarded(&WorkspacePreview, &root, json!({"operation": op, "path": "f.md"}), &what);
+            let out = run_guarded(
+                &WorkspacePreview,
+                &root,
+                json!({"operation": op, "path": "f.md"}),
+                &what,
+            );
             assert_eq!(out["success"], true, "{what}");
             let preview = out["preview"].as_str().expect("preview");
-            assert!(preview.len() <= MAX_PREVIEW_BYTES as usize + 64, "{what}: preview of {} bytes", preview.len());
+            assert!(
+                preview.len() <= MAX_PREVIEW_BYTES as usize + 64,
+                "{what}: preview of {} bytes",
+                preview.len()
+            );
             let summary = out["summary"].as_str().expect("summary");
             if op == "markdown" {
                 let depth = html_depth(preview);
-                assert!(depth <= 2 * MAX_DEPTH + 8, "{what}: preview nests {depth} deep");
+                assert!(
+                    depth <= 2 * MAX_DEPTH + 8,
+                    "{what}: preview nests {depth} deep"
+                );
                 if DEEP.contains(name) {
                     assert!(
-                        summary.contains(&format!("nesting deeper than {MAX_DEPTH} levels was flattened")),
+                        summary.contains(&format!(
+                            "nesting deeper than {MAX_DEPTH} levels was flattened"
+                        )),
                         "{what}: {summary}"
                     );
                 }
@@ -90,13 +127,27 @@ fn every_family_through_every_operation() {
                 assert!(summary.contains("was flattened"), "{what}: {summary}");
             }
         }
-        for op in ["outline", "diagnostics", "format_suggestions", "link_check_local"] {
+        for op in [
+            "outline",
+            "diagnostics",
+            "format_suggestions",
+            "link_check_local",
+        ] {
             let what = format!("{name} / workspace_markdown {op}");
-            let out = run_guarded(&WorkspaceMarkdown, &root, json!({"operation": op, "path": "f.md"}), &what);
+            let out = run_guarded(
+                &WorkspaceMarkdown,
+                &root,
+                json!({"operation": op, "path": "f.md"}),
+                &what,
+            );
             assert_eq!(out["success"], true, "{what}");
             for port in ["outline", "diagnostics", "suggested_edits"] {
                 if let Some(list) = out[port].as_array() {
-                    assert!(list.len() <= 10_000, "{what}: {port} has {} entries", list.len());
+                    assert!(
+                        list.len() <= 10_000,
+                        "{what}: {port} has {} entries",
+                        list.len()
+                    );
                 }
             }
         }
@@ -109,14 +160,30 @@ fn every_family_through_every_operation() {
 #[test]
 fn a_million_levels_do_not_overflow_the_stack() {
     let (_d, root) = temp_workspace();
-    for (name, text) in [("quotes", ">".repeat(1 << 20)), ("divs", "<div>".repeat(200_000)), ("bold", "<b>".repeat(300_000))] {
+    for (name, text) in [
+        ("quotes", ">".repeat(1 << 20)),
+        ("divs", "<div>".repeat(200_000)),
+        ("bold", "<b>".repeat(300_000)),
+    ] {
         std::fs::write(root.join("deep.md"), &text).expect("write");
         for op in ["markdown", "html"] {
             let what = format!("{name} / {op}");
-            let out = run_guarded(&WorkspacePreview, &root, json!({"operation": op, "path": "deep.md"}), &what);
-            let flattened = out["summary"].as_str().is_some_and(|s| s.contains("flattened"));
+            let out = run_guarded(
+                &WorkspacePreview,
+                &root,
+                json!({"operation": op, "path": "deep.md"}),
+                &what,
+            );
+            let flattened = out["summary"]
+                .as_str()
+                .is_some_and(|s| s.contains("flattened"));
             // `>` is only nesting in Markdown; as HTML it is text.
-            assert_eq!(flattened, !(name == "quotes" && op == "html"), "{what}: {}", out["summary"]);
+            assert_eq!(
+                flattened,
+                !(name == "quotes" && op == "html"),
+                "{what}: {}",
+                out["summary"]
+            );
         }
     }
 }
@@ -125,17 +192,47 @@ fn a_million_levels_do_not_overflow_the_stack() {
 #[test]
 fn ordinary_nesting_is_kept() {
     let (_d, root) = temp_workspace();
-    let text = format!("{}deep\n\n- a\n  - b\n    - c\n\n<div><div><p>x</p></div></div>\n", "> ".repeat(50));
-    let out = run(&WorkspacePreview, &root, json!({"operation": "markdown", "content": text})).expect("preview");
+    let text = format!(
+        "{}deep\n\n- a\n  - b\n    - c\n\n<div><div><p>x</p></div></div>\n",
+        "> ".repeat(50)
+    );
+    let out = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "markdown", "content": text}),
+    )
+    .expect("preview");
     let html = out["preview"].as_str().expect("preview");
     assert_eq!(html.matches("<blockquote>").count(), 50, "{html}");
-    assert!(!out["summary"].as_str().unwrap_or("").contains("flattened"), "{}", out["summary"]);
-    let page = format!("<title>T</title>{}<p>deep text</p>{}", "<div>".repeat(MAX_DEPTH + 10), "</div>".repeat(MAX_DEPTH + 10));
-    let out = run(&WorkspacePreview, &root, json!({"operation": "html", "content": page})).expect("preview");
+    assert!(
+        !out["summary"].as_str().unwrap_or("").contains("flattened"),
+        "{}",
+        out["summary"]
+    );
+    let page = format!(
+        "<title>T</title>{}<p>deep text</p>{}",
+        "<div>".repeat(MAX_DEPTH + 10),
+        "</div>".repeat(MAX_DEPTH + 10)
+    );
+    let out = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "html", "content": page}),
+    )
+    .expect("preview");
     let text = out["preview"].as_str().expect("preview");
     // The 10 deepest <div>s and the <p> inside them are flattened; their text is kept.
-    assert!(text.contains("Title: T") && text.contains("deep text"), "content below the bound is kept: {text}");
-    assert!(out["summary"].as_str().is_some_and(|s| s.contains("(11 elements kept as plain content")), "{}", out["summary"]);
+    assert!(
+        text.contains("Title: T") && text.contains("deep text"),
+        "content below the bound is kept: {text}"
+    );
+    assert!(
+        out["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("(11 elements kept as plain content")),
+        "{}",
+        out["summary"]
+    );
 }
 
 /// Cancelling mid-preview stops it inside the pipeline. 16 MiB of `<div>`s took hours before
@@ -145,7 +242,8 @@ fn cancel_stops_a_long_preview() {
     let (_d, root) = temp_workspace();
     std::fs::write(root.join("divs.md"), "<div>".repeat(16 * 1024 * 1024 / 5)).expect("write");
     for op in ["markdown", "html"] {
-        let ctx = RunContext::for_workspace(WorkspacePreview.spec().id, root.clone(), Decision::Denied);
+        let ctx =
+            RunContext::for_workspace(WorkspacePreview.spec().id, root.clone(), Decision::Denied);
         let mut input = Values::new();
         input.insert("operation".into(), json!(op));
         input.insert("path".into(), json!("divs.md"));
@@ -156,12 +254,18 @@ fn cancel_stops_a_long_preview() {
             cancel.cancel();
             Instant::now()
         });
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         let result = runtime.block_on(WorkspacePreview.run(&ctx, input));
         let cancelled_at = canceller.join().expect("canceller");
         let after = cancelled_at.elapsed();
         let err = result.expect_err("a cancelled preview fails");
         assert_eq!(err.kind, ErrorKind::Cancelled, "{op}: {}", err.message);
-        assert!(after < Duration::from_secs(20), "{op}: stopped {after:?} after the cancel (generous bound)");
+        assert!(
+            after < Duration::from_secs(20),
+            "{op}: stopped {after:?} after the cancel (generous bound)"
+        );
     }
 }

@@ -13,11 +13,17 @@ fn metadata(root: &std::path::Path, path: &str) -> Value {
     let out = preview(root, json!({"operation": "artifact_summary", "path": path}));
     assert_eq!(out["format"], "metadata");
     let meta = out["metadata"].clone();
-    assert!(meta.is_object(), "metadata is an object, not JSON text: {out}");
+    assert!(
+        meta.is_object(),
+        "metadata is an object, not JSON text: {out}"
+    );
     // The preview shows the same fields as rows for a reader.
     let preview = out["preview"].as_str().expect("preview text");
     for key in meta.as_object().expect("object").keys() {
-        assert!(preview.lines().any(|l| l.starts_with(key.as_str())), "{key} missing from {preview}");
+        assert!(
+            preview.lines().any(|l| l.starts_with(key.as_str())),
+            "{key} missing from {preview}"
+        );
     }
     meta
 }
@@ -26,15 +32,35 @@ fn metadata(root: &std::path::Path, path: &str) -> Value {
 fn path_takes_precedence_over_content() {
     let (_d, root) = temp_workspace();
     std::fs::write(root.join("a.md"), "# From file\n").expect("write");
-    let out = preview(&root, json!({"operation": "markdown", "path": "a.md", "content": "# From content"}));
-    assert!(out["preview"].as_str().is_some_and(|p| p.contains("From file")), "{out}");
+    let out = preview(
+        &root,
+        json!({"operation": "markdown", "path": "a.md", "content": "# From content"}),
+    );
+    assert!(
+        out["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("From file")),
+        "{out}"
+    );
     assert_eq!(out["source_path"], "a.md");
     assert_eq!(out["source_bytes"], 12);
     assert_eq!(out["format"], "html");
-    let out = preview(&root, json!({"operation": "markdown", "content": "# From content"}));
+    let out = preview(
+        &root,
+        json!({"operation": "markdown", "content": "# From content"}),
+    );
     assert_eq!(out["source_path"], Value::Null);
-    assert_eq!(out["metadata"], Value::Null, "metadata belongs to artifact_summary");
-    assert!(out["preview"].as_str().is_some_and(|p| p.contains(r#"<h1 id="user-content-from-content">From content</h1>"#)), "{out}");
+    assert_eq!(
+        out["metadata"],
+        Value::Null,
+        "metadata belongs to artifact_summary"
+    );
+    assert!(
+        out["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains(r#"<h1 id="user-content-from-content">From content</h1>"#)),
+        "{out}"
+    );
 }
 
 #[test]
@@ -42,30 +68,70 @@ fn input_errors() {
     let (_d, root) = temp_workspace();
     let err = run(&WorkspacePreview, &root, json!({"operation": "markdown"})).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
-    assert!(err.message.contains("path") && err.message.contains("content"), "{}", err.message);
-    let err = run(&WorkspacePreview, &root, json!({"operation": "", "content": "x"})).unwrap_err();
-    assert!(err.message.contains("markdown, html, artifact_summary"), "{}", err.message);
-    let err = run(&WorkspacePreview, &root, json!({"operation": "markdown", "path": "../x.md"})).unwrap_err();
+    assert!(
+        err.message.contains("path") && err.message.contains("content"),
+        "{}",
+        err.message
+    );
+    let err = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "", "content": "x"}),
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("markdown, html, artifact_summary"),
+        "{}",
+        err.message
+    );
+    let err = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "markdown", "path": "../x.md"}),
+    )
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::PathOutsideWorkspace);
     for bad in [0, -1, 524_289] {
-        let err = run(&WorkspacePreview, &root, json!({"operation": "markdown", "content": "x", "max_bytes": bad})).unwrap_err();
+        let err = run(
+            &WorkspacePreview,
+            &root,
+            json!({"operation": "markdown", "content": "x", "max_bytes": bad}),
+        )
+        .unwrap_err();
         assert_eq!(err.kind, ErrorKind::InvalidInput, "max_bytes {bad}");
         assert!(err.message.contains("524288"), "{}", err.message);
     }
-    let err = run(&WorkspacePreview, &root, json!({"operation": "html", "path": "nope.html"})).unwrap_err();
+    let err = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "html", "path": "nope.html"}),
+    )
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
 }
 
 #[test]
 fn previews_are_head_tail_bounded() {
     let (_d, root) = temp_workspace();
-    let body: String = (0..2000).map(|i| format!("Paragraph {i} with [a link](https://e.example/{i}).\n\n")).collect();
+    let body: String = (0..2000)
+        .map(|i| format!("Paragraph {i} with [a link](https://e.example/{i}).\n\n"))
+        .collect();
     std::fs::write(root.join("long.md"), &body).expect("write");
-    let out = preview(&root, json!({"operation": "markdown", "path": "long.md", "max_bytes": 4096}));
+    let out = preview(
+        &root,
+        json!({"operation": "markdown", "path": "long.md", "max_bytes": 4096}),
+    );
     let text = out["preview"].as_str().expect("preview");
     assert_eq!(out["preview_truncated"], true);
-    assert!(text.len() <= 4096, "the cap includes the marker: {}", text.len());
-    assert!(text.contains("Paragraph 0 ") && text.contains("Paragraph 1999 "), "head and tail kept");
+    assert!(
+        text.len() <= 4096,
+        "the cap includes the marker: {}",
+        text.len()
+    );
+    assert!(
+        text.contains("Paragraph 0 ") && text.contains("Paragraph 1999 "),
+        "head and tail kept"
+    );
     assert!(text.contains("omitted"), "the cut is marked");
     assert_eq!(out["source_bytes"], body.len());
     let out = preview(&root, json!({"operation": "markdown", "path": "long.md"}));
@@ -75,13 +141,22 @@ fn previews_are_head_tail_bounded() {
 #[test]
 fn the_cap_includes_the_omission_marker_for_every_operation_and_size() {
     let (_d, root) = temp_workspace();
-    let markdown: String = (0..400).map(|i| format!("Paragraph {i} é with *emphasis*.\n\n")).collect();
+    let markdown: String = (0..400)
+        .map(|i| format!("Paragraph {i} é with *emphasis*.\n\n"))
+        .collect();
     let html: String = (0..400).map(|i| format!("<p>Line {i} é</p>")).collect();
     for (operation, content) in [("markdown", &markdown), ("html", &html)] {
         for max in [1, 2, 10, 30, 31, 40, 64, 100, 1000, 4096] {
-            let out = preview(&root, json!({"operation": operation, "content": content, "max_bytes": max}));
+            let out = preview(
+                &root,
+                json!({"operation": operation, "content": content, "max_bytes": max}),
+            );
             let text = out["preview"].as_str().expect("preview");
-            assert!(text.len() <= max, "{operation} max_bytes {max}: {} bytes: {text:?}", text.len());
+            assert!(
+                text.len() <= max,
+                "{operation} max_bytes {max}: {} bytes: {text:?}",
+                text.len()
+            );
             assert_eq!(out["preview_truncated"], true, "{operation} {max}");
         }
     }
@@ -156,14 +231,21 @@ fn artifact_summary_of_images() {
     std::fs::write(root.join("b.dat"), jpeg(320, 200)).expect("jpeg");
     std::fs::write(root.join("c.gif"), gif(16, 9)).expect("gif");
     std::fs::write(root.join("d"), webp(1920, 1080)).expect("webp");
-    for (path, mime, w, h) in
-        [("a.bin", "image/png", 640, 480), ("b.dat", "image/jpeg", 320, 200), ("c.gif", "image/gif", 16, 9), ("d", "image/webp", 1920, 1080)]
-    {
+    for (path, mime, w, h) in [
+        ("a.bin", "image/png", 640, 480),
+        ("b.dat", "image/jpeg", 320, 200),
+        ("c.gif", "image/gif", 16, 9),
+        ("d", "image/webp", 1920, 1080),
+    ] {
         let meta = metadata(&root, path);
         assert_eq!(meta["mime"], mime, "{path}: {meta}");
         assert_eq!(meta["mime_source"], "magic");
         assert_eq!(meta["kind"], "binary", "{path}");
-        assert_eq!(meta["image"], json!({"width": w, "height": h}), "{path}: {meta}");
+        assert_eq!(
+            meta["image"],
+            json!({"width": w, "height": h}),
+            "{path}: {meta}"
+        );
         assert_eq!(meta["lines"], Value::Null);
     }
 }
@@ -172,31 +254,80 @@ fn artifact_summary_of_images() {
 fn artifact_summary_of_text_json_and_csv() {
     let (_d, root) = temp_workspace();
     std::fs::write(root.join("hello.txt"), "hello\n").expect("txt");
-    std::fs::write(root.join("data.json"), r#"{"name": "x", "version": 2, "deps": {}}"#).expect("json");
-    std::fs::write(root.join("rows.csv"), "id,name,\"quoted, col\"\n1,a,\"x\ny\"\n2,b,z\n3,c,w\n").expect("csv");
-    std::fs::write(root.join("notes"), "plain text without extension\nsecond line").expect("notes");
+    std::fs::write(
+        root.join("data.json"),
+        r#"{"name": "x", "version": 2, "deps": {}}"#,
+    )
+    .expect("json");
+    std::fs::write(
+        root.join("rows.csv"),
+        "id,name,\"quoted, col\"\n1,a,\"x\ny\"\n2,b,z\n3,c,w\n",
+    )
+    .expect("csv");
+    std::fs::write(
+        root.join("notes"),
+        "plain text without extension\nsecond line",
+    )
+    .expect("notes");
     let meta = metadata(&root, "hello.txt");
-    assert_eq!(meta["sha256"], "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
-    assert_eq!((meta["lines"].as_u64(), meta["encoding"].as_str(), meta["mime"].as_str()), (Some(1), Some("ascii"), Some("text/plain")));
+    assert_eq!(
+        meta["sha256"],
+        "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+    );
+    assert_eq!(
+        (
+            meta["lines"].as_u64(),
+            meta["encoding"].as_str(),
+            meta["mime"].as_str()
+        ),
+        (Some(1), Some("ascii"), Some("text/plain"))
+    );
     assert_eq!(meta["size_bytes"], 6);
     let meta = metadata(&root, "data.json");
-    assert_eq!(meta["json"], json!({"type": "object", "key_count": 3, "keys": ["name", "version", "deps"]}));
+    assert_eq!(
+        meta["json"],
+        json!({"type": "object", "key_count": 3, "keys": ["name", "version", "deps"]})
+    );
     assert_eq!(meta["mime"], "application/json");
     let meta = metadata(&root, "rows.csv");
     assert_eq!(meta["csv"]["columns"], json!(["id", "name", "quoted, col"]));
-    assert_eq!(meta["csv"]["rows"], 3, "a quoted newline does not start a row: {meta}");
+    assert_eq!(
+        meta["csv"]["rows"], 3,
+        "a quoted newline does not start a row: {meta}"
+    );
     let meta = metadata(&root, "notes");
-    assert_eq!((meta["mime"].as_str(), meta["mime_source"].as_str(), meta["lines"].as_u64()), (Some("text/plain"), Some("content"), Some(2)));
-    let out = preview(&root, json!({"operation": "artifact_summary", "path": "hello.txt"}));
+    assert_eq!(
+        (
+            meta["mime"].as_str(),
+            meta["mime_source"].as_str(),
+            meta["lines"].as_u64()
+        ),
+        (Some("text/plain"), Some("content"), Some(2))
+    );
+    let out = preview(
+        &root,
+        json!({"operation": "artifact_summary", "path": "hello.txt"}),
+    );
     assert_eq!(out["source_path"], "hello.txt");
     assert_eq!(out["source_bytes"], 6);
-    assert!(out["summary"].as_str().is_some_and(|s| s.contains("text/plain")), "{}", out["summary"]);
+    assert!(
+        out["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("text/plain")),
+        "{}",
+        out["summary"]
+    );
 }
 
 #[test]
 fn artifact_summary_refuses_directories() {
     let (_d, root) = temp_workspace();
     std::fs::create_dir(root.join("sub")).expect("dir");
-    let err = run(&WorkspacePreview, &root, json!({"operation": "artifact_summary", "path": "sub"})).unwrap_err();
+    let err = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "artifact_summary", "path": "sub"}),
+    )
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
 }

@@ -21,15 +21,24 @@ const SLUGGER_CASES: &[(&str, &str)] = &[
     ("foxtrot", "foxtrot"),
     ("foxtrot", "foxtrot-2"),
     ("heading with a - dash", "heading-with-a---dash"),
-    ("heading with an _ underscore", "heading-with-an-_-underscore"),
+    (
+        "heading with an _ underscore",
+        "heading-with-an-_-underscore",
+    ),
     ("heading with a period.txt", "heading-with-a-periodtxt"),
-    ("exchange.bind_headers(exchange, routing [, bindCallback])", "exchangebind_headersexchange-routing--bindcallback"),
+    (
+        "exchange.bind_headers(exchange, routing [, bindCallback])",
+        "exchangebind_headersexchange-routing--bindcallback",
+    ),
     (" ", "-"),
     (" a", "-a"),
     ("a ", "a-"),
     (" a ", "-a-"),
     ("-a-", "-a--1"),
-    ("apostrophe’s should be trimmed", "apostrophes-should-be-trimmed"),
+    (
+        "apostrophe’s should be trimmed",
+        "apostrophes-should-be-trimmed",
+    ),
     ("I ♥ unicode", "i--unicode"),
     ("dash-dash", "dash-dash"),
     ("en–dash", "endash"),
@@ -44,8 +53,14 @@ const SLUGGER_CASES: &[(&str, &str)] = &[
     ("Привет non-latin 你好", "привет-non-latin-你好"),
     (":ok: No underscore", "ok-no-underscore"),
     (":ok_hand: Single", "ok_hand-single"),
-    (":ok_hand::hatched_chick: Two in a row with no spaces", "ok_handhatched_chick-two-in-a-row-with-no-spaces"),
-    (":ok_hand: :hatched_chick: Two in a row", "ok_hand-hatched_chick-two-in-a-row"),
+    (
+        ":ok_hand::hatched_chick: Two in a row with no spaces",
+        "ok_handhatched_chick-two-in-a-row-with-no-spaces",
+    ),
+    (
+        ":ok_hand: :hatched_chick: Two in a row",
+        "ok_hand-hatched_chick-two-in-a-row",
+    ),
     // Category spot checks: Letter_Number kept, Other_Number and symbols dropped, marks kept.
     ("Ⅻ roman", "ⅻ-roman"),
     ("x² squared", "x-squared"),
@@ -69,8 +84,14 @@ fn github_slugger_cases() {
 const HEADING_CASES: &[(&str, &str)] = &[
     ("# Hello World", "hello-world"),
     ("## `code` and **bold** _em_", "code-and-bold-em"),
-    ("## [A link](https://example.com) in a heading", "a-link-in-a-heading"),
-    ("## ![logo](x.png) Title after an image", "-title-after-an-image"),
+    (
+        "## [A link](https://example.com) in a heading",
+        "a-link-in-a-heading",
+    ),
+    (
+        "## ![logo](x.png) Title after an image",
+        "-title-after-an-image",
+    ),
     ("## &amp; entities &lt;tag&gt;", "-entities-tag"),
     ("## <span>html</span> inline", "html-inline"),
     ("## C++ & Rust", "c--rust"),
@@ -105,7 +126,10 @@ fn duplicates_explicit_ids_and_code_blocks() {
     let anchors: Vec<&str> = doc.headings.iter().map(|h| h.anchor.as_str()).collect();
     // The fenced "# Intro" is not a heading. Explicit ids are reserved before any slug is
     // generated, so no generated anchor can ever equal one: the third "Intro" skips intro-2.
-    assert_eq!(anchors, ["intro", "intro-1", "intro-3", "intro-2", "intro-4", "b", "b-1"]);
+    assert_eq!(
+        anchors,
+        ["intro", "intro-1", "intro-3", "intro-2", "intro-4", "b", "b-1"]
+    );
 }
 
 /// fixtures/markdown/github-slugger.oracle.json, written by the github-slugger package itself
@@ -113,8 +137,10 @@ fn duplicates_explicit_ids_and_code_blocks() {
 /// emoji, CJK, accents, invisible characters, duplicates) through one slugger, and one string per
 /// edge of every range of kept code points.
 fn slugger_oracle() -> serde_json::Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/markdown/github-slugger.oracle.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("oracle file")).expect("oracle is JSON")
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/markdown/github-slugger.oracle.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("oracle file"))
+        .expect("oracle is JSON")
 }
 
 #[test]
@@ -125,29 +151,53 @@ fn generated_headings_match_github_slugger() {
     let mut slugger = Slugger::new();
     let mut wrong = Vec::new();
     for case in cases {
-        let (input, expected) = (case[0].as_str().expect("input"), case[1].as_str().expect("slug"));
+        let (input, expected) = (
+            case[0].as_str().expect("input"),
+            case[1].as_str().expect("slug"),
+        );
         let got = slugger.slug(input);
         if got != expected {
             wrong.push(format!("{input:?}: expected {expected:?}, got {got:?}"));
         }
     }
-    assert!(wrong.is_empty(), "{} of {} differ:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
 }
 
 #[test]
 fn every_range_edge_matches_github_slugger() {
     let oracle = slugger_oracle();
-    let points = oracle["single_code_points"].as_array().expect("code points");
+    let points = oracle["single_code_points"]
+        .as_array()
+        .expect("code points");
     assert!(points.len() > 2000);
     let mut wrong = Vec::new();
     for point in points {
         let cp = point[0].as_u64().expect("code point") as u32;
         let expected = point[1].as_str().expect("slug");
-        let Some(c) = char::from_u32(cp) else { continue };
+        let Some(c) = char::from_u32(cp) else {
+            continue;
+        };
         let got = cheng_nodes_documents::markdown::slug::slug(&c.to_string());
         if got != expected {
             wrong.push(format!("U+{cp:04X}: expected {expected:?}, got {got:?}"));
         }
     }
-    assert!(wrong.is_empty(), "{} of {} differ:\n{}", wrong.len(), points.len(), wrong.iter().take(40).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ:\n{}",
+        wrong.len(),
+        points.len(),
+        wrong
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

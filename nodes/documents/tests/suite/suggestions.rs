@@ -14,12 +14,25 @@ fn fixable(rule: &str) -> bool {
 }
 
 /// Suggestions for `text`, applied one by one; returns (fixed text, rule counts before, after).
-fn fix(text: &str) -> (String, BTreeMap<&'static str, usize>, BTreeMap<&'static str, usize>) {
+fn fix(
+    text: &str,
+) -> (
+    String,
+    BTreeMap<&'static str, usize>,
+    BTreeMap<&'static str, usize>,
+) {
     let doc = Document::parse(text);
     let (before, plan) = check(&doc, None);
     let (edits, skipped, over) = build(text, "doc.md", &plan, usize::MAX);
-    assert_eq!((skipped, over), (0, 0), "every fix should be expressible for {text:?}");
-    let edits: Vec<Value> = edits.iter().map(|e| serde_json::to_value(e).expect("json")).collect();
+    assert_eq!(
+        (skipped, over),
+        (0, 0),
+        "every fix should be expressible for {text:?}"
+    );
+    let edits: Vec<Value> = edits
+        .iter()
+        .map(|e| serde_json::to_value(e).expect("json"))
+        .collect();
     for edit in &edits {
         assert_eq!(edit["path"], "doc.md");
         assert!(edit["line"].as_u64().is_some_and(|l| l >= 1));
@@ -40,10 +53,19 @@ fn fix(text: &str) -> (String, BTreeMap<&'static str, usize>, BTreeMap<&'static 
 
 #[test]
 fn fixtures_are_fixed_by_their_suggestions() {
-    for name in ["headings.md", "whitespace.md", "links.md", "clean.md", "edge.md"] {
+    for name in [
+        "headings.md",
+        "whitespace.md",
+        "links.md",
+        "clean.md",
+        "edge.md",
+    ] {
         let text = std::fs::read_to_string(fixtures().join(name)).expect("fixture");
         let (_, before, after) = fix(&text);
-        assert!(after.is_empty(), "{name}: fixable findings left after applying: {after:?} (before: {before:?})");
+        assert!(
+            after.is_empty(),
+            "{name}: fixable findings left after applying: {after:?} (before: {before:?})"
+        );
         if name != "clean.md" {
             assert!(!before.is_empty(), "{name} should exercise fixable rules");
         }
@@ -54,7 +76,10 @@ fn fixtures_are_fixed_by_their_suggestions() {
 fn each_fix_does_what_it_says() {
     let (fixed, _, after) = fix("# T\ntext  \t\n\n\n\nend https://x.example/a. ok\n## H\nmore");
     assert!(after.is_empty(), "{after:?}");
-    assert_eq!(fixed, "# T\n\ntext\n\nend <https://x.example/a>. ok\n\n## H\n\nmore\n");
+    assert_eq!(
+        fixed,
+        "# T\n\ntext\n\nend <https://x.example/a>. ok\n\n## H\n\nmore\n"
+    );
 }
 
 #[test]
@@ -64,7 +89,10 @@ fn repeated_lines_get_wider_context() {
     let text = "# Same\n\nalpha\nrow \nbeta\nrow \ngamma\nrow \nrow \nrow \n";
     let (fixed, _, after) = fix(text);
     assert!(after.is_empty());
-    assert_eq!(fixed, "# Same\n\nalpha\nrow\nbeta\nrow\ngamma\nrow\nrow\nrow\n");
+    assert_eq!(
+        fixed,
+        "# Same\n\nalpha\nrow\nbeta\nrow\ngamma\nrow\nrow\nrow\n"
+    );
 }
 
 #[test]
@@ -88,8 +116,29 @@ fn crlf_files_keep_their_line_endings() {
 fn generated_documents_round_trip() {
     // A deterministic generator of messy documents: every fixable rule, repeated content, edges.
     let pieces = [
-        "# Title", "## Section", "text  ", "text ", "text\t", "", "", "   ", "see https://a.example/x",
-        "```text", "code   ", "```", "plain", "> # Quoted", "> body", "Setext", "---", "- item ", "[l](#Section)", "- # Listed", "> - # Deep", "1. ## Numbered", "mail a@b.example.",
+        "# Title",
+        "## Section",
+        "text  ",
+        "text ",
+        "text\t",
+        "",
+        "",
+        "   ",
+        "see https://a.example/x",
+        "```text",
+        "code   ",
+        "```",
+        "plain",
+        "> # Quoted",
+        "> body",
+        "Setext",
+        "---",
+        "- item ",
+        "[l](#Section)",
+        "- # Listed",
+        "> - # Deep",
+        "1. ## Numbered",
+        "mail a@b.example.",
     ];
     let mut state: u64 = 0x2545_F491_4F6C_DD1D;
     for round in 0..300 {
@@ -108,13 +157,19 @@ fn generated_documents_round_trip() {
         let doc = Document::parse(&text);
         let (_, plan) = check(&doc, None);
         let (edits, skipped, _) = build(&text, "doc.md", &plan, usize::MAX);
-        let edits: Vec<Value> = edits.iter().map(|e| serde_json::to_value(e).expect("json")).collect();
+        let edits: Vec<Value> = edits
+            .iter()
+            .map(|e| serde_json::to_value(e).expect("json"))
+            .collect();
         // Uniqueness at each step is asserted inside apply_edits.
         let fixed = apply_edits(&text, &edits);
         if skipped == 0 {
             let (after, _) = check(&Document::parse(&fixed), None);
             let left: Vec<_> = after.iter().filter(|d| fixable(d.rule)).collect();
-            assert!(left.is_empty(), "round {round}: {left:?}\nbefore:\n{text:?}\nafter:\n{fixed:?}");
+            assert!(
+                left.is_empty(),
+                "round {round}: {left:?}\nbefore:\n{text:?}\nafter:\n{fixed:?}"
+            );
         }
     }
 }
@@ -122,15 +177,26 @@ fn generated_documents_round_trip() {
 #[test]
 fn headings_in_list_items_and_blockquotes_get_blank_lines() {
     let (fixed, before, after) = fix("# T\n\nintro\n- # Listed\n- next\n> - ## Deep\n> more\n");
-    assert_eq!(before.get(rules::BLANKS_AROUND_HEADINGS), Some(&4), "{before:?}");
+    assert_eq!(
+        before.get(rules::BLANKS_AROUND_HEADINGS),
+        Some(&4),
+        "{before:?}"
+    );
     assert!(after.is_empty(), "{after:?}");
-    assert_eq!(fixed, "# T\n\nintro\n\n- # Listed\n\n- next\n>\n> - ## Deep\n>\n> more\n");
+    assert_eq!(
+        fixed,
+        "# T\n\nintro\n\n- # Listed\n\n- next\n>\n> - ## Deep\n>\n> more\n"
+    );
 }
 
 #[test]
 fn bare_email_addresses_are_wrapped() {
-    let (fixed, before, after) = fix("# T\n\nWrite to someone@example.com. Not <a@b.example> or https://u@h.example/x.\n");
+    let (fixed, before, after) =
+        fix("# T\n\nWrite to someone@example.com. Not <a@b.example> or https://u@h.example/x.\n");
     assert_eq!(before.get(rules::BARE_URL), Some(&2), "{before:?}");
     assert!(after.is_empty(), "{after:?}");
-    assert_eq!(fixed, "# T\n\nWrite to <someone@example.com>. Not <a@b.example> or <https://u@h.example/x>.\n");
+    assert_eq!(
+        fixed,
+        "# T\n\nWrite to <someone@example.com>. Not <a@b.example> or <https://u@h.example/x>.\n"
+    );
 }

@@ -115,43 +115,83 @@ const PAYLOADS: &[&str] = &[
 
 /// Elements whose presence is a failure whatever their attributes.
 const FORBIDDEN: &[&str] = &[
-    "script", "style", "iframe", "object", "embed", "form", "svg", "math", "base", "meta", "link", "frame", "frameset",
-    "textarea", "button", "select", "video", "audio", "source", "template", "noscript",
+    "script", "style", "iframe", "object", "embed", "form", "svg", "math", "base", "meta", "link",
+    "frame", "frameset", "textarea", "button", "select", "video", "audio", "source", "template",
+    "noscript",
 ];
 /// Attributes carrying URLs.
-const URL_ATTRIBUTES: &[&str] = &["href", "src", "action", "formaction", "xlink:href", "srcset", "background", "poster", "data", "cite"];
+const URL_ATTRIBUTES: &[&str] = &[
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "xlink:href",
+    "srcset",
+    "background",
+    "poster",
+    "data",
+    "cite",
+];
 
 fn assert_safe(payload: &str, html: &str) {
     let doc = Html::parse_fragment(html);
     for node in doc.tree.nodes() {
-        let Node::Element(el) = node.value() else { continue };
+        let Node::Element(el) = node.value() else {
+            continue;
+        };
         let name = el.name();
-        assert!(!FORBIDDEN.contains(&name), "payload {payload:?} left <{name}> in {html}");
+        assert!(
+            !FORBIDDEN.contains(&name),
+            "payload {payload:?} left <{name}> in {html}"
+        );
         for (attr, value) in el.attrs() {
             let attr = attr.to_ascii_lowercase();
             // DOM clobbering: ids only with GitHub's prefix, never `name`.
             assert_ne!(attr, "name", "payload {payload:?} left name= in {html}");
             if attr == "id" {
-                assert!(value.starts_with("user-content-"), "payload {payload:?} left id={value:?} in {html}");
+                assert!(
+                    value.starts_with("user-content-"),
+                    "payload {payload:?} left id={value:?} in {html}"
+                );
             }
-            assert!(!["srcdoc", "formaction", "action"].contains(&attr.as_str()), "payload {payload:?} left {attr}= in {html}");
-            assert!(!attr.starts_with("on"), "payload {payload:?} left {attr}= in {html}");
+            assert!(
+                !["srcdoc", "formaction", "action"].contains(&attr.as_str()),
+                "payload {payload:?} left {attr}= in {html}"
+            );
+            assert!(
+                !attr.starts_with("on"),
+                "payload {payload:?} left {attr}= in {html}"
+            );
             assert_ne!(attr, "style", "payload {payload:?} left style= in {html}");
             if URL_ATTRIBUTES.contains(&attr.as_str()) {
                 // What a browser would see: entities are already decoded by the parser; it also
                 // strips ASCII tab/newline and leading control characters before the scheme.
-                let squashed: String = value.chars().filter(|c| !c.is_ascii_whitespace() && !c.is_control()).collect();
+                let squashed: String = value
+                    .chars()
+                    .filter(|c| !c.is_ascii_whitespace() && !c.is_control())
+                    .collect();
                 let lower = squashed.to_ascii_lowercase();
                 for scheme in ["javascript:", "vbscript:", "data:"] {
-                    assert!(!lower.starts_with(scheme), "payload {payload:?} left {attr}={value:?} in {html}");
+                    assert!(
+                        !lower.starts_with(scheme),
+                        "payload {payload:?} left {attr}={value:?} in {html}"
+                    );
                 }
             }
         }
         if name == "a" && el.attr("href").is_some() {
-            assert_eq!(el.attr("rel"), Some("noopener noreferrer"), "payload {payload:?}: link without rel in {html}");
+            assert_eq!(
+                el.attr("rel"),
+                Some("noopener noreferrer"),
+                "payload {payload:?}: link without rel in {html}"
+            );
         }
         if name == "input" {
-            assert_eq!(el.attr("type"), Some("checkbox"), "payload {payload:?}: {html}");
+            assert_eq!(
+                el.attr("type"),
+                Some("checkbox"),
+                "payload {payload:?}: {html}"
+            );
             assert!(el.attr("disabled").is_some(), "payload {payload:?}: {html}");
         }
     }
@@ -168,7 +208,11 @@ fn no_payload_survives_sanitising() {
         let html = markdown_to_safe_html(payload);
         assert_safe(payload, &html);
         // The same payload inside a list and a blockquote.
-        for wrapped in [format!("- {payload}"), format!("> {payload}"), format!("text\n\n{payload}\n\ntext")] {
+        for wrapped in [
+            format!("- {payload}"),
+            format!("> {payload}"),
+            format!("text\n\n{payload}\n\ntext"),
+        ] {
             assert_safe(&wrapped, &markdown_to_safe_html(&wrapped));
         }
     }
@@ -177,11 +221,15 @@ fn no_payload_survives_sanitising() {
 #[test]
 fn the_checker_itself_catches_an_unsanitised_payload() {
     // Guard against a vacuous test: raw rendering of the corpus must trip the checks.
-    let raw = cheng_nodes_documents::preview::sanitize::render_markdown("<img src=x onerror=alert(1)>");
+    let raw =
+        cheng_nodes_documents::preview::sanitize::render_markdown("<img src=x onerror=alert(1)>");
     let caught = std::panic::catch_unwind(|| assert_safe("raw", &raw));
     assert!(caught.is_err(), "the DOM check missed {raw}");
     // The clobbering checks too: an un-prefixed id, a name.
-    for raw in ["<p id=\"location\">x</p>", "<img name=\"cookie\" src=\"x.png\" alt=\"x\">"] {
+    for raw in [
+        "<p id=\"location\">x</p>",
+        "<img name=\"cookie\" src=\"x.png\" alt=\"x\">",
+    ] {
         let caught = std::panic::catch_unwind(|| assert_safe("raw", raw));
         assert!(caught.is_err(), "the DOM check missed {raw}");
     }
@@ -219,15 +267,34 @@ fn table_alignment_styles_cannot_carry_css() {
         let html = markdown_to_safe_html(payload);
         let doc = Html::parse_fragment(&html);
         for node in doc.tree.nodes() {
-            let Node::Element(el) = node.value() else { continue };
+            let Node::Element(el) = node.value() else {
+                continue;
+            };
             if let Some(style) = el.attr("style") {
-                assert!(matches!(el.name(), "td" | "th"), "{payload:?}: style on <{}> in {html}", el.name());
+                assert!(
+                    matches!(el.name(), "td" | "th"),
+                    "{payload:?}: style on <{}> in {html}",
+                    el.name()
+                );
                 let lower = style.to_ascii_lowercase();
-                for bad in ["url(", "expression(", "javascript", "background", "width", ";"] {
-                    assert!(!lower.contains(bad), "{payload:?}: {bad} in style {style:?}");
+                for bad in [
+                    "url(",
+                    "expression(",
+                    "javascript",
+                    "background",
+                    "width",
+                    ";",
+                ] {
+                    assert!(
+                        !lower.contains(bad),
+                        "{payload:?}: {bad} in style {style:?}"
+                    );
                 }
                 // ammonia may leave an empty `style=""` once every property is filtered out.
-                assert!(lower.trim().is_empty() || lower.trim_start().starts_with("text-align"), "{payload:?}: style {style:?}");
+                assert!(
+                    lower.trim().is_empty() || lower.trim_start().starts_with("text-align"),
+                    "{payload:?}: style {style:?}"
+                );
             }
         }
         assert_safe_except_style(payload, &html);

@@ -74,8 +74,12 @@ pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String>
         for entry in entries {
             let Some(bytes) = &entry.after else { continue };
             for dir in missing_dirs(&entry.target) {
-                disk.create_dir(&dir)
-                    .map_err(|e| format!("could not create the directory for '{}': {e}", entry.display))?;
+                disk.create_dir(&dir).map_err(|e| {
+                    format!(
+                        "could not create the directory for '{}': {e}",
+                        entry.display
+                    )
+                })?;
                 done.push(Done::Dir(dir));
             }
             let handle = disk
@@ -99,7 +103,9 @@ pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String>
     let mut unrestored = Vec::new();
     for step in done.iter().rev() {
         let undone = match step {
-            Done::Dir(dir) => disk.remove_dir(dir).map_err(|e| (dir.display().to_string(), e)),
+            Done::Dir(dir) => disk
+                .remove_dir(dir)
+                .map_err(|e| (dir.display().to_string(), e)),
             Done::Wrote(entry) | Done::Removed(entry) => {
                 restore(entry, disk).map_err(|e| (entry.display.clone(), e))
             }
@@ -109,7 +115,9 @@ pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String>
         }
     }
     if unrestored.is_empty() {
-        Err(format!("{failure}; no file was changed (everything done before it was undone)"))
+        Err(format!(
+            "{failure}; no file was changed (everything done before it was undone)"
+        ))
     } else {
         Err(format!(
             "{failure}; undoing what was done before it failed for {}: check those paths by hand",
@@ -184,8 +192,16 @@ mod tests {
         let mut out = Vec::new();
         for entry in walk(root) {
             let meta = std::fs::metadata(&entry).unwrap();
-            let bytes = if meta.is_dir() { Vec::new() } else { std::fs::read(&entry).unwrap() };
-            out.push((entry.strip_prefix(root).unwrap().display().to_string(), bytes, meta.permissions().mode()));
+            let bytes = if meta.is_dir() {
+                Vec::new()
+            } else {
+                std::fs::read(&entry).unwrap()
+            };
+            out.push((
+                entry.strip_prefix(root).unwrap().display().to_string(),
+                bytes,
+                meta.permissions().mode(),
+            ));
         }
         out.sort();
         out
@@ -220,16 +236,42 @@ mod tests {
                 })
             };
             let entries = vec![
-                Entry { target: root.join("new/dir/a.txt"), display: "new/dir/a.txt".into(), before: None, after: Some(b"a\n".to_vec()) },
-                Entry { target: root.join("keep.txt"), display: "keep.txt".into(), before: was("keep.txt"), after: Some(b"new\n".to_vec()) },
-                Entry { target: root.join("dst.txt"), display: "dst.txt".into(), before: None, after: Some(b"moved2\n".to_vec()) },
-                Entry { target: root.join("src.txt"), display: "src.txt".into(), before: was("src.txt"), after: None },
+                Entry {
+                    target: root.join("new/dir/a.txt"),
+                    display: "new/dir/a.txt".into(),
+                    before: None,
+                    after: Some(b"a\n".to_vec()),
+                },
+                Entry {
+                    target: root.join("keep.txt"),
+                    display: "keep.txt".into(),
+                    before: was("keep.txt"),
+                    after: Some(b"new\n".to_vec()),
+                },
+                Entry {
+                    target: root.join("dst.txt"),
+                    display: "dst.txt".into(),
+                    before: None,
+                    after: Some(b"moved2\n".to_vec()),
+                },
+                Entry {
+                    target: root.join("src.txt"),
+                    display: "src.txt".into(),
+                    before: was("src.txt"),
+                    after: None,
+                },
             ];
-            let disk = Flaky { calls: Cell::new(0), fail_at };
+            let disk = Flaky {
+                calls: Cell::new(0),
+                fail_at,
+            };
             let result = commit(&entries, &disk);
             if disk.calls.get() >= fail_at {
                 let err = result.unwrap_err();
-                assert!(err.contains("injected failure") && err.contains("no file was changed"), "{fail_at}: {err}");
+                assert!(
+                    err.contains("injected failure") && err.contains("no file was changed"),
+                    "{fail_at}: {err}"
+                );
                 assert_eq!(tree(root), before, "step {fail_at}");
             } else {
                 result.unwrap();

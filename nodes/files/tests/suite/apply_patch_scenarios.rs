@@ -42,14 +42,46 @@ fn codex_scenarios_through_the_node() {
     assert_eq!(names.len(), 23, "{names:?}");
     // The scenarios whose patch Codex refuses (nothing changes), with what the error must say.
     let refused = [
-        ("005_rejects_empty_patch", "LOCAL_EXECUTOR_INVALID_INPUT", "changes nothing"),
-        ("006_rejects_missing_context", "LOCAL_EXECUTOR_INVALID_INPUT", "hunk 1 at patch line 3: could not find the lines to change"),
-        ("007_rejects_missing_file_delete", "LOCAL_EXECUTOR_NOT_FOUND", "cannot delete 'missing.txt': the file does not exist"),
-        ("008_rejects_empty_update_hunk", "LOCAL_EXECUTOR_INVALID_INPUT", "patch line 2: '*** Update File: foo.txt' has no hunk"),
-        ("009_requires_existing_file_for_update", "LOCAL_EXECUTOR_NOT_FOUND", "'missing.txt' (patch line 2): the file does not exist"),
-        ("012_delete_directory_fails", "LOCAL_EXECUTOR_INVALID_INPUT", "cannot delete 'dir': it is a directory"),
-        ("013_rejects_invalid_hunk_header", "LOCAL_EXECUTOR_INVALID_INPUT", "patch line 2: expected a file operation"),
-        (ALL_OR_NOTHING, "LOCAL_EXECUTOR_NOT_FOUND", "'missing.txt' (patch line 4): the file does not exist"),
+        (
+            "005_rejects_empty_patch",
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "changes nothing",
+        ),
+        (
+            "006_rejects_missing_context",
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "hunk 1 at patch line 3: could not find the lines to change",
+        ),
+        (
+            "007_rejects_missing_file_delete",
+            "LOCAL_EXECUTOR_NOT_FOUND",
+            "cannot delete 'missing.txt': the file does not exist",
+        ),
+        (
+            "008_rejects_empty_update_hunk",
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "patch line 2: '*** Update File: foo.txt' has no hunk",
+        ),
+        (
+            "009_requires_existing_file_for_update",
+            "LOCAL_EXECUTOR_NOT_FOUND",
+            "'missing.txt' (patch line 2): the file does not exist",
+        ),
+        (
+            "012_delete_directory_fails",
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "cannot delete 'dir': it is a directory",
+        ),
+        (
+            "013_rejects_invalid_hunk_header",
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "patch line 2: expected a file operation",
+        ),
+        (
+            ALL_OR_NOTHING,
+            "LOCAL_EXECUTOR_NOT_FOUND",
+            "'missing.txt' (patch line 4): the file does not exist",
+        ),
     ];
     let mut failures = Vec::new();
     for name in &names {
@@ -67,7 +99,10 @@ fn codex_scenarios_through_the_node() {
                 if got_kind != *kind || !message.contains(text) {
                     failures.push(format!("{name}: {got_kind}: {message}"));
                 }
-                assert!(message.ends_with("nothing was written"), "{name}: {message}");
+                assert!(
+                    message.ends_with("nothing was written"),
+                    "{name}: {message}"
+                );
             }
             None => {
                 if result.status != NodeStatus::Succeeded {
@@ -76,9 +111,16 @@ fn codex_scenarios_through_the_node() {
             }
         }
         // All or nothing: 015 leaves its input (empty) where Codex leaves the added file.
-        let expected = if name == ALL_OR_NOTHING { tree(&dir.join("input")) } else { tree(&dir.join("expected")) };
+        let expected = if name == ALL_OR_NOTHING {
+            tree(&dir.join("input"))
+        } else {
+            tree(&dir.join("expected"))
+        };
         if ws.tree() != expected {
-            failures.push(format!("{name}: the tree differs from the expected one: {:?}", ws.tree().keys().collect::<Vec<_>>()));
+            failures.push(format!(
+                "{name}: the tree differs from the expected one: {:?}",
+                ws.tree().keys().collect::<Vec<_>>()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -91,7 +133,8 @@ fn summary_and_files_say_what_changed() {
     ws.write("delete.txt", "x\n");
     ws.write("old/name.txt", "old content\n");
     ws.seen_all();
-    let patch = std::fs::read_to_string(scenarios().join("002_multiple_operations/patch.txt")).unwrap();
+    let patch =
+        std::fs::read_to_string(scenarios().join("002_multiple_operations/patch.txt")).unwrap();
     let result = ws.apply(&patch);
     assert_eq!(result.status, NodeStatus::Succeeded, "{:?}", result.outputs);
     assert_eq!(
@@ -100,13 +143,22 @@ fn summary_and_files_say_what_changed() {
     );
     let files = result.outputs["files"].as_array().unwrap();
     assert_eq!(files[0]["tag"], cheng_nodes_files::tag::tag(b"created\n"));
-    assert_eq!(files[2]["tag"], cheng_nodes_files::tag::tag(b"line1\nchanged\n"));
+    assert_eq!(
+        files[2]["tag"],
+        cheng_nodes_files::tag::tag(b"line1\nchanged\n")
+    );
     assert_eq!(files[1]["tag"], serde_json::Value::Null);
     assert_eq!(result.outputs["warnings"], serde_json::json!([]));
     let diff = result.outputs["diff"].as_str().unwrap();
-    assert!(diff.contains("--- /dev/null\n+++ b/nested/new.txt\n") && diff.contains("-line2\n+changed\n"), "{diff}");
+    assert!(
+        diff.contains("--- /dev/null\n+++ b/nested/new.txt\n")
+            && diff.contains("-line2\n+changed\n"),
+        "{diff}"
+    );
     // The new tags are registered: a second patch on the result needs no new read.
-    let again = ws.apply("*** Begin Patch\n*** Update File: modify.txt\n@@\n-changed\n+again\n*** End Patch\n");
+    let again = ws.apply(
+        "*** Begin Patch\n*** Update File: modify.txt\n@@\n-changed\n+again\n*** End Patch\n",
+    );
     assert_eq!(again.status, NodeStatus::Succeeded, "{:?}", again.outputs);
     assert_eq!(ws.read("modify.txt"), b"line1\nagain\n");
 }

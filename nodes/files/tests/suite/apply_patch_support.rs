@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 use cheng_engine::{Engine, NodeResult, NodeStatus, RunOptions};
-use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Registry, RunContext, Scope, ScopeKind, Values};
+use cheng_node::{
+    async_trait, ApprovalRequest, Approver, Decision, Registry, RunContext, Scope, ScopeKind,
+    Values,
+};
 use cheng_nodes_files::apply_patch::ApplyPatch;
 use cheng_nodes_files::freshness::Freshness;
 use serde_json::{json, Value};
@@ -21,7 +24,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(decision: Decision) -> Arc<Self> {
-        Arc::new(Recorder { decision, cards: Mutex::new(Vec::new()), meanwhile: None })
+        Arc::new(Recorder {
+            decision,
+            cards: Mutex::new(Vec::new()),
+            meanwhile: None,
+        })
     }
 }
 
@@ -47,7 +54,11 @@ impl Ws {
     pub fn new() -> Ws {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        Ws { _dir: dir, root, scope: Scope::new(ScopeKind::Graph) }
+        Ws {
+            _dir: dir,
+            root,
+            scope: Scope::new(ScopeKind::Graph),
+        }
     }
 
     pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
@@ -62,18 +73,25 @@ impl Ws {
 
     /// Registers `rel`'s current content as seen by the model (what read_file's header does).
     pub fn seen(&self, rel: &str) {
-        let mut ctx = RunContext::for_workspace("tools/apply_patch", self.root.clone(), Decision::Denied);
+        let mut ctx =
+            RunContext::for_workspace("tools/apply_patch", self.root.clone(), Decision::Denied);
         ctx.scope = self.scope.clone();
         let freshness = Freshness::for_call(&ctx, &Values::new()).unwrap();
         let mut ledger = freshness.open().unwrap();
         let real = self.root.join(rel).canonicalize().unwrap();
-        ledger.record(&real, &cheng_nodes_files::tag::tag(&std::fs::read(&real).unwrap()));
+        ledger.record(
+            &real,
+            &cheng_nodes_files::tag::tag(&std::fs::read(&real).unwrap()),
+        );
         ledger.commit().unwrap();
     }
 
     /// Registers every file under the root as seen.
     pub fn seen_all(&self) {
-        for rel in tree(&self.root).into_iter().filter_map(|(k, v)| v.map(|_| k)) {
+        for rel in tree(&self.root)
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|_| k))
+        {
             self.seen(&rel);
         }
     }
@@ -85,9 +103,15 @@ impl Ws {
 
     pub fn apply_with(&self, patch: &str, config: Value, approver: Arc<Recorder>) -> NodeResult {
         let engine = Engine::new(Registry::new().with(ApplyPatch));
-        let options = RunOptions::new(&self.root).unwrap().approver(approver).scope(self.scope.clone());
+        let options = RunOptions::new(&self.root)
+            .unwrap()
+            .approver(approver)
+            .scope(self.scope.clone());
         let inputs = json!({"input": patch});
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         runtime
             .block_on(engine.run_node(
                 "tools/apply_patch",
@@ -107,7 +131,10 @@ impl Ws {
 pub fn error_of(result: &NodeResult) -> (String, String) {
     assert_eq!(result.status, NodeStatus::Failed, "{:?}", result.outputs);
     (
-        result.outputs["error_kind"].as_str().unwrap_or("").to_string(),
+        result.outputs["error_kind"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
         result.outputs["error"].as_str().unwrap_or("").to_string(),
     )
 }
@@ -116,7 +143,9 @@ pub fn error_of(result: &NodeResult) -> (String, String) {
 /// directory (a symlink is its target's text prefixed with `-> `).
 pub fn tree(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Option<Vec<u8>>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
         for entry in entries {
             let path = entry.unwrap().path();
             let rel = path.strip_prefix(root).unwrap().display().to_string();

@@ -17,15 +17,31 @@ fn files_and_directories_only_with_recursive() {
     let out = ok(&DeletePath, &c, json!({"path": "f.txt"}));
     assert_eq!((&out["kind"], &out["bytes"]), (&json!("file"), &json!(5)));
     assert!(!ws.join("f.txt").exists());
-    let err = fails(&DeletePath, &c, json!({"path": "build"}), "LOCAL_EXECUTOR_INVALID_INPUT");
-    assert!(err.contains("2 file(s), 5 bytes") && err.contains("recursive"), "{err}");
+    let err = fails(
+        &DeletePath,
+        &c,
+        json!({"path": "build"}),
+        "LOCAL_EXECUTOR_INVALID_INPUT",
+    );
+    assert!(
+        err.contains("2 file(s), 5 bytes") && err.contains("recursive"),
+        "{err}"
+    );
     assert!(ws.join("build/sub/b").exists());
     let card = card(&DeletePath, &c, json!({"path": "build", "recursive": true})).unwrap();
-    assert_eq!(card.command_display, "delete_path: delete build/ (directory: 2 file(s), 5 B)");
+    assert_eq!(
+        card.command_display,
+        "delete_path: delete build/ (directory: 2 file(s), 5 B)"
+    );
     let out = ok(&DeletePath, &c, json!({"path": "build", "recursive": true}));
     assert_eq!((&out["files"], &out["bytes"]), (&json!(2), &json!(5)));
     assert!(!ws.join("build").exists());
-    fails(&DeletePath, &c, json!({"path": "build"}), "LOCAL_EXECUTOR_NOT_FOUND");
+    fails(
+        &DeletePath,
+        &c,
+        json!({"path": "build"}),
+        "LOCAL_EXECUTOR_NOT_FOUND",
+    );
 }
 
 #[test]
@@ -39,8 +55,21 @@ fn never_the_root_nor_protected_names_at_any_depth() {
         let out = call(&DeletePath, &c, json!({"path": root, "recursive": true}));
         assert_eq!(out["success"], false, "{root}: {out:#?}");
     }
-    let err = fails(&DeletePath, &c, json!({"path": "vendor", "recursive": true}), "LOCAL_EXECUTOR_POLICY_DENIED");
+    let err = fails(
+        &DeletePath,
+        &c,
+        json!({"path": "vendor", "recursive": true}),
+        "LOCAL_EXECUTOR_POLICY_DENIED",
+    );
     assert!(err.contains(".git"), "{err}");
-    fails(&DeletePath, &c, json!({"path": "vendor/lib/.git", "recursive": true}), "LOCAL_EXECUTOR_POLICY_DENIED");
-    assert!(ws.join("vendor/keep.txt").exists() && ws.join("vendor/lib/.git/config").exists(), "nothing was deleted");
+    fails(
+        &DeletePath,
+        &c,
+        json!({"path": "vendor/lib/.git", "recursive": true}),
+        "LOCAL_EXECUTOR_POLICY_DENIED",
+    );
+    assert!(
+        ws.join("vendor/keep.txt").exists() && ws.join("vendor/lib/.git/config").exists(),
+        "nothing was deleted"
+    );
 }

@@ -16,11 +16,26 @@ fn an_edit_after_an_outside_change_is_refused_before_matching() {
     ok(&ReadFile, &c, json!({"file_path": "a.txt"}));
     // Same length, same lines the edit names: it would still match.
     std::fs::write(ws.join("a.txt"), "alpha\nBETA\n").unwrap();
-    let err = fails(&EditFile, &c, json!({"file_path": "a.txt", "old": "alpha", "new": "gamma"}), "LOCAL_EXECUTOR_FILE_CHANGED");
-    assert!(err.contains("changed since the model last read it"), "{err}");
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "alpha\nBETA\n");
+    let err = fails(
+        &EditFile,
+        &c,
+        json!({"file_path": "a.txt", "old": "alpha", "new": "gamma"}),
+        "LOCAL_EXECUTOR_FILE_CHANGED",
+    );
+    assert!(
+        err.contains("changed since the model last read it"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "alpha\nBETA\n"
+    );
     ok(&ReadFile, &c, json!({"file_path": "a.txt"}));
-    ok(&EditFile, &c, json!({"file_path": "a.txt", "old": "alpha", "new": "gamma"}));
+    ok(
+        &EditFile,
+        &c,
+        json!({"file_path": "a.txt", "old": "alpha", "new": "gamma"}),
+    );
 }
 
 #[test]
@@ -28,15 +43,40 @@ fn a_file_never_read_is_refused_and_the_off_switches_say_so() {
     let (_d, ws) = temp_workspace();
     std::fs::write(ws.join("a.txt"), "alpha\n").unwrap();
     let graph = ctx(&EditFile, &ws, ScopeKind::Graph);
-    let err = fails(&EditFile, &graph, json!({"file_path": "a.txt", "old": "alpha", "new": "b"}), "LOCAL_EXECUTOR_FILE_CHANGED");
+    let err = fails(
+        &EditFile,
+        &graph,
+        json!({"file_path": "a.txt", "old": "alpha", "new": "b"}),
+        "LOCAL_EXECUTOR_FILE_CHANGED",
+    );
     assert!(err.contains("never read in this graph run"), "{err}");
     // The author's switch.
-    let out = ok(&EditFile, &graph, json!({"file_path": "a.txt", "old": "alpha", "new": "b", "read_tracking": false}));
-    assert!(out["warnings"][0].as_str().unwrap().contains("read_tracking"), "{out:#?}");
+    let out = ok(
+        &EditFile,
+        &graph,
+        json!({"file_path": "a.txt", "old": "alpha", "new": "b", "read_tracking": false}),
+    );
+    assert!(
+        out["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("read_tracking"),
+        "{out:#?}"
+    );
     // A single call keeps no table: the gate is off and the output says so.
     let single = ctx(&EditFile, &ws, ScopeKind::Call);
-    let out = ok(&EditFile, &single, json!({"file_path": "a.txt", "old": "b", "new": "c"}));
-    assert!(out["warnings"][0].as_str().unwrap().contains("freshness gate is off"), "{out:#?}");
+    let out = ok(
+        &EditFile,
+        &single,
+        json!({"file_path": "a.txt", "old": "b", "new": "c"}),
+    );
+    assert!(
+        out["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("freshness gate is off"),
+        "{out:#?}"
+    );
 }
 
 #[test]
@@ -61,18 +101,34 @@ fn two_agents_editing_one_file_at_once_one_wins_the_other_is_refused() {
     let first = engine.validate(&edit("count = 1", "count = 2")).unwrap();
     let second = engine.validate(&edit("name = x", "name = y")).unwrap();
     let options = |scope: &Scope| {
-        RunOptions::new(&ws).unwrap().approver(Arc::new(FixedApprover(Decision::Approved))).scope(scope.clone())
+        RunOptions::new(&ws)
+            .unwrap()
+            .approver(Arc::new(FixedApprover(Decision::Approved)))
+            .scope(scope.clone())
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let (a, b) = rt.block_on(async {
-        tokio::join!(engine.run(&first, options(&agents[0])), engine.run(&second, options(&agents[1])))
+        tokio::join!(
+            engine.run(&first, options(&agents[0])),
+            engine.run(&second, options(&agents[1]))
+        )
     });
     let outcomes = [a.nodes[0].outputs.clone(), b.nodes[0].outputs.clone()];
     let won = outcomes.iter().filter(|o| o["success"] == true).count();
-    let refused = outcomes.iter().filter(|o| o["error_kind"] == "LOCAL_EXECUTOR_FILE_CHANGED").count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| o["error_kind"] == "LOCAL_EXECUTOR_FILE_CHANGED")
+        .count();
     assert_eq!((won, refused), (1, 1), "{outcomes:#?}");
     let text = std::fs::read_to_string(ws.join("a.txt")).unwrap();
-    assert!(text == "count = 2\nname = x\n" || text == "count = 1\nname = y\n", "exactly one edit landed: {text}");
+    assert!(
+        text == "count = 2\nname = x\n" || text == "count = 1\nname = y\n",
+        "exactly one edit landed: {text}"
+    );
 }
 
 #[test]
@@ -82,7 +138,18 @@ fn one_agent_may_edit_twice_after_one_read() {
     std::fs::write(ws.join("a.txt"), "count = 1\nname = x\n").unwrap();
     let c = ctx(&ReadFile, &ws, ScopeKind::Graph);
     ok(&ReadFile, &c, json!({"file_path": "a.txt"}));
-    ok(&EditFile, &c, json!({"file_path": "a.txt", "old": "count = 1", "new": "count = 2"}));
-    ok(&EditFile, &c, json!({"file_path": "a.txt", "old": "name = x", "new": "name = y"}));
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "count = 2\nname = y\n");
+    ok(
+        &EditFile,
+        &c,
+        json!({"file_path": "a.txt", "old": "count = 1", "new": "count = 2"}),
+    );
+    ok(
+        &EditFile,
+        &c,
+        json!({"file_path": "a.txt", "old": "name = x", "new": "name = y"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "count = 2\nname = y\n"
+    );
 }

@@ -29,7 +29,10 @@ pub fn run(node: &dyn Node, root: &Path, input: Value) -> Result<Values, NodeErr
     }
     values.insert("sandbox_root".into(), json!(root.display().to_string()));
     let ctx = RunContext::for_workspace(spec.id, root.to_path_buf(), Decision::Denied);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     runtime.block_on(node.run(&ctx, values))
 }
 
@@ -66,8 +69,12 @@ pub fn write(root: &Path, rel: &str, text: impl AsRef<[u8]>) {
 
 /// Sets `rel`'s modification time to `secs` after the epoch.
 pub fn set_mtime(root: &Path, rel: &str, secs: u64) {
-    let file = fs::File::options().write(true).open(root.join(rel)).expect("open");
-    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs)).expect("set mtime");
+    let file = fs::File::options()
+        .write(true)
+        .open(root.join(rel))
+        .expect("open");
+    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        .expect("set mtime");
 }
 
 pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
@@ -86,11 +93,18 @@ pub fn outside_dir() -> tempfile::TempDir {
 
 /// `out[key]` as a list of strings.
 pub fn strings(out: &Values, key: &str) -> Vec<String> {
-    out[key].as_array().unwrap_or_else(|| panic!("{key} is not an array: {out:?}")).iter().map(|v| v.as_str().expect("string").to_string()).collect()
+    out[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} is not an array: {out:?}"))
+        .iter()
+        .map(|v| v.as_str().expect("string").to_string())
+        .collect()
 }
 
 pub fn text<'a>(out: &'a Values, key: &str) -> &'a str {
-    out[key].as_str().unwrap_or_else(|| panic!("{key} is not a string: {out:?}"))
+    out[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string: {out:?}"))
 }
 
 /// `out["links"]` as (path, link) pairs.
@@ -99,7 +113,12 @@ pub fn links(out: &Values) -> Vec<(String, String)> {
         .as_array()
         .expect("links")
         .iter()
-        .map(|l| (l["path"].as_str().expect("path").to_string(), l["link"].as_str().expect("link").to_string()))
+        .map(|l| {
+            (
+                l["path"].as_str().expect("path").to_string(),
+                l["link"].as_str().expect("link").to_string(),
+            )
+        })
         .collect()
 }
 

@@ -28,7 +28,10 @@ pub fn values(v: Value) -> Values {
 
 /// Runs `node` (no approval step: that is the engine's) and returns its outputs.
 pub fn call(node: &dyn Node, ctx: &RunContext, input: Value) -> Values {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let ctx = with_node(ctx, node);
     match rt.block_on(node.run(&ctx, values(input))) {
         Ok(out) => out,
@@ -52,6 +55,10 @@ pub fn fails(node: &dyn Node, ctx: &RunContext, input: Value, code: &str) -> Str
 }
 
 /// The approval card's details for `input` (or the error the node refuses with).
-pub fn card(node: &dyn Node, ctx: &RunContext, input: Value) -> Result<cheng_node::ApprovalRequest, cheng_node::NodeError> {
+pub fn card(
+    node: &dyn Node,
+    ctx: &RunContext,
+    input: Value,
+) -> Result<cheng_node::ApprovalRequest, cheng_node::NodeError> {
     node.approval_request(&with_node(ctx, node), &values(input))
 }

@@ -24,15 +24,38 @@ async fn code_python_cannot_be_executed_until_its_gate_is_set_then_is_listed() {
     // How list_tools reports a gated-out entry: list.rs, a_gated_out_node_is_absent_and_the_error_names_its_variable.
     // Executing it is refused naming the variable, and nothing runs.
     let call = json!({"action": "execute", "tool_call": {"name": "py", "arguments": {"script": "result = 1"}}});
-    let refused = run_with(&engine(registry(false)), &ws, config.clone(), call, Recorder::new(Decision::Approved), CancellationToken::new()).await;
+    let refused = run_with(
+        &engine(registry(false)),
+        &ws,
+        config.clone(),
+        call,
+        Recorder::new(Decision::Approved),
+        CancellationToken::new(),
+    )
+    .await;
     assert_eq!(refused.outputs["success"], false, "{:?}", refused.outputs);
-    assert!(errors(&refused.outputs).contains(PYTHON_GATE), "{}", errors(&refused.outputs));
+    assert!(
+        errors(&refused.outputs).contains(PYTHON_GATE),
+        "{}",
+        errors(&refused.outputs)
+    );
     assert_eq!(refused.outputs["result"], serde_json::Value::Null);
 
-    let open = run_with(&engine(registry(true)), &ws, config, list, Recorder::new(Decision::Denied), CancellationToken::new()).await;
+    let open = run_with(
+        &engine(registry(true)),
+        &ws,
+        config,
+        list,
+        Recorder::new(Decision::Denied),
+        CancellationToken::new(),
+    )
+    .await;
     let out = open.outputs;
     assert_eq!(out["status"], "ok", "{}", errors(&out));
     assert_eq!(names(&out), ["workspace_git", "py"]);
     let function = &out["functions"][1]["function"];
-    assert!(function["parameters"]["properties"].get("script").is_some(), "{function}");
+    assert!(
+        function["parameters"]["properties"].get("script").is_some(),
+        "{function}"
+    );
 }

@@ -27,39 +27,83 @@ async fn functions_are_exactly_the_agent_facing_input_schemas() {
     assert_eq!(names(&out), ["workspace_git", "shell", "lint-md"]);
     let registry = tools(false);
     let functions = out["functions"].as_array().expect("functions");
-    for (function, id) in functions.iter().zip(["tools/workspace_git", "tools/workspace_shell", "tools/workspace_markdown"]) {
+    for (function, id) in functions.iter().zip([
+        "tools/workspace_git",
+        "tools/workspace_shell",
+        "tools/workspace_markdown",
+    ]) {
         let spec = registry.get(id).expect("registered").spec();
         assert_eq!(function["type"], "function");
-        assert_eq!(function["function"]["parameters"], schema::input_schema(spec), "{id}");
-        assert_eq!(function["function"].as_object().map(|f| f.len()), Some(3), "name, description, parameters only");
+        assert_eq!(
+            function["function"]["parameters"],
+            schema::input_schema(spec),
+            "{id}"
+        );
+        assert_eq!(
+            function["function"].as_object().map(|f| f.len()),
+            Some(3),
+            "name, description, parameters only"
+        );
     }
     // Author and engine ports are nowhere in what the agent sees.
     let shell = &functions[1]["function"];
-    let params = shell["parameters"]["properties"].as_object().expect("properties");
+    let params = shell["parameters"]["properties"]
+        .as_object()
+        .expect("properties");
     for hidden in ["allow_shell_string", "command_whitelist", "sandbox_root"] {
         assert!(!params.contains_key(hidden), "{hidden} must not be offered");
     }
     assert!(params.contains_key("command"));
     // Approval-gated tools say so; read-only ones do not.
     let shell_text = shell["description"].as_str().expect("description");
-    assert!(shell_text.ends_with("A person approves each call before it runs."), "{shell_text}");
-    assert!(!functions[0]["function"]["description"].as_str().unwrap_or("").contains("approves"));
-    assert_eq!(functions[2]["function"]["description"], "Lint Markdown files.");
+    assert!(
+        shell_text.ends_with("A person approves each call before it runs."),
+        "{shell_text}"
+    );
+    assert!(!functions[0]["function"]["description"]
+        .as_str()
+        .unwrap_or("")
+        .contains("approves"));
+    assert_eq!(
+        functions[2]["function"]["description"],
+        "Lint Markdown files."
+    );
 }
 
 #[tokio::test]
 async fn operation_gated_tools_name_the_operation() {
     let (_d, ws) = temp_workspace();
-    let (out, _) = runtime(&ws, json!([{"type": "tools/workspace_tests"}]), list(), Decision::Denied).await;
-    let text = out["functions"][0]["function"]["description"].as_str().unwrap_or("").to_string();
-    assert!(text.contains("A person approves each call with operation run"), "{text}");
+    let (out, _) = runtime(
+        &ws,
+        json!([{"type": "tools/workspace_tests"}]),
+        list(),
+        Decision::Denied,
+    )
+    .await;
+    let text = out["functions"][0]["function"]["description"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        text.contains("A person approves each call with operation run"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
 async fn a_gated_out_node_is_absent_and_the_error_names_its_variable() {
     let (_d, ws) = temp_workspace();
-    let config = json!({"exposed_tools": [{"type": "tools/workspace_git"}, {"type": "test/gated"}]});
-    let shut = run_with(&engine(tools(false)), &ws, config.clone(), list(), Recorder::new(Decision::Denied), CancellationToken::new()).await;
+    let config =
+        json!({"exposed_tools": [{"type": "tools/workspace_git"}, {"type": "test/gated"}]});
+    let shut = run_with(
+        &engine(tools(false)),
+        &ws,
+        config.clone(),
+        list(),
+        Recorder::new(Decision::Denied),
+        CancellationToken::new(),
+    )
+    .await;
     let out = shut.outputs;
     assert_eq!(names(&out), ["workspace_git"]);
     assert_eq!(out["status"], "error");
@@ -71,7 +115,15 @@ async fn a_gated_out_node_is_absent_and_the_error_names_its_variable() {
         errors(&out)
     );
 
-    let open = run_with(&engine(tools(true)), &ws, config, list(), Recorder::new(Decision::Denied), CancellationToken::new()).await;
+    let open = run_with(
+        &engine(tools(true)),
+        &ws,
+        config,
+        list(),
+        Recorder::new(Decision::Denied),
+        CancellationToken::new(),
+    )
+    .await;
     let out = open.outputs;
     assert_eq!(out["status"], "ok", "{}", errors(&out));
     assert_eq!(names(&out), ["workspace_git", "gated"]);
@@ -119,7 +171,13 @@ async fn the_runtime_cannot_expose_itself() {
     let (_d, ws) = temp_workspace();
     // The inventory registry holds tools/runtime itself (this crate is linked).
     assert!(tools(false).get("tools/runtime").is_some());
-    let (out, _) = runtime(&ws, json!([{"type": "tools/runtime"}, {"type": "tools/workspace_git"}]), list(), Decision::Denied).await;
+    let (out, _) = runtime(
+        &ws,
+        json!([{"type": "tools/runtime"}, {"type": "tools/workspace_git"}]),
+        list(),
+        Decision::Denied,
+    )
+    .await;
     assert_eq!(names(&out), ["workspace_git"]);
     assert!(errors(&out).contains("exposed_tools[0] (`runtime`, tools/runtime): a toolkit cannot expose tools/runtime itself (no recursion)"), "{}", errors(&out));
 }
@@ -130,7 +188,11 @@ async fn an_empty_toolkit_lists_nothing_and_says_so() {
     let (out, _) = runtime(&ws, json!([]), json!({}), Decision::Denied).await;
     assert_eq!(out["status"], "ok");
     assert_eq!(out["functions"], json!([]));
-    assert!(warnings(&out).contains("exposed_tools is empty"), "{}", warnings(&out));
+    assert!(
+        warnings(&out).contains("exposed_tools is empty"),
+        "{}",
+        warnings(&out)
+    );
 }
 
 #[tokio::test]
@@ -140,11 +202,23 @@ async fn switches_the_author_turns_on_are_warned_about() {
         {"type": "tools/workspace_shell", "config": {"allow_shell_string": true}},
         {"type": "test/echo", "config": {"allow_net": true}},
     ]);
-    let (out, _) = runtime(&ws, exposed, json!({"action": "list_tools", "dry_run": true}), Decision::Denied).await;
+    let (out, _) = runtime(
+        &ws,
+        exposed,
+        json!({"action": "list_tools", "dry_run": true}),
+        Decision::Denied,
+    )
+    .await;
     let text = warnings(&out);
-    assert!(text.contains("config.allow_shell_string is on for every call of this tool"), "{text}");
+    assert!(
+        text.contains("config.allow_shell_string is on for every call of this tool"),
+        "{text}"
+    );
     assert!(text.contains("config.allow_net is true, so a caller that requests it gets it without a person being asked"), "{text}");
-    assert!(text.contains("dry_run has no effect on list_tools"), "{text}");
+    assert!(
+        text.contains("dry_run has no effect on list_tools"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -152,9 +226,13 @@ async fn an_agent_cannot_widen_its_own_toolkit() {
     let (_d, ws) = temp_workspace();
     let engine = engine(tools(false));
     let options = cheng_engine::RunOptions::new(&ws).expect("workspace");
-    let input = json!({"action": "list_tools", "exposed_tools": [{"type": "tools/workspace_shell"}]});
+    let input =
+        json!({"action": "list_tools", "exposed_tools": [{"type": "tools/workspace_shell"}]});
     let input: Values = input.as_object().cloned().unwrap_or_default();
-    let Err(errors) = engine.run_node("tools/runtime", Values::new(), input, options).await else {
+    let Err(errors) = engine
+        .run_node("tools/runtime", Values::new(), input, options)
+        .await
+    else {
         panic!("exposed_tools in inputs must be refused");
     };
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -167,23 +245,50 @@ async fn entries_that_are_not_objects_are_refused_by_the_engine() {
     let (_d, ws) = temp_workspace();
     let engine = engine(tools(false));
     let options = cheng_engine::RunOptions::new(&ws).expect("workspace");
-    let config: Values = json!({"exposed_tools": [{"type": "tools/workspace_git"}, "tools/workspace_shell"]}).as_object().cloned().unwrap_or_default();
-    let Err(errors) = engine.run_node("tools/runtime", config, Values::new(), options).await else {
+    let config: Values =
+        json!({"exposed_tools": [{"type": "tools/workspace_git"}, "tools/workspace_shell"]})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+    let Err(errors) = engine
+        .run_node("tools/runtime", config, Values::new(), options)
+        .await
+    else {
         panic!("a string entry must be refused");
     };
-    assert!(errors[0].to_string().contains("exposed_tools`: expected array<object>, but element 1 is a string"), "{errors:?}");
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("exposed_tools`: expected array<object>, but element 1 is a string"),
+        "{errors:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_required_author_port_belongs_in_config_and_a_required_agent_port_does_not() {
     let (_d, ws) = temp_workspace();
-    let (out, _) = runtime(&ws, json!([{"type": "test/strict"}]), list(), Decision::Denied).await;
+    let (out, _) = runtime(
+        &ws,
+        json!([{"type": "test/strict"}]),
+        list(),
+        Decision::Denied,
+    )
+    .await;
     assert_eq!(out["status"], "error");
     assert_eq!(
         errors(&out),
         "exposed_tools[0] (`strict`, test/strict): config.root: required input of test/strict is missing; set it in config"
     );
-    let (out, _) = runtime(&ws, json!([{"type": "test/strict", "config": {"root": "."}}]), list(), Decision::Denied).await;
+    let (out, _) = runtime(
+        &ws,
+        json!([{"type": "test/strict", "config": {"root": "."}}]),
+        list(),
+        Decision::Denied,
+    )
+    .await;
     assert_eq!(out["status"], "ok", "{}", errors(&out));
-    assert_eq!(out["functions"][0]["function"]["parameters"]["required"], json!(["text"]));
+    assert_eq!(
+        out["functions"][0]["function"]["parameters"]["required"],
+        json!(["text"])
+    );
 }

@@ -1,7 +1,7 @@
 mod support;
 
 mod execute;
+mod gates;
 mod list;
 mod live_output;
-mod gates;
 mod presets;

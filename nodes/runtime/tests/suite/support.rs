@@ -7,8 +7,8 @@ use cheng_nodes_workspace as _;
 
 use cheng_engine::{Engine, NodeResult, RunOptions};
 use cheng_node::{
-    async_trait, ApprovalRequest, Approver, Audience, CancellationToken, Decision, Effects, ErrorKind, Node, NodeError,
-    NodeSpec, PortSpec, PortType, Registry, RunContext, Values,
+    async_trait, ApprovalRequest, Approver, Audience, CancellationToken, Decision, Effects,
+    ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, Registry, RunContext, Values,
 };
 use cheng_nodes_runtime::ToolRuntime;
 use serde_json::{json, Value};
@@ -51,12 +51,22 @@ pub static ECHO: NodeSpec = NodeSpec {
     category: "test",
     inputs: &[
         PortSpec::input("text", PortType::String, "Any text").required(),
-        PortSpec::input("mode", PortType::String, "Author-only mode").default("\"plain\"").audience(Audience::Author),
-        PortSpec::input("limit", PortType::Integer, "Capped limit").default("5").audience(Audience::Capped),
-        PortSpec::input("allow_net", PortType::Boolean, "Capped switch").default("false").audience(Audience::Capped),
+        PortSpec::input("mode", PortType::String, "Author-only mode")
+            .default("\"plain\"")
+            .audience(Audience::Author),
+        PortSpec::input("limit", PortType::Integer, "Capped limit")
+            .default("5")
+            .audience(Audience::Capped),
+        PortSpec::input("allow_net", PortType::Boolean, "Capped switch")
+            .default("false")
+            .audience(Audience::Capped),
         PortSpec::sandbox_root(),
     ],
-    outputs: &[PortSpec::output("seen", PortType::Object, "The input received")],
+    outputs: &[PortSpec::output(
+        "seen",
+        PortType::Object,
+        "The input received",
+    )],
     gate: None,
     effects: Effects::ReadOnly,
 };
@@ -66,7 +76,10 @@ impl Node for Echo {
         &ECHO
     }
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        Ok(Values::from_iter([("seen".to_string(), Value::Object(input))]))
+        Ok(Values::from_iter([(
+            "seen".to_string(),
+            Value::Object(input),
+        )]))
     }
 }
 cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&Echo) }
@@ -80,7 +93,9 @@ static STRICT: NodeSpec = NodeSpec {
     category: "test",
     inputs: &[
         PortSpec::input("text", PortType::String, "Required from the caller").required(),
-        PortSpec::input("root", PortType::String, "Required from the author").required().audience(Audience::Author),
+        PortSpec::input("root", PortType::String, "Required from the author")
+            .required()
+            .audience(Audience::Author),
     ],
     outputs: &[],
     gate: None,
@@ -105,7 +120,11 @@ static WAIT: NodeSpec = NodeSpec {
     description: "Waits for cancellation.",
     category: "test",
     inputs: &[],
-    outputs: &[PortSpec::output("success", PortType::Boolean, "false once cancelled")],
+    outputs: &[PortSpec::output(
+        "success",
+        PortType::Boolean,
+        "false once cancelled",
+    )],
     gate: None,
     effects: Effects::ReadOnly,
 };
@@ -116,7 +135,10 @@ impl Node for Wait {
     }
     async fn run(&self, ctx: &RunContext, _input: Values) -> Result<Values, NodeError> {
         ctx.cancel.cancelled().await;
-        Err(NodeError::new(ErrorKind::Cancelled, "cancelled while waiting"))
+        Err(NodeError::new(
+            ErrorKind::Cancelled,
+            "cancelled while waiting",
+        ))
     }
 }
 cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&Wait) }
@@ -131,7 +153,10 @@ pub fn tools(gate_open: bool) -> Registry {
 /// The process's operator policy (which the runtime's inner engine uses) lets authors turn on
 /// raw shell syntax, as a machine whose operator allowed it would.
 pub fn engine(tools: Registry) -> Engine {
-    if let Ok(policy) = cheng_node::policy::Policy::from_toml_str("[all]\nshell_syntax = true\n", "/test/policy.toml") {
+    if let Ok(policy) = cheng_node::policy::Policy::from_toml_str(
+        "[all]\nshell_syntax = true\n",
+        "/test/policy.toml",
+    ) {
         cheng_node::policy::install(policy);
     }
     Engine::new(Registry::new().with(ToolRuntime::with_registry(tools)))
@@ -146,7 +171,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(decision: Decision) -> Arc<Self> {
-        Arc::new(Recorder { decision, asked: AtomicUsize::new(0), requests: Mutex::new(Vec::new()) })
+        Arc::new(Recorder {
+            decision,
+            asked: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+        })
     }
     pub fn asked(&self) -> usize {
         self.asked.load(Ordering::SeqCst)
@@ -176,35 +205,81 @@ fn object(value: Value) -> Values {
 }
 
 /// Runs tools/runtime as `cheng run` would: `config` (with exposed_tools) and `input`.
-pub async fn run_with(engine: &Engine, ws: &Path, config: Value, input: Value, approver: Arc<dyn Approver>, cancel: CancellationToken) -> NodeResult {
-    let options = RunOptions::new(ws).expect("workspace").approver(approver).cancel(cancel);
-    match engine.run_node("tools/runtime", object(config), object(input), options).await {
+pub async fn run_with(
+    engine: &Engine,
+    ws: &Path,
+    config: Value,
+    input: Value,
+    approver: Arc<dyn Approver>,
+    cancel: CancellationToken,
+) -> NodeResult {
+    let options = RunOptions::new(ws)
+        .expect("workspace")
+        .approver(approver)
+        .cancel(cancel);
+    match engine
+        .run_node("tools/runtime", object(config), object(input), options)
+        .await
+    {
         Ok(result) => result,
         Err(errors) => panic!("tools/runtime did not validate: {errors:?}"),
     }
 }
 
 /// `run_with` on the inventory registry (gate shut), recording approvals with `decision`.
-pub async fn runtime(ws: &Path, exposed: Value, input: Value, decision: Decision) -> (Values, Arc<Recorder>) {
+pub async fn runtime(
+    ws: &Path,
+    exposed: Value,
+    input: Value,
+    decision: Decision,
+) -> (Values, Arc<Recorder>) {
     let recorder = Recorder::new(decision);
-    let result = run_with(&engine(tools(false)), ws, json!({"exposed_tools": exposed}), input, recorder.clone(), CancellationToken::new()).await;
+    let result = run_with(
+        &engine(tools(false)),
+        ws,
+        json!({"exposed_tools": exposed}),
+        input,
+        recorder.clone(),
+        CancellationToken::new(),
+    )
+    .await;
     (result.outputs, recorder)
 }
 
 /// The outputs' `errors` joined by newlines (for `contains` checks with a readable failure).
 pub fn errors(out: &Values) -> String {
-    out["errors"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    out["errors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 pub fn warnings(out: &Values) -> String {
-    out["warnings"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+    out["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
 
 /// Function names from `functions`.
 pub fn names(out: &Values) -> Vec<String> {
     out["functions"]
         .as_array()
-        .map(|fs| fs.iter().filter_map(|f| f["function"]["name"].as_str().map(str::to_string)).collect())
+        .map(|fs| {
+            fs.iter()
+                .filter_map(|f| f["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -61,8 +61,14 @@ pub const FIXED_OVERRIDES: &[&str] = &[
 
 /// The repository probe: where its work tree, git directory and common git directory are (all
 /// absolute), and its object format. One line each, in this order.
-const PROBE_ARGS: [&str; 6] =
-    ["rev-parse", "--path-format=absolute", "--show-toplevel", "--show-object-format", "--absolute-git-dir", "--git-common-dir"];
+const PROBE_ARGS: [&str; 6] = [
+    "rev-parse",
+    "--path-format=absolute",
+    "--show-toplevel",
+    "--show-object-format",
+    "--absolute-git-dir",
+    "--git-common-dir",
+];
 
 /// One repository, opened with the hardened environment.
 pub struct Git {
@@ -81,7 +87,11 @@ impl Git {
     /// Opens the repository containing `cwd`: checks that it is one, that everything git would
     /// read lies inside `workspace` (see [`super::confine`]), and neutralises the drivers its
     /// configuration defines.
-    pub async fn open(workspace: &Path, cwd: PathBuf, cancel: &CancellationToken) -> Result<Git, NodeError> {
+    pub async fn open(
+        workspace: &Path,
+        cwd: PathBuf,
+        cancel: &CancellationToken,
+    ) -> Result<Git, NodeError> {
         // Before git runs at all: the `.git` entry it would read first must not lead out.
         let guessed = confine::dot_git(workspace, &cwd)?;
         // The git directory's symlink scan (the walk of objects/ and refs/) and the read of its
@@ -126,17 +136,34 @@ impl Git {
             ));
         }
         let entries = config_entries(&config.stdout.text);
-        let worktree_origin = entries.iter().rev().find(|e| e.key == "core.worktree").and_then(|e| e.origin.strip_prefix("file:"));
+        let worktree_origin = entries
+            .iter()
+            .rev()
+            .find(|e| e.key == "core.worktree")
+            .and_then(|e| e.origin.strip_prefix("file:"));
         let hash_len = if object_format == "sha256" { 32 } else { 20 };
         let prescanned = match prescan {
             Some(handle) => handle.await.ok(),
             None => None,
         };
-        let answers = confine::Probe { toplevel, git_dir, common_dir, worktree_origin, hash_len };
+        let answers = confine::Probe {
+            toplevel,
+            git_dir,
+            common_dir,
+            worktree_origin,
+            hash_len,
+        };
         let toplevel = confine::layout(workspace, &cwd, &answers, prescanned)?;
         let mut env = probe.env;
         push_config_env(&mut env, &driver_overrides(&entries));
-        Ok(Git { cwd, toplevel, object_format: object_format.to_string(), env, cancel: cancel.clone(), output: cheng_node::Output::off() })
+        Ok(Git {
+            cwd,
+            toplevel,
+            object_format: object_format.to_string(),
+            env,
+            cancel: cancel.clone(),
+            output: cheng_node::Output::off(),
+        })
     }
 
     /// Passes the output of the commands run from now on to `output` as it is read.
@@ -154,8 +181,13 @@ impl Git {
 
     /// Like [`Git::run`], plus the first `stdout_cap` bytes of stdout exactly as git wrote them
     /// (for `-z` output, whose paths may not be UTF-8).
-    pub async fn run_bytes(&self, args: &[&str], stdout_cap: usize) -> Result<(ProcessOutput, Vec<u8>), NodeError> {
-        let raw = cheng_exec::run_with_stdout_bytes(self.spec(args, stdout_cap), &self.cancel).await;
+    pub async fn run_bytes(
+        &self,
+        args: &[&str],
+        stdout_cap: usize,
+    ) -> Result<(ProcessOutput, Vec<u8>), NodeError> {
+        let raw =
+            cheng_exec::run_with_stdout_bytes(self.spec(args, stdout_cap), &self.cancel).await;
         Ok((check(raw.output, args)?, raw.stdout_bytes))
     }
 
@@ -184,7 +216,9 @@ impl Git {
 
     /// Whether HEAD points at a commit (false in an empty repository).
     pub async fn head_exists(&self) -> Result<bool, NodeError> {
-        let out = self.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], 4096).await?;
+        let out = self
+            .run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], 4096)
+            .await?;
         Ok(out.success())
     }
 }
@@ -213,9 +247,16 @@ fn base_env(workspace: &Path, base: Vec<(OsString, OsString)>) -> Vec<(OsString,
         ("PAGER", "cat"),
         ("GIT_ATTR_NOSYSTEM", "1"),
     ];
-    env.extend(fixed.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+    env.extend(
+        fixed
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
     if let Some(parent) = workspace.parent() {
-        env.push(("GIT_CEILING_DIRECTORIES".into(), parent.as_os_str().to_owned()));
+        env.push((
+            "GIT_CEILING_DIRECTORIES".into(),
+            parent.as_os_str().to_owned(),
+        ));
     }
     env
 }
@@ -245,13 +286,20 @@ pub fn config_entries(list: &str) -> Vec<ConfigEntry<'_>> {
 /// An empty command disables a driver in git (`if (cmd && *cmd)`), and `required=false` keeps a
 /// disabled filter from being an error.
 pub fn driver_overrides(entries: &[ConfigEntry<'_>]) -> Vec<(String, String)> {
-    const FILTER: &[(&str, &str)] = &[("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")];
+    const FILTER: &[(&str, &str)] = &[
+        ("clean", ""),
+        ("smudge", ""),
+        ("process", ""),
+        ("required", "false"),
+    ];
     const DIFF: &[(&str, &str)] = &[("command", ""), ("textconv", "")];
     let mut out: Vec<(String, String)> = Vec::new();
     for entry in entries {
         let key = entry.key;
         // `filter.<driver>.<setting>`; the driver name may itself contain dots.
-        let Some((prefix, _setting)) = key.rsplit_once('.') else { continue };
+        let Some((prefix, _setting)) = key.rsplit_once('.') else {
+            continue;
+        };
         let settings = if prefix.starts_with("filter.") {
             FILTER
         } else if prefix.starts_with("diff.") {
@@ -273,7 +321,10 @@ fn push_config_env(env: &mut Vec<(OsString, OsString)>, overrides: &[(String, St
     if overrides.is_empty() {
         return;
     }
-    env.push(("GIT_CONFIG_COUNT".into(), overrides.len().to_string().into()));
+    env.push((
+        "GIT_CONFIG_COUNT".into(),
+        overrides.len().to_string().into(),
+    ));
     for (i, (key, value)) in overrides.iter().enumerate() {
         env.push((format!("GIT_CONFIG_KEY_{i}").into(), key.into()));
         env.push((format!("GIT_CONFIG_VALUE_{i}").into(), value.into()));
@@ -292,9 +343,16 @@ fn check(out: ProcessOutput, args: &[&str]) -> Result<ProcessOutput, NodeError> 
         )),
         Termination::TimedOut => Err(NodeError::new(
             ErrorKind::TimedOut,
-            format!("git {} did not finish within {} s and was killed", args.first().unwrap_or(&""), GIT_TIMEOUT.as_secs()),
+            format!(
+                "git {} did not finish within {} s and was killed",
+                args.first().unwrap_or(&""),
+                GIT_TIMEOUT.as_secs()
+            ),
         )),
-        Termination::Cancelled => Err(NodeError::new(ErrorKind::Cancelled, "the git operation was cancelled")),
+        Termination::Cancelled => Err(NodeError::new(
+            ErrorKind::Cancelled,
+            "the git operation was cancelled",
+        )),
         _ => Ok(out),
     }
 }
@@ -329,17 +387,25 @@ mod tests {
         let list = "file:.git/config\0core.bare\nfalse\0file:.git/config\0filter.evil.clean\ntouch x\0file:/x/inc\0filter.a.b.smudge\nrm -rf /\0command line:\0diff.pic.textconv\nexiftool\0file:.git/config\0diff.renames\ntrue\0file:.git/config\0user.name\nme\0";
         let entries = config_entries(list);
         assert_eq!(entries.len(), 6);
-        assert_eq!((entries[2].origin, entries[2].key), ("file:/x/inc", "filter.a.b.smudge"));
+        assert_eq!(
+            (entries[2].origin, entries[2].key),
+            ("file:/x/inc", "filter.a.b.smudge")
+        );
         let got = driver_overrides(&entries);
         let has = |k: &str, v: &str| got.iter().any(|(a, b)| a == k && b == v);
         assert!(has("filter.evil.clean", ""));
         assert!(has("filter.evil.smudge", ""));
         assert!(has("filter.evil.process", ""));
         assert!(has("filter.evil.required", "false"));
-        assert!(has("filter.a.b.clean", ""), "dotted driver names keep their subsection");
+        assert!(
+            has("filter.a.b.clean", ""),
+            "dotted driver names keep their subsection"
+        );
         assert!(has("diff.pic.textconv", ""));
         assert!(has("diff.pic.command", ""));
-        assert!(!got.iter().any(|(k, _)| k.starts_with("diff.renames") || k.starts_with("user.")));
+        assert!(!got
+            .iter()
+            .any(|(k, _)| k.starts_with("diff.renames") || k.starts_with("user.")));
     }
 
     #[test]
@@ -350,17 +416,30 @@ mod tests {
             ("GIT_WORK_TREE", "/elsewhere"),
             ("GIT_COMMON_DIR", "/elsewhere/.git"),
             ("GIT_OBJECT_DIRECTORY", "/elsewhere/.git/objects"),
-            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "/elsewhere/.git/objects"),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                "/elsewhere/.git/objects",
+            ),
             ("GIT_INDEX_FILE", "/elsewhere/.git/index"),
             ("GIT_NAMESPACE", "x"),
             ("GIT_CONFIG_PARAMETERS", "'core.worktree'='/elsewhere'"),
         ];
-        let base = cheng_exec::env::base_from(host.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))));
+        let base = cheng_exec::env::base_from(
+            host.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
         let env = base_env(Path::new("/work/ws"), base);
         for (name, _) in &host[1..] {
-            assert!(!env.iter().any(|(k, _)| k == name), "{name} from the host reaches git");
+            assert!(
+                !env.iter().any(|(k, _)| k == name),
+                "{name} from the host reaches git"
+            );
         }
-        let get = |k: &str| env.iter().find(|(a, _)| a == k).map(|(_, v)| v.to_string_lossy().into_owned());
+        let get = |k: &str| {
+            env.iter()
+                .find(|(a, _)| a == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
         assert_eq!(get("GIT_CONFIG_NOSYSTEM").as_deref(), Some("1"));
         assert_eq!(get("GIT_CONFIG_GLOBAL").as_deref(), Some("/dev/null"));
         assert_eq!(get("GIT_OPTIONAL_LOCKS").as_deref(), Some("0"));

@@ -80,7 +80,9 @@ fn resolve_with(path: &Path, links: &mut u32) -> PathBuf {
     if *links < 40 {
         if let Ok(target) = std::fs::read_link(path) {
             *links += 1;
-            let joined = path.parent().map_or(target.clone(), |parent| parent.join(&target));
+            let joined = path
+                .parent()
+                .map_or(target.clone(), |parent| parent.join(&target));
             return resolve_with(&joined, links);
         }
         if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
@@ -119,7 +121,11 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
 fn gitfile_target(dir: &Path, contents: &[u8]) -> Option<PathBuf> {
     let text = std::str::from_utf8(contents).ok()?;
     let line = text.strip_prefix("gitdir: ")?;
-    let line = line.lines().next().unwrap_or("").trim_end_matches(['\r', '\n']);
+    let line = line
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(['\r', '\n']);
     if line.is_empty() {
         return None;
     }
@@ -138,16 +144,22 @@ fn find_dot_git(workspace: &Path, cwd: &Path) -> Option<PathBuf> {
 /// file leading out of the workspace. Returns it when it is a plain directory (the usual case),
 /// so its [`prescan`] can run while git probes the repository.
 pub fn dot_git(workspace: &Path, cwd: &Path) -> Result<Option<PathBuf>, NodeError> {
-    let Some(dot_git) = find_dot_git(workspace, cwd) else { return Ok(None) };
+    let Some(dot_git) = find_dot_git(workspace, cwd) else {
+        return Ok(None);
+    };
     check_dot_git(workspace, &dot_git)?;
-    let plain_dir = dot_git.symlink_metadata().is_ok_and(|m| m.file_type().is_dir());
+    let plain_dir = dot_git
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_dir());
     Ok(plain_dir.then_some(dot_git))
 }
 
 /// Checks one `.git` entry (a directory, a symlink, or a `gitdir:` file) and returns the git
 /// directory it leads to, resolved.
 fn check_dot_git(workspace: &Path, dot_git: &Path) -> Result<PathBuf, NodeError> {
-    let is_link = dot_git.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    let is_link = dot_git
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
     let target = resolve(dot_git);
     if is_link && !target.starts_with(workspace) {
         return Err(refused(workspace, dot_git, "is a symlink to", &target));
@@ -179,11 +191,22 @@ pub fn layout(
     probe: &Probe<'_>,
     prescanned: Option<Prescan>,
 ) -> Result<PathBuf, NodeError> {
-    let Probe { toplevel, git_dir, common_dir, worktree_origin, hash_len } = *probe;
+    let Probe {
+        toplevel,
+        git_dir,
+        common_dir,
+        worktree_origin,
+        hash_len,
+    } = *probe;
     let git_dir = resolve(&cwd.join(git_dir));
     if !git_dir.starts_with(workspace) {
         let pointer = find_dot_git(workspace, cwd).unwrap_or_else(|| cwd.join(".git"));
-        return Err(refused(workspace, &pointer, "leads git to the git directory", &git_dir));
+        return Err(refused(
+            workspace,
+            &pointer,
+            "leads git to the git directory",
+            &git_dir,
+        ));
     }
     let common_dir = resolve(&cwd.join(common_dir));
     if !common_dir.starts_with(workspace) {
@@ -202,8 +225,15 @@ pub fn layout(
         };
         return Err(refused(workspace, &file, how, &toplevel));
     }
-    let mut scan = Scan { workspace, visited: HashSet::new() };
-    let dirs: Vec<&Path> = if git_dir == common_dir { vec![&git_dir] } else { vec![&git_dir, &common_dir] };
+    let mut scan = Scan {
+        workspace,
+        visited: HashSet::new(),
+    };
+    let dirs: Vec<&Path> = if git_dir == common_dir {
+        vec![&git_dir]
+    } else {
+        vec![&git_dir, &common_dir]
+    };
     let mut prescanned = prescanned;
     let mut known_gitlinks = None;
     for dir in dirs {
@@ -221,7 +251,14 @@ pub fn layout(
         }
     }
     alternates(workspace, &resolve(&common_dir.join("objects")), &mut scan)?;
-    submodules(workspace, &toplevel, &git_dir, hash_len, known_gitlinks, &mut scan)?;
+    submodules(
+        workspace,
+        &toplevel,
+        &git_dir,
+        hash_len,
+        known_gitlinks,
+        &mut scan,
+    )?;
     Ok(toplevel)
 }
 
@@ -240,7 +277,14 @@ fn submodules(
     // A split index keeps most entries in a shared index next to it.
     if let Ok(entries) = std::fs::read_dir(git_dir) {
         indexes.extend(
-            entries.flatten().filter(|e| e.file_name().as_encoded_bytes().starts_with(b"sharedindex.")).map(|e| e.path()),
+            entries
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .as_encoded_bytes()
+                        .starts_with(b"sharedindex.")
+                })
+                .map(|e| e.path()),
         );
     }
     let mut known_gitlinks = known_gitlinks;
@@ -248,7 +292,9 @@ fn submodules(
         let links = match known_gitlinks.take() {
             Some(links) => links,
             None => {
-                let Ok(bytes) = std::fs::read(&index) else { continue };
+                let Ok(bytes) = std::fs::read(&index) else {
+                    continue;
+                };
                 index::gitlinks(&bytes, hash_len).ok_or_else(|| {
                     NodeError::new(
                         ErrorKind::PolicyDenied,
@@ -270,14 +316,24 @@ fn submodules(
             }
             let sub_git_dir = check_dot_git(workspace, &dot_git)?;
             if !sub_git_dir.starts_with(workspace) {
-                return Err(refused(workspace, &dot_git, "leads git to the git directory", &sub_git_dir));
+                return Err(refused(
+                    workspace,
+                    &dot_git,
+                    "leads git to the git directory",
+                    &sub_git_dir,
+                ));
             }
             if let Some(contents) = read_small(&sub_git_dir.join("commondir")) {
                 let named = String::from_utf8_lossy(&contents).trim().to_string();
                 let common = resolve(&sub_git_dir.join(&named));
                 if !common.starts_with(workspace) {
                     let how = format!("(commondir: {named}) points to the common git directory");
-                    return Err(refused(workspace, &sub_git_dir.join("commondir"), &how, &common));
+                    return Err(refused(
+                        workspace,
+                        &sub_git_dir.join("commondir"),
+                        &how,
+                        &common,
+                    ));
                 }
                 scan.dir(&common, false)?;
                 scan.dir(&resolve(&common.join("refs")), true)?;
@@ -307,9 +363,19 @@ pub struct Prescan {
 }
 
 pub fn prescan(workspace: &Path, dir: PathBuf) -> Prescan {
-    let scan = Scan { workspace, visited: HashSet::new() }.git_dir(&dir);
-    let sha1_gitlinks = std::fs::read(dir.join("index")).ok().and_then(|bytes| index::gitlinks(&bytes, 20));
-    Prescan { dir, scan, sha1_gitlinks }
+    let scan = Scan {
+        workspace,
+        visited: HashSet::new(),
+    }
+    .git_dir(&dir);
+    let sha1_gitlinks = std::fs::read(dir.join("index"))
+        .ok()
+        .and_then(|bytes| index::gitlinks(&bytes, 20));
+    Prescan {
+        dir,
+        scan,
+        sha1_gitlinks,
+    }
 }
 
 impl Scan<'_> {
@@ -330,9 +396,13 @@ impl Scan<'_> {
         if recursive && !self.visited.insert(dir.to_path_buf()) {
             return Ok(());
         }
-        let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
         for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let path = entry.path();
             if kind.is_symlink() {
                 let target = resolve(&path);
@@ -358,7 +428,9 @@ fn alternates(workspace: &Path, objects: &Path, scan: &mut Scan<'_>) -> Result<(
     while let Some(objects) = pending.pop() {
         for (name, http) in [("alternates", false), ("http-alternates", true)] {
             let file = objects.join("info").join(name);
-            let Some(contents) = read_small(&file) else { continue };
+            let Some(contents) = read_small(&file) else {
+                continue;
+            };
             for raw in contents.split(|b| *b == b'\n') {
                 let line = String::from_utf8_lossy(raw);
                 let line = line.trim_end_matches('\r');
@@ -415,8 +487,14 @@ mod tests {
     #[test]
     fn gitfile_targets_are_read_like_git() {
         let dir = Path::new("/ws/sub");
-        assert_eq!(gitfile_target(dir, b"gitdir: /x/.git\n"), Some(PathBuf::from("/x/.git")));
-        assert_eq!(gitfile_target(dir, b"gitdir: ../.git/worktrees/a\r\n"), Some(PathBuf::from("/ws/sub/../.git/worktrees/a")));
+        assert_eq!(
+            gitfile_target(dir, b"gitdir: /x/.git\n"),
+            Some(PathBuf::from("/x/.git"))
+        );
+        assert_eq!(
+            gitfile_target(dir, b"gitdir: ../.git/worktrees/a\r\n"),
+            Some(PathBuf::from("/ws/sub/../.git/worktrees/a"))
+        );
         assert_eq!(gitfile_target(dir, b"nonsense"), None);
         assert_eq!(gitfile_target(dir, b"gitdir: \n"), None);
     }
@@ -427,8 +505,14 @@ mod tests {
         let root = dir.path().canonicalize().expect("canonical");
         assert_eq!(resolve(&root.join("a/../b/c")), root.join("b/c"));
         std::os::unix::fs::symlink("/nonexistent-outside/x", root.join("link")).expect("symlink");
-        assert_eq!(resolve(&root.join("link")), PathBuf::from("/nonexistent-outside/x"));
-        assert_eq!(resolve(&root.join("link/y")), PathBuf::from("/nonexistent-outside/x/y"));
+        assert_eq!(
+            resolve(&root.join("link")),
+            PathBuf::from("/nonexistent-outside/x")
+        );
+        assert_eq!(
+            resolve(&root.join("link/y")),
+            PathBuf::from("/nonexistent-outside/x/y")
+        );
         std::os::unix::fs::symlink("inside/z", root.join("rel")).expect("symlink");
         assert_eq!(resolve(&root.join("rel")), root.join("inside/z"));
     }

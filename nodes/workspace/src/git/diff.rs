@@ -46,7 +46,8 @@ mod tests {
 
     #[test]
     fn counts_binaries_and_quoted_paths() {
-        let (files, bad) = parse_numstat("1\t0\ta b.txt\n-\t-\timage.png\n3\t4\t\"caf\\351\"\nnonsense\n");
+        let (files, bad) =
+            parse_numstat("1\t0\ta b.txt\n-\t-\timage.png\n3\t4\t\"caf\\351\"\nnonsense\n");
         assert_eq!(bad, 1);
         assert_eq!(files[0]["added"], 1);
         assert_eq!(files[0]["path"], "a b.txt");

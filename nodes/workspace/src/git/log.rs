@@ -16,7 +16,11 @@ pub fn parse(text: &str, complete: bool) -> Vec<Value> {
         return Vec::new();
     }
     let fields: Vec<&str> = text.split('\0').collect();
-    let usable = if complete { fields.len() } else { fields.len().saturating_sub(1) };
+    let usable = if complete {
+        fields.len()
+    } else {
+        fields.len().saturating_sub(1)
+    };
     fields[..usable].chunks_exact(FIELDS).map(commit).collect()
 }
 
@@ -43,7 +47,10 @@ mod tests {
         assert_eq!(commits.len(), 2);
         assert_eq!(commits[0]["subject"], "fix: it");
         assert_eq!(commits[0]["date"], "2024-01-02T03:04:05+01:00");
-        assert_eq!(commits[1]["subject"], "", "an empty subject is still a commit");
+        assert_eq!(
+            commits[1]["subject"], "",
+            "an empty subject is still a commit"
+        );
         assert!(parse("", true).is_empty());
     }
 

@@ -49,7 +49,10 @@ use cheng_exec::ProcessOutput;
 use cheng_node::input::{self, non_empty_str, opt_str, string_list};
 use cheng_node::paths::{display_relative, resolve_existing};
 use cheng_node::text::Bounded;
-use cheng_node::{async_trait, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    async_trait, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
+    RunContext, Values,
+};
 use command::Git;
 use serde_json::{json, Value};
 
@@ -58,14 +61,22 @@ pub const MAX_MAX_BYTES: i64 = 16 << 20;
 pub const MAX_MAX_COUNT: i64 = 100;
 
 /// `max_bytes` and `max_count`: the spec is the only place their defaults and ranges live.
-const MAX_BYTES: PortSpec = PortSpec::input("max_bytes", PortType::Integer, "Output byte cap (default 262144).")
-    .default("262144")
-    .min(1)
-    .max(MAX_MAX_BYTES);
-const MAX_COUNT: PortSpec = PortSpec::input("max_count", PortType::Integer, "For log: number of commits (default 20, max 100)")
-    .default("20")
-    .min(1)
-    .max(MAX_MAX_COUNT);
+const MAX_BYTES: PortSpec = PortSpec::input(
+    "max_bytes",
+    PortType::Integer,
+    "Output byte cap (default 262144).",
+)
+.default("262144")
+.min(1)
+.max(MAX_MAX_BYTES);
+const MAX_COUNT: PortSpec = PortSpec::input(
+    "max_count",
+    PortType::Integer,
+    "For log: number of commits (default 20, max 100)",
+)
+.default("20")
+.min(1)
+.max(MAX_MAX_COUNT);
 
 const OPERATIONS: &[&str] = &["status", "diff", "log", "show", "branch"];
 
@@ -134,7 +145,9 @@ impl Node for WorkspaceGit {
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let request = parse_request(&input)?;
         let cwd = resolve_existing(&ctx.workspace, opt_str(&input, "cwd"), "cwd")?;
-        let git = Git::open(&ctx.workspace, cwd, &ctx.cancel).await?.with_output(ctx.output.clone());
+        let git = Git::open(&ctx.workspace, cwd, &ctx.cancel)
+            .await?
+            .with_output(ctx.output.clone());
         let mut out = blank_outputs(request.operation);
         match request.operation {
             "status" => status(&git, &request, &mut out).await?,
@@ -164,17 +177,23 @@ fn parse_request(input: &Values) -> Result<Request, NodeError> {
                 OPERATIONS.join(", ")
             )))
         }
-        Some(op) => OPERATIONS.iter().copied().find(|o| *o == op).ok_or_else(|| {
-            NodeError::invalid_input(format!(
-                "operation {op:?} is not available; choose one of: {} (git is read-only here)",
-                OPERATIONS.join(", ")
-            ))
-        })?,
+        Some(op) => OPERATIONS
+            .iter()
+            .copied()
+            .find(|o| *o == op)
+            .ok_or_else(|| {
+                NodeError::invalid_input(format!(
+                    "operation {op:?} is not available; choose one of: {} (git is read-only here)",
+                    OPERATIONS.join(", ")
+                ))
+            })?,
     };
     let pathspecs = string_list(input, "pathspecs")?;
     validate::pathspecs(&pathspecs)?;
     if operation == "branch" && !pathspecs.is_empty() {
-        return Err(NodeError::invalid_input("pathspecs does not apply to branch; leave it empty"));
+        return Err(NodeError::invalid_input(
+            "pathspecs does not apply to branch; leave it empty",
+        ));
     }
     let revision = non_empty_str(input, "revision").map(str::to_string);
     if revision.is_some() && !matches!(operation, "show" | "log") {
@@ -184,8 +203,15 @@ fn parse_request(input: &Values) -> Result<Request, NodeError> {
     }
     let max_bytes = input::int(input, &MAX_BYTES)?;
     let max_count = input::int(input, &MAX_COUNT)?;
-    let max_bytes = usize::try_from(max_bytes).map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
-    Ok(Request { operation, pathspecs, revision, max_bytes, max_count })
+    let max_bytes = usize::try_from(max_bytes)
+        .map_err(|_| NodeError::internal("max_bytes passed its range check but is not a size"))?;
+    Ok(Request {
+        operation,
+        pathspecs,
+        revision,
+        max_bytes,
+        max_count,
+    })
 }
 
 /// Every output port, null, with `operation` set.
@@ -202,8 +228,13 @@ fn blank_outputs(operation: &str) -> Values {
 /// Marks `out` as a failed git run: its stderr and exit status become the error.
 fn git_failed(out: &mut Values, what: &str, proc: &ProcessOutput) {
     let stderr = proc.stderr.text.trim();
-    let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-    let code = proc.exit_code.map_or("no exit status".to_string(), |c| format!("exit status {c}"));
+    let first = stderr
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message");
+    let code = proc
+        .exit_code
+        .map_or("no exit status".to_string(), |c| format!("exit status {c}"));
     let message = format!("{what} failed ({code}): {first}");
     let kind = proc.error_kind().unwrap_or(ErrorKind::NonZeroExit);
     out.insert("summary".into(), json!(message));
@@ -217,7 +248,10 @@ fn kept_records(bounded: &Bounded, separator: char) -> &str {
     if !bounded.truncated {
         return &bounded.text;
     }
-    let head = bounded.text.find("\n...[omitted ").map_or(bounded.text.as_str(), |i| &bounded.text[..i]);
+    let head = bounded
+        .text
+        .find("\n...[omitted ")
+        .map_or(bounded.text.as_str(), |i| &bounded.text[..i]);
     head.rfind(separator).map_or("", |i| &head[..=i])
 }
 
@@ -226,7 +260,10 @@ fn kept_raw_records(bytes: &[u8], truncated: bool) -> &[u8] {
     if !truncated {
         return bytes;
     }
-    bytes.iter().rposition(|b| *b == 0).map_or(&[], |i| &bytes[..=i])
+    bytes
+        .iter()
+        .rposition(|b| *b == 0)
+        .map_or(&[], |i| &bytes[..=i])
 }
 
 fn pathspec_args<'a>(args: &mut Vec<&'a str>, request: &'a Request) {
@@ -260,24 +297,32 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
     }
     let parsed = status::parse(kept_raw_records(&bytes, proc.stdout.truncated), true);
     let count = |key: &str| parsed.files.iter().filter(|f| f[key] == true).count();
-    let (staged, untracked, conflicted) = (count("staged"), count("untracked"), count("conflicted"));
+    let (staged, untracked, conflicted) =
+        (count("staged"), count("untracked"), count("conflicted"));
     let unstaged = parsed
         .files
         .iter()
-        .filter(|f| f["untracked"] == false && f["conflicted"] == false && f["worktree_status"] != ".")
+        .filter(|f| {
+            f["untracked"] == false && f["conflicted"] == false && f["worktree_status"] != "."
+        })
         .count();
     let b = &parsed.branch;
     let mut summary = match (&b.head, &b.oid) {
         (Some(head), None) => format!("On branch {head} (no commits yet)"),
         (Some(head), Some(_)) => format!("On branch {head}"),
-        (None, Some(oid)) => format!("HEAD detached at {}", oid.chars().take(12).collect::<String>()),
+        (None, Some(oid)) => format!(
+            "HEAD detached at {}",
+            oid.chars().take(12).collect::<String>()
+        ),
         (None, None) => "HEAD detached".to_string(),
     };
     match (&b.upstream, b.ahead, b.behind) {
-        (Some(upstream), Some(ahead), Some(behind)) => {
-            summary.push_str(&format!(", tracking {upstream} (ahead {ahead}, behind {behind})"))
+        (Some(upstream), Some(ahead), Some(behind)) => summary.push_str(&format!(
+            ", tracking {upstream} (ahead {ahead}, behind {behind})"
+        )),
+        (Some(upstream), _, _) => {
+            summary.push_str(&format!(", tracking {upstream} (upstream gone)"))
         }
-        (Some(upstream), _, _) => summary.push_str(&format!(", tracking {upstream} (upstream gone)")),
         _ => {}
     }
     if parsed.files.is_empty() {
@@ -290,7 +335,10 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
         ));
     }
     if parsed.unparsed > 0 {
-        summary.push_str(&format!("; {} status records could not be parsed", parsed.unparsed));
+        summary.push_str(&format!(
+            "; {} status records could not be parsed",
+            parsed.unparsed
+        ));
     }
     summary.push_str(&truncation_note(proc.stdout.truncated, request.max_bytes));
     let branches = match &b.head {
@@ -314,10 +362,21 @@ async fn status(git: &Git, request: &Request, out: &mut Values) -> Result<(), No
 }
 
 /// Flags every diff/show gets: no external programs, no colour, no configured order file.
-const DIFF_FLAGS: &[&str] = &["--no-ext-diff", "--no-textconv", "--no-color", "--no-renames", "--ignore-submodules=dirty", "-O/dev/null"];
+const DIFF_FLAGS: &[&str] = &[
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-renames",
+    "--ignore-submodules=dirty",
+    "-O/dev/null",
+];
 
 async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), NodeError> {
-    let base = if git.head_exists().await? { "HEAD" } else { git.empty_tree() };
+    let base = if git.head_exists().await? {
+        "HEAD"
+    } else {
+        git.empty_tree()
+    };
     let build = |mode: &'static str| {
         let mut args = vec!["diff", mode];
         args.extend_from_slice(DIFF_FLAGS);
@@ -326,9 +385,15 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
         args
     };
     let (numstat_args, patch_args) = (build("--numstat"), build("--patch"));
-    let (numstat, patch) = tokio::join!(git.run(&numstat_args, request.max_bytes), git.run(&patch_args, request.max_bytes));
+    let (numstat, patch) = tokio::join!(
+        git.run(&numstat_args, request.max_bytes),
+        git.run(&patch_args, request.max_bytes)
+    );
     let (numstat, patch) = (numstat?, patch?);
-    for (proc, what) in [(&numstat, "git diff --numstat"), (&patch, "git diff --patch")] {
+    for (proc, what) in [
+        (&numstat, "git diff --numstat"),
+        (&patch, "git diff --patch"),
+    ] {
         if !proc.success() {
             git_failed(out, what, proc);
             return Ok(());
@@ -337,7 +402,11 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     let (files, unparsed) = diff::parse_numstat(kept_records(&numstat.stdout, '\n'));
     let added: u64 = files.iter().filter_map(|f| f["added"].as_u64()).sum();
     let deleted: u64 = files.iter().filter_map(|f| f["deleted"].as_u64()).sum();
-    let against = if base == "HEAD" { "HEAD" } else { "the empty tree (no commits yet)" };
+    let against = if base == "HEAD" {
+        "HEAD"
+    } else {
+        "the empty tree (no commits yet)"
+    };
     let mut summary = if files.is_empty() {
         format!("No changes to tracked files against {against} (staged and unstaged)")
     } else {
@@ -353,27 +422,62 @@ async fn diff(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
             patch.stdout.total_bytes, request.max_bytes
         ));
     }
-    summary.push_str(&truncation_note(numstat.stdout.truncated, request.max_bytes));
+    summary.push_str(&truncation_note(
+        numstat.stdout.truncated,
+        request.max_bytes,
+    ));
     out.insert("summary".into(), json!(summary));
     out.insert("files".into(), Value::Array(files));
     out.insert("stdout".into(), json!(patch.stdout.text));
-    out.insert("stdout_truncated".into(), json!(patch.stdout.truncated || numstat.stdout.truncated));
-    out.insert("stderr".into(), json!(format!("{}{}", numstat.stderr.text, patch.stderr.text)));
+    out.insert(
+        "stdout_truncated".into(),
+        json!(patch.stdout.truncated || numstat.stdout.truncated),
+    );
+    out.insert(
+        "stderr".into(),
+        json!(format!("{}{}", numstat.stderr.text, patch.stderr.text)),
+    );
     Ok(())
 }
 
 /// Checks `revision` and resolves it to a commit hash; remote-tracking refs are refused.
 async fn resolve_commit(git: &Git, revision: &str) -> Result<String, NodeError> {
     let name = validate::revision(revision)?;
-    let full = git.run(&["rev-parse", "--symbolic-full-name", "--end-of-options", name], 4096).await?;
-    if full.stdout.text.lines().any(|l| l.starts_with("refs/remotes/")) {
+    let full = git
+        .run(
+            &[
+                "rev-parse",
+                "--symbolic-full-name",
+                "--end-of-options",
+                name,
+            ],
+            4096,
+        )
+        .await?;
+    if full
+        .stdout
+        .text
+        .lines()
+        .any(|l| l.starts_with("refs/remotes/"))
+    {
         return Err(NodeError::invalid_input(format!(
             "revision {revision:?} is a remote-tracking ref ({}); only local branches, tags and hashes are accepted",
             full.stdout.text.trim()
         )));
     }
     let spec = format!("{revision}^{{commit}}");
-    let resolved = git.run(&["rev-parse", "--verify", "--quiet", "--end-of-options", &spec], 4096).await?;
+    let resolved = git
+        .run(
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+            4096,
+        )
+        .await?;
     let hash = resolved.stdout.text.trim();
     if !resolved.success() || hash.is_empty() {
         return Err(NodeError::new(
@@ -397,7 +501,16 @@ async fn log(git: &Git, request: &Request, out: &mut Values) -> Result<(), NodeE
         }
     };
     let count = request.max_count.to_string();
-    let mut args = vec!["log", log::FORMAT, "-z", "--no-color", "-n", &count, "--end-of-options", &start];
+    let mut args = vec![
+        "log",
+        log::FORMAT,
+        "-z",
+        "--no-color",
+        "-n",
+        &count,
+        "--end-of-options",
+        &start,
+    ];
     pathspec_args(&mut args, request);
     let proc = git.run(&args, request.max_bytes).await?;
     if !proc.success() {
@@ -411,7 +524,11 @@ async fn log(git: &Git, request: &Request, out: &mut Values) -> Result<(), NodeE
         n => format!("{n} commits"),
     };
     if let Some(first) = commits.first() {
-        summary.push_str(&format!(", newest {} {}", first["short_hash"].as_str().unwrap_or(""), first["subject"].as_str().unwrap_or("")));
+        summary.push_str(&format!(
+            ", newest {} {}",
+            first["short_hash"].as_str().unwrap_or(""),
+            first["subject"].as_str().unwrap_or("")
+        ));
     }
     summary.push_str(&truncation_note(proc.stdout.truncated, request.max_bytes));
     out.insert("summary".into(), json!(summary));
@@ -424,7 +541,10 @@ async fn log(git: &Git, request: &Request, out: &mut Values) -> Result<(), NodeE
 async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), NodeError> {
     let revision = request.revision.as_deref().unwrap_or("HEAD");
     if revision == "HEAD" && !git.head_exists().await? {
-        return Err(NodeError::new(ErrorKind::NotFound, "the repository has no commits yet, so there is nothing to show"));
+        return Err(NodeError::new(
+            ErrorKind::NotFound,
+            "the repository has no commits yet, so there is nothing to show",
+        ));
     }
     let hash = resolve_commit(git, revision).await?;
     let meta_format = format!("{}%x00", log::FORMAT);
@@ -436,7 +556,10 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     patch_args.extend_from_slice(DIFF_FLAGS);
     patch_args.extend(["--end-of-options", &hash]);
     pathspec_args(&mut patch_args, request);
-    let (meta, patch) = tokio::join!(git.run(&meta_args, request.max_bytes), git.run(&patch_args, request.max_bytes));
+    let (meta, patch) = tokio::join!(
+        git.run(&meta_args, request.max_bytes),
+        git.run(&patch_args, request.max_bytes)
+    );
     let (meta, patch) = (meta?, patch?);
     for (proc, what) in [(&meta, "git show --numstat"), (&patch, "git show --patch")] {
         if !proc.success() {
@@ -446,10 +569,16 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
     }
     let fields: Vec<&str> = meta.stdout.text.splitn(log::FIELDS + 1, '\0').collect();
     if fields.len() != log::FIELDS + 1 {
-        return Err(NodeError::internal(format!("git show printed an unexpected header for {hash}")));
+        return Err(NodeError::internal(format!(
+            "git show printed an unexpected header for {hash}"
+        )));
     }
     let commit = log::commit(&fields[..log::FIELDS]);
-    let numstat_text = if meta.stdout.truncated { kept_records(&meta.stdout, '\n') } else { fields[log::FIELDS] };
+    let numstat_text = if meta.stdout.truncated {
+        kept_records(&meta.stdout, '\n')
+    } else {
+        fields[log::FIELDS]
+    };
     let (files, _) = diff::parse_numstat(numstat_text);
     let mut summary = format!(
         "{} {} by {} on {}: {} {} changed",
@@ -461,22 +590,48 @@ async fn show(git: &Git, request: &Request, out: &mut Values) -> Result<(), Node
         if files.len() == 1 { "file" } else { "files" }
     );
     if patch.stdout.truncated {
-        summary.push_str(&format!("; output head+tail truncated to max_bytes {}", request.max_bytes));
+        summary.push_str(&format!(
+            "; output head+tail truncated to max_bytes {}",
+            request.max_bytes
+        ));
     }
     out.insert("summary".into(), json!(summary));
     out.insert("commits".into(), json!([commit]));
     out.insert("files".into(), Value::Array(files));
     out.insert("stdout".into(), json!(patch.stdout.text));
-    out.insert("stdout_truncated".into(), json!(patch.stdout.truncated || meta.stdout.truncated));
-    out.insert("stderr".into(), json!(format!("{}{}", meta.stderr.text, patch.stderr.text)));
+    out.insert(
+        "stdout_truncated".into(),
+        json!(patch.stdout.truncated || meta.stdout.truncated),
+    );
+    out.insert(
+        "stderr".into(),
+        json!(format!("{}{}", meta.stderr.text, patch.stderr.text)),
+    );
     Ok(())
 }
 
 async fn branch(git: &Git, out: &mut Values) -> Result<(), NodeError> {
     let (symbolic, refs, head) = tokio::join!(
         git.run(&["symbolic-ref", "--quiet", "--short", "HEAD"], 4096),
-        git.run(&["for-each-ref", branch::FORMAT, "--sort=refname", "refs/heads/"], 4 << 20),
-        git.run(&["rev-parse", "--verify", "--quiet", "--short", "HEAD^{commit}"], 4096),
+        git.run(
+            &[
+                "for-each-ref",
+                branch::FORMAT,
+                "--sort=refname",
+                "refs/heads/"
+            ],
+            4 << 20
+        ),
+        git.run(
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--short",
+                "HEAD^{commit}"
+            ],
+            4096
+        ),
     );
     let (symbolic, refs, head) = (symbolic?, refs?, head?);
     if !refs.success() {
@@ -484,12 +639,21 @@ async fn branch(git: &Git, out: &mut Values) -> Result<(), NodeError> {
         return Ok(());
     }
     let branches = branch::parse(kept_records(&refs.stdout, '\n'));
-    let current = symbolic.success().then(|| symbolic.stdout.text.trim().to_string()).filter(|s| !s.is_empty());
+    let current = symbolic
+        .success()
+        .then(|| symbolic.stdout.text.trim().to_string())
+        .filter(|s| !s.is_empty());
     let head_hash = head.success().then(|| head.stdout.text.trim().to_string());
-    let noun = if branches.len() == 1 { "branch" } else { "branches" };
+    let noun = if branches.len() == 1 {
+        "branch"
+    } else {
+        "branches"
+    };
     let summary = match (&current, &head_hash) {
         (Some(name), Some(_)) => format!("{} local {noun}; on {name}", branches.len()),
-        (Some(name), None) => format!("The repository has no commits yet; on branch {name} (unborn)"),
+        (Some(name), None) => {
+            format!("The repository has no commits yet; on branch {name} (unborn)")
+        }
         (None, Some(hash)) => format!("{} local {noun}; HEAD detached at {hash}", branches.len()),
         (None, None) => "HEAD does not point at a branch or a commit".to_string(),
     };
@@ -511,15 +675,23 @@ mod tests {
     #[test]
     fn empty_or_unknown_operation_lists_the_choices() {
         for op in ["", "push", "reset"] {
-            let err = parse_request(&input(json!({"operation": op}))).err().unwrap();
+            let err = parse_request(&input(json!({"operation": op})))
+                .err()
+                .unwrap();
             assert_eq!(err.kind, ErrorKind::InvalidInput);
-            assert!(err.message.contains("status, diff, log, show, branch"), "{}", err.message);
+            assert!(
+                err.message.contains("status, diff, log, show, branch"),
+                "{}",
+                err.message
+            );
         }
     }
 
     #[test]
     fn max_count_over_the_limit_cites_the_max() {
-        let err = parse_request(&input(json!({"operation": "log", "max_count": 101}))).err().unwrap();
+        let err = parse_request(&input(json!({"operation": "log", "max_count": 101})))
+            .err()
+            .unwrap();
         assert!(err.message.contains("maximum 100"), "{}", err.message);
         assert!(parse_request(&input(json!({"operation": "log", "max_count": 100}))).is_ok());
     }
@@ -528,7 +700,9 @@ mod tests {
     fn spec_ports_follow_the_seed() {
         assert_eq!(SPEC.input("max_count").and_then(|p| p.max), Some(100));
         // Required (the seed's `""` default names no operation), so a missing one fails validation.
-        assert!(SPEC.input("operation").is_some_and(|p| p.required && p.default.is_none()));
+        assert!(SPEC
+            .input("operation")
+            .is_some_and(|p| p.required && p.default.is_none()));
         assert_eq!(SPEC.effects, Effects::ReadOnly);
         let names: Vec<_> = SPEC.outputs.iter().map(|p| p.name).collect();
         assert_eq!(names.len(), 13);
@@ -539,7 +713,10 @@ mod tests {
         let bounded = cheng_node::text::head_tail(b"one\ntwo\nthree\nfour\nfive\nsix\n", 12);
         assert!(bounded.truncated);
         assert_eq!(kept_records(&bounded, '\n'), "one\n");
-        assert_eq!(kept_raw_records(b"one\0tw\xffo\0thr", true), b"one\0tw\xffo\0");
+        assert_eq!(
+            kept_raw_records(b"one\0tw\xffo\0thr", true),
+            b"one\0tw\xffo\0"
+        );
         assert_eq!(kept_raw_records(b"one\0thr", false), b"one\0thr");
         assert_eq!(kept_raw_records(b"partial", true), b"");
     }

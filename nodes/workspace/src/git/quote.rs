@@ -61,7 +61,10 @@ pub fn insert_path(entry: &mut Map<String, Value>, key: &str, bytes: &[u8]) {
             entry.insert(key.to_string(), Value::String(text.to_string()));
         }
         Err(_) => {
-            entry.insert(key.to_string(), Value::String(String::from_utf8_lossy(bytes).into_owned()));
+            entry.insert(
+                key.to_string(),
+                Value::String(String::from_utf8_lossy(bytes).into_owned()),
+            );
             let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
             entry.insert(format!("{key}_bytes_base64"), Value::String(encoded));
         }

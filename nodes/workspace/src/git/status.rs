@@ -61,7 +61,10 @@ pub fn parse(output: &[u8], z: bool) -> Status {
                 }
             }
             Some(b'u') => unmerged(record, z),
-            Some(b'?') => record.get(2..).and_then(|p| path(p, z)).map(|p| untracked(&p)),
+            Some(b'?') => record
+                .get(2..)
+                .and_then(|p| path(p, z))
+                .map(|p| untracked(&p)),
             _ => None,
         };
         match entry {
@@ -80,8 +83,14 @@ fn parse_header(header: &str, branch: &mut BranchInfo) {
         "branch.upstream" => branch.upstream = Some(value.to_string()),
         "branch.ab" => {
             let mut parts = value.split(' ');
-            branch.ahead = parts.next().and_then(|a| a.strip_prefix('+')).and_then(|a| a.parse().ok());
-            branch.behind = parts.next().and_then(|b| b.strip_prefix('-')).and_then(|b| b.parse().ok());
+            branch.ahead = parts
+                .next()
+                .and_then(|a| a.strip_prefix('+'))
+                .and_then(|a| a.parse().ok());
+            branch.behind = parts
+                .next()
+                .and_then(|b| b.strip_prefix('-'))
+                .and_then(|b| b.parse().ok());
         }
         _ => {}
     }
@@ -91,7 +100,12 @@ fn parse_header(header: &str, branch: &mut BranchInfo) {
 ///
 /// `orig`: `None` for type 1; for type 2 either the next `-z` record or `Err(())` meaning "split
 /// the path field at its tab" (quoted form).
-fn ordinary(record: &[u8], fields: usize, z: bool, orig: Option<Result<Vec<u8>, ()>>) -> Option<Value> {
+fn ordinary(
+    record: &[u8],
+    fields: usize,
+    z: bool,
+    orig: Option<Result<Vec<u8>, ()>>,
+) -> Option<Value> {
     let mut parts = record.splitn(fields, |b| *b == b' ');
     parts.next()?;
     let xy = parts.next()?;
@@ -105,7 +119,10 @@ fn ordinary(record: &[u8], fields: usize, z: bool, orig: Option<Result<Vec<u8>, 
         Some(Ok(orig)) => (path(path_field, z)?, Some(orig)),
         Some(Err(())) => {
             let tab = path_field.iter().position(|b| *b == b'\t')?;
-            (path(&path_field[..tab], z)?, Some(path(&path_field[tab + 1..], z)?))
+            (
+                path(&path_field[..tab], z)?,
+                Some(path(&path_field[tab + 1..], z)?),
+            )
         }
     };
     let x = xy[0] as char;
@@ -135,8 +152,14 @@ fn unmerged(record: &[u8], z: bool) -> Option<Value> {
     let mut entry = Map::new();
     insert_path(&mut entry, "path", &path(parts[10], z)?);
     entry.insert("orig_path".into(), Value::Null);
-    entry.insert("index_status".into(), json!((parts[1][0] as char).to_string()));
-    entry.insert("worktree_status".into(), json!((parts[1][1] as char).to_string()));
+    entry.insert(
+        "index_status".into(),
+        json!((parts[1][0] as char).to_string()),
+    );
+    entry.insert(
+        "worktree_status".into(),
+        json!((parts[1][1] as char).to_string()),
+    );
     entry.insert("staged".into(), json!(false));
     entry.insert("untracked".into(), json!(false));
     entry.insert("conflicted".into(), json!(true));
@@ -174,7 +197,10 @@ mod tests {
         let status = parse(HEADERS.as_bytes(), false);
         assert_eq!(status.branch.head.as_deref(), Some("main"));
         assert_eq!(status.branch.upstream.as_deref(), Some("origin/main"));
-        assert_eq!((status.branch.ahead, status.branch.behind), (Some(2), Some(1)));
+        assert_eq!(
+            (status.branch.ahead, status.branch.behind),
+            (Some(2), Some(1))
+        );
         let detached = parse(b"# branch.oid (initial)\n# branch.head (detached)\n", false);
         assert_eq!(detached.branch, BranchInfo::default());
     }

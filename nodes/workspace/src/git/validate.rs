@@ -39,7 +39,9 @@ pub fn pathspecs(values: &[String]) -> Result<(), NodeError> {
             None
         };
         if let Some(why) = why {
-            return Err(NodeError::invalid_input(format!("pathspecs[{i}] {value:?} {why}")));
+            return Err(NodeError::invalid_input(format!(
+                "pathspecs[{i}] {value:?} {why}"
+            )));
         }
     }
     Ok(())
@@ -49,7 +51,11 @@ pub fn pathspecs(values: &[String]) -> Result<(), NodeError> {
 ///
 /// Returns the name part (without suffixes) so the caller can check what it refers to.
 pub fn revision(value: &str) -> Result<&str, NodeError> {
-    let reject = |why: &str| Err(NodeError::invalid_input(format!("revision {value:?} {why}")));
+    let reject = |why: &str| {
+        Err(NodeError::invalid_input(format!(
+            "revision {value:?} {why}"
+        )))
+    };
     if value.is_empty() {
         return reject("is empty; use a branch name, tag, commit hash or HEAD");
     }
@@ -86,14 +92,18 @@ pub fn revision(value: &str) -> Result<&str, NodeError> {
     if name.is_empty() {
         return reject("has no name before its ~/^ suffix");
     }
-    let name_ok = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
+    let name_ok = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
         && !name.starts_with(['.', '/'])
         && !name.ends_with(['.', '/'])
         && !name.contains("//")
         && !name.contains("/.")
         && !name.ends_with(".lock");
     if !name_ok {
-        return reject("is not a plain ref name or commit hash (letters, digits, '.', '_', '/', '-')");
+        return reject(
+            "is not a plain ref name or commit hash (letters, digits, '.', '_', '/', '-')",
+        );
     }
     Ok(name)
 }
@@ -122,7 +132,17 @@ mod tests {
 
     #[test]
     fn plain_revisions_pass() {
-        for ok in ["HEAD", "main", "feature/x-1", "v1.2.3", "a1b2c3d", "HEAD~2", "main^2~1", "HEAD^", "refs/tags/v1"] {
+        for ok in [
+            "HEAD",
+            "main",
+            "feature/x-1",
+            "v1.2.3",
+            "a1b2c3d",
+            "HEAD~2",
+            "main^2~1",
+            "HEAD^",
+            "refs/tags/v1",
+        ] {
             assert!(revision(ok).is_ok(), "{ok}");
         }
         assert_eq!(revision("main~3").unwrap(), "main");
@@ -161,7 +181,11 @@ mod tests {
             let err = revision(bad).unwrap_err();
             assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{bad}");
             assert!(err.message.contains("revision"), "{}", err.message);
-            assert!(err.message.contains(&format!("{bad:?}")), "the offending value is named: {}", err.message);
+            assert!(
+                err.message.contains(&format!("{bad:?}")),
+                "the offending value is named: {}",
+                err.message
+            );
         }
     }
 
@@ -186,12 +210,35 @@ mod tests {
 
     #[test]
     fn hostile_pathspecs_are_refused_with_index_and_value() {
-        for bad in ["/etc/passwd", "../x", "a/../../b", "--output=/tmp/x", "-c", ":(top)x", ":!a", "", "a\0b"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../b",
+            "--output=/tmp/x",
+            "-c",
+            ":(top)x",
+            ":!a",
+            "",
+            "a\0b",
+        ] {
             let err = pathspecs(&[String::from("ok.txt"), bad.to_string()]).unwrap_err();
-            assert!(err.message.starts_with("pathspecs[1]"), "{bad}: {}", err.message);
-            assert!(err.message.contains(&format!("{bad:?}")), "the offending value is named: {}", err.message);
+            assert!(
+                err.message.starts_with("pathspecs[1]"),
+                "{bad}: {}",
+                err.message
+            );
+            assert!(
+                err.message.contains(&format!("{bad:?}")),
+                "the offending value is named: {}",
+                err.message
+            );
         }
-        for (bad, why) in [("/abs", "absolute"), ("a/../b", "'..' segment"), ("-x", "starts with '-'"), (":!x", "pathspec magic")] {
+        for (bad, why) in [
+            ("/abs", "absolute"),
+            ("a/../b", "'..' segment"),
+            ("-x", "starts with '-'"),
+            (":!x", "pathspec magic"),
+        ] {
             let err = pathspecs(&[bad.to_string()]).unwrap_err();
             assert!(err.message.contains(why), "{bad}: {}", err.message);
         }

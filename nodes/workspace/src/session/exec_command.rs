@@ -1,14 +1,17 @@
 //! `tools/exec_command`: start a command as a session (see the module above for the rules).
 
 use super::table::{Session, Sessions};
-use super::{clamp_yield, Report, BYTES_PER_TOKEN, FIXED_ENV, MAX_OUTPUT_TOKENS_PORT, MAX_SESSION_MS, OUTPUTS, RETAINED_CAP};
+use super::{
+    clamp_yield, Report, BYTES_PER_TOKEN, FIXED_ENV, MAX_OUTPUT_TOKENS_PORT, MAX_SESSION_MS,
+    OUTPUTS, RETAINED_CAP,
+};
 use crate::shell::{argv::argv_from_input, check_env_allowed, ALLOW_SHELL_STRING};
 use cheng_exec::live::LiveProcess;
 use cheng_exec::ProcessSpec;
 use cheng_node::text::human_duration_ms;
 use cheng_node::{
-    input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
-    RunContext, ScopeKind, Values,
+    input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind, Node,
+    NodeError, NodeSpec, PortSpec, PortType, RunContext, ScopeKind, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -82,7 +85,11 @@ impl Node for ExecCommand {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let plan = Plan::from_input(ctx, input)?;
         let mut request = ApprovalRequest::new(ctx, plan.card());
         request.cwd = plan.cwd_display.clone();
@@ -98,7 +105,8 @@ impl Node for ExecCommand {
         if !keeps {
             // Nowhere to keep it: no writer will ever come, so stdin is closed; wait for the exit.
             process.close_stdin().await;
-            let deadline = call_started + Duration::from_millis(plan.max_session_ms) + Duration::from_secs(5);
+            let deadline =
+                call_started + Duration::from_millis(plan.max_session_ms) + Duration::from_secs(5);
             let collected = process.collect(deadline, false).await;
             drop(hold);
             let note = format!(
@@ -183,7 +191,10 @@ impl Plan {
             mapped.insert("cwd".into(), dir.clone());
         }
         let rename = |mut e: NodeError| {
-            e.message = e.message.replace("shell_string", "cmd").replace("cwd", "workdir");
+            e.message = e
+                .message
+                .replace("shell_string", "cmd")
+                .replace("cwd", "workdir");
             e
         };
         let argv = argv_from_input(&mapped).map_err(rename)?;
@@ -198,7 +209,11 @@ impl Plan {
                 check_env_allowed(ctx.node_type, vars.keys())?;
                 env
             }
-            Some(_) => return Err(NodeError::invalid_input("env must be an object of NAME: \"value\" strings")),
+            Some(_) => {
+                return Err(NodeError::invalid_input(
+                    "env must be an object of NAME: \"value\" strings",
+                ))
+            }
         };
         let max_tokens = input::int(input, &MAX_OUTPUT_TOKENS_PORT)?;
         Ok(Plan {
@@ -208,8 +223,13 @@ impl Plan {
             cwd_display,
             user_env,
             yield_ms: clamp_yield(input::int(input, &YIELD_TIME_MS)?, false),
-            max_bytes: usize::try_from(max_tokens).unwrap_or(1).max(1).saturating_mul(BYTES_PER_TOKEN),
-            max_session_ms: input::int(input, &MAX_SESSION_MS_PORT)?.max(1).unsigned_abs(),
+            max_bytes: usize::try_from(max_tokens)
+                .unwrap_or(1)
+                .max(1)
+                .saturating_mul(BYTES_PER_TOKEN),
+            max_session_ms: input::int(input, &MAX_SESSION_MS_PORT)?
+                .max(1)
+                .unsigned_abs(),
             sandbox: input::boolean(input, &SANDBOX)?,
             purpose: input::non_empty_str(input, "purpose").map(str::to_string),
         })
@@ -217,14 +237,24 @@ impl Plan {
 
     /// The approval card's line.
     fn card(&self) -> String {
-        let place = if self.sandbox { "a sandboxed session" } else { "a session" };
-        format!("{} (as {place} that may keep running up to {})", self.display, human_duration_ms(self.max_session_ms))
+        let place = if self.sandbox {
+            "a sandboxed session"
+        } else {
+            "a session"
+        };
+        format!(
+            "{} (as {place} that may keep running up to {})",
+            self.display,
+            human_duration_ms(self.max_session_ms)
+        )
     }
 
     /// The child's environment: `base`, then the fixed session environment, then the user's.
     fn env(&self, base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
         let mut env = base;
-        let fixed = FIXED_ENV.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string()));
+        let fixed = FIXED_ENV
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()));
         for (name, value) in fixed.chain(self.user_env.iter().cloned()) {
             env.retain(|(k, _)| k.as_os_str() != name.as_str());
             env.push((name.into(), value.into()));
@@ -233,10 +263,16 @@ impl Plan {
     }
 
     /// Starts the process (in the sandbox when asked), owned by the call's cancellation.
-    fn start(&self, ctx: &RunContext) -> Result<(LiveProcess, Option<Box<dyn std::any::Any + Send + Sync>>), NodeError> {
+    fn start(
+        &self,
+        ctx: &RunContext,
+    ) -> Result<(LiveProcess, Option<Box<dyn std::any::Any + Send + Sync>>), NodeError> {
         let lifetime = Duration::from_millis(self.max_session_ms);
         if self.sandbox {
-            let mut request = cheng_exec::sandbox::SandboxRequest::new(ctx.workspace.clone(), self.argv.iter().map(OsString::from).collect());
+            let mut request = cheng_exec::sandbox::SandboxRequest::new(
+                ctx.workspace.clone(),
+                self.argv.iter().map(OsString::from).collect(),
+            );
             request.cwd = self.cwd.clone();
             request.env = self.env(std::mem::take(&mut request.env));
             request.timeout = lifetime;
@@ -250,7 +286,8 @@ impl Plan {
             .env(self.env(cheng_exec::env::base()))
             .timeout(lifetime)
             .caps(RETAINED_CAP, RETAINED_CAP);
-        let process = LiveProcess::start(spec, ctx.cancel.clone()).map_err(|message| NodeError::new(ErrorKind::SpawnFailed, message))?;
+        let process = LiveProcess::start(spec, ctx.cancel.clone())
+            .map_err(|message| NodeError::new(ErrorKind::SpawnFailed, message))?;
         Ok((process, None))
     }
 }

@@ -98,7 +98,10 @@ pub(crate) const OUTPUTS: &[PortSpec] = &[
 
 /// The clamped wait of a call.
 pub fn clamp_yield(requested: i64, poll: bool) -> u64 {
-    let ms = requested.max(0).unsigned_abs().clamp(MIN_YIELD_MS, MAX_YIELD_MS);
+    let ms = requested
+        .max(0)
+        .unsigned_abs()
+        .clamp(MIN_YIELD_MS, MAX_YIELD_MS);
     if poll {
         ms.max(MIN_POLL_MS)
     } else {
@@ -141,7 +144,13 @@ pub(crate) fn ended_phrase(ended: &Ended) -> String {
     let code = exit_code(ended).map_or_else(|| "unknown".to_string(), |c| c.to_string());
     match termination(Some(ended)) {
         "exited" => format!("exited with code {code}"),
-        "signalled" => format!("killed by {} (exit code {code})", ended.signal.map(cheng_exec::signal_name).unwrap_or_else(|| "a signal".into())),
+        "signalled" => format!(
+            "killed by {} (exit code {code})",
+            ended
+                .signal
+                .map(cheng_exec::signal_name)
+                .unwrap_or_else(|| "a signal".into())
+        ),
         "timed_out" => "reached max_session_ms (exit code 124)".to_string(),
         _ => "killed because its owner ended".to_string(),
     }
@@ -181,11 +190,24 @@ impl Report<'_> {
         let mut o = Values::new();
         o.insert("success".into(), json!(result.is_ok()));
         o.insert("summary".into(), json!(summary));
-        o.insert("session_id".into(), json!(if ended.is_none() { self.session_id } else { None }));
+        o.insert(
+            "session_id".into(),
+            json!(if ended.is_none() {
+                self.session_id
+            } else {
+                None
+            }),
+        );
         o.insert("running".into(), json!(ended.is_none()));
-        o.insert("exit_code".into(), json!(ended.as_ref().and_then(exit_code)));
+        o.insert(
+            "exit_code".into(),
+            json!(ended.as_ref().and_then(exit_code)),
+        );
         o.insert("termination".into(), json!(termination(ended.as_ref())));
-        o.insert("wall_time_ms".into(), json!(u64::try_from(self.wall.as_millis()).unwrap_or(u64::MAX)));
+        o.insert(
+            "wall_time_ms".into(),
+            json!(u64::try_from(self.wall.as_millis()).unwrap_or(u64::MAX)),
+        );
         o.insert("yield_time_ms".into(), json!(self.yield_ms));
         o.insert("output".into(), json!(kept.text));
         o.insert("output_truncated".into(), json!(truncated));
@@ -204,20 +226,31 @@ impl Report<'_> {
             text.push_str(note);
             text.push('\n');
         }
-        text.push_str(&format!("Wall time: {:.4} seconds\n", self.wall.as_secs_f64()));
+        text.push_str(&format!(
+            "Wall time: {:.4} seconds\n",
+            self.wall.as_secs_f64()
+        ));
         match (&self.collected.ended, self.session_id) {
             (None, Some(id)) => text.push_str(&format!("Process running with session ID {id}\n")),
             (None, None) => text.push_str("Process running\n"),
             (Some(ended), _) => {
-                let code = exit_code(ended).map_or_else(|| "unknown".to_string(), |c| c.to_string());
+                let code =
+                    exit_code(ended).map_or_else(|| "unknown".to_string(), |c| c.to_string());
                 match termination(Some(ended)) {
                     "exited" => text.push_str(&format!("Process exited with code {code}\n")),
                     "signalled" => text.push_str(&format!(
                         "Process was killed by {} (exit code {code})\n",
-                        ended.signal.map(cheng_exec::signal_name).unwrap_or_else(|| "a signal".into())
+                        ended
+                            .signal
+                            .map(cheng_exec::signal_name)
+                            .unwrap_or_else(|| "a signal".into())
                     )),
-                    "timed_out" => text.push_str(&format!("Process reached max_session_ms and was killed (exit code {code})\n")),
-                    _ => text.push_str(&format!("Process was killed because its owner ended (exit code {code})\n")),
+                    "timed_out" => text.push_str(&format!(
+                        "Process reached max_session_ms and was killed (exit code {code})\n"
+                    )),
+                    _ => text.push_str(&format!(
+                        "Process was killed because its owner ended (exit code {code})\n"
+                    )),
                 }
             }
         }
@@ -251,9 +284,23 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_shell() {
-        let ended = |termination, exit_code, signal| Ended { exit_code, signal, termination, duration: Duration::ZERO };
-        assert_eq!(exit_code(&ended(Termination::Exited, Some(3), None)), Some(3));
-        assert_eq!(exit_code(&ended(Termination::Signalled, None, Some(2))), Some(130));
-        assert_eq!(exit_code(&ended(Termination::TimedOut, None, Some(15))), Some(124));
+        let ended = |termination, exit_code, signal| Ended {
+            exit_code,
+            signal,
+            termination,
+            duration: Duration::ZERO,
+        };
+        assert_eq!(
+            exit_code(&ended(Termination::Exited, Some(3), None)),
+            Some(3)
+        );
+        assert_eq!(
+            exit_code(&ended(Termination::Signalled, None, Some(2))),
+            Some(130)
+        );
+        assert_eq!(
+            exit_code(&ended(Termination::TimedOut, None, Some(15))),
+            Some(124)
+        );
     }
 }

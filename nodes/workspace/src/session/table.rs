@@ -54,7 +54,9 @@ pub struct Sessions {
 
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sessions").field("live", &self.live()).finish()
+        f.debug_struct("Sessions")
+            .field("live", &self.live())
+            .finish()
     }
 }
 
@@ -70,7 +72,10 @@ pub fn victim(entries: &[(i64, u64, bool)], max: usize, protected: usize) -> Opt
     let candidates = &by_recency[protected.min(by_recency.len())..];
     // Least recently used first among the rest.
     let lru = candidates.iter().rev();
-    lru.clone().find(|e| e.2).or_else(|| lru.clone().next()).map(|e| e.0)
+    lru.clone()
+        .find(|e| e.2)
+        .or_else(|| lru.clone().next())
+        .map(|e| e.0)
 }
 
 impl Sessions {
@@ -87,14 +92,24 @@ impl Sessions {
     /// Adds a session (evicting one when full) and returns it with the id it evicted.
     pub fn insert(&self, make: impl FnOnce(i64) -> Session) -> (Arc<Session>, Option<i64>) {
         let mut table = self.lock();
-        let entries: Vec<(i64, u64, bool)> =
-            table.live.iter().map(|(id, (s, used))| (*id, *used, s.process.ended().is_some())).collect();
+        let entries: Vec<(i64, u64, bool)> = table
+            .live
+            .iter()
+            .map(|(id, (s, used))| (*id, *used, s.process.ended().is_some()))
+            .collect();
         let mut evicted = None;
         if let Some(old) = victim(&entries, MAX_SESSIONS, PROTECTED_RECENT) {
             if let Some((session, _)) = table.live.remove(&old) {
                 evicted = Some(old);
                 let by = table.next_id + 1;
-                remember(&mut table, old, Gone::Evicted { display: session.display.clone(), by });
+                remember(
+                    &mut table,
+                    old,
+                    Gone::Evicted {
+                        display: session.display.clone(),
+                        by,
+                    },
+                );
                 // Dropping the last handle kills it (a call still using it holds another).
                 drop(session);
             }
@@ -138,14 +153,24 @@ impl Sessions {
 
     /// The live session `id` without counting it as a use (for approval cards).
     pub fn peek(&self, id: i64) -> Option<Arc<Session>> {
-        self.lock().live.get(&id).map(|(session, _)| Arc::clone(session))
+        self.lock()
+            .live
+            .get(&id)
+            .map(|(session, _)| Arc::clone(session))
     }
 
     /// Forgets an ended session, remembering how it ended.
     pub fn finish(&self, id: i64, how: String) {
         let mut table = self.lock();
         if let Some((session, _)) = table.live.remove(&id) {
-            remember(&mut table, id, Gone::Ended { display: session.display.clone(), how });
+            remember(
+                &mut table,
+                id,
+                Gone::Ended {
+                    display: session.display.clone(),
+                    how,
+                },
+            );
         }
     }
 
@@ -181,7 +206,10 @@ fn live_ids(table: &Table) -> String {
     if ids.is_empty() {
         return "none".into();
     }
-    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -198,7 +226,11 @@ mod tests {
     fn an_ended_session_goes_before_the_least_recently_used() {
         // 64 running sessions used in id order; 40 has ended.
         let mut entries: Vec<(i64, u64, bool)> = (1..=64).map(|i| (i, i as u64, false)).collect();
-        assert_eq!(victim(&entries, 64, 8), Some(1), "least recently used when none has ended");
+        assert_eq!(
+            victim(&entries, 64, 8),
+            Some(1),
+            "least recently used when none has ended"
+        );
         entries[39].2 = true;
         assert_eq!(victim(&entries, 64, 8), Some(40));
     }
@@ -228,6 +260,10 @@ mod tests {
         let sessions = Sessions::default();
         let e = sessions.get(7).unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound);
-        assert!(e.message.contains("session_id 7 is unknown"), "{}", e.message);
+        assert!(
+            e.message.contains("session_id 7 is unknown"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -2,7 +2,10 @@
 
 use super::table::Sessions;
 use super::{clamp_yield, Report, BYTES_PER_TOKEN, MAX_OUTPUT_TOKENS_PORT, OUTPUTS};
-use cheng_node::{input, ApprovalRequest, ApprovalRule, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values};
+use cheng_node::{
+    input, ApprovalRequest, ApprovalRule, Effects, Node, NodeError, NodeSpec, PortSpec, PortType,
+    RunContext, Values,
+};
 use std::time::{Duration, Instant};
 
 pub struct WriteStdin;
@@ -10,10 +13,13 @@ pub struct WriteStdin;
 /// Longest `chars` accepted in one write.
 pub const MAX_CHARS_BYTES: usize = 1 << 20;
 
-const SESSION_ID: PortSpec =
-    PortSpec::input("session_id", PortType::Integer, "[Required] The session_id exec_command returned while the process was running.")
-        .default("null")
-        .required();
+const SESSION_ID: PortSpec = PortSpec::input(
+    "session_id",
+    PortType::Integer,
+    "[Required] The session_id exec_command returned while the process was running.",
+)
+.default("null")
+.required();
 
 const YIELD_TIME_MS: PortSpec = PortSpec::input(
     "yield_time_ms",
@@ -50,8 +56,11 @@ struct Plan {
 
 impl Plan {
     fn from_input(input: &Values) -> Result<Plan, NodeError> {
-        let id = input::opt_int(input, &SESSION_ID)?
-            .ok_or_else(|| NodeError::invalid_input("session_id is required: pass the session_id exec_command returned"))?;
+        let id = input::opt_int(input, &SESSION_ID)?.ok_or_else(|| {
+            NodeError::invalid_input(
+                "session_id is required: pass the session_id exec_command returned",
+            )
+        })?;
         let chars = input::opt_str(input, "chars").unwrap_or("").to_string();
         if chars.len() > MAX_CHARS_BYTES {
             return Err(NodeError::invalid_input(format!(
@@ -64,7 +73,10 @@ impl Plan {
             id,
             yield_ms: clamp_yield(input::int(input, &YIELD_TIME_MS)?, chars.is_empty()),
             chars,
-            max_bytes: usize::try_from(max_tokens).unwrap_or(1).max(1).saturating_mul(BYTES_PER_TOKEN),
+            max_bytes: usize::try_from(max_tokens)
+                .unwrap_or(1)
+                .max(1)
+                .saturating_mul(BYTES_PER_TOKEN),
         })
     }
 }
@@ -75,7 +87,11 @@ impl Node for WriteStdin {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let plan = Plan::from_input(input)?;
         // The card may be drawn before the call, without the session at hand: then it names the id.
         let session = ctx.scope.get::<Sessions>().and_then(|s| s.peek(plan.id));
@@ -86,7 +102,10 @@ impl Node for WriteStdin {
         let line = if plan.chars.is_empty() {
             format!("poll {what} for output")
         } else {
-            format!("write {} to {what}", cheng_node::text::shell_quote(&plan.chars))
+            format!(
+                "write {} to {what}",
+                cheng_node::text::shell_quote(&plan.chars)
+            )
         };
         let mut request = ApprovalRequest::new(ctx, line);
         if let Some(s) = &session {
@@ -100,7 +119,10 @@ impl Node for WriteStdin {
         let plan = Plan::from_input(&input)?;
         let call_started = Instant::now();
         let Some(sessions) = ctx.scope.get::<Sessions>() else {
-            let where_ = if matches!(ctx.scope.kind(), cheng_node::ScopeKind::Server | cheng_node::ScopeKind::Graph) {
+            let where_ = if matches!(
+                ctx.scope.kind(),
+                cheng_node::ScopeKind::Server | cheng_node::ScopeKind::Graph
+            ) {
                 "no exec_command has started a session here yet"
             } else {
                 "a single `cheng run` keeps no sessions (use `cheng serve` or a graph)"
@@ -136,7 +158,10 @@ impl Node for WriteStdin {
                 session.process.interrupt();
             }
         }
-        let collected = session.process.collect(deadline, plan.chars.is_empty()).await;
+        let collected = session
+            .process
+            .collect(deadline, plan.chars.is_empty())
+            .await;
         if let Some(ended) = &collected.ended {
             sessions.finish(session.id, super::ended_phrase(ended));
         }

@@ -69,7 +69,11 @@ pub(crate) fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> 
     };
     match argv.first() {
         Some(program) if !program.is_empty() => {}
-        _ => return Err(NodeError::invalid_input("shell_string has no program to run")),
+        _ => {
+            return Err(NodeError::invalid_input(
+                "shell_string has no program to run",
+            ))
+        }
     }
     if !whitelist.is_empty() {
         check_whitelisted(&argv[0], &whitelist)?;

@@ -48,8 +48,8 @@ use argv::argv_from_input;
 use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::text::human_duration_ms;
 use cheng_node::{
-    failure, input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
-    PortSpec, PortType, RunContext, Values,
+    failure, input, paths, ApprovalRequest, ApprovalRule, Audience, Control, Effects, ErrorKind,
+    Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
 };
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -63,7 +63,10 @@ pub const STDERR_CAP: usize = 256 << 10;
 use crate::program::MAX_TIMEOUT_MS;
 
 /// `timeout_ms`: the spec is the only place its default (60000) and range live.
-const TIMEOUT_MS: PortSpec = crate::program::timeout_ms("Wall-clock budget in ms (default 60000, max 600000).", "60000");
+const TIMEOUT_MS: PortSpec = crate::program::timeout_ms(
+    "Wall-clock budget in ms (default 60000, max 600000).",
+    "60000",
+);
 pub(crate) const ALLOW_SHELL_STRING: PortSpec = PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
     .default("false")
     .audience(Audience::Author)
@@ -121,7 +124,11 @@ impl Node for WorkspaceShell {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let plan = Plan::from_input(ctx, input)?;
         let mut request = ApprovalRequest::new(ctx, plan.display.clone());
         request.cwd = plan.cwd_display.clone();
@@ -159,8 +166,20 @@ struct Plan {
 /// Environment names an agent may always set in `env`: locale, time zone, terminal and colour
 /// hints, CI markers. Anything else needs the operator's `env_allow` (policy file).
 pub const ENV_BASELINE: &[&str] = &[
-    "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS",
-    "LINES", "CI", "SOURCE_DATE_EPOCH",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "COLUMNS",
+    "LINES",
+    "CI",
+    "SOURCE_DATE_EPOCH",
 ];
 
 fn env_name_matches(pattern: &str, name: &str) -> bool {
@@ -172,13 +191,20 @@ fn env_name_matches(pattern: &str, name: &str) -> bool {
 
 /// Every name in `env` must be on the baseline or on the operator's `env_allow` for this node.
 /// (Loader and hook variables were refused before this, whatever any list says.)
-pub(crate) fn check_env_allowed<'a>(node_type: &str, names: impl Iterator<Item = &'a String>) -> Result<(), NodeError> {
+pub(crate) fn check_env_allowed<'a>(
+    node_type: &str,
+    names: impl Iterator<Item = &'a String>,
+) -> Result<(), NodeError> {
     let policy = cheng_node::policy::current();
     let (allowed, source) = policy.env_allow(node_type);
     for name in names {
-        let listed = ENV_BASELINE.iter().any(|p| env_name_matches(p, name)) || allowed.iter().any(|p| env_name_matches(p, name));
+        let listed = ENV_BASELINE.iter().any(|p| env_name_matches(p, name))
+            || allowed.iter().any(|p| env_name_matches(p, name));
         if !listed {
-            let file = policy.path().map_or_else(|| cheng_node::policy::SYSTEM_PATH.to_string(), |p| p.display().to_string());
+            let file = policy.path().map_or_else(
+                || cheng_node::policy::SYSTEM_PATH.to_string(),
+                |p| p.display().to_string(),
+            );
             return Err(NodeError::invalid_input(format!(
                 "env.{name} is not an allowed variable name: only the safe baseline ({}) and the operator's env_allow ({source}: {}) may be set; \
                  the machine's operator can allow it by adding \"{name}\" to env_allow under [nodes.\"{node_type}\"] in {file}",
@@ -207,7 +233,11 @@ impl Plan {
                 check_env_allowed(ctx.node_type, vars.keys())?;
                 env
             }
-            Some(_) => return Err(NodeError::invalid_input("env must be an object of NAME: \"value\" strings")),
+            Some(_) => {
+                return Err(NodeError::invalid_input(
+                    "env must be an object of NAME: \"value\" strings",
+                ))
+            }
         };
 
         let timeout_ms = input::int(input, &TIMEOUT_MS)?;
@@ -279,10 +309,17 @@ mod tests {
     #[test]
     fn an_unset_timeout_is_the_spec_default() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = RunContext::for_workspace(SPEC.id, dir.path().canonicalize().unwrap(), Decision::Approved);
+        let ctx = RunContext::for_workspace(
+            SPEC.id,
+            dir.path().canonicalize().unwrap(),
+            Decision::Approved,
+        );
         let input = json!({"command": "true"});
         let plan = Plan::from_input(&ctx, input.as_object().unwrap()).unwrap();
         assert_eq!(plan.timeout, Duration::from_millis(60_000));
-        assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.default_value()), Some(json!(60_000)));
+        assert_eq!(
+            SPEC.input("timeout_ms").and_then(|p| p.default_value()),
+            Some(json!(60_000))
+        );
     }
 }

@@ -12,7 +12,9 @@ pub(super) enum Split {
 }
 
 /// Characters that mean shell syntax when unquoted.
-const METACHARACTERS: &[char] = &['|', '&', ';', '<', '>', '(', ')', '*', '?', '{', '}', '~', '$', '`'];
+const METACHARACTERS: &[char] = &[
+    '|', '&', ';', '<', '>', '(', ')', '*', '?', '{', '}', '~', '$', '`',
+];
 
 /// Splits a simple shell string into the argv `sh` would produce, or says why it is not simple.
 pub(super) fn split_simple(text: &str) -> Result<Vec<String>, Split> {
@@ -23,7 +25,12 @@ pub(super) fn split_simple(text: &str) -> Result<Vec<String>, Split> {
         Double,
     }
     // Positions are reported in characters, counted from 1.
-    let syntax = |c: char, at: usize| Split::Syntax(format!("{c:?} at character {}", text[..at].chars().count() + 1));
+    let syntax = |c: char, at: usize| {
+        Split::Syntax(format!(
+            "{c:?} at character {}",
+            text[..at].chars().count() + 1
+        ))
+    };
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
     // Byte offset where the current word starts, when inside a word.
@@ -102,7 +109,9 @@ pub(super) fn split_simple(text: &str) -> Result<Vec<String>, Split> {
 /// Moves the finished `word` (whose source text is `raw`) into `words`.
 fn end_word(words: &mut Vec<String>, word: &mut String, raw: &str) -> Result<(), Split> {
     if words.is_empty() && is_assignment(raw) {
-        return Err(Split::Syntax(format!("a variable assignment {raw:?}; pass variables in env")));
+        return Err(Split::Syntax(format!(
+            "a variable assignment {raw:?}; pass variables in env"
+        )));
     }
     words.push(std::mem::take(word));
     Ok(())
@@ -110,9 +119,13 @@ fn end_word(words: &mut Vec<String>, word: &mut String, raw: &str) -> Result<(),
 
 /// `NAME=...` with an unquoted valid name: an assignment in sh, not a program.
 fn is_assignment(raw: &str) -> bool {
-    let Some((name, _)) = raw.split_once('=') else { return false };
+    let Some((name, _)) = raw.split_once('=') else {
+        return false;
+    };
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -130,10 +143,26 @@ mod tests {
     #[test]
     fn splitting_follows_sh_quoting() {
         assert_eq!(words("ls -la  src"), ["ls", "-la", "src"]);
-        assert_eq!(words("\tgrep -n 'a b' \"c d\""), ["grep", "-n", "a b", "c d"]);
-        assert_eq!(words(r#"echo a\ b 'it'\''s' "say \"hi\"" "back\\slash" "keep\n""#), ["echo", "a b", "it's", "say \"hi\"", "back\\slash", "keep\\n"]);
+        assert_eq!(
+            words("\tgrep -n 'a b' \"c d\""),
+            ["grep", "-n", "a b", "c d"]
+        );
+        assert_eq!(
+            words(r#"echo a\ b 'it'\''s' "say \"hi\"" "back\\slash" "keep\n""#),
+            [
+                "echo",
+                "a b",
+                "it's",
+                "say \"hi\"",
+                "back\\slash",
+                "keep\\n"
+            ]
+        );
         assert_eq!(words(r#"echo '' "" x"#), ["echo", "", "", "x"]);
-        assert_eq!(words(r#"echo 'a|b;c$d`e*f' "g|h*i?j{k}~l""#), ["echo", "a|b;c$d`e*f", "g|h*i?j{k}~l"]);
+        assert_eq!(
+            words(r#"echo 'a|b;c$d`e*f' "g|h*i?j{k}~l""#),
+            ["echo", "a|b;c$d`e*f", "g|h*i?j{k}~l"]
+        );
         assert_eq!(words("echo a=b x#y [ab]"), ["echo", "a=b", "x#y", "[ab]"]);
         assert_eq!(words("'A=1' x"), ["A=1", "x"]);
         assert_eq!(words("échø 😀"), ["échø", "😀"]);
@@ -153,17 +182,28 @@ mod tests {
             ("ls #x", "comment"),
         ] {
             match split_simple(text) {
-                Err(Split::Syntax(message)) => assert!(message.contains(what), "{text:?}: {message}"),
+                Err(Split::Syntax(message)) => {
+                    assert!(message.contains(what), "{text:?}: {message}")
+                }
                 other => panic!("{text:?}: {other:?}"),
             }
         }
-        assert_eq!(split_simple("echo \"abc"), Err(Split::Unterminated("double")));
-        assert_eq!(split_simple("echo \"abc\\"), Err(Split::Unterminated("double")));
+        assert_eq!(
+            split_simple("echo \"abc"),
+            Err(Split::Unterminated("double"))
+        );
+        assert_eq!(
+            split_simple("echo \"abc\\"),
+            Err(Split::Unterminated("double"))
+        );
     }
 
     #[test]
     fn display_quoting_round_trips_through_the_splitter() {
-        for argv in [vec!["echo", "a b", "it's", "", "x=y", "$HOME;`id`"], vec!["ls", "-la", "src/main.rs"]] {
+        for argv in [
+            vec!["echo", "a b", "it's", "", "x=y", "$HOME;`id`"],
+            vec!["ls", "-la", "src/main.rs"],
+        ] {
             let display = cheng_node::text::command_display(argv.iter().map(AsRef::<str>::as_ref));
             assert_eq!(words(&display), argv, "{display}");
         }

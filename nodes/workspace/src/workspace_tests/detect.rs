@@ -33,7 +33,11 @@ pub struct Limits {
     pub max_file_bytes: u64,
 }
 
-pub const DEFAULT_LIMITS: Limits = Limits { max_entries: 50_000, max_depth: 12, max_file_bytes: 1 << 20 };
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_entries: 50_000,
+    max_depth: 12,
+    max_file_bytes: 1 << 20,
+};
 
 /// Directories never descended into, ignored or not: dependencies and build output.
 const SKIP_DIRS: &[&str] = &[
@@ -92,7 +96,12 @@ pub struct Detection {
 /// Detects projects under `start` (inside the canonical `workspace`).
 pub fn detect(workspace: &Path, start: &Path, limits: Limits) -> Detection {
     let (markers, entries, truncated) = walk(start, limits);
-    let mut ctx = Ctx { workspace, limits, markers, files: BTreeMap::new() };
+    let mut ctx = Ctx {
+        workspace,
+        limits,
+        markers,
+        files: BTreeMap::new(),
+    };
     let dirs: Vec<PathBuf> = ctx.markers.keys().cloned().collect();
     let mut projects: Vec<Project> = Vec::new();
     for dir in &dirs {
@@ -103,7 +112,11 @@ pub fn detect(workspace: &Path, start: &Path, limits: Limits) -> Detection {
         jvm(&mut ctx, dir, &mut projects);
         make(&mut ctx, dir, &mut projects);
     }
-    Detection { projects: projects.iter().map(|p| p.to_json(workspace)).collect(), entries, truncated }
+    Detection {
+        projects: projects.iter().map(|p| p.to_json(workspace)).collect(),
+        entries,
+        truncated,
+    }
 }
 
 /// Walks `start` and returns marker files by directory, the entry count and whether it stopped early.
@@ -117,7 +130,11 @@ pub fn walk(start: &Path, limits: Limits) -> (BTreeMap<PathBuf, Vec<&'static str
         .max_depth(Some(limits.max_depth))
         .filter_entry(|entry| {
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir && entry.file_name().to_str().is_some_and(|n| SKIP_DIRS.contains(&n)))
+            !(is_dir
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| SKIP_DIRS.contains(&n)))
         })
         .build();
     let mut markers: BTreeMap<PathBuf, Vec<&'static str>> = BTreeMap::new();
@@ -132,10 +149,15 @@ pub fn walk(start: &Path, limits: Limits) -> (BTreeMap<PathBuf, Vec<&'static str
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Some(name) = entry.file_name().to_str() else { continue };
+        let Some(name) = entry.file_name().to_str() else {
+            continue;
+        };
         if let Some(marker) = MARKERS.iter().find(|m| **m == name) {
             if let Some(parent) = entry.path().parent() {
-                markers.entry(parent.to_path_buf()).or_default().push(marker);
+                markers
+                    .entry(parent.to_path_buf())
+                    .or_default()
+                    .push(marker);
             }
         }
     }
@@ -167,7 +189,11 @@ impl Ctx<'_> {
         if let Some(cached) = self.files.get(&path) {
             return cached.clone();
         }
-        let text = if self.exists(dir, name) { read_small(&path, self.limits.max_file_bytes) } else { None };
+        let text = if self.exists(dir, name) {
+            read_small(&path, self.limits.max_file_bytes)
+        } else {
+            None
+        };
         self.files.insert(path, text.clone());
         text
     }
@@ -175,13 +201,18 @@ impl Ctx<'_> {
     /// `dir`'s ancestors up to the workspace root, nearest first.
     fn ancestors<'p>(&self, dir: &'p Path) -> impl Iterator<Item = &'p Path> + 'p {
         let root = self.workspace.to_path_buf();
-        dir.ancestors().skip(1).take_while(move |a| a.starts_with(&root))
+        dir.ancestors()
+            .skip(1)
+            .take_while(move |a| a.starts_with(&root))
     }
 
     /// Ancestors the walk saw (a workspace root above the start directory is not reported, so
     /// its members are reported as projects of their own).
     fn walked_ancestors(&self, dir: &Path) -> Vec<PathBuf> {
-        self.ancestors(dir).filter(|a| self.markers.contains_key(*a)).map(Path::to_path_buf).collect()
+        self.ancestors(dir)
+            .filter(|a| self.markers.contains_key(*a))
+            .map(Path::to_path_buf)
+            .collect()
     }
 
     fn rel(&self, path: &Path) -> String {
@@ -233,13 +264,19 @@ impl Project {
     }
 
     fn command(&mut self, program: &str, args: &[&str]) {
-        self.commands.push((program.to_string(), args.iter().map(|a| a.to_string()).collect()));
+        self.commands.push((
+            program.to_string(),
+            args.iter().map(|a| a.to_string()).collect(),
+        ));
     }
 
     fn to_json(&self, workspace: &Path) -> Value {
         let cwd = cheng_node::paths::display_relative(workspace, &self.dir);
-        let commands: Vec<Value> =
-            self.commands.iter().map(|(c, a)| json!({"command": c, "args": a, "cwd": cwd})).collect();
+        let commands: Vec<Value> = self
+            .commands
+            .iter()
+            .map(|(c, a)| json!({"command": c, "args": a, "cwd": cwd}))
+            .collect();
         json!({
             "cwd": cwd,
             "type": self.kind,
@@ -269,7 +306,10 @@ fn cargo(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
                 .is_some_and(|t| t.lines().any(|l| l.trim() == "[workspace]"));
             if is_root {
                 let member = ctx.rel(dir);
-                if let Some(root) = projects.iter_mut().find(|p| p.kind == "cargo" && p.dir == ancestor) {
+                if let Some(root) = projects
+                    .iter_mut()
+                    .find(|p| p.kind == "cargo" && p.dir == ancestor)
+                {
                     root.members.push(member);
                 }
                 return;
@@ -282,16 +322,23 @@ fn cargo(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     p.confidence = "high";
     p.workspace = workspace_line.is_some();
     if let Some(line) = workspace_line {
-        p.evidence.push(ctx.evidence(dir, "Cargo.toml", "[workspace]", Some(line)));
+        p.evidence
+            .push(ctx.evidence(dir, "Cargo.toml", "[workspace]", Some(line)));
         p.command("cargo", &["test", "--workspace"]);
     } else {
-        p.evidence.push(ctx.evidence(dir, "Cargo.toml", "[package]", package_line));
+        p.evidence
+            .push(ctx.evidence(dir, "Cargo.toml", "[package]", package_line));
         p.command("cargo", &["test"]);
     }
     if ctx.exists(&dir.join(".config"), "nextest.toml") {
-        p.evidence.push(ctx.evidence(dir, ".config/nextest.toml", "nextest configuration", None));
+        p.evidence
+            .push(ctx.evidence(dir, ".config/nextest.toml", "nextest configuration", None));
         p.test_runner = Some("cargo nextest".into());
-        let args: &[&str] = if p.workspace { &["nextest", "run", "--workspace"] } else { &["nextest", "run"] };
+        let args: &[&str] = if p.workspace {
+            &["nextest", "run", "--workspace"]
+        } else {
+            &["nextest", "run"]
+        };
         p.command("cargo", args);
     }
     projects.push(p);
@@ -313,7 +360,8 @@ fn node(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     let text = ctx.read(dir, "package.json").unwrap_or_default();
     let mut p = Project::new(dir, "node");
     let Ok(manifest) = serde_json::from_str::<Value>(&text) else {
-        p.evidence.push(ctx.evidence(dir, "package.json", "not valid JSON", None));
+        p.evidence
+            .push(ctx.evidence(dir, "package.json", "not valid JSON", None));
         projects.push(p);
         return;
     };
@@ -321,10 +369,14 @@ fn node(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     // one at its root), else npm.
     if let Some(pm) = manifest.get("packageManager").and_then(Value::as_str) {
         let name = pm.split('@').next().unwrap_or(pm).to_string();
-        p.evidence.push(ctx.evidence(dir, "package.json", &format!("packageManager: {pm}"), None));
+        p.evidence
+            .push(ctx.evidence(dir, "package.json", &format!("packageManager: {pm}"), None));
         p.package_manager = Some(name);
     } else {
-        let dirs: Vec<PathBuf> = std::iter::once(dir).chain(ctx.ancestors(dir)).map(Path::to_path_buf).collect();
+        let dirs: Vec<PathBuf> = std::iter::once(dir)
+            .chain(ctx.ancestors(dir))
+            .map(Path::to_path_buf)
+            .collect();
         'search: for d in dirs {
             for (lock, pm) in LOCKFILES {
                 if ctx.exists(&d, lock) {
@@ -342,31 +394,60 @@ fn node(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     p.package_manager = Some(pm.clone());
     if manifest.get("workspaces").is_some() || ctx.exists(dir, "pnpm-workspace.yaml") {
         p.workspace = true;
-        p.evidence.push(ctx.evidence(dir, "package.json", "workspaces", None));
+        p.evidence
+            .push(ctx.evidence(dir, "package.json", "workspaces", None));
     }
-    let script = manifest.pointer("/scripts/test").and_then(Value::as_str).filter(|s| !s.contains("no test specified"));
+    let script = manifest
+        .pointer("/scripts/test")
+        .and_then(Value::as_str)
+        .filter(|s| !s.contains("no test specified"));
     let dependency = |name: &str| {
-        ["devDependencies", "dependencies"].iter().any(|k| manifest.get(*k).and_then(|d| d.get(name)).is_some())
+        ["devDependencies", "dependencies"]
+            .iter()
+            .any(|k| manifest.get(*k).and_then(|d| d.get(name)).is_some())
     };
     let runner_in = |text: &str| -> Option<&'static str> {
-        [("vitest", "vitest"), ("jest", "jest"), ("node --test", "node --test"), ("node:test", "node --test"), ("mocha", "mocha")]
-            .iter()
-            .find(|(needle, _)| text.contains(needle))
-            .map(|(_, runner)| *runner)
+        [
+            ("vitest", "vitest"),
+            ("jest", "jest"),
+            ("node --test", "node --test"),
+            ("node:test", "node --test"),
+            ("mocha", "mocha"),
+        ]
+        .iter()
+        .find(|(needle, _)| text.contains(needle))
+        .map(|(_, runner)| *runner)
     };
     if let Some(script) = script {
-        p.evidence.push(ctx.evidence(dir, "package.json", &format!("scripts.test: {script}"), None));
+        p.evidence.push(ctx.evidence(
+            dir,
+            "package.json",
+            &format!("scripts.test: {script}"),
+            None,
+        ));
         p.test_runner = Some(runner_in(script).unwrap_or("package script").to_string());
         p.confidence = "high";
         match pm.as_str() {
             "bun" => p.command("bun", &["run", "test"]),
             other => p.command(other, &["test"]),
         }
-    } else if let Some(runner) = ["vitest", "jest", "mocha"].into_iter().find(|r| dependency(r)) {
-        p.evidence.push(ctx.evidence(dir, "package.json", &format!("devDependencies.{runner} (no test script)"), None));
+    } else if let Some(runner) = ["vitest", "jest", "mocha"]
+        .into_iter()
+        .find(|r| dependency(r))
+    {
+        p.evidence.push(ctx.evidence(
+            dir,
+            "package.json",
+            &format!("devDependencies.{runner} (no test script)"),
+            None,
+        ));
         p.test_runner = Some(runner.to_string());
         p.confidence = "medium";
-        let run_args: &[&str] = if runner == "vitest" { &["vitest", "run"] } else { &[runner] };
+        let run_args: &[&str] = if runner == "vitest" {
+            &["vitest", "run"]
+        } else {
+            &[runner]
+        };
         match pm.as_str() {
             "pnpm" => p.command("pnpm", &[&["exec"], run_args].concat()),
             "yarn" => p.command("yarn", run_args),
@@ -374,13 +455,24 @@ fn node(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
             _ => p.command("npx", &[&["--no-install"], run_args].concat()),
         }
     } else {
-        p.evidence.push(ctx.evidence(dir, "package.json", "no test script or test runner dependency", None));
+        p.evidence.push(ctx.evidence(
+            dir,
+            "package.json",
+            "no test script or test runner dependency",
+            None,
+        ));
     }
     projects.push(p);
 }
 
 fn python(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
-    let manifests = ["pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini"];
+    let manifests = [
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "pytest.ini",
+        "tox.ini",
+    ];
     if !manifests.iter().any(|m| ctx.has(dir, m)) {
         return;
     }
@@ -389,39 +481,73 @@ fn python(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     let mut pytest_hint = false;
     if ctx.has(dir, "pytest.ini") {
         pytest_config = true;
-        p.evidence.push(ctx.evidence(dir, "pytest.ini", "pytest configuration", None));
+        p.evidence
+            .push(ctx.evidence(dir, "pytest.ini", "pytest configuration", None));
     }
-    let sections: [(&str, &str); 3] = [("pyproject.toml", "[tool.pytest.ini_options]"), ("setup.cfg", "[tool:pytest]"), ("tox.ini", "[pytest]")];
+    let sections: [(&str, &str); 3] = [
+        ("pyproject.toml", "[tool.pytest.ini_options]"),
+        ("setup.cfg", "[tool:pytest]"),
+        ("tox.ini", "[pytest]"),
+    ];
     for (file, section) in sections {
         if let Some(text) = ctx.read(dir, file) {
             if let Some(line) = line_of(&text, |l| l == section) {
                 pytest_config = true;
-                p.evidence.push(ctx.evidence(dir, file, section, Some(line)));
+                p.evidence
+                    .push(ctx.evidence(dir, file, section, Some(line)));
             } else if let Some(line) = line_of(&text, |l| l.contains("pytest")) {
                 pytest_hint = true;
-                p.evidence.push(ctx.evidence(dir, file, "mentions pytest", Some(line)));
+                p.evidence
+                    .push(ctx.evidence(dir, file, "mentions pytest", Some(line)));
             }
         }
     }
     if ctx.has(dir, "conftest.py") {
         pytest_hint = true;
-        p.evidence.push(ctx.evidence(dir, "conftest.py", "pytest conftest", None));
+        p.evidence
+            .push(ctx.evidence(dir, "conftest.py", "pytest conftest", None));
     }
     let pyproject = ctx.read(dir, "pyproject.toml").unwrap_or_default();
     p.package_manager = Some(if ctx.has(dir, "uv.lock") {
-        p.evidence.push(ctx.evidence(dir, "uv.lock", "lockfile", None));
+        p.evidence
+            .push(ctx.evidence(dir, "uv.lock", "lockfile", None));
         "uv".to_string()
-    } else if ctx.has(dir, "poetry.lock") || pyproject.lines().any(|l| l.trim() == "[tool.poetry]") {
-        p.evidence.push(ctx.evidence(dir, if ctx.has(dir, "poetry.lock") { "poetry.lock" } else { "pyproject.toml" }, "poetry", None));
+    } else if ctx.has(dir, "poetry.lock") || pyproject.lines().any(|l| l.trim() == "[tool.poetry]")
+    {
+        p.evidence.push(ctx.evidence(
+            dir,
+            if ctx.has(dir, "poetry.lock") {
+                "poetry.lock"
+            } else {
+                "pyproject.toml"
+            },
+            "poetry",
+            None,
+        ));
         "poetry".to_string()
     } else {
         "pip".to_string()
     });
     p.test_runner = Some("pytest".into());
-    p.confidence = if pytest_config { "high" } else if pytest_hint { "medium" } else { "low" };
+    p.confidence = if pytest_config {
+        "high"
+    } else if pytest_hint {
+        "medium"
+    } else {
+        "low"
+    };
     if !pytest_config && !pytest_hint {
-        let file = manifests.iter().find(|m| ctx.has(dir, m)).copied().unwrap_or("pyproject.toml");
-        p.evidence.push(ctx.evidence(dir, file, "python project without pytest configuration; pytest also runs unittest tests", None));
+        let file = manifests
+            .iter()
+            .find(|m| ctx.has(dir, m))
+            .copied()
+            .unwrap_or("pyproject.toml");
+        p.evidence.push(ctx.evidence(
+            dir,
+            file,
+            "python project without pytest configuration; pytest also runs unittest tests",
+            None,
+        ));
     }
     match p.package_manager.as_deref() {
         Some("uv") => p.command("uv", &["run", "pytest"]),
@@ -430,7 +556,8 @@ fn python(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     }
     if let Some(text) = ctx.read(dir, "tox.ini") {
         if let Some(line) = line_of(&text, |l| l == "[tox]" || l == "[tox:tox]") {
-            p.evidence.push(ctx.evidence(dir, "tox.ini", "[tox]", Some(line)));
+            p.evidence
+                .push(ctx.evidence(dir, "tox.ini", "[tox]", Some(line)));
             p.command("tox", &[]);
         }
     }
@@ -449,8 +576,15 @@ fn go(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
         p.package_manager = Some("go".into());
         p.test_runner = Some("go test".into());
         p.confidence = "high";
-        let line = line_of(&text, |l| l.starts_with(key) || (workspace && l.starts_with("use")));
-        p.evidence.push(ctx.evidence(dir, file, if workspace { "go.work" } else { "module" }, line));
+        let line = line_of(&text, |l| {
+            l.starts_with(key) || (workspace && l.starts_with("use"))
+        });
+        p.evidence.push(ctx.evidence(
+            dir,
+            file,
+            if workspace { "go.work" } else { "module" },
+            line,
+        ));
         // -v: plain `go test` prints no passing tests, so run could not count them.
         p.command("go", &["test", "-v", "./..."]);
         projects.push(p);
@@ -461,9 +595,15 @@ fn go(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
 fn jvm(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     if ctx.has(dir, "pom.xml") {
         for a in ctx.walked_ancestors(dir) {
-            if ctx.read(&a, "pom.xml").is_some_and(|t| t.contains("<modules>")) {
+            if ctx
+                .read(&a, "pom.xml")
+                .is_some_and(|t| t.contains("<modules>"))
+            {
                 let member = ctx.rel(dir);
-                if let Some(root) = projects.iter_mut().find(|p| p.kind == "maven" && p.dir == a) {
+                if let Some(root) = projects
+                    .iter_mut()
+                    .find(|p| p.kind == "maven" && p.dir == a)
+                {
                     root.members.push(member);
                 }
                 return;
@@ -475,21 +615,35 @@ fn jvm(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
         p.test_runner = Some("maven surefire".into());
         p.confidence = "high";
         p.workspace = text.contains("<modules>");
-        p.evidence.push(ctx.evidence(dir, "pom.xml", "maven project", line_of(&text, |l| l.starts_with("<project"))));
+        p.evidence.push(ctx.evidence(
+            dir,
+            "pom.xml",
+            "maven project",
+            line_of(&text, |l| l.starts_with("<project")),
+        ));
         if ctx.has(dir, "mvnw") {
-            p.evidence.push(ctx.evidence(dir, "mvnw", "maven wrapper", None));
+            p.evidence
+                .push(ctx.evidence(dir, "mvnw", "maven wrapper", None));
             p.command("./mvnw", &["test"]);
         } else {
             p.command("mvn", &["test"]);
         }
         projects.push(p);
     }
-    let gradle_files = ["settings.gradle", "settings.gradle.kts", "build.gradle", "build.gradle.kts"];
+    let gradle_files = [
+        "settings.gradle",
+        "settings.gradle.kts",
+        "build.gradle",
+        "build.gradle.kts",
+    ];
     if let Some(file) = gradle_files.iter().find(|f| ctx.has(dir, f)) {
         for a in ctx.walked_ancestors(dir) {
             if ctx.exists(&a, "settings.gradle") || ctx.exists(&a, "settings.gradle.kts") {
                 let member = ctx.rel(dir);
-                if let Some(root) = projects.iter_mut().find(|p| p.kind == "gradle" && p.dir == a) {
+                if let Some(root) = projects
+                    .iter_mut()
+                    .find(|p| p.kind == "gradle" && p.dir == a)
+                {
                     root.members.push(member);
                 }
                 return;
@@ -500,9 +654,11 @@ fn jvm(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
         p.test_runner = Some("gradle test".into());
         p.confidence = "high";
         p.workspace = file.starts_with("settings");
-        p.evidence.push(ctx.evidence(dir, file, "gradle build", None));
+        p.evidence
+            .push(ctx.evidence(dir, file, "gradle build", None));
         if ctx.has(dir, "gradlew") {
-            p.evidence.push(ctx.evidence(dir, "gradlew", "gradle wrapper", None));
+            p.evidence
+                .push(ctx.evidence(dir, "gradlew", "gradle wrapper", None));
             p.command("./gradlew", &["test"]);
         } else {
             p.command("gradle", &["test"]);
@@ -513,7 +669,8 @@ fn jvm(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
 
 fn make(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
     static TEST_TARGET: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^test\s*::?(?:[^=]|$)").unwrap_or_else(|e| panic!("invalid built-in pattern: {e}"))
+        Regex::new(r"^test\s*::?(?:[^=]|$)")
+            .unwrap_or_else(|e| panic!("invalid built-in pattern: {e}"))
     });
     for file in ["GNUmakefile", "makefile", "Makefile"] {
         if !ctx.has(dir, file) {
@@ -521,12 +678,19 @@ fn make(ctx: &mut Ctx, dir: &Path, projects: &mut Vec<Project>) {
         }
         let text = ctx.read(dir, file).unwrap_or_default();
         // Targets start in column 0; `.PHONY: test` is not a target definition.
-        let Some(line) = text.lines().position(|l| TEST_TARGET.is_match(l)).map(|i| i + 1) else { return };
+        let Some(line) = text
+            .lines()
+            .position(|l| TEST_TARGET.is_match(l))
+            .map(|i| i + 1)
+        else {
+            return;
+        };
         let mut p = Project::new(dir, "make");
         p.package_manager = Some("make".into());
         p.test_runner = Some("make test".into());
         p.confidence = "high";
-        p.evidence.push(ctx.evidence(dir, file, "test:", Some(line)));
+        p.evidence
+            .push(ctx.evidence(dir, file, "test:", Some(line)));
         p.command("make", &["test"]);
         projects.push(p);
         return;
@@ -561,14 +725,29 @@ mod tests {
             &[
                 ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
                 ("crates/a/Cargo.toml", "[package]\nname = \"a\"\n"),
-                ("package.json", r#"{"private": true, "workspaces": ["web"], "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}"#),
+                (
+                    "package.json",
+                    r#"{"private": true, "workspaces": ["web"], "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}"#,
+                ),
                 ("pnpm-lock.yaml", "lockfileVersion: 9\n"),
-                ("web/package.json", r#"{"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "1"}}"#),
-                ("tools/py/pyproject.toml", "[project]\nname='x'\n\n[tool.pytest.ini_options]\n"),
+                (
+                    "web/package.json",
+                    r#"{"scripts": {"test": "vitest run"}, "devDependencies": {"vitest": "1"}}"#,
+                ),
+                (
+                    "tools/py/pyproject.toml",
+                    "[project]\nname='x'\n\n[tool.pytest.ini_options]\n",
+                ),
                 ("tools/py/uv.lock", ""),
                 ("svc/go.mod", "module example.com/svc\n\ngo 1.22\n"),
-                ("Makefile", ".PHONY: test\nVAR := 1\ntest: build\n\tcargo test\n"),
-                ("java/pom.xml", "<project>\n<modules><module>m</module></modules>\n</project>\n"),
+                (
+                    "Makefile",
+                    ".PHONY: test\nVAR := 1\ntest: build\n\tcargo test\n",
+                ),
+                (
+                    "java/pom.xml",
+                    "<project>\n<modules><module>m</module></modules>\n</project>\n",
+                ),
                 ("java/m/pom.xml", "<project></project>\n"),
             ],
         );
@@ -576,24 +755,46 @@ mod tests {
         let cargo = find(&d, ".", "cargo");
         assert_eq!(cargo["workspace"], true);
         assert_eq!(cargo["members"], json!(["crates/a"]));
-        assert_eq!(cargo["commands"][0], json!({"command": "cargo", "args": ["test", "--workspace"], "cwd": "."}));
+        assert_eq!(
+            cargo["commands"][0],
+            json!({"command": "cargo", "args": ["test", "--workspace"], "cwd": "."})
+        );
         assert_eq!(cargo["evidence"][0]["line"], 1);
         let web = find(&d, "web", "node");
-        assert_eq!(web["package_manager"], "pnpm", "lockfile at the monorepo root");
+        assert_eq!(
+            web["package_manager"], "pnpm",
+            "lockfile at the monorepo root"
+        );
         assert_eq!(web["test_runner"], "vitest");
-        assert_eq!(web["commands"][0], json!({"command": "pnpm", "args": ["test"], "cwd": "web"}));
+        assert_eq!(
+            web["commands"][0],
+            json!({"command": "pnpm", "args": ["test"], "cwd": "web"})
+        );
         let root_node = find(&d, ".", "node");
         assert_eq!(root_node["workspace"], true);
-        assert_eq!(root_node["commands"], json!([]), "npm's placeholder script is not a test command");
+        assert_eq!(
+            root_node["commands"],
+            json!([]),
+            "npm's placeholder script is not a test command"
+        );
         let py = find(&d, "tools/py", "python");
-        assert_eq!(py["commands"][0], json!({"command": "uv", "args": ["run", "pytest"], "cwd": "tools/py"}));
+        assert_eq!(
+            py["commands"][0],
+            json!({"command": "uv", "args": ["run", "pytest"], "cwd": "tools/py"})
+        );
         assert_eq!(py["confidence"], "high");
-        assert_eq!(find(&d, "svc", "go")["commands"][0]["args"], json!(["test", "-v", "./..."]));
+        assert_eq!(
+            find(&d, "svc", "go")["commands"][0]["args"],
+            json!(["test", "-v", "./..."])
+        );
         let make = find(&d, ".", "make");
         assert_eq!(make["evidence"][0]["line"], 3);
         let maven = find(&d, "java", "maven");
         assert_eq!(maven["members"], json!(["java/m"]));
-        assert!(!d.projects.iter().any(|p| p["cwd"] == "crates/a" || p["cwd"] == "java/m"));
+        assert!(!d
+            .projects
+            .iter()
+            .any(|p| p["cwd"] == "crates/a" || p["cwd"] == "java/m"));
         assert!(!d.truncated);
     }
 
@@ -612,10 +813,16 @@ mod tests {
                 ("n/package-lock.json", "{}"),
                 ("v/package.json", r#"{"devDependencies": {"vitest": "4"}}"#),
                 ("v/pnpm-lock.yaml", ""),
-                ("pm/package.json", r#"{"packageManager": "yarn@4.1.0", "scripts": {"test": "jest"}}"#),
+                (
+                    "pm/package.json",
+                    r#"{"packageManager": "yarn@4.1.0", "scripts": {"test": "jest"}}"#,
+                ),
                 ("poetry/pyproject.toml", "[tool.poetry]\nname = \"p\"\n"),
                 ("poetry/poetry.lock", ""),
-                ("cfg/setup.cfg", "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n"),
+                (
+                    "cfg/setup.cfg",
+                    "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n",
+                ),
                 ("ini/pytest.ini", "[pytest]\n"),
                 ("tox/tox.ini", "[tox]\nenvlist = py3\n\n[pytest]\n"),
                 ("gr/settings.gradle", "include 'app'\n"),
@@ -624,26 +831,55 @@ mod tests {
             ],
         );
         let d = detect(&root, &root, DEFAULT_LIMITS);
-        let cmd = |p: &Value| (p["commands"][0]["command"].clone(), p["commands"][0]["args"].clone());
+        let cmd = |p: &Value| {
+            (
+                p["commands"][0]["command"].clone(),
+                p["commands"][0]["args"].clone(),
+            )
+        };
         let keys = |p: &Value| -> Vec<String> {
-            p["evidence"].as_array().unwrap().iter().map(|e| format!("{}: {}", e["file"].as_str().unwrap(), e["key"].as_str().unwrap())).collect()
+            p["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        e["file"].as_str().unwrap(),
+                        e["key"].as_str().unwrap()
+                    )
+                })
+                .collect()
         };
 
         let y = find(&d, "y", "node");
-        assert_eq!((y["package_manager"].as_str(), y["test_runner"].as_str()), (Some("yarn"), Some("jest")));
+        assert_eq!(
+            (y["package_manager"].as_str(), y["test_runner"].as_str()),
+            (Some("yarn"), Some("jest"))
+        );
         assert_eq!(cmd(y), (json!("yarn"), json!(["jest"])));
         assert_eq!(y["confidence"], "medium", "inferred from a dependency");
-        assert!(keys(y).contains(&"y/yarn.lock: lockfile".to_string()), "{:?}", keys(y));
+        assert!(
+            keys(y).contains(&"y/yarn.lock: lockfile".to_string()),
+            "{:?}",
+            keys(y)
+        );
         let b = find(&d, "b", "node");
         assert_eq!(b["package_manager"], "bun");
         assert_eq!(cmd(b), (json!("bun"), json!(["run", "test"])));
         let n = find(&d, "n", "node");
-        assert_eq!((n["package_manager"].as_str(), n["test_runner"].as_str()), (Some("npm"), Some("node --test")));
+        assert_eq!(
+            (n["package_manager"].as_str(), n["test_runner"].as_str()),
+            (Some("npm"), Some("node --test"))
+        );
         assert!(keys(n).contains(&"n/package.json: scripts.test: node --test".to_string()));
         let v = find(&d, "v", "node");
         assert_eq!(cmd(v), (json!("pnpm"), json!(["exec", "vitest", "run"])));
         let pm = find(&d, "pm", "node");
-        assert_eq!(pm["package_manager"], "yarn", "the packageManager field wins");
+        assert_eq!(
+            pm["package_manager"], "yarn",
+            "the packageManager field wins"
+        );
         assert_eq!(cmd(pm), (json!("yarn"), json!(["test"])));
 
         let poetry = find(&d, "poetry", "python");
@@ -651,11 +887,19 @@ mod tests {
         assert_eq!(cmd(poetry), (json!("poetry"), json!(["run", "pytest"])));
         let cfg = find(&d, "cfg", "python");
         assert_eq!(cfg["confidence"], "high");
-        assert!(keys(cfg).contains(&"cfg/setup.cfg: [tool:pytest]".to_string()), "{:?}", keys(cfg));
+        assert!(
+            keys(cfg).contains(&"cfg/setup.cfg: [tool:pytest]".to_string()),
+            "{:?}",
+            keys(cfg)
+        );
         assert_eq!(cfg["evidence"][0]["line"], 4);
-        assert!(keys(find(&d, "ini", "python")).contains(&"ini/pytest.ini: pytest configuration".to_string()));
+        assert!(keys(find(&d, "ini", "python"))
+            .contains(&"ini/pytest.ini: pytest configuration".to_string()));
         let tox = find(&d, "tox", "python");
-        assert_eq!(tox["commands"][1], json!({"command": "tox", "args": [], "cwd": "tox"}));
+        assert_eq!(
+            tox["commands"][1],
+            json!({"command": "tox", "args": [], "cwd": "tox"})
+        );
 
         let gradle = find(&d, "gr", "gradle");
         assert_eq!(gradle["workspace"], true);
@@ -668,7 +912,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        write(outside.path(), &[("Cargo.toml", "[package]\nname='outside'\n")]);
+        write(
+            outside.path(),
+            &[("Cargo.toml", "[package]\nname='outside'\n")],
+        );
         write(
             &root,
             &[
@@ -679,7 +926,8 @@ mod tests {
             ],
         );
         std::os::unix::fs::symlink(outside.path(), root.join("linked")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("Cargo.toml"), root.join("Cargo.toml")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("Cargo.toml"), root.join("Cargo.toml"))
+            .unwrap();
         let d = detect(&root, &root, DEFAULT_LIMITS);
         assert_eq!(d.projects.len(), 1, "{:#?}", d.projects);
         assert_eq!(d.projects[0]["cwd"], "app");
@@ -693,10 +941,27 @@ mod tests {
             write(&root, &[(&format!("d{i}/f.txt"), "")]);
         }
         write(&root, &[("a/b/c/d/e/go.mod", "module deep\n")]);
-        let d = detect(&root, &root, Limits { max_entries: 10, ..DEFAULT_LIMITS });
+        let d = detect(
+            &root,
+            &root,
+            Limits {
+                max_entries: 10,
+                ..DEFAULT_LIMITS
+            },
+        );
         assert!(d.truncated);
         assert_eq!(d.entries, 10);
-        let shallow = detect(&root, &root, Limits { max_depth: 3, ..DEFAULT_LIMITS });
-        assert!(shallow.projects.is_empty(), "go.mod lies deeper than max_depth");
+        let shallow = detect(
+            &root,
+            &root,
+            Limits {
+                max_depth: 3,
+                ..DEFAULT_LIMITS
+            },
+        );
+        assert!(
+            shallow.projects.is_empty(),
+            "go.mod lies deeper than max_depth"
+        );
     }
 }

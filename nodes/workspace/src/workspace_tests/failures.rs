@@ -50,7 +50,12 @@ fn re(pattern: &str) -> Regex {
 }
 
 fn message(lines: &[&str]) -> Option<String> {
-    let text = lines.iter().map(|l| l.trim()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+    let text = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     if text.is_empty() {
         return None;
     }
@@ -60,8 +65,10 @@ fn message(lines: &[&str]) -> Option<String> {
 /// `thread 'name' (123) panicked at src/lib.rs:9:5:` then the message lines (current format),
 /// or `thread 'name' panicked at 'msg', src/lib.rs:9:5` (before Rust 1.73).
 fn rust_panics(text: &str) -> Vec<Failure> {
-    static NEW: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*thread '([^']+)'(?: \(\d+\))? panicked at (.+?):(\d+):\d+:\s*$"));
-    static OLD: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*thread '([^']+)' panicked at '(.*)', (.+?):(\d+):\d+\s*$"));
+    static NEW: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^\s*thread '([^']+)'(?: \(\d+\))? panicked at (.+?):(\d+):\d+:\s*$"));
+    static OLD: LazyLock<Regex> =
+        LazyLock::new(|| re(r"^\s*thread '([^']+)' panicked at '(.*)', (.+?):(\d+):\d+\s*$"));
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
@@ -94,7 +101,8 @@ fn rust_panics(text: &str) -> Vec<Failure> {
 
 /// `FAILED tests/test_x.py::test_y - assert 4 == 5`; the line comes from `tests/test_x.py:9: Error`.
 fn pytest(text: &str) -> Vec<Failure> {
-    static FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(?:FAILED|ERROR) ([^\s:]+)(?:::(\S+))?(?: - (.*))?$"));
+    static FAILED: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^(?:FAILED|ERROR) ([^\s:]+)(?:::(\S+))?(?: - (.*))?$"));
     let mut out = Vec::new();
     for c in FAILED.captures_iter(text) {
         let file = c[1].to_string();
@@ -104,9 +112,17 @@ fn pytest(text: &str) -> Vec<Failure> {
             None => file.clone(),
         };
         // The traceback line for this file inside the test's section, else anywhere.
-        let short = test.as_deref().and_then(|t| t.rsplit("::").next()).unwrap_or("");
+        let short = test
+            .as_deref()
+            .and_then(|t| t.rsplit("::").next())
+            .unwrap_or("");
         let line = pytest_line(text, &file, short);
-        out.push(Failure { name, file: Some(file), line, message: c.get(3).and_then(|m| message(&[m.as_str()])) });
+        out.push(Failure {
+            name,
+            file: Some(file),
+            line,
+            message: c.get(3).and_then(|m| message(&[m.as_str()])),
+        });
     }
     out
 }
@@ -133,8 +149,14 @@ fn jest(text: &str) -> Vec<Failure> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let Some(c) = HEADER.captures(line) else { continue };
-        let block: Vec<&str> = lines[i + 1..].iter().take_while(|l| !HEADER.is_match(l)).copied().collect();
+        let Some(c) = HEADER.captures(line) else {
+            continue;
+        };
+        let block: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| !HEADER.is_match(l))
+            .copied()
+            .collect();
         let first = block.iter().find(|l| !l.trim().is_empty()).copied();
         let location = block.iter().find_map(|l| AT.captures(l));
         out.push(Failure {
@@ -154,13 +176,24 @@ fn vitest(text: &str) -> Vec<Failure> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let Some(c) = HEADER.captures(line) else { continue };
-        let block: Vec<&str> = lines[i + 1..].iter().take_while(|l| !HEADER.is_match(l)).take(40).copied().collect();
+        let Some(c) = HEADER.captures(line) else {
+            continue;
+        };
+        let block: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| !HEADER.is_match(l))
+            .take(40)
+            .copied()
+            .collect();
         let first = block.iter().find(|l| !l.trim().is_empty()).copied();
         let location = block.iter().find_map(|l| AT.captures(l));
         out.push(Failure {
             name: format!("{} > {}", &c[1], c[2].trim()),
-            file: Some(location.as_ref().map_or(c[1].to_string(), |m| m[1].to_string())),
+            file: Some(
+                location
+                    .as_ref()
+                    .map_or(c[1].to_string(), |m| m[1].to_string()),
+            ),
             line: location.as_ref().and_then(|m| m[2].parse().ok()),
             message: first.and_then(|m| message(&[m])),
         });
@@ -175,10 +208,19 @@ fn go(text: &str) -> Vec<Failure> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let Some(c) = HEADER.captures(line) else { continue };
+        let Some(c) = HEADER.captures(line) else {
+            continue;
+        };
         // Verbose output logs before the FAIL line, plain output after it.
-        let after = lines[i + 1..].iter().take_while(|l| l.starts_with(' ')).copied();
-        let before = lines[..i].iter().rev().take_while(|l| l.starts_with(' ')).copied();
+        let after = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.starts_with(' '))
+            .copied();
+        let before = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with(' '))
+            .copied();
         let location = after.chain(before).find_map(|l| LOC.captures(l));
         out.push(Failure {
             name: c[1].to_string(),
@@ -198,17 +240,30 @@ fn node_tap(text: &str) -> Vec<Failure> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let Some(c) = HEADER.captures(line) else { continue };
+        let Some(c) = HEADER.captures(line) else {
+            continue;
+        };
         // The YAML diagnostic block runs from `---` to `...`.
-        let block: Vec<&str> = lines[i + 1..].iter().take_while(|l| l.trim() != "...").take(200).copied().collect();
+        let block: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.trim() != "...")
+            .take(200)
+            .copied()
+            .collect();
         let location = block.iter().find_map(|l| LOCATION.captures(l));
         let mut error_text = Vec::new();
-        if let Some((j, e)) = block.iter().enumerate().find_map(|(j, l)| ERROR.captures(l).map(|e| (j, e))) {
+        if let Some((j, e)) = block
+            .iter()
+            .enumerate()
+            .find_map(|(j, l)| ERROR.captures(l).map(|e| (j, e)))
+        {
             let value = e.get(2).map_or("", |m| m.as_str()).trim();
             if value == "|-" || value == "|" || value == ">-" {
                 let base = e.get(1).map_or(0, |m| m.as_str().len());
                 error_text.extend(
-                    block[j + 1..].iter().take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() > base),
+                    block[j + 1..].iter().take_while(|l| {
+                        l.trim().is_empty() || l.len() - l.trim_start().len() > base
+                    }),
                 );
             } else {
                 error_text.push(value.trim_matches('\''));
@@ -242,7 +297,10 @@ mod tests {
             assert_eq!(f.name, "fails_on_purpose");
             assert_eq!(f.file.as_deref(), Some("tests/check.rs"));
             assert_eq!(f.line, Some(4));
-            assert!(f.message.unwrap_or_default().contains("two and two make four"));
+            assert!(f
+                .message
+                .unwrap_or_default()
+                .contains("two and two make four"));
         }
         let old = one("thread 'tests::x' panicked at 'boom', src/lib.rs:7:9\n");
         assert_eq!((old.name.as_str(), old.line), ("tests::x", Some(7)));
@@ -265,7 +323,10 @@ mod tests {
         assert!(f.message.unwrap_or_default().contains("toBe"));
         let f = one(samples::VITEST);
         assert_eq!(f.name, "src/calc.test.ts > calc > fails on purpose");
-        assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.ts"), Some(9)));
+        assert_eq!(
+            (f.file.as_deref(), f.line),
+            (Some("src/calc.test.ts"), Some(9))
+        );
         assert!(f.message.unwrap_or_default().contains("expected 4 to be 5"));
     }
 
@@ -273,11 +334,21 @@ mod tests {
     fn real_jest_30_and_vitest_4_blocks() {
         let f = one(&strip_ansi(samples::JEST30_STDERR));
         assert_eq!(f.name, "calc › fails on purpose");
-        assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.js"), Some(9)));
+        assert_eq!(
+            (f.file.as_deref(), f.line),
+            (Some("src/calc.test.js"), Some(9))
+        );
         assert!(f.message.unwrap_or_default().contains("toBe"));
-        let f = one(&strip_ansi(&format!("{}\n{}", samples::VITEST4_STDOUT, samples::VITEST4_STDERR)));
+        let f = one(&strip_ansi(&format!(
+            "{}\n{}",
+            samples::VITEST4_STDOUT,
+            samples::VITEST4_STDERR
+        )));
         assert_eq!(f.name, "src/calc.test.js > calc > fails on purpose");
-        assert_eq!((f.file.as_deref(), f.line), (Some("src/calc.test.js"), Some(10)));
+        assert_eq!(
+            (f.file.as_deref(), f.line),
+            (Some("src/calc.test.js"), Some(10))
+        );
         assert!(f.message.unwrap_or_default().contains("expected 4 to be 5"));
     }
 
@@ -286,7 +357,10 @@ mod tests {
         for text in [samples::GO_PLAIN, samples::GO_VERBOSE] {
             let f = one(text);
             assert_eq!(f.name, "TestFailsOnPurpose");
-            assert_eq!((f.file.as_deref(), f.line), (Some("calc_test.go"), Some(12)));
+            assert_eq!(
+                (f.file.as_deref(), f.line),
+                (Some("calc_test.go"), Some(12))
+            );
             assert_eq!(f.message.as_deref(), Some("add(2, 2) = 4, want 5"));
         }
     }
@@ -296,7 +370,10 @@ mod tests {
         for text in [samples::GO119_PLAIN, samples::GO119_VERBOSE] {
             let f = one(text);
             assert_eq!(f.name, "TestFailsOnPurpose");
-            assert_eq!((f.file.as_deref(), f.line), (Some("calc_test.go"), Some(13)));
+            assert_eq!(
+                (f.file.as_deref(), f.line),
+                (Some("calc_test.go"), Some(13))
+            );
             assert_eq!(f.message.as_deref(), Some("Add(2, 2) = 4, want 5"));
         }
     }

@@ -22,21 +22,24 @@ mod parsers;
 
 use detect::DEFAULT_LIMITS;
 
+use crate::program::{check_args, check_program, resolve_cwd};
 use cheng_exec::{ProcessOutput, ProcessSpec, Termination};
 use cheng_node::input::{non_empty_str, string_list};
-use crate::program::{check_args, check_program, resolve_cwd};
 use cheng_node::paths::display_relative;
 use cheng_node::text::Bounded;
 use cheng_node::{
-    async_trait, failure, input, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType,
-    RunContext, Values,
+    async_trait, failure, input, ApprovalRequest, ApprovalRule, Effects, ErrorKind, Node,
+    NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
 };
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `timeout_ms`: the spec is the only place its default (300000) and range live.
-const TIMEOUT_MS: PortSpec = crate::program::timeout_ms("For run: wall-clock budget in ms (default 300000, max 600000)", "300000");
+const TIMEOUT_MS: PortSpec = crate::program::timeout_ms(
+    "For run: wall-clock budget in ms (default 300000, max 600000)",
+    "300000",
+);
 /// Bytes of each stream kept for parsing.
 pub const CAPTURE_CAP: usize = 4 << 20;
 /// Bytes of each stream returned in `stdout` / `stderr`.
@@ -119,9 +122,14 @@ impl Node for WorkspaceTests {
         &SPEC
     }
 
-    fn approval_request(&self, ctx: &RunContext, input: &Values) -> Result<ApprovalRequest, NodeError> {
+    fn approval_request(
+        &self,
+        ctx: &RunContext,
+        input: &Values,
+    ) -> Result<ApprovalRequest, NodeError> {
         let request = run_request(ctx, input)?;
-        let mut approval = ApprovalRequest::new(ctx, command_display(&request.command, &request.args));
+        let mut approval =
+            ApprovalRequest::new(ctx, command_display(&request.command, &request.args));
         approval.cwd = cheng_node::paths::display_relative(&ctx.workspace, &request.cwd);
         Ok(approval)
     }
@@ -137,12 +145,18 @@ impl Node for WorkspaceTests {
 fn operation(input: &Values) -> Result<&'static str, NodeError> {
     let choices = OPERATIONS.join(", ");
     match non_empty_str(input, "operation") {
-        None => Err(NodeError::invalid_input(format!("operation is required; choose one of: {choices}"))),
+        None => Err(NodeError::invalid_input(format!(
+            "operation is required; choose one of: {choices}"
+        ))),
         Some(op) => OPERATIONS
             .iter()
             .copied()
             .find(|o| *o == op)
-            .ok_or_else(|| NodeError::invalid_input(format!("operation {op:?} is not available; choose one of: {choices}"))),
+            .ok_or_else(|| {
+                NodeError::invalid_input(format!(
+                    "operation {op:?} is not available; choose one of: {choices}"
+                ))
+            }),
     }
 }
 
@@ -157,7 +171,12 @@ fn run_request(ctx: &RunContext, input: &Values) -> Result<RunRequest, NodeError
     check_args(&args)?;
     let timeout_ms = input::int(input, &TIMEOUT_MS)?;
     let cwd = resolve_cwd(&ctx.workspace, input)?;
-    Ok(RunRequest { command: command.to_string(), args, cwd, timeout: Duration::from_millis(timeout_ms.unsigned_abs()) })
+    Ok(RunRequest {
+        command: command.to_string(),
+        args,
+        cwd,
+        timeout: Duration::from_millis(timeout_ms.unsigned_abs()),
+    })
 }
 
 /// Every output port, null, with `operation` set.
@@ -174,19 +193,36 @@ async fn detect_operation(ctx: &RunContext, input: &Values) -> Result<Values, No
     let start = resolve_cwd(&ctx.workspace, input)?;
     let workspace = ctx.workspace.clone();
     let walk_start = start.clone();
-    let detection = tokio::task::spawn_blocking(move || detect::detect(&workspace, &walk_start, DEFAULT_LIMITS))
-        .await
-        .map_err(|e| NodeError::internal(format!("project detection stopped unexpectedly: {e}")))?;
+    let detection = tokio::task::spawn_blocking(move || {
+        detect::detect(&workspace, &walk_start, DEFAULT_LIMITS)
+    })
+    .await
+    .map_err(|e| NodeError::internal(format!("project detection stopped unexpectedly: {e}")))?;
     let start_rel = display_relative(&ctx.workspace, &start);
-    let mut types: Vec<&str> = detection.projects.iter().filter_map(|p| p["type"].as_str()).collect();
+    let mut types: Vec<&str> = detection
+        .projects
+        .iter()
+        .filter_map(|p| p["type"].as_str())
+        .collect();
     types.sort_unstable();
     types.dedup();
     let mut summary = if detection.projects.is_empty() {
-        format!("No test setup found under {start_rel} ({} entries scanned)", detection.entries)
+        format!(
+            "No test setup found under {start_rel} ({} entries scanned)",
+            detection.entries
+        )
     } else {
         let listed: Vec<String> = detection.projects.iter().map(describe_project).collect();
-        let noun = if detection.projects.len() == 1 { "project" } else { "projects" };
-        format!("{} {noun} under {start_rel}: {}", detection.projects.len(), listed.join("; "))
+        let noun = if detection.projects.len() == 1 {
+            "project"
+        } else {
+            "projects"
+        };
+        format!(
+            "{} {noun} under {start_rel}: {}",
+            detection.projects.len(),
+            listed.join("; ")
+        )
     };
     if detection.truncated {
         summary.push_str(&format!(
@@ -237,11 +273,15 @@ async fn run_operation(ctx: &RunContext, input: &Values) -> Result<Values, NodeE
     let request = run_request(ctx, input)?;
     let display = command_display(&request.command, &request.args);
     let env = cheng_exec::env::build(&Map::new())?;
-    let spec = ProcessSpec::new(request.command.as_str(), request.args.iter().map(String::as_str), request.cwd.clone())
-        .env(env)
-        .timeout(request.timeout)
-        .caps(CAPTURE_CAP, CAPTURE_CAP)
-        .output(ctx.output.clone());
+    let spec = ProcessSpec::new(
+        request.command.as_str(),
+        request.args.iter().map(String::as_str),
+        request.cwd.clone(),
+    )
+    .env(env)
+    .timeout(request.timeout)
+    .caps(CAPTURE_CAP, CAPTURE_CAP)
+    .output(ctx.output.clone());
     let proc = cheng_exec::run(spec, &ctx.cancel).await;
     Ok(run_outputs(&ctx.workspace, &request.cwd, &display, &proc))
 }
@@ -261,8 +301,22 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
 
     let ran = !matches!(proc.termination, Termination::SpawnFailed);
     let truncated = proc.stdout.truncated || proc.stderr.truncated;
-    let counts = if ran { parsers::parse(&proc.stdout.text, &proc.stderr.text) } else { None };
-    let counts = counts.map(|c| if truncated && c.summed { parsers::Counts { passed: None, failed: None, ..c } } else { c });
+    let counts = if ran {
+        parsers::parse(&proc.stdout.text, &proc.stderr.text)
+    } else {
+        None
+    };
+    let counts = counts.map(|c| {
+        if truncated && c.summed {
+            parsers::Counts {
+                passed: None,
+                failed: None,
+                ..c
+            }
+        } else {
+            c
+        }
+    });
     let text = parsers::strip_ansi(&format!("{}\n{}", proc.stdout.text, proc.stderr.text));
     let failures: Vec<Value> = failures::extract(&text)
         .into_iter()
@@ -273,7 +327,10 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
         .collect();
 
     let failed = counts.as_ref().and_then(|c| c.failed);
-    out.insert("passed".into(), json!(counts.as_ref().and_then(|c| c.passed)));
+    out.insert(
+        "passed".into(),
+        json!(counts.as_ref().and_then(|c| c.passed)),
+    );
     out.insert("failed".into(), json!(failed));
     out.insert("failure_summary".into(), json!(failures));
 
@@ -303,13 +360,26 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
     let result = if success {
         Ok(())
     } else {
-        let tests = |n: u64| if n == 1 { "1 test failed".to_string() } else { format!("{n} tests failed") };
+        let tests = |n: u64| {
+            if n == 1 {
+                "1 test failed".to_string()
+            } else {
+                format!("{n} tests failed")
+            }
+        };
         let error = match (proc.error_kind(), failed) {
-            (Some(ErrorKind::SpawnFailed), _) => NodeError::new(ErrorKind::SpawnFailed, outcome.clone()),
-            (Some(kind), Some(n)) if n > 0 => NodeError::new(kind, format!("{}; {outcome}", tests(n))),
+            (Some(ErrorKind::SpawnFailed), _) => {
+                NodeError::new(ErrorKind::SpawnFailed, outcome.clone())
+            }
+            (Some(kind), Some(n)) if n > 0 => {
+                NodeError::new(kind, format!("{}; {outcome}", tests(n)))
+            }
             (Some(kind), _) => NodeError::new(kind, outcome.clone()),
             // The runner reported failed tests but exited 0: the tests' own error, not the exit.
-            (None, Some(n)) => NodeError::new(ErrorKind::ScriptError, format!("{} although the command exited 0", tests(n))),
+            (None, Some(n)) => NodeError::new(
+                ErrorKind::ScriptError,
+                format!("{} although the command exited 0", tests(n)),
+            ),
             (None, None) => NodeError::new(ErrorKind::NonZeroExit, outcome.clone()),
         };
         Err(error)
@@ -321,7 +391,11 @@ fn run_outputs(workspace: &Path, cwd: &Path, display: &str, proc: &ProcessOutput
 /// A runner's file path relative to the workspace root where it lies inside it.
 fn relative_file(workspace: &Path, cwd: &Path, file: &str) -> String {
     let path = Path::new(file);
-    let absolute = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
     match absolute.strip_prefix(workspace) {
         Ok(rel) => rel.display().to_string(),
         Err(_) => file.to_string(),
@@ -337,9 +411,10 @@ fn recap(bounded: &Bounded, cap: usize) -> (String, bool) {
 
 /// `cargo test --no-fail-fast 'a b'`: arguments quoted only where a shell would need it.
 pub fn command_display(command: &str, args: &[String]) -> String {
-    cheng_node::text::command_display(std::iter::once(command).chain(args.iter().map(String::as_str)))
+    cheng_node::text::command_display(
+        std::iter::once(command).chain(args.iter().map(String::as_str)),
+    )
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -362,7 +437,16 @@ mod tests {
     #[test]
     fn run_outputs_carry_counts_failures_and_every_port() {
         let ws = Path::new("/ws");
-        let out = run_outputs(ws, ws, "cargo test", &proc(parsers::samples::CARGO_STDOUT, parsers::samples::CARGO_STDERR, 101));
+        let out = run_outputs(
+            ws,
+            ws,
+            "cargo test",
+            &proc(
+                parsers::samples::CARGO_STDOUT,
+                parsers::samples::CARGO_STDERR,
+                101,
+            ),
+        );
         for port in SPEC.outputs {
             assert!(out.contains_key(port.name), "{}", port.name);
         }
@@ -371,7 +455,10 @@ mod tests {
         assert_eq!(out["success"], false);
         assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT");
         assert_eq!(out["failure_summary"][0]["file"], "tests/check.rs");
-        assert!(out["summary"].as_str().unwrap_or_default().starts_with("cargo test: 1 passed, 1 failed"));
+        assert!(out["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("cargo test: 1 passed, 1 failed"));
     }
 
     #[test]
@@ -381,7 +468,10 @@ mod tests {
         assert_eq!(out["passed"], Value::Null);
         assert_eq!(out["failed"], Value::Null);
         assert_eq!(out["success"], true);
-        assert!(out["summary"].as_str().unwrap_or_default().contains("No test summary recognised"));
+        assert!(out["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("No test summary recognised"));
     }
 
     #[test]
@@ -391,32 +481,73 @@ mod tests {
         p.stdout.truncated = true;
         let out = run_outputs(ws, ws, "cargo test", &p);
         assert_eq!(out["passed"], Value::Null);
-        assert!(out["summary"].as_str().unwrap_or_default().contains("withheld"));
+        assert!(out["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("withheld"));
     }
 
     #[test]
     fn success_needs_exit_zero_and_no_failed_test() {
         let ws = Path::new("/ws");
-        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 1 failed\n", "", 0));
+        let out = run_outputs(
+            ws,
+            ws,
+            "runner",
+            &proc("Results: 3 passed, 1 failed\n", "", 0),
+        );
         assert_eq!(out["failed"], 1);
-        assert_eq!(out["success"], false, "a counted failure fails the run even with exit 0");
-        assert!(out["error"].as_str().unwrap_or_default().contains("although the command exited 0"), "{out:?}");
-        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 0 failed\n", "", 1));
-        assert_eq!(out["success"], false, "a non-zero exit fails the run with no failed test");
-        let out = run_outputs(ws, ws, "runner", &proc("Results: 3 passed, 0 failed\n", "", 0));
+        assert_eq!(
+            out["success"], false,
+            "a counted failure fails the run even with exit 0"
+        );
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("although the command exited 0"),
+            "{out:?}"
+        );
+        let out = run_outputs(
+            ws,
+            ws,
+            "runner",
+            &proc("Results: 3 passed, 0 failed\n", "", 1),
+        );
+        assert_eq!(
+            out["success"], false,
+            "a non-zero exit fails the run with no failed test"
+        );
+        let out = run_outputs(
+            ws,
+            ws,
+            "runner",
+            &proc("Results: 3 passed, 0 failed\n", "", 0),
+        );
         assert_eq!(out["success"], true);
     }
 
     #[test]
     fn timeout_defaults_to_300000_and_is_capped_at_600000() {
-        let dir = std::env::temp_dir().canonicalize().unwrap_or_else(|_| PathBuf::from("/tmp"));
+        let dir = std::env::temp_dir()
+            .canonicalize()
+            .unwrap_or_else(|_| PathBuf::from("/tmp"));
         let ctx = RunContext::for_workspace(SPEC.id, dir, cheng_node::Decision::Approved);
         let input = |v: Value| v.as_object().cloned().unwrap_or_default();
         let request = run_request(&ctx, &input(json!({"command": "true"}))).expect("request");
         assert_eq!(request.timeout, Duration::from_millis(300_000));
-        let request = run_request(&ctx, &input(json!({"command": "true", "timeout_ms": 600_000}))).expect("request");
+        let request = run_request(
+            &ctx,
+            &input(json!({"command": "true", "timeout_ms": 600_000})),
+        )
+        .expect("request");
         assert_eq!(request.timeout, Duration::from_millis(600_000));
-        let err = run_request(&ctx, &input(json!({"command": "true", "timeout_ms": 600_001}))).err().expect("over the max");
+        let err = run_request(
+            &ctx,
+            &input(json!({"command": "true", "timeout_ms": 600_001})),
+        )
+        .err()
+        .expect("over the max");
         assert!(err.message.contains("600000"), "{}", err.message);
         assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.max), Some(600_000));
     }
@@ -429,7 +560,9 @@ mod tests {
         let ctx = RunContext::for_workspace(SPEC.id, root, cheng_node::Decision::Approved);
         let input = json!({"operation": "run", "command": "true", "cwd": "Cargo.toml"});
         let input = input.as_object().cloned().unwrap_or_default();
-        let err = WorkspaceTests.approval_request(&ctx, &input).expect_err("a file is no cwd");
+        let err = WorkspaceTests
+            .approval_request(&ctx, &input)
+            .expect_err("a file is no cwd");
         assert_eq!(err.kind, ErrorKind::InvalidInput);
         assert!(err.message.contains("not a directory"), "{}", err.message);
     }
@@ -441,11 +574,15 @@ mod tests {
         std::fs::create_dir(root.join("sub")).expect("mkdir");
         let ctx = RunContext::for_workspace(SPEC.id, root.clone(), cheng_node::Decision::Approved);
         let input = json!({"operation": "run", "command": "true", "cwd": "sub"});
-        let card = WorkspaceTests.approval_request(&ctx, &input.as_object().cloned().unwrap_or_default()).expect("card");
+        let card = WorkspaceTests
+            .approval_request(&ctx, &input.as_object().cloned().unwrap_or_default())
+            .expect("card");
         assert_eq!(card.cwd, "sub");
         assert_eq!(card.workspace, root.display().to_string());
         let input = json!({"operation": "run", "command": "true"});
-        let card = WorkspaceTests.approval_request(&ctx, &input.as_object().cloned().unwrap_or_default()).expect("card");
+        let card = WorkspaceTests
+            .approval_request(&ctx, &input.as_object().cloned().unwrap_or_default())
+            .expect("card");
         assert_eq!(card.cwd, ".");
     }
 
@@ -463,7 +600,10 @@ mod tests {
     #[test]
     fn display_quotes_only_where_needed() {
         let args = vec!["test".to_string(), "a b".to_string(), "it's".to_string()];
-        assert_eq!(command_display("cargo", &args), "cargo test 'a b' 'it'\\''s'");
+        assert_eq!(
+            command_display("cargo", &args),
+            "cargo test 'a b' 'it'\\''s'"
+        );
     }
 
     #[test]
@@ -479,8 +619,12 @@ mod tests {
     fn spec_is_gated_for_run_only() {
         let run = json!({"operation": "run"});
         let detect = json!({"operation": "detect"});
-        assert!(SPEC.effects.requires_approval(run.as_object().unwrap_or(&Values::new())));
-        assert!(!SPEC.effects.requires_approval(detect.as_object().unwrap_or(&Values::new())));
+        assert!(SPEC
+            .effects
+            .requires_approval(run.as_object().unwrap_or(&Values::new())));
+        assert!(!SPEC
+            .effects
+            .requires_approval(detect.as_object().unwrap_or(&Values::new())));
         assert_eq!(SPEC.input("timeout_ms").and_then(|p| p.max), Some(600_000));
     }
 }

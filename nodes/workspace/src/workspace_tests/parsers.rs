@@ -24,7 +24,18 @@ pub struct Counts {
 type Parser = fn(&str) -> Option<Counts>;
 
 /// In order: specific formats before generic ones.
-const PARSERS: &[Parser] = &[nextest, cargo, pytest, jest, vitest, go, node_tap, mocha, generic_tap, plain];
+const PARSERS: &[Parser] = &[
+    nextest,
+    cargo,
+    pytest,
+    jest,
+    vitest,
+    go,
+    node_tap,
+    mocha,
+    generic_tap,
+    plain,
+];
 
 /// Recognises the output of a test run; `None` when no parser matches.
 pub fn parse(stdout: &str, stderr: &str) -> Option<Counts> {
@@ -46,35 +57,58 @@ fn re(pattern: &str) -> Regex {
 /// Sums `N word` items (e.g. `3 passed, 1 failed`) by word.
 fn items(text: &str, item: &Regex) -> Vec<(u64, String)> {
     item.captures_iter(text)
-        .filter_map(|c| Some((c.get(1)?.as_str().parse().ok()?, c.get(2)?.as_str().to_string())))
+        .filter_map(|c| {
+            Some((
+                c.get(1)?.as_str().parse().ok()?,
+                c.get(2)?.as_str().to_string(),
+            ))
+        })
         .collect()
 }
 
 fn sum(items: &[(u64, String)], words: &[&str]) -> u64 {
-    items.iter().filter(|(_, w)| words.contains(&w.as_str())).map(|(n, _)| n).sum()
+    items
+        .iter()
+        .filter(|(_, w)| words.contains(&w.as_str()))
+        .map(|(n, _)| n)
+        .sum()
 }
 
 /// `cargo test`: every `test result:` line, one per test binary and doc-test run, summed.
 fn cargo(text: &str) -> Option<Counts> {
     static LINE: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?m)^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out")
+        re(
+            r"(?m)^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored; (\d+) measured; (\d+) filtered out",
+        )
     });
     let mut found = false;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for c in LINE.captures_iter(text) {
         found = true;
-        let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok()).unwrap_or(0);
+        let n = |i: usize| {
+            c.get(i)
+                .and_then(|m| m.as_str().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         passed += n(1);
         failed += n(2);
         skipped += n(3);
     }
-    found.then_some(Counts { runner: "cargo test", passed: Some(passed), failed: Some(failed), skipped, summed: true })
+    found.then_some(Counts {
+        runner: "cargo test",
+        passed: Some(passed),
+        failed: Some(failed),
+        skipped,
+        summed: true,
+    })
 }
 
 /// `cargo nextest run`: `Summary [ 0.012s] 5 tests run: 4 passed, 1 failed, 0 skipped`.
 fn nextest(text: &str) -> Option<Counts> {
-    static LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*Summary \[[^\]]*\]\s+\d+ tests? run: (.*)$"));
-    static ITEM: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) (passed|failed|timed out|skipped|exec failed)"));
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^\s*Summary \[[^\]]*\]\s+\d+ tests? run: (.*)$"));
+    static ITEM: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(\d+) (passed|failed|timed out|skipped|exec failed)"));
     let line = LINE.captures_iter(text).last()?.get(1)?.as_str();
     let found = items(line, &ITEM);
     Some(Counts {
@@ -89,10 +123,13 @@ fn nextest(text: &str) -> Option<Counts> {
 /// pytest: the final `==== 1 failed, 2 passed in 0.12s ====` (or the bare `-q` form).
 fn pytest(text: &str) -> Option<Counts> {
     static LINE: LazyLock<Regex> = LazyLock::new(|| {
-        re(r"(?m)^(?:=+ )?((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+|no tests ran) in [\d.]+s(?: \([^)]*\))?(?: =+)?\s*$")
+        re(
+            r"(?m)^(?:=+ )?((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)(?:, )?)+|no tests ran) in [\d.]+s(?: \([^)]*\))?(?: =+)?\s*$",
+        )
     });
-    static ITEM: LazyLock<Regex> =
-        LazyLock::new(|| re(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"));
+    static ITEM: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)")
+    });
     let line = LINE.captures_iter(text).last()?.get(1)?.as_str();
     let found = items(line, &ITEM);
     Some(Counts {
@@ -107,7 +144,8 @@ fn pytest(text: &str) -> Option<Counts> {
 /// jest: `Tests:       1 failed, 2 passed, 3 total`.
 fn jest(text: &str) -> Option<Counts> {
     static LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^Tests:\s+(.*\d+ total.*)$"));
-    static ITEM: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) (passed|failed|skipped|todo|total)"));
+    static ITEM: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(\d+) (passed|failed|skipped|todo|total)"));
     let line = LINE.captures_iter(text).last()?.get(1)?.as_str();
     let found = items(line, &ITEM);
     Some(Counts {
@@ -121,7 +159,8 @@ fn jest(text: &str) -> Option<Counts> {
 
 /// vitest: `      Tests  1 failed | 2 passed (3)`.
 fn vitest(text: &str) -> Option<Counts> {
-    static LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*Tests\s+(\d+ (?:passed|failed|skipped|todo).*)\(\d+\)\s*$"));
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^\s*Tests\s+(\d+ (?:passed|failed|skipped|todo).*)\(\d+\)\s*$"));
     static ITEM: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) (passed|failed|skipped|todo)"));
     let line = LINE.captures_iter(text).last()?.get(1)?.as_str();
     let found = items(line, &ITEM);
@@ -140,10 +179,17 @@ fn go(text: &str) -> Option<Counts> {
     static JSON: LazyLock<Regex> =
         LazyLock::new(|| re(r#"(?m)^\{.*"Action":"(pass|fail|skip)".*"Test":"([^"/]+)""#));
     static RESULT: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^--- (PASS|FAIL|SKIP): \S+"));
-    static PACKAGE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))"));
-    let json: Vec<String> = JSON.captures_iter(text).filter_map(|c| Some(c.get(1)?.as_str().to_string())).collect();
+    static PACKAGE: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^(?:ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))"));
+    let json: Vec<String> = JSON
+        .captures_iter(text)
+        .filter_map(|c| Some(c.get(1)?.as_str().to_string()))
+        .collect();
     let results: Vec<String> = if json.is_empty() {
-        RESULT.captures_iter(text).filter_map(|c| Some(c.get(1)?.as_str().to_lowercase())).collect()
+        RESULT
+            .captures_iter(text)
+            .filter_map(|c| Some(c.get(1)?.as_str().to_lowercase()))
+            .collect()
     } else {
         json
     };
@@ -164,10 +210,14 @@ fn go(text: &str) -> Option<Counts> {
 
 /// node --test: the `# tests/# pass/# fail` trailer (TAP reporter) or `ℹ pass` (spec reporter).
 fn node_tap(text: &str) -> Option<Counts> {
-    static LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^(?:#|ℹ) (tests|pass|fail|cancelled|skipped|todo) (\d+)\s*$"));
+    static LINE: LazyLock<Regex> =
+        LazyLock::new(|| re(r"(?m)^(?:#|ℹ) (tests|pass|fail|cancelled|skipped|todo) (\d+)\s*$"));
     let mut values = std::collections::HashMap::new();
     for c in LINE.captures_iter(text) {
-        if let (Some(k), Some(v)) = (c.get(1), c.get(2).and_then(|m| m.as_str().parse::<u64>().ok())) {
+        if let (Some(k), Some(v)) = (
+            c.get(1),
+            c.get(2).and_then(|m| m.as_str().parse::<u64>().ok()),
+        ) {
             values.insert(k.as_str(), v);
         }
     }
@@ -177,7 +227,8 @@ fn node_tap(text: &str) -> Option<Counts> {
         runner: "node --test",
         passed: Some(pass),
         failed: Some(fail + values.get("cancelled").copied().unwrap_or(0)),
-        skipped: values.get("skipped").copied().unwrap_or(0) + values.get("todo").copied().unwrap_or(0),
+        skipped: values.get("skipped").copied().unwrap_or(0)
+            + values.get("todo").copied().unwrap_or(0),
         summed: false,
     })
 }
@@ -187,9 +238,19 @@ fn mocha(text: &str) -> Option<Counts> {
     static PASSING: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s+(\d+) passing \("));
     static FAILING: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s+(\d+) failing\s*$"));
     static PENDING: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s+(\d+) pending\s*$"));
-    let num = |r: &Regex| r.captures_iter(text).last().and_then(|c| c.get(1)?.as_str().parse::<u64>().ok());
+    let num = |r: &Regex| {
+        r.captures_iter(text)
+            .last()
+            .and_then(|c| c.get(1)?.as_str().parse::<u64>().ok())
+    };
     let passed = num(&PASSING)?;
-    Some(Counts { runner: "mocha", passed: Some(passed), failed: Some(num(&FAILING).unwrap_or(0)), skipped: num(&PENDING).unwrap_or(0), summed: false })
+    Some(Counts {
+        runner: "mocha",
+        passed: Some(passed),
+        failed: Some(num(&FAILING).unwrap_or(0)),
+        skipped: num(&PENDING).unwrap_or(0),
+        summed: false,
+    })
 }
 
 /// Any TAP producer: a `1..N` plan plus top-level `ok` / `not ok` lines.
@@ -211,7 +272,13 @@ fn generic_tap(text: &str) -> Option<Counts> {
             failed += 1;
         }
     }
-    (passed + failed + skipped > 0).then_some(Counts { runner: "TAP", passed: Some(passed), failed: Some(failed), skipped, summed: true })
+    (passed + failed + skipped > 0).then_some(Counts {
+        runner: "TAP",
+        passed: Some(passed),
+        failed: Some(failed),
+        skipped,
+        summed: true,
+    })
 }
 
 /// The plain `N passed, N failed` line many custom runners print.
@@ -219,7 +286,13 @@ fn plain(text: &str) -> Option<Counts> {
     static LINE: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(\d+) passed,\s*(\d+) failed\b"));
     let c = LINE.captures_iter(text).last()?;
     let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
-    Some(Counts { runner: "summary line", passed: n(1), failed: n(2), skipped: 0, summed: false })
+    Some(Counts {
+        runner: "summary line",
+        passed: n(1),
+        failed: n(2),
+        skipped: 0,
+        summed: false,
+    })
 }
 
 #[cfg(test)]
@@ -233,12 +306,18 @@ mod tests {
 
     #[test]
     fn cargo_sums_every_test_binary() {
-        assert_eq!(counts(samples::CARGO_STDOUT, samples::CARGO_STDERR), ("cargo test", Some(1), Some(1)));
+        assert_eq!(
+            counts(samples::CARGO_STDOUT, samples::CARGO_STDERR),
+            ("cargo test", Some(1), Some(1))
+        );
     }
 
     #[test]
     fn nextest_reads_its_summary_from_stderr() {
-        assert_eq!(counts("", samples::NEXTEST_STDERR), ("cargo nextest", Some(1), Some(1)));
+        assert_eq!(
+            counts("", samples::NEXTEST_STDERR),
+            ("cargo nextest", Some(1), Some(1))
+        );
         let timed = "     Summary [  60.0s] 3 tests run: 1 passed (1 slow), 1 failed, 1 timed out, 2 skipped";
         let c = parse("", timed).expect("nextest");
         assert_eq!((c.passed, c.failed, c.skipped), (Some(1), Some(2), 2));
@@ -247,8 +326,14 @@ mod tests {
     #[test]
     fn pytest_verbose_and_quiet() {
         assert_eq!(counts(samples::PYTEST, ""), ("pytest", Some(1), Some(1)));
-        assert_eq!(counts("..F\n2 passed, 1 failed, 1 error in 0.03s\n", ""), ("pytest", Some(2), Some(2)));
-        assert_eq!(counts("\n============ no tests ran in 0.01s ============\n", ""), ("pytest", Some(0), Some(0)));
+        assert_eq!(
+            counts("..F\n2 passed, 1 failed, 1 error in 0.03s\n", ""),
+            ("pytest", Some(2), Some(2))
+        );
+        assert_eq!(
+            counts("\n============ no tests ran in 0.01s ============\n", ""),
+            ("pytest", Some(0), Some(0))
+        );
     }
 
     #[test]
@@ -259,16 +344,33 @@ mod tests {
 
     #[test]
     fn real_jest_30_and_vitest_4_output() {
-        assert_eq!(counts("", samples::JEST30_STDERR), ("jest", Some(1), Some(1)));
-        assert_eq!(counts(samples::VITEST4_STDOUT, samples::VITEST4_STDERR), ("vitest", Some(1), Some(1)));
-        assert_eq!(counts(samples::VITEST4_STDOUT, ""), ("vitest", Some(1), Some(1)), "the summary is on stdout");
+        assert_eq!(
+            counts("", samples::JEST30_STDERR),
+            ("jest", Some(1), Some(1))
+        );
+        assert_eq!(
+            counts(samples::VITEST4_STDOUT, samples::VITEST4_STDERR),
+            ("vitest", Some(1), Some(1))
+        );
+        assert_eq!(
+            counts(samples::VITEST4_STDOUT, ""),
+            ("vitest", Some(1), Some(1)),
+            "the summary is on stdout"
+        );
     }
 
     #[test]
     fn go_plain_verbose_and_json() {
         let c = parse(samples::GO_PLAIN, "").expect("go");
-        assert_eq!((c.runner, c.passed, c.failed), ("go test", None, Some(1)), "no per-test passes without -v");
-        assert_eq!(counts(samples::GO_VERBOSE, ""), ("go test", Some(1), Some(1)));
+        assert_eq!(
+            (c.runner, c.passed, c.failed),
+            ("go test", None, Some(1)),
+            "no per-test passes without -v"
+        );
+        assert_eq!(
+            counts(samples::GO_VERBOSE, ""),
+            ("go test", Some(1), Some(1))
+        );
         assert_eq!(counts(samples::GO_JSON, ""), ("go test", Some(1), Some(1)));
     }
 
@@ -276,22 +378,40 @@ mod tests {
     fn real_go_1_19_output() {
         let c = parse(samples::GO119_PLAIN, "").expect("go");
         assert_eq!((c.runner, c.passed, c.failed), ("go test", None, Some(1)));
-        assert_eq!(counts(samples::GO119_VERBOSE, ""), ("go test", Some(1), Some(1)));
-        assert_eq!(counts(samples::GO119_JSON, ""), ("go test", Some(1), Some(1)));
+        assert_eq!(
+            counts(samples::GO119_VERBOSE, ""),
+            ("go test", Some(1), Some(1))
+        );
+        assert_eq!(
+            counts(samples::GO119_JSON, ""),
+            ("go test", Some(1), Some(1))
+        );
     }
 
     #[test]
     fn node_test_tap_and_spec_reporters() {
-        assert_eq!(counts(samples::NODE_TAP, ""), ("node --test", Some(1), Some(1)));
+        assert_eq!(
+            counts(samples::NODE_TAP, ""),
+            ("node --test", Some(1), Some(1))
+        );
         let spec = "✔ adds (0.5ms)\n✖ fails (1.1ms)\nℹ tests 2\nℹ suites 0\nℹ pass 1\nℹ fail 1\nℹ cancelled 0\n";
         assert_eq!(counts(spec, ""), ("node --test", Some(1), Some(1)));
     }
 
     #[test]
     fn mocha_generic_tap_and_plain_lines() {
-        assert_eq!(counts("\n  3 passing (12ms)\n  2 failing\n", ""), ("mocha", Some(3), Some(2)));
-        assert_eq!(counts("1..3\nok 1 a\nnot ok 2 b\nok 3 c # SKIP\n", ""), ("TAP", Some(1), Some(1)));
-        assert_eq!(counts("Results: 7 passed, 2 failed\n", ""), ("summary line", Some(7), Some(2)));
+        assert_eq!(
+            counts("\n  3 passing (12ms)\n  2 failing\n", ""),
+            ("mocha", Some(3), Some(2))
+        );
+        assert_eq!(
+            counts("1..3\nok 1 a\nnot ok 2 b\nok 3 c # SKIP\n", ""),
+            ("TAP", Some(1), Some(1))
+        );
+        assert_eq!(
+            counts("Results: 7 passed, 2 failed\n", ""),
+            ("summary line", Some(7), Some(2))
+        );
     }
 
     #[test]
@@ -302,7 +422,11 @@ mod tests {
 
     #[test]
     fn unrecognised_output_is_not_guessed() {
-        assert!(parse("error[E0425]: cannot find value `x`\nerror: could not compile `demo`\n", "").is_none());
+        assert!(parse(
+            "error[E0425]: cannot find value `x`\nerror: could not compile `demo`\n",
+            ""
+        )
+        .is_none());
         assert!(parse("all good, 5 tests\n", "").is_none());
         assert!(parse("", "").is_none());
     }

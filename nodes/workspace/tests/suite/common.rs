@@ -9,7 +9,10 @@ pub use cheng_test_support::{copy_dir, git, init_repo, temp_workspace};
 
 /// The repository root (for `fixtures/`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 pub fn fixtures() -> PathBuf {
@@ -18,7 +21,8 @@ pub fn fixtures() -> PathBuf {
 
 /// Runs `node` on `workspace` with `input` (an object), as the engine would after approval.
 pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Result<Values, NodeError> {
-    let ctx = RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
+    let ctx =
+        RunContext::for_workspace(node.spec().id, workspace.to_path_buf(), Decision::Approved);
     let input = input.as_object().cloned().unwrap_or_default();
     node.run(&ctx, input).await
 }
@@ -27,7 +31,11 @@ pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Result<Valu
 pub fn error_code(result: &Result<Values, NodeError>) -> String {
     match result {
         Err(e) => e.kind.code().to_string(),
-        Ok(out) => out.get("error_kind").and_then(Value::as_str).unwrap_or("none").to_string(),
+        Ok(out) => out
+            .get("error_kind")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string(),
     }
 }
 

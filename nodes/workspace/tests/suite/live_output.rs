@@ -13,7 +13,10 @@ struct Keep(Mutex<Vec<(OutputStream, String, u64)>>);
 
 impl OutputSink for Keep {
     fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-        self.0.lock().unwrap().push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
+        self.0
+            .lock()
+            .unwrap()
+            .push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
     }
 }
 
@@ -24,7 +27,10 @@ impl Keep {
         let mut text = String::new();
         let mut next = 0;
         for (_, t, offset) in self.0.lock().unwrap().iter().filter(|c| c.0 == stream) {
-            assert!(*offset == next || *offset == 0, "offsets must be contiguous within a process: {offset} after {next}");
+            assert!(
+                *offset == next || *offset == 0,
+                "offsets must be contiguous within a process: {offset} after {next}"
+            );
             next = offset + t.len() as u64;
             text.push_str(t);
         }
@@ -32,19 +38,30 @@ impl Keep {
     }
 }
 
-async fn run_live(node: &dyn Node, ws: &std::path::Path, input: serde_json::Value) -> (cheng_node::Values, Arc<Keep>) {
+async fn run_live(
+    node: &dyn Node,
+    ws: &std::path::Path,
+    input: serde_json::Value,
+) -> (cheng_node::Values, Arc<Keep>) {
     let keep = Arc::new(Keep::default());
     let mut ctx = RunContext::for_workspace(node.spec().id, ws.to_path_buf(), Decision::Approved);
     ctx.output = Output::new(keep.clone());
-    let out = node.run(&ctx, input.as_object().cloned().unwrap_or_default()).await.expect("runs");
+    let out = node
+        .run(&ctx, input.as_object().cloned().unwrap_or_default())
+        .await
+        .expect("runs");
     (out, keep)
 }
 
 #[tokio::test]
 async fn workspace_tests_passes_the_runners_output_on() {
     let (_d, ws) = temp_workspace();
-    let (out, keep) =
-        run_live(&WorkspaceTests, &ws, json!({"operation": "run", "command": "sh", "args": ["-c", "echo ran; echo warn >&2"]})).await;
+    let (out, keep) = run_live(
+        &WorkspaceTests,
+        &ws,
+        json!({"operation": "run", "command": "sh", "args": ["-c", "echo ran; echo warn >&2"]}),
+    )
+    .await;
     assert_eq!(out["success"], true, "{out:?}");
     assert_eq!(keep.text(OutputStream::Stdout), "ran\n");
     assert_eq!(keep.text(OutputStream::Stderr), "warn\n");
@@ -58,5 +75,8 @@ async fn workspace_git_passes_the_operations_output_on_but_not_its_probes() {
     assert_eq!(out["success"], true, "{out:?}");
     let text = keep.text(OutputStream::Stdout);
     assert!(text.contains("initial commit"), "{text}");
-    assert!(!text.contains("core.repositoryformatversion"), "the configuration probe leaked into live output: {text}");
+    assert!(
+        !text.contains("core.repositoryformatversion"),
+        "the configuration probe leaked into live output: {text}"
+    );
 }

@@ -1,7 +1,10 @@
 //! tools/workspace_shell through its public face (spec, approval request, run), including every
 //! test that starts a process; the splitter's and the program rules' unit tests are in src/.
 
-use cheng_node::{ApprovalRule, Audience, Control, Decision, Effects, ErrorKind, Node, NodeError, NodeSpec, PortType, RunContext, Values};
+use cheng_node::{
+    ApprovalRule, Audience, Control, Decision, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortType, RunContext, Values,
+};
 use cheng_nodes_workspace::{WorkspaceShell, STDERR_CAP, STDOUT_CAP};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -23,14 +26,21 @@ fn workspace() -> Ws {
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
     let ctx = RunContext::for_workspace(spec().id, root.clone(), Decision::Approved);
-    Ws { _dir: dir, root, ctx }
+    Ws {
+        _dir: dir,
+        root,
+        ctx,
+    }
 }
 
 /// The engine's view of an input: spec defaults, then `given`, then the injected root.
 fn input(ws: &Ws, given: Value) -> Values {
     let mut values = Values::new();
     for port in spec().inputs {
-        values.insert(port.name.into(), port.default_value().unwrap_or(Value::Null));
+        values.insert(
+            port.name.into(),
+            port.default_value().unwrap_or(Value::Null),
+        );
     }
     if let Value::Object(given) = given {
         values.extend(given);
@@ -78,7 +88,10 @@ async fn runs_command_with_args_and_reports_every_output() {
     assert_eq!(out["stdout_truncated"], false);
     assert!(out["duration_ms"].is_u64());
     let summary = out["summary"].as_str().unwrap();
-    assert!(summary.starts_with("echo hello 'a b' exited 0 after "), "{summary}");
+    assert!(
+        summary.starts_with("echo hello 'a b' exited 0 after "),
+        "{summary}"
+    );
     assert!(summary.ends_with("; stdout 10 B"), "{summary}");
     for port in spec().outputs {
         assert!(out.contains_key(port.name), "missing output {}", port.name);
@@ -88,14 +101,21 @@ async fn runs_command_with_args_and_reports_every_output() {
 #[tokio::test]
 async fn non_zero_exit_keeps_output_and_is_not_terminal() {
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "sh", "args": ["-c", "echo out; echo err >&2; exit 3"]})).await;
+    let out = ok(
+        &ws,
+        json!({"command": "sh", "args": ["-c", "echo out; echo err >&2; exit 3"]}),
+    )
+    .await;
     assert_eq!(out["success"], false);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NON_ZERO_EXIT");
     assert_eq!(out["terminal"], false);
     assert_eq!(out["exit_code"], 3);
     assert_eq!(out["stdout"], "out\n");
     assert_eq!(out["stderr"], "err\n");
-    assert!(out["error"].as_str().unwrap().contains("exited with status 3"));
+    assert!(out["error"]
+        .as_str()
+        .unwrap()
+        .contains("exited with status 3"));
     let summary = out["summary"].as_str().unwrap();
     assert!(summary.contains("exited 3 after"), "{summary}");
     assert!(summary.contains("stderr 4 B"), "{summary}");
@@ -106,13 +126,21 @@ async fn timeout_kills_and_reports_timed_out() {
     // That the whole process group dies (grandchildren, escapes) is cheng-exec's kill and
     // descendants suites; here, what the node reports.
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "sleep", "args": ["1000"], "timeout_ms": 300})).await;
+    let out = ok(
+        &ws,
+        json!({"command": "sleep", "args": ["1000"], "timeout_ms": 300}),
+    )
+    .await;
     assert_eq!(out["success"], false);
     assert_eq!(out["termination"], "timed_out");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT");
     assert_eq!(out["terminal"], false);
     assert_eq!(out["exit_code"], Value::Null);
-    assert!(out["error"].as_str().unwrap().contains("timeout_ms 300"), "{}", out["error"]);
+    assert!(
+        out["error"].as_str().unwrap().contains("timeout_ms 300"),
+        "{}",
+        out["error"]
+    );
 }
 
 #[tokio::test]
@@ -136,21 +164,39 @@ async fn a_missing_program_is_spawn_failed() {
     let out = ok(&ws, json!({"command": "no-such-program-cheng"})).await;
     assert_eq!(out["termination"], "spawn_failed");
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_SPAWN_FAILED");
-    assert!(out["error"].as_str().unwrap().contains("\"no-such-program-cheng\" was not found on PATH"));
+    assert!(out["error"]
+        .as_str()
+        .unwrap()
+        .contains("\"no-such-program-cheng\" was not found on PATH"));
     assert!(out["summary"].as_str().unwrap().contains("could not start"));
 }
 
 #[tokio::test]
 async fn output_floods_are_bounded_and_stderr_floods_do_not_deadlock() {
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "head", "args": ["-c", "20000000", "/dev/zero"]})).await;
+    let out = ok(
+        &ws,
+        json!({"command": "head", "args": ["-c", "20000000", "/dev/zero"]}),
+    )
+    .await;
     assert_eq!(out["success"], true);
     assert_eq!(out["stdout_truncated"], true);
     assert!(out["stdout"].as_str().unwrap().len() <= STDOUT_CAP + 64);
-    assert!(out["summary"].as_str().unwrap().contains("stdout 19.1 MiB (truncated)"), "{}", out["summary"]);
+    assert!(
+        out["summary"]
+            .as_str()
+            .unwrap()
+            .contains("stdout 19.1 MiB (truncated)"),
+        "{}",
+        out["summary"]
+    );
 
     let script = "head -c 20000000 /dev/zero >&2; echo done";
-    let out = ok(&ws, json!({"command": "sh", "args": ["-c", script], "timeout_ms": 120000})).await;
+    let out = ok(
+        &ws,
+        json!({"command": "sh", "args": ["-c", script], "timeout_ms": 120000}),
+    )
+    .await;
     assert_eq!(out["termination"], "exited");
     assert_eq!(out["stdout"], "done\n");
     assert_eq!(out["stderr_truncated"], true);
@@ -164,15 +210,26 @@ async fn a_simple_shell_string_runs_as_argv_without_a_shell() {
     assert_eq!(out["stdout"], "a;b|c d * e f g\n");
     assert_eq!(out["command_display"], "echo 'a;b|c' 'd * e' 'f g'");
     let e = err(&ws, json!({"shell_string": r#"echo "d $ e""#})).await;
-    assert_eq!(e.kind, ErrorKind::PolicyDenied, "$ in double quotes expands in sh");
+    assert_eq!(
+        e.kind,
+        ErrorKind::PolicyDenied,
+        "$ in double quotes expands in sh"
+    );
 }
 
 #[tokio::test]
 async fn with_the_switch_on_shell_strings_run_under_sh() {
     let ws = workspace();
-    let out = ok(&ws, json!({"shell_string": "echo a | tr a b; echo $((1+2))", "allow_shell_string": true})).await;
+    let out = ok(
+        &ws,
+        json!({"shell_string": "echo a | tr a b; echo $((1+2))", "allow_shell_string": true}),
+    )
+    .await;
     assert_eq!(out["stdout"], "b\n3\n");
-    assert_eq!(out["command_display"], "sh -c 'echo a | tr a b; echo $((1+2))'");
+    assert_eq!(
+        out["command_display"],
+        "sh -c 'echo a | tr a b; echo $((1+2))'"
+    );
 }
 
 fn whitelisted(extra: Value) -> Value {
@@ -186,7 +243,11 @@ fn whitelisted(extra: Value) -> Value {
 #[tokio::test]
 async fn whitelisted_programs_run_and_others_are_denied() {
     let ws = workspace();
-    let out = ok(&ws, whitelisted(json!({"command": "echo", "args": ["; id"]}))).await;
+    let out = ok(
+        &ws,
+        whitelisted(json!({"command": "echo", "args": ["; id"]})),
+    )
+    .await;
     assert_eq!(out["stdout"], "; id\n");
     let e = err(&ws, whitelisted(json!({"command": "id"}))).await;
     assert_eq!(e.kind, ErrorKind::PolicyDenied);
@@ -215,22 +276,43 @@ async fn whitelist_bypass_through_paths_is_denied() {
 async fn whitelist_denies_shell_syntax_even_with_the_switch_on() {
     let ws = workspace();
     for script in ["ls;id", "ls | id", "echo $(id)", "ls && touch pwned"] {
-        let e = err(&ws, whitelisted(json!({"shell_string": script, "allow_shell_string": true}))).await;
+        let e = err(
+            &ws,
+            whitelisted(json!({"shell_string": script, "allow_shell_string": true})),
+        )
+        .await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script}");
         assert!(e.message.contains("command_whitelist"), "{}", e.message);
     }
     for script in ["/bin/ls", "./ls", "id", "'/bin/ls' -la"] {
-        let e = err(&ws, whitelisted(json!({"shell_string": script, "allow_shell_string": true}))).await;
+        let e = err(
+            &ws,
+            whitelisted(json!({"shell_string": script, "allow_shell_string": true})),
+        )
+        .await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script}");
     }
     // The seed: with a whitelist, shell strings are denied, even a simple one naming a listed
     // program (with or without the author's switch); command and args are the way.
     for switch in [true, false] {
-        let e = err(&ws, whitelisted(json!({"shell_string": "echo 'x y'", "allow_shell_string": switch}))).await;
+        let e = err(
+            &ws,
+            whitelisted(json!({"shell_string": "echo 'x y'", "allow_shell_string": switch})),
+        )
+        .await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied);
-        assert!(e.message.contains("shell_string is denied because this node has a command_whitelist"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("shell_string is denied because this node has a command_whitelist"),
+            "{}",
+            e.message
+        );
     }
-    let out = ok(&ws, whitelisted(json!({"command": "echo", "args": ["x y"]}))).await;
+    let out = ok(
+        &ws,
+        whitelisted(json!({"command": "echo", "args": ["x y"]})),
+    )
+    .await;
     assert_eq!(out["stdout"], "x y\n");
     assert!(!ws.root.join("pwned").exists());
 }
@@ -239,29 +321,54 @@ async fn whitelist_denies_shell_syntax_even_with_the_switch_on() {
 async fn cwd_is_resolved_inside_the_workspace() {
     let ws = workspace();
     let out = ok(&ws, json!({"command": "pwd", "cwd": "sub/deeper"})).await;
-    assert_eq!(out["stdout"].as_str().unwrap().trim_end(), ws.root.join("sub/deeper").to_str().unwrap());
+    assert_eq!(
+        out["stdout"].as_str().unwrap().trim_end(),
+        ws.root.join("sub/deeper").to_str().unwrap()
+    );
     assert_eq!(out["cwd"], "sub/deeper");
 }
 
 #[tokio::test]
 async fn env_adds_variables_and_refuses_hooks() {
     let ws = workspace();
-    let out = ok(&ws, json!({"command": "sh", "args": ["-c", "echo $TZ"], "env": {"TZ": "UTC"}})).await;
+    let out = ok(
+        &ws,
+        json!({"command": "sh", "args": ["-c", "echo $TZ"], "env": {"TZ": "UTC"}}),
+    )
+    .await;
     assert_eq!(out["stdout"], "UTC\n");
     // A name outside the baseline needs the operator's env_allow.
     let e = err(&ws, json!({"command": "true", "env": {"GREETING": "hi"}})).await;
     assert_eq!(e.kind, ErrorKind::InvalidInput);
-    assert!(e.message.contains("env.GREETING is not an allowed variable name") && e.message.contains("env_allow"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("env.GREETING is not an allowed variable name")
+            && e.message.contains("env_allow"),
+        "{}",
+        e.message
+    );
     let hook = ws.root.join("hook.sh");
     executable(&hook, "touch pwned\n");
-    for (name, value) in [("LD_PRELOAD", "/tmp/x.so"), ("BASH_ENV", hook.to_str().unwrap()), ("PATH", ".")] {
-        let e = err(&ws, json!({"command": "bash", "args": ["-c", "true"], "env": { name: value }})).await;
+    for (name, value) in [
+        ("LD_PRELOAD", "/tmp/x.so"),
+        ("BASH_ENV", hook.to_str().unwrap()),
+        ("PATH", "."),
+    ] {
+        let e = err(
+            &ws,
+            json!({"command": "bash", "args": ["-c", "true"], "env": { name: value }}),
+        )
+        .await;
         assert_eq!(e.kind, ErrorKind::InvalidInput, "{name}");
         assert!(e.message.contains(name), "{}", e.message);
     }
     assert!(!ws.root.join("pwned").exists());
     let e = err(&ws, json!({"command": "true", "env": {"PORT": 80}})).await;
-    assert!(e.message.contains("env.PORT must be a string"), "{}", e.message);
+    assert!(
+        e.message.contains("env.PORT must be a string"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
@@ -271,20 +378,30 @@ async fn a_sandbox_root_in_the_input_cannot_move_the_workspace() {
     let ws = workspace();
     let mut given = input(&ws, json!({"command": "true", "cwd": "etc"}));
     given.insert("sandbox_root".into(), json!("/"));
-    let e = WorkspaceShell.run(&ws.ctx, given).await.expect_err("host /etc");
+    let e = WorkspaceShell
+        .run(&ws.ctx, given)
+        .await
+        .expect_err("host /etc");
     assert_eq!(e.kind, ErrorKind::NotFound, "{}", e.message);
     std::fs::create_dir(ws.root.join("etc")).unwrap();
     let mut given = input(&ws, json!({"command": "pwd", "cwd": "etc"}));
     given.insert("sandbox_root".into(), json!("/"));
     let out = WorkspaceShell.run(&ws.ctx, given).await.unwrap();
-    assert_eq!(out["stdout"].as_str().unwrap().trim(), ws.root.join("etc").to_str().unwrap());
+    assert_eq!(
+        out["stdout"].as_str().unwrap().trim(),
+        ws.root.join("etc").to_str().unwrap()
+    );
 }
 
 // ---- requests refused before anything runs ------------------------------------------------
 
 #[test]
 fn ports_match_the_seed_table() {
-    let inputs: Vec<_> = spec().inputs.iter().map(|p| (p.name, p.ty.display(), p.default.unwrap_or("-"))).collect();
+    let inputs: Vec<_> = spec()
+        .inputs
+        .iter()
+        .map(|p| (p.name, p.ty.display(), p.default.unwrap_or("-")))
+        .collect();
     assert_eq!(
         inputs,
         [
@@ -302,24 +419,60 @@ fn ports_match_the_seed_table() {
     );
     let timeout = spec().input("timeout_ms").unwrap();
     assert_eq!((timeout.min, timeout.max), (Some(1), Some(600_000)));
-    assert_eq!(spec().input("sandbox_root").unwrap().audience, Audience::Engine);
+    assert_eq!(
+        spec().input("sandbox_root").unwrap().audience,
+        Audience::Engine
+    );
     let switch = spec().input("allow_shell_string").unwrap();
-    assert_eq!((switch.audience, switch.control), (Audience::Author, Some(Control::Switch)));
+    assert_eq!(
+        (switch.audience, switch.control),
+        (Audience::Author, Some(Control::Switch))
+    );
     let list = spec().input("command_whitelist").unwrap();
-    assert_eq!((list.audience, list.control), (Audience::Author, Some(Control::Textarea)));
-    for name in ["command", "args", "shell_string", "cwd", "env", "timeout_ms", "purpose"] {
-        assert_eq!(spec().input(name).unwrap().audience, Audience::Llm, "{name}");
+    assert_eq!(
+        (list.audience, list.control),
+        (Audience::Author, Some(Control::Textarea))
+    );
+    for name in [
+        "command",
+        "args",
+        "shell_string",
+        "cwd",
+        "env",
+        "timeout_ms",
+        "purpose",
+    ] {
+        assert_eq!(
+            spec().input(name).unwrap().audience,
+            Audience::Llm,
+            "{name}"
+        );
         assert!(!spec().input(name).unwrap().required, "{name}");
     }
     let outputs: Vec<_> = spec().outputs.iter().map(|p| p.name).collect();
     assert_eq!(
         outputs,
         [
-            "success", "summary", "command_display", "cwd", "exit_code", "termination", "duration_ms", "stdout",
-            "stdout_truncated", "stderr", "stderr_truncated", "error_kind", "terminal", "error"
+            "success",
+            "summary",
+            "command_display",
+            "cwd",
+            "exit_code",
+            "termination",
+            "duration_ms",
+            "stdout",
+            "stdout_truncated",
+            "stderr",
+            "stderr_truncated",
+            "error_kind",
+            "terminal",
+            "error"
         ]
     );
-    assert!(matches!(spec().output("exit_code").unwrap().ty, PortType::Integer));
+    assert!(matches!(
+        spec().output("exit_code").unwrap().ty,
+        PortType::Integer
+    ));
     assert_eq!(spec().effects, Effects::Approval(ApprovalRule::Always));
     assert_eq!(spec().category, "workspace");
 }
@@ -327,10 +480,18 @@ fn ports_match_the_seed_table() {
 #[tokio::test]
 async fn exactly_one_of_command_or_shell_string() {
     let ws = workspace();
-    for given in [json!({}), json!({"command": "", "shell_string": "  "}), json!({"command": "ls", "shell_string": "ls"})] {
+    for given in [
+        json!({}),
+        json!({"command": "", "shell_string": "  "}),
+        json!({"command": "ls", "shell_string": "ls"}),
+    ] {
         let e = err(&ws, given.clone()).await;
         assert_eq!(e.kind, ErrorKind::InvalidInput, "{given}");
-        assert!(e.message.contains("command") && e.message.contains("shell_string"), "{}", e.message);
+        assert!(
+            e.message.contains("command") && e.message.contains("shell_string"),
+            "{}",
+            e.message
+        );
     }
     let e = err(&ws, json!({"shell_string": "ls", "args": ["-la"]})).await;
     assert_eq!(e.kind, ErrorKind::InvalidInput);
@@ -342,16 +503,34 @@ async fn a_command_line_in_command_is_rejected_with_a_hint() {
     let ws = workspace();
     let e = err(&ws, json!({"command": "ls -la"})).await;
     assert_eq!(e.kind, ErrorKind::InvalidInput);
-    assert!(e.message.contains("command=\"ls\", args=[\"-la\"]"), "{}", e.message);
+    assert!(
+        e.message.contains("command=\"ls\", args=[\"-la\"]"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
 async fn shell_syntax_is_denied_when_the_switch_is_off_and_nothing_runs() {
     let ws = workspace();
     for script in [
-        "touch pwned;id", "touch pwned | cat", "touch pwned && id", "touch pwned & id", "touch $HOME",
-        "touch `id`", "touch $(id)", "cat < /etc/passwd", "touch pwned > out", "touch *", "touch pw?ned",
-        "touch {a,b}", "touch ~", "touch pwned\nid", "(touch pwned)", "A=1 touch pwned", "touch # comment",
+        "touch pwned;id",
+        "touch pwned | cat",
+        "touch pwned && id",
+        "touch pwned & id",
+        "touch $HOME",
+        "touch `id`",
+        "touch $(id)",
+        "cat < /etc/passwd",
+        "touch pwned > out",
+        "touch *",
+        "touch pw?ned",
+        "touch {a,b}",
+        "touch ~",
+        "touch pwned\nid",
+        "(touch pwned)",
+        "A=1 touch pwned",
+        "touch # comment",
     ] {
         let e = err(&ws, json!({"shell_string": script})).await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script:?}: {}", e.message);
@@ -368,7 +547,11 @@ async fn unterminated_quotes_are_invalid_input() {
     let ws = workspace();
     let e = err(&ws, json!({"shell_string": "echo 'abc"})).await;
     assert_eq!(e.kind, ErrorKind::InvalidInput);
-    assert!(e.message.contains("unterminated single quote"), "{}", e.message);
+    assert!(
+        e.message.contains("unterminated single quote"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
@@ -377,7 +560,11 @@ async fn malformed_whitelist_lines_name_the_line() {
     for list in ["ls\n/usr/bin/ls", "ls\ncargo test"] {
         let e = err(&ws, json!({"command": "ls", "command_whitelist": list})).await;
         assert_eq!(e.kind, ErrorKind::InvalidInput);
-        assert!(e.message.contains("command_whitelist line 2"), "{}", e.message);
+        assert!(
+            e.message.contains("command_whitelist line 2"),
+            "{}",
+            e.message
+        );
     }
 }
 
@@ -386,9 +573,26 @@ async fn cwd_escapes_are_refused() {
     let ws = workspace();
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.root.join("link")).unwrap();
-    for cwd in ["..", "sub/../..", "/etc", "/", "link", "link/.", ws.root.parent().unwrap().to_str().unwrap()] {
-        let e = err(&ws, json!({"command": "touch", "args": ["pwned"], "cwd": cwd})).await;
-        assert_eq!(e.kind, ErrorKind::PathOutsideWorkspace, "{cwd}: {}", e.message);
+    for cwd in [
+        "..",
+        "sub/../..",
+        "/etc",
+        "/",
+        "link",
+        "link/.",
+        ws.root.parent().unwrap().to_str().unwrap(),
+    ] {
+        let e = err(
+            &ws,
+            json!({"command": "touch", "args": ["pwned"], "cwd": cwd}),
+        )
+        .await;
+        assert_eq!(
+            e.kind,
+            ErrorKind::PathOutsideWorkspace,
+            "{cwd}: {}",
+            e.message
+        );
         assert!(e.message.contains("cwd"));
     }
     assert!(!outside.path().join("pwned").exists());
@@ -413,7 +617,9 @@ async fn timeout_ms_out_of_range_names_the_limit() {
 fn approval_request_shows_command_cwd_and_purpose() {
     let ws = workspace();
     let given = json!({"command": "cargo", "args": ["test", "--no-fail-fast"], "cwd": "sub", "purpose": "Check the fix"});
-    let request = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, given)).unwrap();
+    let request = WorkspaceShell
+        .approval_request(&ws.ctx, &input(&ws, given))
+        .unwrap();
     assert_eq!(request.command_display, "cargo test --no-fail-fast");
     assert_eq!(request.cwd, "sub");
     assert_eq!(request.purpose.as_deref(), Some("Check the fix"));
@@ -423,8 +629,12 @@ fn approval_request_shows_command_cwd_and_purpose() {
 #[test]
 fn approval_is_never_asked_for_a_request_that_would_be_refused() {
     let ws = workspace();
-    let e = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, json!({"shell_string": "ls;id"}))).unwrap_err();
+    let e = WorkspaceShell
+        .approval_request(&ws.ctx, &input(&ws, json!({"shell_string": "ls;id"})))
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::PolicyDenied);
-    let e = WorkspaceShell.approval_request(&ws.ctx, &input(&ws, json!({"command": "ls", "cwd": ".."}))).unwrap_err();
+    let e = WorkspaceShell
+        .approval_request(&ws.ctx, &input(&ws, json!({"command": "ls", "cwd": ".."})))
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::PathOutsideWorkspace);
 }

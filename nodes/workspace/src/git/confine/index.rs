@@ -106,7 +106,11 @@ mod tests {
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
                 .output()
                 .expect("git runs");
-            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         git(&["init", "-q", "."]);
         std::fs::create_dir_all(dir.join("deep/er")).expect("mkdir");
@@ -114,8 +118,18 @@ mod tests {
         std::fs::write(dir.join("deep/er/b.txt"), "b").expect("write");
         git(&["add", "a.txt", "deep/er/b.txt"]);
         let hash = "1111111111111111111111111111111111111111";
-        git(&["update-index", "--add", "--cacheinfo", &format!("160000,{hash},deep/er/sub")]);
-        git(&["update-index", "--add", "--cacheinfo", &format!("160000,{hash},mod")]);
+        git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{hash},deep/er/sub"),
+        ]);
+        git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{hash},mod"),
+        ]);
         if version != "2" {
             // An extended flags word on one entry (version 3 and later).
             git(&["update-index", "--skip-worktree", "a.txt"]);
@@ -129,8 +143,13 @@ mod tests {
         for version in ["2", "3", "4"] {
             let dir = tempfile::tempdir().expect("tempdir");
             let bytes = index_of(dir.path(), version);
-            let links = gitlinks(&bytes, 20).unwrap_or_else(|| panic!("version {version} not parsed"));
-            assert_eq!(links, vec![b"deep/er/sub".to_vec(), b"mod".to_vec()], "version {version}");
+            let links =
+                gitlinks(&bytes, 20).unwrap_or_else(|| panic!("version {version} not parsed"));
+            assert_eq!(
+                links,
+                vec![b"deep/er/sub".to_vec(), b"mod".to_vec()],
+                "version {version}"
+            );
         }
     }
 
