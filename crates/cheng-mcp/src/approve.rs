@@ -8,7 +8,10 @@
 //!   and each capability it asks for ([`approval_items`]), all in one round, and a sealed
 //!   `requestState`
 //!   ([`Sealer`]); the retry runs with [`SealedApprover`], which approves exactly the sealed cards.
+//!   A sealed state is single-use: [`Sealer::open`] spends its nonce ([`crate::nonces`]), so every
+//!   transport that opens one gets the same guarantee.
 
+use crate::nonces::{SpentNonces, Unspendable};
 use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Values};
 use rmcp::model::{
     ElicitRequestParams, ElicitationAction, RequestStateCodec, RequestStateError, SealOptions,
@@ -17,8 +20,9 @@ use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long a sealed `requestState` stays valid.
 pub const STATE_TTL: Duration = Duration::from_secs(10 * 60);
@@ -241,11 +245,15 @@ impl Approver for SealedApprover {
     }
 }
 
-/// What a sealed `requestState` holds: the cards a person is asked to approve.
+/// What a sealed `requestState` holds: the cards a person is asked to approve, and what makes it
+/// single-use (a nonce this sealer never issues twice, and when it stops opening).
 #[derive(Serialize, Deserialize)]
 pub struct State {
     pub tool: String,
     pub items: Vec<Card>,
+    pub nonce: u64,
+    /// Unix milliseconds; the spent nonce is remembered until then.
+    pub expires_ms: i64,
 }
 
 /// An [`ApprovalRequest`] in a form that round-trips through the sealed state.
@@ -299,10 +307,13 @@ impl From<&Card> for ApprovalRequest {
 }
 
 /// Seals and opens `requestState`: HMAC-SHA256 under a random per-process key, over the state
-/// (tool name and approval items) with the tool name and the canonical arguments as associated
-/// data, and an expiry.
+/// (tool name, approval items, nonce, expiry) with the tool name and the canonical arguments as
+/// associated data, and an expiry. Opening spends the nonce: a state opens once. The key and the
+/// spent nonces live and die together, so a state from before a restart does not open at all.
 pub struct Sealer {
     codec: RequestStateCodec,
+    next_nonce: AtomicU64,
+    spent: Mutex<SpentNonces>,
 }
 
 /// Why an echoed `requestState` was refused.
@@ -310,6 +321,10 @@ pub struct Sealer {
 pub enum Refusal {
     Expired,
     Mismatch,
+    /// The state opened before: its approval was already used.
+    AlreadyUsed,
+    /// Too many approvals were used within one state lifetime to remember another.
+    TooManyInUse,
 }
 
 impl Sealer {
@@ -318,7 +333,11 @@ impl Sealer {
         let key = random_key()?;
         let codec = RequestStateCodec::try_new(key.to_vec())
             .map_err(|e| format!("cannot set up request-state sealing: {e}"))?;
-        Ok(Sealer { codec })
+        Ok(Sealer {
+            codec,
+            next_nonce: AtomicU64::new(0),
+            spent: Mutex::new(SpentNonces::default()),
+        })
     }
 
     pub fn seal(
@@ -328,9 +347,12 @@ impl Sealer {
         items: &[Card],
         ttl: Duration,
     ) -> Result<String, String> {
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let state = State {
             tool: tool.to_string(),
             items: items.to_vec(),
+            nonce: self.next_nonce.fetch_add(1, Ordering::Relaxed),
+            expires_ms: now_ms().saturating_add(ttl_ms),
         };
         let bound = associated_data(tool, arguments);
         self.codec
@@ -338,13 +360,27 @@ impl Sealer {
             .map_err(|e| format!("cannot seal the request state: {e}"))
     }
 
+    /// Opens a state sealed by this sealer for `tool` and `arguments`, and spends it: the same
+    /// state never opens again.
     pub fn open(&self, sealed: &str, tool: &str, arguments: &Values) -> Result<State, Refusal> {
         let bound = associated_data(tool, arguments);
-        match self.codec.open_json_with::<State>(sealed, &bound) {
-            Ok(state) if state.tool == tool => Ok(state),
-            Ok(_) => Err(Refusal::Mismatch),
-            Err(RequestStateError::Expired) => Err(Refusal::Expired),
-            Err(_) => Err(Refusal::Mismatch),
+        let state = match self.codec.open_json_with::<State>(sealed, &bound) {
+            Ok(state) if state.tool == tool => state,
+            Ok(_) => return Err(Refusal::Mismatch),
+            Err(RequestStateError::Expired) => return Err(Refusal::Expired),
+            Err(_) => return Err(Refusal::Mismatch),
+        };
+        // The nonce is remembered exactly as long as this check lets the state open.
+        let now = now_ms();
+        if now > state.expires_ms {
+            return Err(Refusal::Expired);
+        }
+        // A panic elsewhere cannot leave the memory half-updated (spend changes it last).
+        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        match spent.spend(state.nonce, state.expires_ms, now) {
+            Ok(()) => Ok(state),
+            Err(Unspendable::AlreadySpent) => Err(Refusal::AlreadyUsed),
+            Err(Unspendable::Full) => Err(Refusal::TooManyInUse),
         }
     }
 }
@@ -377,6 +413,13 @@ pub fn canonical(value: &Value) -> String {
         }
     }
     sorted(value).to_string()
+}
+
+/// The wall clock in unix milliseconds (the clock the sealed expiry is written in).
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// 32 bytes from the kernel's random source.
@@ -444,6 +487,40 @@ mod tests {
         assert!(sealer.open(&altered, "shell", &a).is_err());
         // Another process's key cannot open it either.
         assert!(Sealer::new().unwrap().open(&sealed, "shell", &a).is_err());
+    }
+
+    #[test]
+    fn a_state_opens_once() {
+        let sealer = Sealer::new().unwrap();
+        let a = args(json!({"command": "echo"}));
+        let sealed = sealer.seal("shell", &a, &[card()], STATE_TTL).unwrap();
+        // A refused opening (other arguments) spends nothing.
+        assert_eq!(
+            sealer.open(&sealed, "shell", &args(json!({}))).err(),
+            Some(Refusal::Mismatch)
+        );
+        let opened = sealer.open(&sealed, "shell", &a).unwrap();
+        assert_eq!(opened.items.len(), 1);
+        for _ in 0..4 {
+            assert_eq!(
+                sealer.open(&sealed, "shell", &a).err(),
+                Some(Refusal::AlreadyUsed)
+            );
+        }
+        // Each round gets a state of its own, which opens once too.
+        let again = sealer.seal("shell", &a, &[card()], STATE_TTL).unwrap();
+        assert_ne!(again, sealed);
+        assert!(sealer.open(&again, "shell", &a).is_ok());
+        assert_eq!(
+            sealer.open(&again, "shell", &a).err(),
+            Some(Refusal::AlreadyUsed)
+        );
+        // A restarted server (a new sealer) opens none of them.
+        let restarted = Sealer::new().unwrap();
+        assert_eq!(
+            restarted.open(&sealed, "shell", &a).err(),
+            Some(Refusal::Mismatch)
+        );
     }
 
     #[test]

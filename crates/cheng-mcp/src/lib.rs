@@ -8,13 +8,15 @@
 //! - **Tools**: a `tools/runtime` toolkit ([`catalog`]): every registered node, or the author's
 //!   `exposed_tools` file; the same parsing, names, descriptions and input schemas as the node.
 //! - **Calls**: one-node graphs through `cheng-engine`, exactly as `cheng run` runs a node; at
-//!   most `jobs` at once; approvals through the client ([`approve`]).
+//!   most `jobs` at once; approvals through the client ([`approve`]), each approval usable once
+//!   ([`nonces`]).
 //!
 //! stdout carries protocol messages only; diagnostics go to stderr.
 
 pub mod approve;
 pub mod catalog;
 pub mod live;
+pub mod nonces;
 pub mod server;
 pub mod transport;
 

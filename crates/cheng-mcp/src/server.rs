@@ -212,6 +212,20 @@ impl Server {
                     )
                     .into())
                 }
+                Err(Refusal::AlreadyUsed) => {
+                    return Ok(refusal(
+                        ErrorKind::ApprovalDenied,
+                        format!("tool `{}`: this approval was already used; ask again. An approval runs a call once; nothing ran. Call the tool again without requestState to be asked anew.", tool.name),
+                    )
+                    .into())
+                }
+                Err(Refusal::TooManyInUse) => {
+                    return Ok(refusal(
+                        ErrorKind::ApprovalDenied,
+                        format!("tool `{}`: more than {} approvals were used in the last {} minutes, more than this server keeps track of; nothing ran. Wait a few minutes and call the tool again without requestState.", tool.name, crate::nonces::MAX_SPENT, approve::STATE_TTL.as_secs() / 60),
+                    )
+                    .into())
+                }
                 Err(Refusal::Mismatch) => {
                     return Ok(refusal(
                         ErrorKind::ApprovalDenied,

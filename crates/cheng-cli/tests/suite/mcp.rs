@@ -447,6 +447,33 @@ fn the_official_python_client_lists_calls_approves_declines_and_cancels() {
     }
 }
 
+/// One accepted approval runs one call: the official Python SDK client sends the same
+/// `requestState` and `inputResponses` again (and to a restarted server), and `count.txt`
+/// shows one run per approval.
+#[test]
+fn an_approval_runs_once_and_a_replay_says_why() {
+    if !super::support::mcp_sdk_available() {
+        return;
+    }
+    let script = repo_root().join("crates/cheng-cli/tests/mcp/replay.py");
+    let (_dir, ws) = temp_workspace();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_cheng"))
+        .arg(&ws)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("ok replay"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let count = std::fs::read_to_string(ws.join("count.txt")).unwrap_or_default();
+    assert_eq!(count.lines().count(), 2, "runs recorded: {count:?}");
+}
+
 /// `{tool name: [author and engine port names]}` for every registered node.
 fn forbidden_ports() -> Value {
     let out = run_cheng(&["nodes", "--json"]);
