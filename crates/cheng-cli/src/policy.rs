@@ -1,6 +1,6 @@
-//! The operator's policy in the CLI: loading it at startup (`--policy`, `$CHENG_POLICY`,
-//! `/etc/cheng/policy.toml`, built-in), `cheng policy show`, and refusing `--approve` where the
-//! operator requires a person.
+//! The operator's policy in the CLI: loading it at startup (the machine policy
+//! `/etc/cheng/policy.toml`, tightened by `--policy` or `$CHENG_POLICY`; built-in without either),
+//! `cheng policy show`, and refusing `--approve` where the operator requires a person.
 
 use crate::args::Command;
 use crate::{complain, Exit};
@@ -13,8 +13,9 @@ fn all_specs() -> Vec<&'static cheng_node::NodeSpec> {
     Registry::from_inventory_with(|_| true).specs().collect()
 }
 
-/// Loads the policy, checks the names it uses and installs it for the process. A bad policy is
-/// a startup error (exit 2) naming the file and the key: never a silent default.
+/// Loads the policy, checks the names it uses and installs it for the process. A bad policy, or
+/// a user policy that would loosen the machine's, is a startup error (exit 2) naming the file and
+/// the key: never a silent default.
 pub fn load_and_install(flag: Option<&Path>) -> Result<(), Exit> {
     let loaded = Policy::load(flag).and_then(|p| p.check_names(all_specs()).map(|()| p));
     match loaded {

@@ -146,7 +146,7 @@ pub fn check_operator(
             let file = policy.path().map_or_else(
                 || {
                     format!(
-                        "{} (or a file named by --policy or ${})",
+                        "{} (the machine policy; a file named by --policy or ${} can only tighten it)",
                         crate::policy::SYSTEM_PATH,
                         crate::policy::ENV_VAR
                     )

@@ -583,3 +583,194 @@ fn operator_read_paths_are_mounted_without_asking() {
         assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
     }
 }
+
+/// `cheng` seeing `machine` as the machine policy (`None`: no machine policy): run in a private
+/// mount namespace (bubblewrap) where /etc is a tmpfs holding the host's entries, and
+/// /etc/cheng/policy.toml the given file. The host's /etc is never written, and no other test or
+/// process sees the file. `None` when bubblewrap cannot run here (outside CI).
+fn cheng_with_machine_policy(machine: Option<&Path>) -> Option<std::process::Command> {
+    if !bwrap_works() {
+        return None;
+    }
+    let mut cmd = std::process::Command::new("bwrap");
+    // --dev-bind: a plain --bind would mount /dev without devices (no /dev/null).
+    cmd.args([
+        "--die-with-parent",
+        "--dev-bind",
+        "/",
+        "/",
+        "--tmpfs",
+        "/etc",
+    ]);
+    for entry in std::fs::read_dir("/etc").expect("read /etc").flatten() {
+        let path = entry.path();
+        if path == Path::new("/etc/cheng") {
+            continue;
+        }
+        match std::fs::read_link(&path) {
+            Ok(target) => cmd.arg("--symlink").arg(target).arg(&path),
+            Err(_) => cmd.arg("--ro-bind").arg(&path).arg(&path),
+        };
+    }
+    if let Some(machine) = machine {
+        cmd.arg("--ro-bind")
+            .arg(machine)
+            .arg(cheng_node::policy::SYSTEM_PATH);
+    }
+    cmd.arg("--")
+        .arg(env!("CARGO_BIN_EXE_cheng"))
+        .env_remove("CHENG_ENABLE_CODE_PYTHON")
+        .env_remove("CHENG_ENABLE_CODE_JS")
+        .env_remove("CHENG_POLICY")
+        .env("LANG", "C")
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null());
+    without_terminal(&mut cmd);
+    Some(cmd)
+}
+
+const MACHINE_POLICY: &str = "honour_approve_flag = false\n[all]\nmax = { timeout_ms = 120000 }\n[nodes.\"tools/code_shell\"]\nallow_network = false\n";
+
+#[test]
+fn a_user_policy_cannot_loosen_the_machine_policy() {
+    let (d, ws) = temp_workspace();
+    let machine = d.path().join("machine.toml");
+    std::fs::write(&machine, MACHINE_POLICY).unwrap();
+    let user = d.path().join("user.toml");
+    std::fs::write(
+        &user,
+        "honour_approve_flag = true\n[nodes.\"tools/code_shell\"]\nallow_network = true\n",
+    )
+    .unwrap();
+    let marker = ws.join("ran");
+    let input = json!({"command": "touch", "args": ["ran"]}).to_string();
+    let ws_arg = ws.to_str().unwrap();
+    let attack = [
+        "run",
+        SHELL,
+        "--workspace",
+        ws_arg,
+        "--input",
+        &input,
+        "--approve",
+    ];
+    // Without a machine policy the user file is the whole policy: the attack would work.
+    let Some(mut control) = cheng_with_machine_policy(None) else {
+        return;
+    };
+    let out = control
+        .args(["--policy", user.to_str().unwrap()])
+        .args(attack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(marker.exists(), "the positive control did not run");
+    std::fs::remove_file(&marker).unwrap();
+    // With the machine policy, --policy and $CHENG_POLICY alike are refused before anything runs.
+    for by_env in [false, true] {
+        let mut cmd = cheng_with_machine_policy(Some(&machine)).unwrap();
+        if by_env {
+            cmd.env("CHENG_POLICY", &user);
+        } else {
+            cmd.args(["--policy", user.to_str().unwrap()]);
+        }
+        let out = cmd.args(attack).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            !marker.exists(),
+            "a loosening user policy let the command run"
+        );
+        for needle in [
+            user.to_str().unwrap(),
+            "/etc/cheng/policy.toml",
+            "honour_approve_flag = true",
+            "[nodes.\"tools/code_shell\"] allow_network = true",
+            "may only tighten",
+        ] {
+            assert!(stderr.contains(needle), "{needle:?} missing: {stderr}");
+        }
+    }
+    // The machine policy alone applies to everyone: --approve is not honoured.
+    let out = cheng_with_machine_policy(Some(&machine))
+        .unwrap()
+        .args(attack)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--approve is not honoured"));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_user_policy_that_tightens_is_applied_and_policy_show_lists_both_layers() {
+    let (d, ws) = temp_workspace();
+    let machine = d.path().join("machine.toml");
+    std::fs::write(&machine, MACHINE_POLICY).unwrap();
+    let user = d.path().join("user.toml");
+    std::fs::write(&user, "[all]\nmax = { timeout_ms = 1000 }\n").unwrap();
+    let input = json!({"command": "true", "timeout_ms": 5000}).to_string();
+    let ws_arg = ws.to_str().unwrap();
+    let run = ["run", SHELL, "--workspace", ws_arg, "--input", &input];
+    let Some(mut cmd) = cheng_with_machine_policy(Some(&machine)) else {
+        return;
+    };
+    let out = cmd
+        .args(["--policy", user.to_str().unwrap()])
+        .args(run)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("above the operator's limit 1000") && stderr.contains("user.toml"),
+        "{stderr}"
+    );
+    // The machine's own ceiling is higher: the same call passes validation without the user file.
+    let out = cheng_with_machine_policy(Some(&machine))
+        .unwrap()
+        .args(run)
+        .output()
+        .unwrap();
+    assert!(
+        !text(&out.stderr).contains("operator's limit"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = cheng_with_machine_policy(Some(&machine))
+        .unwrap()
+        .args(["--policy", user.to_str().unwrap(), "policy", "show"])
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        shown.contains("machine policy: /etc/cheng/policy.toml"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "user policy:    {} (from --policy)",
+            user.display()
+        )),
+        "{shown}"
+    );
+    let line = |key: &str| {
+        shown
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // Effective value, the layer it came from, and the machine's value it tightened.
+    let timeout = line("max.timeout_ms = 1000");
+    assert!(
+        timeout.contains("user.toml [all]")
+            && timeout.contains("(machine policy: 120000, policy /etc/cheng/policy.toml [all])"),
+        "{shown}"
+    );
+    assert!(
+        line("honour_approve_flag = false").contains("policy /etc/cheng/policy.toml [top level]"),
+        "{shown}"
+    );
+}
