@@ -12,8 +12,9 @@ use std::path::PathBuf;
                   2 usage or validation error (nothing ran); 130 cancelled with Ctrl-C."
 )]
 pub struct Cli {
-    /// The operator's policy file (else $CHENG_POLICY, else /etc/cheng/policy.toml when it
-    /// exists, else built-in defaults; see `cheng policy show`).
+    /// A user policy file (else $CHENG_POLICY) that tightens the machine policy
+    /// /etc/cheng/policy.toml, which always applies when it exists; a key that would loosen it
+    /// is an error. See `cheng policy show`.
     #[arg(long, global = true, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     #[command(subcommand)]
@@ -84,7 +85,8 @@ const GRAPH_RUN_EXAMPLES: &str = "Examples:
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
-    /// Print the effective policy, every value with where it came from.
+    /// Print the policy's layers (machine, user) and every effective value with where it came
+    /// from.
     Show,
 }
 
