@@ -100,8 +100,9 @@ pub struct Block(Vec<Shown>);
 pub const CONTINUATION: &str = "| ";
 
 /// `text` split at its line breaks (`\n`; a `\r` is a hidden character, not a break), each line
-/// escaped.
+/// escaped; a final line break ends the last line rather than starting an empty one.
 pub fn block(text: &str) -> Block {
+    let text = text.strip_suffix('\n').unwrap_or(text);
     Block(text.split('\n').map(line).collect())
 }
 
@@ -131,7 +132,7 @@ impl Block {
     }
 
     /// The block on one line, its line breaks shown as `\u{a}` (what [`line`] gives for the
-    /// same text).
+    /// text without a final line break).
     pub fn joined(&self) -> Shown {
         let texts: Vec<&str> = self.0.iter().map(Shown::as_str).collect();
         Shown(texts.join("\\u{a}"))
@@ -389,6 +390,7 @@ mod tests {
         for (i, l) in shown.indented("  ").lines().enumerate().skip(1) {
             assert!(l.starts_with("  | "), "line {i}: {l:?}");
         }
+        assert_eq!(block("a\nb\n").lines().len(), 2);
         assert!(block(" \n ").is_blank());
         assert!(!block("a").is_blank());
     }
