@@ -8,7 +8,7 @@
 
 use crate::args::ApprovalArgs;
 use crate::out::errln;
-use cheng_node::display::ShownRequest;
+use cheng_node::display::{self, ShownRequest};
 use cheng_node::{async_trait, ApprovalRequest, Approver, CancellationToken, Decision};
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -86,6 +86,20 @@ impl Terminal {
                     let _ = tty.write_all(text.as_bytes()).and_then(|()| tty.flush());
                 }
             }
+        }
+    }
+
+    /// The screen's width in columns (80 when the terminal does not say).
+    fn width(self) -> usize {
+        let size = match self {
+            Terminal::Std => rustix::termios::tcgetwinsize(std::io::stderr()).ok(),
+            Terminal::DevTty => File::open("/dev/tty")
+                .ok()
+                .and_then(|tty| rustix::termios::tcgetwinsize(tty).ok()),
+        };
+        match size {
+            Some(size) if size.ws_col > 0 => usize::from(size.ws_col),
+            _ => 80,
         }
     }
 
@@ -296,8 +310,8 @@ impl Prompt {
     }
 
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        self.terminal
-            .show(&format!("\n{}{QUESTION}", card(&request.into())));
+        let card = display::fit(&card(&request.into()), self.terminal.width(), VALUE_INDENT);
+        self.terminal.show(&format!("\n{card}{QUESTION}"));
         loop {
             let line = tokio::select! {
                 line = self.terminal.read_line() => line.ok().flatten(),

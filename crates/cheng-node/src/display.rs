@@ -139,6 +139,43 @@ impl Block {
     }
 }
 
+/// The narrowest screen [`fit`] fits to: on a narrower one rows are too short to hold a marker
+/// and some text, and the terminal's own wrapping cannot be helped.
+pub const MIN_WIDTH: usize = 40;
+
+/// `text`, lines already shown (a rendered card), fitted to a screen `width` columns wide: a
+/// longer line is broken into rows, each further row behind `indent` and [`CONTINUATION`].
+/// Left to the terminal, the rest of a long line would go on at column 0, where a value padded to
+/// the screen's width could pose as a line of the card.
+pub fn fit(text: &str, width: usize, indent: &str) -> String {
+    let width = width.max(MIN_WIDTH);
+    let lead = format!("{indent}{CONTINUATION}");
+    let lead_width = columns(&lead);
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut used = 0;
+        for c in line.chars() {
+            let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if used + w > width {
+                out.push('\n');
+                out.push_str(&lead);
+                used = lead_width;
+            }
+            out.push(c);
+            used += w;
+        }
+    }
+    out
+}
+
+/// Columns `text` takes on a terminal.
+fn columns(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
 /// Appends `text` to `out` with hidden characters as `\u{HEX}` and a backslash that begins
 /// `u{` as `\u{5c}`.
 fn push_escaped(out: &mut String, text: &str) {
@@ -393,6 +430,34 @@ mod tests {
         assert_eq!(block("a\nb\n").lines().len(), 2);
         assert!(block(" \n ").is_blank());
         assert!(!block("a").is_blank());
+    }
+
+    #[test]
+    fn long_lines_are_fitted_to_the_screen_behind_the_marker() {
+        let card = format!(
+            "  purpose:  {}  command:  ls -la\n  cwd:      .\n",
+            "x".repeat(68)
+        );
+        let fitted = fit(&card, 80, "            ");
+        assert_eq!(
+            fitted,
+            format!(
+                "  purpose:  {}\n            |   command:  ls -la\n  cwd:      .\n",
+                "x".repeat(68)
+            )
+        );
+        // Wide characters count two columns, and one never straddles the edge.
+        let wide = format!("  purpose:  {}", "中".repeat(40));
+        for row in fit(&wide, 41, "  ").lines() {
+            assert!(columns(row) <= 41, "{row:?}");
+        }
+        assert!(fit(&wide, 41, "  ")
+            .lines()
+            .skip(1)
+            .all(|r| r.starts_with("  | 中")));
+        // Short lines are left alone; a screen too narrow is treated as MIN_WIDTH wide.
+        assert_eq!(fit("a\nb\n", 80, "  "), "a\nb\n");
+        assert_eq!(fit(&"y".repeat(MIN_WIDTH), 3, ""), "y".repeat(MIN_WIDTH));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! cursor, erase the card's lines and draw a harmless-looking field; the screen shows that text
 //! escaped and the real command, and after `n` nothing ran. Each case's positive control puts
 //! the raw text back where the card showed its escaped form and lets the emulator draw it: the
-//! forged card, proving the attack would have worked without the escaper.
+//! forged card, proving the attack would have worked without the escaper. A value padded to the
+//! screen's width cannot pose as a field either: the card is fitted to the terminal's width.
 
 use super::support::*;
 use super::tty::{cheng_line, Session};
@@ -14,12 +15,23 @@ use std::path::Path;
 
 const SHELL: &str = "tools/workspace_shell";
 
-/// What a terminal shows after `output`: large enough that nothing scrolls off.
+/// Columns of the terminal the attacks run on unless a test says otherwise: wide enough that no
+/// line of theirs is broken into rows.
+const WIDE: u16 = 250;
+
+/// The rows a terminal `WIDE` columns wide shows after `output` (tall enough that nothing
+/// scrolls off).
 fn screen(output: &str) -> String {
+    screen_of_width(output, WIDE)
+}
+
+fn screen_of_width(output: &str, cols: u16) -> String {
     let size = |n| std::num::NonZeroU16::new(n).expect("non-zero");
-    let mut parser = vt100::Parser::new(size(200), size(250), 0);
+    let mut parser = vt100::Parser::new(size(200), size(cols), 0);
     parser.process(output.as_bytes());
-    parser.screen().contents()
+    // Row by row, as a person sees them (`contents()` would join a wrapped line's rows).
+    let rows: Vec<String> = parser.screen().rows(0, cols).collect();
+    rows.join("\n")
 }
 
 /// The screen's lines that read as the card's command field.
@@ -30,11 +42,20 @@ fn command_fields(screen: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Runs `node` with `input` at a terminal and answers `n`: the exit status and everything the
-/// terminal received; `None` (a skip, a failure under CI) without `script`.
+/// Runs `node` with `input` at a terminal `WIDE` columns wide and answers `n`: the exit status
+/// and everything the terminal received; `None` (a skip, a failure under CI) without `script`.
 fn denied_at_the_prompt(ws: &Path, node: &str, input: &Value) -> Option<(i32, String)> {
+    denied_at_a_terminal_of_width(ws, node, input, WIDE)
+}
+
+fn denied_at_a_terminal_of_width(
+    ws: &Path,
+    node: &str,
+    input: &Value,
+    cols: u16,
+) -> Option<(i32, String)> {
     let input = input.to_string();
-    let line = cheng_line(&[
+    let cheng = cheng_line(&[
         "run",
         node,
         "--workspace",
@@ -42,7 +63,7 @@ fn denied_at_the_prompt(ws: &Path, node: &str, input: &Value) -> Option<(i32, St
         "--input",
         &input,
     ]);
-    let mut tty = Session::start(&line)?;
+    let mut tty = Session::start(&format!("stty cols {cols} rows 100 && {cheng}"))?;
     tty.wait_for("Approve?", 1);
     tty.type_keys("n\n");
     Some(tty.finish())
@@ -201,6 +222,44 @@ fn a_file_content_in_the_diff_cannot_pose_as_a_field() {
             real.as_str(),
             "  command:  write_file: create notes.txt (3 B)"
         ],
+        "{forged}"
+    );
+}
+
+#[test]
+fn a_value_padded_to_the_screen_width_cannot_wrap_into_a_field() {
+    // No control character at all: the purpose fills the first row of an 80-column screen so
+    // that the terminal would carry the rest on at column 0, where it reads as a field.
+    let (_d, ws) = temp_workspace();
+    let purpose = format!(
+        "{}  command:  ls -la",
+        "x".repeat(80 - "  purpose:  ".len())
+    );
+    let input = json!({"command": "sh", "args": ["-c", "touch PWNED"], "purpose": purpose});
+    let Some((_, output)) = denied_at_a_terminal_of_width(&ws, SHELL, &input, 80) else {
+        return;
+    };
+    let shown = screen_of_width(&output, 80);
+    assert_eq!(
+        command_fields(&shown),
+        ["  command:  sh -c 'touch PWNED'"],
+        "{shown}"
+    );
+    assert!(
+        shown.contains("\n            |   command:  ls -la\n"),
+        "{shown}"
+    );
+    assert!(!ws.join("PWNED").exists());
+
+    // Positive control: the card as drawn for a wide screen, shown on the 80-column one, is
+    // wrapped by the terminal into the forged field.
+    let Some((_, unfitted)) = denied_at_the_prompt(&ws, SHELL, &input) else {
+        return;
+    };
+    let forged = screen_of_width(&unfitted, 80);
+    assert_eq!(
+        command_fields(&forged),
+        ["  command:  sh -c 'touch PWNED'", "  command:  ls -la"],
         "{forged}"
     );
 }
