@@ -8,6 +8,7 @@
 
 use crate::args::ApprovalArgs;
 use crate::out::errln;
+use cheng_node::display::{self, ShownRequest};
 use cheng_node::{async_trait, ApprovalRequest, Approver, CancellationToken, Decision};
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
@@ -88,6 +89,20 @@ impl Terminal {
         }
     }
 
+    /// The screen's width in columns (80 when the terminal does not say).
+    fn width(self) -> usize {
+        let size = match self {
+            Terminal::Std => rustix::termios::tcgetwinsize(std::io::stderr()).ok(),
+            Terminal::DevTty => File::open("/dev/tty")
+                .ok()
+                .and_then(|tty| rustix::termios::tcgetwinsize(tty).ok()),
+        };
+        match size {
+            Some(size) if size.ws_col > 0 => usize::from(size.ws_col),
+            _ => 80,
+        }
+    }
+
     /// Reads one line on a thread of its own (a blocked read must never hold up cancellation);
     /// `None` at end of input or on a read error.
     fn read_line(self) -> tokio::sync::oneshot::Receiver<Option<String>> {
@@ -125,15 +140,23 @@ fn read_line_from(mut source: impl Read) -> Option<String> {
     }
 }
 
-/// The card a person reads before deciding.
-fn card(request: &ApprovalRequest) -> String {
-    let mut text = format!("approval needed\n  node:     {}\n", node_label(request));
+/// The column where a card's values start: a value's continuation lines are drawn there,
+/// behind [`cheng_node::display::CONTINUATION`], so none of them can pose as a field of the card.
+const VALUE_INDENT: &str = "            ";
+
+/// The card a person reads before deciding. It takes the request's shown form: every value in it
+/// went through the display escaper, so nothing a node or a model chose can move the cursor,
+/// erase a line or hide on the screen.
+fn card(request: &ShownRequest) -> String {
+    let mut text = format!("approval needed\n  node:     {}\n", request.node_label());
     text.push_str(&format!(
         "  command:  {}\n  workspace: {}\n  cwd:      {} (in the workspace)\n",
-        request.command_display, request.workspace, request.cwd
+        request.command.indented(VALUE_INDENT),
+        request.workspace,
+        request.cwd
     ));
     if let Some(purpose) = &request.purpose {
-        text.push_str(&format!("  purpose:  {purpose}\n"));
+        text.push_str(&format!("  purpose:  {}\n", purpose.indented(VALUE_INDENT)));
     }
     for path in &request.requested_paths {
         text.push_str(&format!("  path:     {path}\n"));
@@ -150,15 +173,6 @@ fn card(request: &ApprovalRequest) -> String {
         }
     }
     text
-}
-
-/// `id (type)`, or just the type when the node is named after it (`cheng run`).
-fn node_label(request: &ApprovalRequest) -> String {
-    if request.node_id == request.node_type {
-        request.node_type.clone()
-    } else {
-        format!("{} ({})", request.node_id, request.node_type)
-    }
 }
 
 const QUESTION: &str =
@@ -200,10 +214,11 @@ impl Approver for Flag {
             } else {
                 "denied (--deny)"
             };
+            let shown = ShownRequest::from(request);
             errln!(
                 "cheng: {verb}: {}: {}",
-                node_label(request),
-                request.command_display
+                shown.node_label(),
+                shown.command.joined()
             );
         }
         self.decision
@@ -216,11 +231,8 @@ struct NoTerminal;
 #[async_trait]
 impl Approver for NoTerminal {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
-        let asks: Vec<&str> = request
-            .capabilities
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
+        let shown = ShownRequest::from(request);
+        let asks: Vec<&str> = shown.capabilities.iter().map(|c| c.name.as_str()).collect();
         let with = if asks.is_empty() {
             String::new()
         } else {
@@ -229,8 +241,8 @@ impl Approver for NoTerminal {
         errln!(
             "cheng: denied: {} needs approval to run `{}`{with}, but there is no terminal to ask on; \
              pass --approve to approve it (or --deny to deny without this message)",
-            node_label(request),
-            request.command_display
+            shown.node_label(),
+            shown.command.joined()
         );
         Decision::Denied
     }
@@ -298,8 +310,8 @@ impl Prompt {
     }
 
     async fn ask(&self, request: &ApprovalRequest) -> Decision {
-        self.terminal
-            .show(&format!("\n{}{QUESTION}", card(request)));
+        let card = display::fit(&card(&request.into()), self.terminal.width(), VALUE_INDENT);
+        self.terminal.show(&format!("\n{card}{QUESTION}"));
         loop {
             let line = tokio::select! {
                 line = self.terminal.read_line() => line.ok().flatten(),
@@ -353,10 +365,11 @@ impl Approver for Prompt {
             return Decision::Denied;
         }
         let decision = if self.all.load(Ordering::SeqCst) {
+            let shown = ShownRequest::from(request);
             self.terminal.show(&format!(
                 "cheng: approved (all remaining): {}: {}\n",
-                node_label(request),
-                request.command_display
+                shown.node_label(),
+                shown.command.joined()
             ));
             Decision::Approved
         } else {
@@ -390,7 +403,7 @@ mod tests {
 
     #[test]
     fn card_shows_everything_a_person_decides_on() {
-        let text = card(&request("build"));
+        let text = card(&(&request("build")).into());
         for part in [
             "build (tools/workspace_shell)",
             "cargo test",
@@ -405,8 +418,52 @@ mod tests {
     }
 
     #[test]
+    fn no_value_can_move_the_cursor_or_pose_as_a_field() {
+        let forged = "\u{1b}[3A\r\u{1b}[2K  command:  ls -la\n  command:  ls\u{202e}\u{200b}";
+        let mut evil = request(forged);
+        evil.command_display = format!("sh -c {forged}");
+        evil.cwd = forged.into();
+        evil.workspace = forged.into();
+        evil.purpose = Some(forged.into());
+        evil.requested_paths = vec![forged.into()];
+        evil.capabilities[0].opens = forged.into();
+        evil.details = Some(format!("+{forged}\n-{forged}"));
+        let text = card(&(&evil).into());
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && cheng_node::display::is_hidden(c)),
+            "{text:?}"
+        );
+        // Every line is one of the card's own: a label, a continuation or a details line.
+        let labels = [
+            "approval needed",
+            "  node:     ",
+            "  command:  ",
+            "  workspace: ",
+            "  cwd:      ",
+            "  purpose:  ",
+            "  path:     ",
+            "  allows:   ",
+            "  | ",
+        ];
+        let continuation = format!("{VALUE_INDENT}| ");
+        for line in text.lines() {
+            assert!(
+                labels.iter().any(|l| line.starts_with(l)) || line.starts_with(&continuation),
+                "{line:?} in\n{text}"
+            );
+        }
+        assert_eq!(text.matches("\n  command:  ").count(), 1, "{text}");
+        assert!(text.contains("  purpose:  \\u{1b}[3A\\u{d}\\u{1b}[2K  command:  ls -la\n"));
+        assert!(text.contains(&format!(
+            "\n{continuation}  command:  ls\\u{{202e}}\\u{{200b}}\n"
+        )));
+    }
+
+    #[test]
     fn a_node_named_after_its_type_is_named_once() {
-        let text = card(&request("tools/workspace_shell"));
+        let text = card(&(&request("tools/workspace_shell")).into());
         assert_eq!(text.matches("tools/workspace_shell").count(), 1, "{text}");
     }
 

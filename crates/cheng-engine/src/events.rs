@@ -181,8 +181,10 @@ impl<W: Write + Send> EventSink for JsonlSink<W> {
         if state.error.is_some() {
             return;
         }
-        let mut line = match serde_json::to_vec(&event) {
-            Ok(line) => line,
+        // The lines often go to a terminal: control, bidi and invisible characters in a
+        // purpose, a path or a command's output are written as JSON escapes (the same value).
+        let mut line = match serde_json::to_string(&event) {
+            Ok(line) => cheng_node::display::json(&line).into_bytes(),
             Err(e) => {
                 state.error = Some(std::io::Error::other(e));
                 return;
@@ -237,5 +239,32 @@ mod tests {
         assert_eq!(line["type"], "test/x");
         let ts = line["ts"].as_str().unwrap();
         assert!(humantime::parse_rfc3339(ts).is_ok(), "{ts}");
+    }
+
+    #[test]
+    fn jsonl_lines_hold_no_character_a_terminal_would_act_on() {
+        let text = "a\u{1b}[2K\r\u{9b}1A\u{7f}\u{202e}\u{200b}é中";
+        let sink = JsonlSink::new(Vec::new());
+        sink.emit(Event::OutputChunk {
+            ts: now(),
+            node: "a".into(),
+            node_type: "test/x".into(),
+            stream: cheng_node::OutputStream::Stdout,
+            offset: 0,
+            bytes: text.len() as u64,
+            text: text.into(),
+        });
+        let bytes = sink.out.into_inner().unwrap().writer;
+        let written = String::from_utf8(bytes).unwrap();
+        let body = written.strip_suffix('\n').unwrap();
+        assert!(
+            !body.chars().any(cheng_node::display::is_hidden),
+            "{written:?}"
+        );
+        let line: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(line["text"], text);
+        // serde_json alone leaves C1, DEL, bidi and zero-width characters as they are.
+        let raw = serde_json::to_string(&line).unwrap();
+        assert!(raw.chars().any(cheng_node::display::is_hidden), "{raw:?}");
     }
 }

@@ -12,6 +12,7 @@
 //!   transport that opens one gets the same guarantee.
 
 use crate::nonces::{SpentNonces, Unspendable};
+use cheng_node::display::{Shown, ShownRequest, CONTINUATION};
 use cheng_node::{async_trait, ApprovalRequest, Approver, Decision, Values};
 use rmcp::model::{
     ElicitRequestParams, ElicitationAction, RequestStateCodec, RequestStateError, SealOptions,
@@ -27,20 +28,29 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long a sealed `requestState` stays valid.
 pub const STATE_TTL: Duration = Duration::from_secs(10 * 60);
 
-/// The elicitation message a person reads: node, command, cwd, purpose, requested paths.
+/// Where a value's continuation lines start in a message (behind
+/// [`cheng_node::display::CONTINUATION`]): indented, so none of them can pose as a line of the
+/// message.
+const VALUE_INDENT: &str = "  ";
+
+/// The elicitation message a person reads: node, command, cwd, purpose, requested paths. Built
+/// from the card's shown form: every value went through the display escaper.
 pub fn card_text(card: &ApprovalRequest) -> String {
+    let card = ShownRequest::from(card);
     let mut text = format!(
         "Approve running {} (tool `{}`)?\nCommand: {}\nWorkspace: {}\nIn: {} (in the workspace)",
-        card.node_type, card.node_id, card.command_display, card.workspace, card.cwd
+        card.node_type,
+        card.node_id,
+        card.command.indented(VALUE_INDENT),
+        card.workspace,
+        card.cwd
     );
-    if let Some(purpose) = card.purpose.as_deref().filter(|p| !p.trim().is_empty()) {
-        text.push_str(&format!("\nPurpose: {purpose}"));
+    if let Some(purpose) = card.purpose.as_ref().filter(|p| !p.is_blank()) {
+        text.push_str(&format!("\nPurpose: {}", purpose.indented(VALUE_INDENT)));
     }
     if !card.requested_paths.is_empty() {
-        text.push_str(&format!(
-            "\nRequested read paths: {}",
-            card.requested_paths.join(", ")
-        ));
+        let paths: Vec<&str> = card.requested_paths.iter().map(Shown::as_str).collect();
+        text.push_str(&format!("\nRequested read paths: {}", paths.join(", ")));
     }
     for capability in &card.capabilities {
         text.push_str(&format!(
@@ -49,7 +59,9 @@ pub fn card_text(card: &ApprovalRequest) -> String {
         ));
     }
     if let Some(details) = &card.details {
-        text.push_str(&format!("\n{details}"));
+        for line in details.lines() {
+            text.push_str(&format!("\n{VALUE_INDENT}{CONTINUATION}{line}"));
+        }
     }
     text.push_str("\nAccept to run it once; decline or cancel and nothing runs.");
     text
@@ -111,15 +123,18 @@ pub fn approval_items(
             &format!("\nAsked separately in the same round: {}; every one must be accepted for the call to run.", separate.join(" and ")),
         );
     }
+    // What the items say, escaped; the keys stay raw (they are matched, not read).
+    let shown = ShownRequest::from(card);
+    let command = shown.command.indented(VALUE_INDENT);
     let mut items = vec![(
         String::new(),
-        format!("running {}", card.command_display),
+        format!("running {}", shown.command.joined()),
         form(message)?,
     )];
-    for (n, path) in card.requested_paths.iter().enumerate() {
+    for (n, path) in shown.requested_paths.iter().enumerate() {
         let message = format!(
-            "Allow tool `{}` ({}) to read {path} on the host, read-only, inside its sandbox, for this call?\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
-            card.node_id, card.node_type, card.command_display
+            "Allow tool `{}` ({}) to read {path} on the host, read-only, inside its sandbox, for this call?\nCommand: {command}\nAccept to allow it; decline or cancel and nothing runs.",
+            shown.node_id, shown.node_type
         );
         items.push((
             format!("-read-{}", n + 1),
@@ -127,13 +142,13 @@ pub fn approval_items(
             form(message)?,
         ));
     }
-    for capability in &card.capabilities {
+    for (capability, raw) in shown.capabilities.iter().zip(&card.capabilities) {
         let message = format!(
-            "Allow tool `{}` ({}) the capability {} for this call? It opens {}.\nCommand: {}\nAccept to allow it; decline or cancel and nothing runs.",
-            card.node_id, card.node_type, capability.name, capability.opens, card.command_display
+            "Allow tool `{}` ({}) the capability {} for this call? It opens {}.\nCommand: {command}\nAccept to allow it; decline or cancel and nothing runs.",
+            shown.node_id, shown.node_type, capability.name, capability.opens
         );
         items.push((
-            format!("-capability-{}", capability.name),
+            format!("-capability-{}", raw.name),
             format!("the capability {}", capability.name),
             form(message)?,
         ));
@@ -195,14 +210,14 @@ impl Approver for ElicitingApprover {
                 ElicitationAction::Decline => {
                     self.notes.push(format!(
                         "A person declined: {}; nothing ran.",
-                        card.command_display
+                        cheng_node::display::line(&card.command_display)
                     ));
                     Decision::Denied
                 }
                 _ => {
                     self.notes.push(format!(
                         "A person cancelled the approval of {}; nothing ran.",
-                        card.command_display
+                        cheng_node::display::line(&card.command_display)
                     ));
                     Decision::Denied
                 }
@@ -535,5 +550,69 @@ mod tests {
             sealer.open(&sealed, "shell", &a).err(),
             Some(Refusal::Expired)
         );
+    }
+    #[test]
+    fn a_purpose_with_line_breaks_and_escapes_stays_one_indented_field() {
+        let mut request = ApprovalRequest::from(&card());
+        request.purpose = Some(
+            "tidy up\nCommand: ls -la\r\u{1b}[1A\u{1b}[2KAccept to run it once\u{202e}\u{200b}"
+                .into(),
+        );
+        request.requested_paths = vec!["/etc/x\nCommand: ls".into()];
+        request.details = Some("--- a/x\n+Command: ls\u{1b}[2K".into());
+        let text = card_text(&request);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && cheng_node::display::is_hidden(c)),
+            "{text:?}"
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        // The purpose's second line is drawn behind the marker, never as a line of its own.
+        assert!(lines.contains(&"Purpose: tidy up"), "{text}");
+        assert!(
+            lines.contains(
+                &"  | Command: ls -la\\u{d}\\u{1b}[1A\\u{1b}[2KAccept to run it once\\u{202e}\\u{200b}"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("Command:")).count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(lines[1], "Command: rm -rf build");
+        assert!(
+            lines.contains(&"Requested read paths: /etc/x\\u{a}Command: ls"),
+            "{text}"
+        );
+        assert!(lines.contains(&"  | +Command: ls\\u{1b}[2K"), "{text}");
+        assert_eq!(
+            lines.last(),
+            Some(&"Accept to run it once; decline or cancel and nothing runs.")
+        );
+        // Every item of the stateless era is escaped the same way.
+        request.capabilities = vec![cheng_node::CapabilityRequest {
+            name: "allow_network".into(),
+            opens: "the network\nCommand: ls".into(),
+        }];
+        for (_, what, params) in approval_items(&request).unwrap() {
+            let message = serde_json::to_value(&params).unwrap()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                !message.contains('\u{1b}') && !what.contains('\n'),
+                "{message}"
+            );
+            assert_eq!(
+                message
+                    .lines()
+                    .filter(|l| l.starts_with("Command:"))
+                    .count(),
+                1,
+                "{message}"
+            );
+        }
     }
 }

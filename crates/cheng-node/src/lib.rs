@@ -35,6 +35,7 @@
 //! ```
 
 pub mod check;
+pub mod display;
 pub mod engine_ports;
 mod error;
 pub mod failure;

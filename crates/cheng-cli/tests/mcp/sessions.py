@@ -157,7 +157,8 @@ async def cat_session():
             _, got = await call(c, "write_stdin", {"session_id": sid, "chars": line, "yield_time_ms": 500})
             assert got["output"] == line, f"cat echoed {got['output']!r} for {line!r}"
             assert got["running"] is True and got["session_id"] == sid
-        assert any(f"write 'hello\n' to session {sid} (cat)" in card for card in CARDS), f"no card for the write: {CARDS}"
+        # The line break is shown ANSI-C quoted, as a shell would read it, never raw on the card.
+        assert any(f"write $'hello\\n' to session {sid} (cat)" in card for card in CARDS), f"no card for the write: {CARDS}"
         writes = [card for card in CARDS if f"to session {sid}" in card]
         assert len(writes) == 2, f"not one card per write (a card drawn before the call must match the run's): {writes}"
 

@@ -145,3 +145,49 @@ fn graph_run_events_carry_output_chunks_per_node() {
         "`true` writes nothing"
     );
 }
+
+#[test]
+fn event_lines_hold_no_character_a_terminal_would_act_on() {
+    // A purpose (in approval_requested) and the command's output (in output_chunk) carrying
+    // escape sequences, C1, bidi and zero-width characters: each line is still the same JSON,
+    // written with `\u` escapes, so a terminal showing `--events jsonl` draws them inertly.
+    let (_d, ws) = temp_workspace();
+    let purpose = "list\u{1b}[3A\r\u{1b}[2K  command:  ls\u{9b}2J\u{202e}\u{200b}\u{7f}";
+    let output = "out\u{1b}]0;title\u{7}\u{85}\u{2066}";
+    let input = json!({"command": "printf", "args": ["%s", output], "purpose": purpose});
+    let out = cheng()
+        .args(["run", SHELL, "--workspace", ws.to_str().unwrap()])
+        .args(["--input", &input.to_string(), "--approve", "-q"])
+        .args(["--events", "jsonl"])
+        .output()
+        .expect("cheng runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8 events");
+    assert!(
+        !stderr
+            .chars()
+            .any(|c| c != '\n' && cheng_node::display::is_hidden(c)),
+        "{stderr:?}"
+    );
+    let events = events(stderr.as_bytes());
+    let asked = events
+        .iter()
+        .find(|e| e["event"] == "approval_requested")
+        .expect("approval_requested");
+    assert_eq!(asked["request"]["purpose"], purpose);
+    let chunks: String = events
+        .iter()
+        .filter(|e| e["event"] == "output_chunk")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(chunks, output);
+    // Positive control: JSON as serde_json writes it would have carried them raw.
+    assert!(serde_json::to_string(asked)
+        .unwrap()
+        .chars()
+        .any(cheng_node::display::is_hidden));
+}

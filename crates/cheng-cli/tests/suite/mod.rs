@@ -12,6 +12,7 @@ mod failure_outputs;
 mod fd_hygiene;
 mod files;
 mod files_mcp;
+mod forged_cards;
 mod format_diff;
 mod git;
 mod git_confinement;
