@@ -385,6 +385,7 @@ mod tests {
                 opens: "the network".into(),
             }],
             details: None,
+            basis: None,
         }
     }
 

@@ -264,6 +264,8 @@ pub struct Card {
     pub capabilities: Vec<cheng_node::CapabilityRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
 }
 
 impl From<&ApprovalRequest> for Card {
@@ -278,6 +280,7 @@ impl From<&ApprovalRequest> for Card {
             requested_paths: r.requested_paths.clone(),
             capabilities: r.capabilities.clone(),
             details: r.details.clone(),
+            basis: r.basis.clone(),
         }
     }
 }
@@ -294,6 +297,7 @@ impl From<&Card> for ApprovalRequest {
             requested_paths: c.requested_paths.clone(),
             capabilities: c.capabilities.clone(),
             details: c.details.clone(),
+            basis: c.basis.clone(),
         }
     }
 }
@@ -408,6 +412,7 @@ mod tests {
             requested_paths: vec![],
             capabilities: vec![],
             details: None,
+            basis: None,
         }
     }
 

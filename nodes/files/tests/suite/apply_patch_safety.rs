@@ -254,7 +254,7 @@ old
     let (kind, message) = error_of(&result);
     assert_eq!(kind, "LOCAL_EXECUTOR_FILE_CHANGED");
     assert!(
-        message.contains("after the approval card was shown"),
+        message.contains("a.txt changed since it was approved"),
         "{message}"
     );
     assert_eq!(ws.read("a.txt"), b"inserted\nkeep\nold\n");
