@@ -398,6 +398,7 @@ mod tests {
                 opens: "the network".into(),
             }],
             details: None,
+            basis: None,
         }
     }
 

@@ -28,10 +28,11 @@ use tokio::task::JoinSet;
 /// How long a node may take to wind down after cancellation before the engine gives up on it.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
-/// One lock per workspace for nodes whose effects are [`cheng_node::Effects::Serial`]: held from
-/// the approval card to the end of `run`, so two of them never run at once on one workspace,
-/// whichever graph run or server call started them (the card's diff is computed on what the
-/// previous one left).
+/// One lock per workspace for nodes whose effects are [`cheng_node::Effects::Serial`]: held for
+/// `run`, so two of them never run at once on one workspace, whichever graph run or server call
+/// started them. It is taken only once the approval card is decided, so a slow card or a
+/// person's slow answer never holds other writers; `run` checks under it that its files are
+/// still what the approved card was computed from (`ApprovalRequest::basis`).
 fn serial_lock(workspace: &Path) -> Arc<tokio::sync::Mutex<()>> {
     static LOCKS: std::sync::OnceLock<
         std::sync::Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
@@ -309,6 +310,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 approver: Arc::clone(&approver),
                 scope: options.scope.clone(),
                 output: Output::off(),
+                approved_card: None,
             };
             // Live output only when somebody reads events.
             let live = events.enabled().then(|| {
@@ -535,10 +537,6 @@ async fn execute(
     let cancel = ctx.cancel.clone();
     let work = async {
         let input = input?;
-        let _serial = match spec.effects.serial() {
-            true => Some(serial_lock(&ctx.workspace).lock_owned().await),
-            false => None,
-        };
         let mut ctx = ctx;
         if let Some(card) = approval_card(node.as_ref(), &ctx, &input, &asked)? {
             if ctx.approver.decide(&card).await != Decision::Approved {
@@ -556,10 +554,15 @@ async fn execute(
             if !card.requested_paths.is_empty() {
                 ctx.approver = Arc::new(Covered {
                     inner: Arc::clone(&ctx.approver),
-                    paths: card.requested_paths,
+                    paths: card.requested_paths.clone(),
                 });
             }
+            ctx.approved_card = Some(Arc::new(card));
         }
+        let _serial = match spec.effects.serial() {
+            true => Some(serial_lock(&ctx.workspace).lock_owned().await),
+            false => None,
+        };
         node.run(&ctx, input).await
     };
     tokio::pin!(work);

@@ -287,6 +287,8 @@ pub struct Card {
     pub capabilities: Vec<cheng_node::CapabilityRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
 }
 
 impl From<&ApprovalRequest> for Card {
@@ -301,6 +303,7 @@ impl From<&ApprovalRequest> for Card {
             requested_paths: r.requested_paths.clone(),
             capabilities: r.capabilities.clone(),
             details: r.details.clone(),
+            basis: r.basis.clone(),
         }
     }
 }
@@ -317,6 +320,7 @@ impl From<&Card> for ApprovalRequest {
             requested_paths: c.requested_paths.clone(),
             capabilities: c.capabilities.clone(),
             details: c.details.clone(),
+            basis: c.basis.clone(),
         }
     }
 }
@@ -466,6 +470,7 @@ mod tests {
             requested_paths: vec![],
             capabilities: vec![],
             details: None,
+            basis: None,
         }
     }
 

@@ -331,6 +331,7 @@ impl Server {
             // and is the card the run itself draws.
             scope: self.scope.clone(),
             output: cheng_node::Output::off(),
+            approved_card: None,
         };
         Ok(validated
             .planned_card(&tool.name, &card_ctx)

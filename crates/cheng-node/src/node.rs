@@ -58,6 +58,12 @@ pub struct ApprovalRequest {
     /// byte counts (shown below the card's other lines).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
+    /// What the card was computed from, for nodes that change files: one line per file it read
+    /// (path and content tag). The engine takes the workspace lock only after the card is
+    /// decided and hands the approved card to `run` ([`RunContext::approved_card`]), which
+    /// checks under the lock that the files are still what the card showed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
 }
 
 /// One capability on an approval card: the switch and what approving it opens.
@@ -79,6 +85,7 @@ impl ApprovalRequest {
             requested_paths: Vec::new(),
             capabilities: Vec::new(),
             details: None,
+            basis: None,
         }
     }
 }
@@ -123,6 +130,9 @@ pub struct RunContext {
     /// Live output: where a node's processes pass their output chunks while they run (off
     /// unless somebody listens; see [`crate::output`]).
     pub output: crate::Output,
+    /// The card a person approved for this run (`None` when none was asked): what `run` must
+    /// stay true to ([`ApprovalRequest::basis`]).
+    pub approved_card: Option<Arc<ApprovalRequest>>,
 }
 
 impl RunContext {
@@ -136,6 +146,7 @@ impl RunContext {
             approver: Arc::new(FixedApprover(decision)),
             scope: crate::Scope::new(crate::ScopeKind::Call),
             output: crate::Output::off(),
+            approved_card: None,
         }
     }
 

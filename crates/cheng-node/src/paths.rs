@@ -7,18 +7,33 @@
 use crate::{ErrorKind, NodeError};
 use std::path::{Component, Path, PathBuf};
 
-/// Names inside a writable boundary that must not be written: a write there runs code later
-/// (git hooks and config, shell start-up files, editor, agent and CI configuration, package
-/// manager settings) or hands out credentials. The sandbox protects each at the top of its
-/// writable boundary, a whole directory at a time (`.ssh` covers `.ssh/authorized_keys`,
-/// `.config` covers `.config/git/config`, `.github` covers `.github/workflows/`); the file nodes
-/// refuse writes to each at any depth. docs/guides/sandbox.md lists where each entry comes from
-/// (Anthropic's sandbox-runtime, Codex, cheng's own review).
+/// Names inside a writable boundary that must not be written. A name belongs here when a write
+/// there could run code later (version-control hooks and config, shell start-up files, editor,
+/// agent and CI configuration, settings of tools that run programs they name) or hand out or
+/// replace credentials. The sandbox protects each at the top of its writable boundary, a whole
+/// directory at a time (`.ssh` covers `.ssh/authorized_keys`, `.config` covers
+/// `.config/git/config` and `.config/gcloud`, `.github` covers `.github/workflows/`); the file
+/// nodes refuse writes to each at any depth. docs/guides/sandbox.md lists where each entry comes
+/// from (Anthropic's sandbox-runtime, Codex CLI, cheng's own review).
+///
+/// Entries are lower case: they are matched without regard to case ([`fold_name`]), since on a
+/// case-insensitive file system `.GIT/hooks` is `.git/hooks`. An entry with a `/` names a path
+/// (`.cargo/config.toml`): its components in a row, at any depth for the file nodes. A tool's
+/// family of names is spelled out (`.yarnrc`, `.yarnrc.yml`; cargo's `config` and
+/// `config.toml`): the sandbox can only mask paths it can name, and the tools read only these.
 pub const PROTECTED_NAMES: &[&str] = &[
-    // Version control: hooks, config, submodule URLs.
+    // Version control: hooks, config, submodule URLs, and the other systems' metadata (hooks in
+    // `.hg/hgrc` and Sapling's `.sl/config` run on the next command; jj's repository config
+    // names programs; `.svn` and `.bzr` hold what the next commit or revert sends or restores).
     ".git",
     ".gitconfig",
     ".gitmodules",
+    ".git-credentials",
+    ".hg",
+    ".jj",
+    ".sl",
+    ".svn",
+    ".bzr",
     // Shell start-up and log-out files (bash, sh, zsh), and direnv's per-directory script.
     ".bashrc",
     ".bash_profile",
@@ -32,22 +47,37 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".zlogin",
     ".zlogout",
     ".envrc",
-    // Everything under the XDG config directory (git, fish, direnv, systemd user units …).
+    // Everything under the XDG config directory (git, fish, direnv, gcloud, systemd user units …).
     ".config",
-    // Credentials and remote logins.
+    // Credentials and remote logins; cloud and cluster tools that also run programs their
+    // settings name (AWS `credential_process`, kubeconfig exec plugins, docker credential
+    // helpers).
     ".ssh",
+    ".gnupg",
     ".netrc",
     ".aws",
-    // Package managers and tools that run commands named in their settings.
+    ".azure",
+    ".kube",
+    ".docker",
+    // Package managers and tools that run commands named in their settings or hold upload
+    // tokens: cargo's config (`runner`, `rustc-wrapper`, aliases) and credentials, npm, yarn,
+    // PyPI, Terraform (provider installation and credentials), ripgrep (`--pre`). The rest of a
+    // project's `.cargo` stays writable.
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
+    ".pypirc",
+    ".terraformrc",
     ".ripgreprc",
     // Commit hooks managed outside .git, and CI.
     ".husky",
     ".pre-commit-config.yaml",
     ".github",
-    // Editors, dev containers and coding agents (settings, hooks, MCP servers, commands).
+    // Editors, dev containers and coding agents (settings, tasks, hooks, MCP servers, commands).
     ".vscode",
     ".idea",
     ".devcontainer",
@@ -59,12 +89,53 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".cheng",
 ];
 
-/// The first component of `rel` (a path relative to a boundary) that is a protected name.
-pub fn protected_component(rel: &Path) -> Option<&str> {
-    rel.components().find_map(|c| match c {
-        Component::Normal(name) => name.to_str().filter(|n| PROTECTED_NAMES.contains(n)),
-        _ => None,
+/// The first protected entry `rel` (a path relative to a boundary) reaches: an entry's
+/// components in a row anywhere in `rel`, each compared folded ([`fold_name`]).
+pub fn protected_component(rel: &Path) -> Option<&'static str> {
+    let folded: Vec<String> = rel
+        .components()
+        .map(|c| match c {
+            Component::Normal(name) => fold_name(&name.to_string_lossy()),
+            // Never equal to a folded name: `..` and the root do not match an entry.
+            _ => String::from("/"),
+        })
+        .collect();
+    (0..folded.len()).find_map(|at| {
+        PROTECTED_NAMES.iter().copied().find(|entry| {
+            let parts = entry.split('/');
+            let n = parts.clone().count();
+            folded.len() - at >= n && parts.zip(&folded[at..]).all(|(p, f)| p == f)
+        })
     })
+}
+
+/// A file name as a case-insensitive file system may take it, for comparing with
+/// [`PROTECTED_NAMES`]. Folds more than any one file system does, so that no spelling that one
+/// of them takes for a protected name gets through:
+///
+/// - Unicode lower case (`to_lowercase`), so `.GIT` and `.Git` are `.git`, and the Kelvin sign
+///   `K` is `k` (ext4's and APFS's case folding);
+/// - a character whose upper case is an ASCII letter is that letter, so the dotless `ı` is `i`
+///   and the long `ſ` is `s` (NTFS compares upper-cased names: `.gıt` is `.GIT` there); the
+///   dotted `İ` folds to `i̇` (two characters) and matches nothing, as on those file systems;
+/// - the code points HFS+ ignores in names are dropped (`.g\u{200c}it` is `.git` there, as git
+///   itself checks), and trailing dots and spaces, which vfat drops.
+pub fn fold_name(name: &str) -> String {
+    let ignorable = |c: char| matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}');
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars().filter(|&c| !ignorable(c)) {
+        let mut upper = c.to_uppercase();
+        match (upper.next(), upper.next()) {
+            (Some(u), None) if u.is_ascii_alphabetic() => out.push(u.to_ascii_lowercase()),
+            _ => out.extend(c.to_lowercase()),
+        }
+    }
+    let kept = out.trim_end_matches(['.', ' ']).len();
+    // A name of dots only (`.`, `..`) stays as it is.
+    if kept > 0 {
+        out.truncate(kept);
+    }
+    out
 }
 
 /// How many symlinks [`real_path`] follows before giving up (the kernel's own limit).
@@ -345,6 +416,51 @@ mod tests {
         for name in [".git", ".agents", ".codex", ".aws", ".cheng"] {
             assert!(PROTECTED_NAMES.contains(&name), "{name}");
         }
+    }
+
+    #[test]
+    fn protected_names_match_in_any_case_and_spelling_a_file_system_folds() {
+        for (path, entry) in [
+            (".GIT/hooks/pre-commit", ".git"),
+            (".HG/hgrc", ".hg"),
+            (".Kube/config", ".kube"),
+            ("sub/.DOCKER/config.json", ".docker"),
+            // The Kelvin sign lower-cases to k; the dotless i and the long s upper-case to I, S.
+            (".\u{212a}ube/config", ".kube"),
+            (".g\u{131}t/config", ".git"),
+            (".\u{17f}sh/authorized_keys", ".ssh"),
+            // Ignored by HFS+, and trailing dots and spaces (vfat).
+            (".g\u{200c}it/config", ".git"),
+            (".git. /config", ".git"),
+            (".npmrc.", ".npmrc"),
+            // Entries of several components, in a row, at any depth.
+            (".cargo/config.toml", ".cargo/config.toml"),
+            ("crates/x/.CARGO/Config", ".cargo/config"),
+            (".cargo/credentials.toml", ".cargo/credentials.toml"),
+        ] {
+            assert_eq!(protected_component(Path::new(path)), Some(entry), "{path}");
+        }
+        for path in [
+            ".cargo/registry/x.rs",
+            "config/.cargo",
+            ".cargo",
+            "src/config.toml",
+            "a/cargo/config.toml",
+            // The dotted capital I folds to two characters, as on the file systems.
+            ".G\u{130}T/config",
+            ".gitignore",
+            ".github-pages/x",
+        ] {
+            assert_eq!(protected_component(Path::new(path)), None, "{path}");
+        }
+        // Entries are written folded, so that a folded name can equal them.
+        for entry in PROTECTED_NAMES {
+            for part in entry.split('/') {
+                assert_eq!(fold_name(part), part, "{entry}");
+            }
+        }
+        assert_eq!(fold_name(".."), "..");
+        assert_eq!(fold_name("."), ".");
     }
 
     #[test]

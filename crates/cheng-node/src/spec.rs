@@ -87,7 +87,8 @@ pub enum Effects {
     Approval(ApprovalRule),
     /// Changes the workspace's files: approved like [`Effects::Approval`], and never run while
     /// another `Serial` node runs on the same workspace (the engine holds a per-workspace lock
-    /// from the approval card to the end of `run`, across graph runs and server calls alike).
+    /// from the decided approval card to the end of `run`, across graph runs and server calls
+    /// alike; `run` checks its card's `basis` under it).
     Serial(ApprovalRule),
 }
 

@@ -103,14 +103,10 @@ impl Node for ApplyPatch {
         plan.check_fresh(&freshness.open()?)?;
         let mut notes = plan.notes.clone();
         notes.extend(freshness.warning().map(str::to_string));
+        let mut request = card::request(ctx, "apply_patch", &plan.card, &notes);
         // What was shown is what the run may write (see `run`).
-        let approved = ctx.scope.get_or_init(Approved::default);
-        approved
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(ctx.node_id.clone(), plan.fingerprint());
-        Ok(card::request(ctx, "apply_patch", &plan.card, &notes))
+        request.basis = Some(plan.fingerprint());
+        Ok(request)
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
@@ -125,19 +121,9 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
     // Check, write and record as one step (a session's table stays locked meanwhile).
     let mut ledger = freshness.open()?;
     plan.check_fresh(&ledger)?;
-    // A file changed between the card and now (the freshness gate off, or a change the
-    // model's own table cannot see): the approved diff is no longer what would be written.
-    let shown = ctx.scope.get::<Approved>().and_then(|a| {
-        a.0.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&ctx.node_id)
-    });
-    if shown.is_some_and(|shown| shown != plan.fingerprint()) {
-        return Err(NodeError::new(
-            ErrorKind::FileChanged,
-            "a file of the patch changed after the approval card was shown, so the approved diff is not what would be written; nothing was written: apply the patch again",
-        ));
-    }
+    // A file changed between the card and now (another approved write got there first, the
+    // freshness gate off): the approved diff is no longer what would be written.
+    crate::basis::check(ctx, &plan.fingerprint())?;
     commit::commit(&plan.entries, &RealDisk).map_err(|e| {
         NodeError::new(
             ErrorKind::WriteFailed,
@@ -156,7 +142,7 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
         .map(str::to_string)
         .into_iter()
         .collect();
-    let diff: String = plan.card.iter().map(card::Change::diff).collect();
+    let diff = card::diffs(&plan.card);
     let mut out = Values::new();
     out.insert("summary".into(), json!(plan.summary()));
     out.insert(
@@ -171,10 +157,6 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
     failure::fill::<()>(&mut out, &Ok(()));
     Ok(out)
 }
-
-/// The fingerprint of the plan each node's approval card showed, by node id (kept in the scope).
-#[derive(Default)]
-struct Approved(std::sync::Mutex<HashMap<String, String>>);
 
 /// The writes go through the atomic module.
 struct RealDisk;
@@ -389,6 +371,7 @@ impl Plan {
                             new: new_content.clone(),
                             old_bytes,
                             new_bytes: bytes.len() as u64,
+                            replaces: states[dest].exists.then(|| states[dest].current_len()),
                         },
                         None => card::Change::Write {
                             display: display.clone(),
@@ -518,16 +501,22 @@ impl Plan {
         Ok(())
     }
 
-    /// What would be written, in one string: every target with the tags before and after.
+    /// What would be written, as the card's basis: every target with digests before and after.
     fn fingerprint(&self) -> String {
         let mut text = String::new();
         for entry in &self.entries {
             let before = entry
                 .before
                 .as_ref()
-                .map_or("-".to_string(), |b| digest(&b.bytes));
-            let after = entry.after.as_ref().map_or("-".to_string(), |a| digest(a));
-            text.push_str(&format!("{}\0{before}\0{after}\n", entry.target.display()));
+                .map_or("absent".to_string(), |b| digest(&b.bytes));
+            let after = entry
+                .after
+                .as_ref()
+                .map_or("removed".to_string(), |a| digest(a));
+            text.push_str(&crate::basis::line(
+                &entry.display,
+                &format!("{before} -> {after}"),
+            ));
         }
         text
     }

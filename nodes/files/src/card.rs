@@ -4,15 +4,34 @@
 //! per file for apply_patch): the card's command line names them with their byte counts, and
 //! its details hold a unified diff of each (computed with `similar`), cut head+tail at
 //! [`DIFF_CAP`] bytes with the number of omitted bytes named, plus the syntax lines.
+//!
+//! A card is built before anybody is asked, and the diff is the one step of it that is not
+//! linear (Myers is quadratic in the worst case: 100 000 lines replaced by one took 19 s). So
+//! the diffs of one card, and of one writer's `diff` output, share a time budget
+//! ([`DIFF_BUDGET`]); a change whose diff is not done within it is summarised ("100 000 lines
+//! replaced by 1; diff too large to show").
 
 use cheng_node::text::{head_tail, human_bytes};
 use cheng_node::{ApprovalRequest, RunContext};
+use std::time::{Duration, Instant};
 
 /// Most bytes of diff a card shows (head and tail kept).
 pub const DIFF_CAP: usize = 32 * 1024;
 
 /// Lines of context around each change in the diff.
 pub const CONTEXT_LINES: usize = 3;
+
+/// How long the diffs of one card (or of one `diff` output) may take together.
+pub const DIFF_BUDGET: Duration = Duration::from_millis(200);
+
+/// Changed regions up to this many lines (old plus new) are always diffed in full: Myers is at
+/// most quadratic in it, a few milliseconds, so small changes never depend on the clock.
+const ALWAYS_DIFFED_LINES: usize = 2000;
+
+/// The deadline for diffs starting now ([`DIFF_BUDGET`] from now).
+pub fn deadline() -> Instant {
+    Instant::now() + DIFF_BUDGET
+}
 
 /// One change to one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +52,8 @@ pub enum Change {
         new: String,
         old_bytes: u64,
         new_bytes: u64,
+        /// The size of the file already at `to`, which the move replaces.
+        replaces: Option<u64>,
     },
     /// Remove a file, or a directory with everything in it.
     Delete {
@@ -70,10 +91,14 @@ impl Change {
                 to,
                 old_bytes,
                 new_bytes,
+                replaces,
                 ..
             } => {
+                let replaces = replaces.map_or(String::new(), |bytes| {
+                    format!("; replaces existing {to}, {}", human_bytes(bytes))
+                });
                 format!(
-                    "move {from} -> {to} ({} -> {})",
+                    "move {from} -> {to} ({} -> {}{replaces})",
                     human_bytes(*old_bytes),
                     human_bytes(*new_bytes)
                 )
@@ -95,8 +120,9 @@ impl Change {
         }
     }
 
-    /// The unified diff of this change (empty for a directory delete or an unchanged file).
-    pub fn diff(&self) -> String {
+    /// The unified diff of this change (empty for a directory delete or an unchanged file),
+    /// summarised when it is not done by `deadline`.
+    pub fn diff(&self, deadline: Instant) -> String {
         match self {
             Change::Write {
                 display, old, new, ..
@@ -105,21 +131,33 @@ impl Change {
                     Some(old) => (format!("a/{display}"), old.as_str()),
                     None => ("/dev/null".to_string(), ""),
                 };
-                unified(old, new, &a, &format!("b/{display}"))
+                unified_until(old, new, &a, &format!("b/{display}"), deadline)
             }
             Change::Move {
                 from, to, old, new, ..
-            } => unified(old, new, &format!("a/{from}"), &format!("b/{to}")),
+            } => unified_until(old, new, &format!("a/{from}"), &format!("b/{to}"), deadline),
             Change::Delete { .. } => String::new(),
         }
     }
 }
 
-/// A unified diff of `old` → `new` with file headers `a` and `b` (empty when they are equal).
+/// The diffs of `changes` in order, all within one [`DIFF_BUDGET`].
+pub fn diffs(changes: &[Change]) -> String {
+    let deadline = deadline();
+    changes.iter().map(|change| change.diff(deadline)).collect()
+}
+
+/// [`unified_until`] with a budget of its own.
+pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
+    unified_until(old, new, a, b, deadline())
+}
+
+/// A unified diff of `old` → `new` with file headers `a` and `b` (empty when they are equal),
+/// or, when it is not done by `deadline`, a summary of the changed lines.
 ///
 /// Lines both texts share at their start and end are set aside first (beyond the context), so
 /// a one-line edit of a 10 MB file diffs a few lines, not 200 000.
-pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
+pub fn unified_until(old: &str, new: &str, a: &str, b: &str, deadline: Instant) -> String {
     if old == new {
         return String::new();
     }
@@ -155,8 +193,27 @@ pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
     let (old_end, new_end) = (tail_from(ob), tail_from(nb));
     let old_lines: Vec<&str> = old[head..old_end].split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new[head..new_end].split_inclusive('\n').collect();
-    let diff = similar::TextDiff::from_slices(&old_lines, &new_lines);
     let mut out = format!("--- {a}\n+++ {b}\n");
+    let region = Region::of(start, &old_lines, &new_lines);
+    // Only lines both removed and added make Myers slow: a pure insertion or deletion, or a
+    // small change, is diffed in full whatever the clock says.
+    let cheap = region.removed == 0
+        || region.added == 0
+        || region.removed + region.added <= ALWAYS_DIFFED_LINES;
+    let diff = if cheap {
+        similar::TextDiff::from_slices(&old_lines, &new_lines)
+    } else {
+        let diff = similar::TextDiff::configure()
+            .deadline(deadline)
+            .diff_slices(&old_lines, &new_lines);
+        // Past the deadline `similar` stops looking for a short diff; what it has is correct
+        // but may be far longer than the change, so the change is summarised instead.
+        if Instant::now() >= deadline {
+            out.push_str(&region.summary());
+            return out;
+        }
+        diff
+    };
     for group in diff.grouped_ops(CONTEXT_LINES) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
@@ -187,6 +244,57 @@ pub fn unified(old: &str, new: &str, a: &str, b: &str) -> String {
     out
 }
 
+/// The lines that differ between two slices of lines: the shared lines at both ends (the
+/// context) left out.
+struct Region {
+    /// The 1-based line the change starts at.
+    first: usize,
+    removed: usize,
+    added: usize,
+}
+
+impl Region {
+    /// `start`: the 0-based line of the slices' first line.
+    fn of(start: usize, old: &[&str], new: &[&str]) -> Region {
+        let same_head = old.iter().zip(new).take_while(|(o, n)| o == n).count();
+        let same_tail = old[same_head..]
+            .iter()
+            .rev()
+            .zip(new[same_head..].iter().rev())
+            .take_while(|(o, n)| o == n)
+            .count();
+        Region {
+            first: start + same_head + 1,
+            removed: old.len() - same_head - same_tail,
+            added: new.len() - same_head - same_tail,
+        }
+    }
+
+    /// `from line 12: 12 345 lines replaced by 1; diff too large to show`.
+    fn summary(&self) -> String {
+        let noun = if self.removed == 1 { "line" } else { "lines" };
+        format!(
+            "from line {}: {} {noun} replaced by {}; diff too large to show\n",
+            grouped(self.first),
+            grouped(self.removed),
+            grouped(self.added)
+        )
+    }
+}
+
+/// `12345` as `12 345`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// `start,len` of a hunk header (1-based; an empty range names the line before it).
 fn hunk_range(start: usize, len: usize) -> String {
     if len == 0 {
@@ -204,10 +312,7 @@ pub fn details(changes: &[Change], notes: &[String]) -> String {
         text.push_str(&change.headline());
         text.push('\n');
     }
-    let mut diff = String::new();
-    for change in changes {
-        diff.push_str(&change.diff());
-    }
+    let diff = diffs(changes);
     if !diff.is_empty() {
         let bounded = head_tail(diff.as_bytes(), DIFF_CAP);
         text.push_str(&bounded.text);
@@ -304,6 +409,68 @@ mod tests {
         assert!(
             text.contains("omitted") && text.contains("+line 0\n") && text.contains("+line 99999"),
             "bounded"
+        );
+    }
+
+    #[test]
+    fn a_diff_past_its_deadline_is_summarised() {
+        let old: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let past = Instant::now();
+        assert_eq!(
+            unified_until(&old, "one\n", "a/x", "b/x", past),
+            "--- a/x\n+++ b/x\nfrom line 1: 100 000 lines replaced by 1; diff too large to show\n"
+        );
+        // The shared lines around the change are not counted.
+        let new = old
+            .replace("line 500\n", "")
+            .replace("line 90000\n", "x\ny\n");
+        assert_eq!(
+            unified_until(&old, &new, "a/x", "b/x", past),
+            "--- a/x\n+++ b/x\nfrom line 501: 89 501 lines replaced by 89 501; diff too large to show\n"
+        );
+        // With its own budget, the 19-second diff is cut short too.
+        let text = details(
+            &[Change::Write {
+                display: "x".into(),
+                old: Some(old),
+                new: "one\n".into(),
+                old_bytes: 1,
+                new_bytes: 4,
+            }],
+            &[],
+        );
+        assert!(
+            text.contains("from line 1: 100 000 lines replaced by 1; diff too large to show"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn small_changes_are_diffed_whatever_the_clock() {
+        let old: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 500\n", "five hundred\n");
+        let diff = unified_until(&old, &new, "a", "b", Instant::now());
+        assert!(diff.contains("-line 500\n+five hundred\n"), "{diff}");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1 000");
+        assert_eq!(grouped(1_234_567), "1 234 567");
+    }
+
+    #[test]
+    fn a_move_onto_an_existing_file_says_so() {
+        let change = Change::Move {
+            from: "a.txt".into(),
+            to: "existing.txt".into(),
+            old: "a\n".into(),
+            new: "a\n".into(),
+            old_bytes: 2,
+            new_bytes: 2,
+            replaces: Some(24),
+        };
+        assert_eq!(
+            change.headline(),
+            "move a.txt -> existing.txt (2 B -> 2 B; replaces existing existing.txt, 24 B)"
         );
     }
 

@@ -58,6 +58,12 @@ pub struct Removal {
 }
 
 impl Removal {
+    /// What the card was computed from: the kind, files and bytes found.
+    fn basis(&self) -> String {
+        let what = format!("{} {} file(s) {} B", self.kind, self.files, self.bytes);
+        crate::basis::line(&self.target.display, &what)
+    }
+
     fn change(&self) -> Change {
         Change::Delete {
             display: self.target.display.clone(),
@@ -80,12 +86,15 @@ impl Node for DeletePath {
         input: &Values,
     ) -> Result<ApprovalRequest, NodeError> {
         let removal = plan(ctx, input)?;
-        Ok(card::request(ctx, "delete_path", &[removal.change()], &[]))
+        let mut request = card::request(ctx, "delete_path", &[removal.change()], &[]);
+        request.basis = Some(removal.basis());
+        Ok(request)
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         crate::writer::blocking(ctx, input, |ctx, input| {
             let removal = plan(ctx, input)?;
+            crate::basis::check(ctx, &removal.basis())?;
             let display = removal.target.display.clone();
             let result = if removal.kind == "directory" {
                 std::fs::remove_dir_all(&removal.entry)

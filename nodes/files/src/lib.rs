@@ -12,7 +12,8 @@
 //! - [`tag`]: content tags (FNV-1a 32-bit, 8 upper-case hex digits).
 //! - [`freshness`]: the gate that refuses changes to files the model has not seen as they are.
 //! - [`syntax`]: the "not worse" gate for JSON, TOML, YAML and XML.
-//! - [`card`]: approval cards with a bounded unified diff.
+//! - [`card`]: approval cards with a bounded unified diff (within a time budget).
+//! - [`basis`]: what a card was computed from, checked again by `run` under the workspace lock.
 //! - [`walk`]: the directory walk and symlink reporting `list_dir`, `glob` and `grep` share.
 //! - [`files`]: reading a workspace file for editing, and the write step every writer shares.
 //!
@@ -28,6 +29,7 @@
 
 pub mod apply_patch;
 pub mod atomic;
+pub mod basis;
 pub mod card;
 pub mod delete_path;
 pub mod edit_file;

@@ -7,7 +7,8 @@
 //!   included, through [`cheng_node::paths::real_path`]). A symlink whose target leaves the
 //!   allowed roots is refused, and the message says where it leads.
 //! - Writes never touch a protected name ([`cheng_node::paths::PROTECTED_NAMES`]: `.git`,
-//!   `.agents`, `.codex`, `.aws`, `.cheng`, ...) at any depth, on either path.
+//!   `.agents`, `.codex`, `.aws`, `.cheng`, `.cargo/config.toml`, ...) at any depth, on either
+//!   path, in any case (`.GIT/hooks` is `.git/hooks` on a case-insensitive file system).
 //! - The workspace root itself is never written, deleted or replaced.
 //!
 //! ```

@@ -1,9 +1,9 @@
 //! What write_file and edit_file share: a plan computed in full before anything is written
 //! (policy, freshness, decoding, the change, encoding, the syntax gate), the approval card made
-//! from it, and the write that carries it out. The engine builds the card and runs the node under
-//! one per-workspace lock (`Effects::Serial`), and `run` plans again, so what is written is what
-//! the card showed unless the file changed outside cheng in between (then the freshness gate
-//! refuses).
+//! from it, and the write that carries it out. The engine builds the card, asks, and only then
+//! takes the per-workspace lock (`Effects::Serial`) to run the node; `run` plans again under it
+//! and refuses when the file is no longer what the card was computed from ([`crate::basis`]), so
+//! what is written is what the card showed.
 
 use crate::card::{self, Change};
 use crate::files::{self, Loaded};
@@ -48,7 +48,18 @@ impl Plan {
     }
 
     pub fn card(&self, ctx: &RunContext, title: &str) -> ApprovalRequest {
-        card::request(ctx, title, &[self.change()], &self.notes())
+        let mut request = card::request(ctx, title, &[self.change()], &self.notes());
+        request.basis = Some(self.basis());
+        request
+    }
+
+    /// What the plan was computed from: the file's tag and size as read, or its absence.
+    pub fn basis(&self) -> String {
+        let now = self
+            .old
+            .as_ref()
+            .map(|(l, _)| (l.tag.as_str(), l.bytes.len()));
+        crate::basis::file(&self.target.display, now)
     }
 
     /// Writes the new bytes (all or nothing) and registers the new tag; returns the tag. The tag
@@ -68,7 +79,7 @@ impl Plan {
         Ok(tag)
     }
 
-    /// The unified diff of the change.
+    /// The unified diff of the change (within its own time budget, summarised past it).
     pub fn diff(&self) -> String {
         let display = &self.target.display;
         match &self.old {
@@ -110,6 +121,7 @@ pub fn plan_and_write(
     let freshness = Freshness::for_call(ctx, input)?;
     let mut ledger = freshness.open()?;
     let mut planned = plan(&ledger)?;
+    crate::basis::check(ctx, &planned.basis())?;
     if let Some(warning) = freshness.warning() {
         planned.warnings.push(warning.to_string());
     }

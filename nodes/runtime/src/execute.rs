@@ -167,6 +167,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
         approver: Arc::new(FixedApprover(Decision::Denied)),
         scope: ctx.scope.clone(),
         output: cheng_node::Output::off(),
+        approved_card: None,
     };
     let approval = match validated.planned_card(&tool.name, &card_ctx) {
         Ok(card) => card,

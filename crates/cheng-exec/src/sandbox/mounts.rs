@@ -109,6 +109,10 @@ pub(crate) fn etc_entry(path: &Path) -> Option<SystemEntry> {
 pub enum Protection {
     /// Exists: bound read-only over itself.
     ReadOnly(PathBuf),
+    /// A directory holding a protected entry of several components (`.cargo` for
+    /// `.cargo/config.toml`): bound writable over itself, so that it stays writable but, being a
+    /// mount point, cannot be renamed, removed or replaced by one with a fresh entry inside.
+    Pinned(PathBuf),
     /// Did not exist: an empty placeholder was created as the mount point and /dev/null is
     /// bound read-only over it, so the script can neither write nor create it. The placeholder
     /// is removed when the last run of this process using it ends.
@@ -162,6 +166,11 @@ fn live_placeholders() -> std::sync::MutexGuard<'static, HashMap<PathBuf, usize>
 /// of a `.git` file's `gitdir:` line when that lies inside the boundary, plus every nested
 /// repository below it (see [`nested_repositories`]). Creates placeholders for top-level names
 /// that do not exist (see [`Protection::Masked`]).
+///
+/// An entry of several components (`.cargo/config.toml`) is protected where its path stops
+/// being an ordinary directory: each directory on the way is pinned ([`Protection::Pinned`]),
+/// and the first component that is missing, a file or a symlink is protected as a top-level name
+/// is (a missing `.cargo` is masked whole, so nothing can be created under it).
 pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholders, ProtectError> {
     // Built as the guard from the start, so that placeholders made before a later failure are
     // removed with it.
@@ -170,35 +179,29 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
         // Held for the whole top level: whether a name is one of our placeholders, and creating
         // one, must not interleave with another run releasing it.
         let mut live = live_placeholders();
-        for name in PROTECTED_NAMES {
-            let path = boundary.join(name);
-            if let Some(users) = live.get_mut(&path) {
-                *users += 1;
-                out.list.push(Protection::Masked(path));
-                continue;
-            }
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    protect_symlink(boundary, name, &path, &mut out.list, warnings)
+        for entry in PROTECTED_NAMES {
+            let mut path = boundary.to_path_buf();
+            let mut parts = entry.split('/').peekable();
+            while let Some(part) = parts.next() {
+                path.push(part);
+                let last = parts.peek().is_none();
+                let name = if last { *entry } else { part };
+                // A directory on the way (`.cargo`, met again for each of its entries).
+                let pinned = Protection::Pinned(path.clone());
+                if out.list.contains(&pinned) {
+                    continue;
                 }
-                Ok(meta) => {
-                    if meta.is_file() && *name == ".git" {
-                        protect_gitdir_target(boundary, &path, &mut out.list);
-                    }
-                    out.list.push(Protection::ReadOnly(path));
+                if !last
+                    && !live.contains_key(&path)
+                    && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir())
+                {
+                    out.list.push(pinned);
+                    continue;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    if let Err(e) = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&path)
-                    {
-                        return Err(ProtectError::Placeholder(path, e));
-                    }
-                    live.insert(path.clone(), 1);
-                    out.list.push(Protection::Masked(path));
+                if !out.list.contains(&Protection::Masked(path.clone())) {
+                    protect_name(boundary, name, &path, &mut live, &mut out.list, warnings)?;
                 }
-                Err(e) => return Err(ProtectError::Placeholder(path, e)),
+                break;
             }
         }
     }
@@ -209,6 +212,48 @@ pub fn protect(boundary: &Path, warnings: &mut Vec<String>) -> Result<Placeholde
         warnings,
     )?);
     Ok(out)
+}
+
+/// One protected name at `path`: read-only when it exists (a symlink's target when inside the
+/// boundary), else masked with a placeholder shared with the other runs of this process.
+fn protect_name(
+    boundary: &Path,
+    name: &str,
+    path: &Path,
+    live: &mut HashMap<PathBuf, usize>,
+    out: &mut Vec<Protection>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ProtectError> {
+    let path = path.to_path_buf();
+    if let Some(users) = live.get_mut(&path) {
+        *users += 1;
+        out.push(Protection::Masked(path));
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            protect_symlink(boundary, name, &path, out, warnings)
+        }
+        Ok(meta) => {
+            if meta.is_file() && name == ".git" {
+                protect_gitdir_target(boundary, &path, out);
+            }
+            out.push(Protection::ReadOnly(path));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Err(e) = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                return Err(ProtectError::Placeholder(path, e));
+            }
+            live.insert(path.clone(), 1);
+            out.push(Protection::Masked(path));
+        }
+        Err(e) => return Err(ProtectError::Placeholder(path, e)),
+    }
+    Ok(())
 }
 
 /// A protected name that is a symlink: its target is protected when inside the boundary.
@@ -380,6 +425,7 @@ pub fn apply(b: &mut Bwrap, protections: &[Protection]) {
     for p in protections {
         match p {
             Protection::ReadOnly(path) => b.ro_bind(path, path),
+            Protection::Pinned(path) => b.bind(path, path),
             Protection::Masked(path) => b.ro_bind(Path::new("/dev/null"), path),
         };
     }
@@ -492,6 +538,75 @@ mod tests {
         drop(guard);
         assert!(!root.join(".bashrc").exists());
         assert!(root.join(".git").is_dir());
+    }
+
+    #[test]
+    fn entries_of_several_components_pin_their_directory_or_mask_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let cargo = root.join(".cargo");
+        let of_cargo = |list: &[Protection]| -> Vec<Protection> {
+            list.iter()
+                .filter(|p| match p {
+                    Protection::ReadOnly(x) | Protection::Pinned(x) | Protection::Masked(x) => {
+                        x.starts_with(&cargo)
+                    }
+                })
+                .cloned()
+                .collect()
+        };
+        // No `.cargo`: masked whole, once, so that nothing can be created under it.
+        let guard = protect(&root, &mut Vec::new()).unwrap();
+        assert_eq!(of_cargo(guard.list()), [Protection::Masked(cargo.clone())]);
+        drop(guard);
+        assert!(!cargo.exists());
+        // A `.cargo` directory: pinned (before anything inside it is bound), the existing
+        // config read-only, the missing entries masked, the rest of it left alone.
+        std::fs::create_dir(&cargo).unwrap();
+        std::fs::write(cargo.join("config.toml"), "[alias]\n").unwrap();
+        std::fs::write(cargo.join("notes.txt"), "").unwrap();
+        let guard = protect(&root, &mut Vec::new()).unwrap();
+        assert_eq!(
+            of_cargo(guard.list()),
+            [
+                Protection::Pinned(cargo.clone()),
+                Protection::Masked(cargo.join("config")),
+                Protection::ReadOnly(cargo.join("config.toml")),
+                Protection::Masked(cargo.join("credentials")),
+                Protection::Masked(cargo.join("credentials.toml")),
+            ]
+        );
+        drop(guard);
+        let mut left: Vec<_> = std::fs::read_dir(&cargo)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["config.toml", "notes.txt"]);
+    }
+
+    #[test]
+    fn the_sandbox_guide_lists_exactly_the_protected_names() {
+        let guide = include_str!("../../../../docs/guides/sandbox.md");
+        let table = guide
+            .split("| Name | Why a write there is dangerous | From |")
+            .nth(1)
+            .expect("the guide has the table of protected names");
+        let mut listed: Vec<&str> = Vec::new();
+        for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let first = row.split('|').nth(1).unwrap_or_default();
+            // The names come before any explanation in parentheses.
+            let names = first.split('(').next().unwrap_or_default();
+            listed.extend(names.split('`').skip(1).step_by(2));
+        }
+        listed.sort_unstable();
+        let mut names = PROTECTED_NAMES.to_vec();
+        names.sort_unstable();
+        assert_eq!(
+            listed, names,
+            "docs/guides/sandbox.md's table and PROTECTED_NAMES"
+        );
     }
 
     #[test]
@@ -634,8 +749,10 @@ mod tests {
         let before = names();
         let guard = protect(&root, &mut Vec::new()).unwrap();
         for name in PROTECTED_NAMES {
+            // `.cargo/config.toml`: a missing `.cargo` is masked whole.
+            let top = name.split('/').next().unwrap_or(name);
             assert!(
-                std::fs::symlink_metadata(root.join(name)).is_ok(),
+                std::fs::symlink_metadata(root.join(top)).is_ok(),
                 "{name} has no mount point"
             );
         }

@@ -11,12 +11,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// One file per protected name that a later program reads or runs (docs/guides/sandbox.md says
-/// why each is there). Every entry of PROTECTED_NAMES must appear here as a first component.
+/// why each is there). Every entry of PROTECTED_NAMES must appear here, or start one.
 const ENTRIES: &[&str] = &[
     ".git/config",
     ".git/hooks/pre-commit",
     ".gitconfig",
     ".gitmodules",
+    ".git-credentials",
+    ".hg/hgrc",
+    ".jj/repo/config.toml",
+    ".sl/config",
+    ".svn/wc.db",
+    ".bzr/branch/branch.conf",
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -33,11 +39,22 @@ const ENTRIES: &[&str] = &[
     ".config/fish/config.fish",
     ".ssh/authorized_keys",
     ".ssh/config",
+    ".gnupg/gpg-agent.conf",
     ".netrc",
     ".aws/credentials",
+    ".azure/config",
+    ".kube/config",
+    ".docker/config.json",
+    // Entries of several components: `.cargo` itself stays writable.
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
     ".npmrc",
     ".yarnrc",
     ".yarnrc.yml",
+    ".pypirc",
+    ".terraformrc",
     ".ripgreprc",
     ".husky/pre-commit",
     ".pre-commit-config.yaml",
@@ -167,7 +184,9 @@ async fn every_protected_entry_resists_every_write_with_allow_filesystem() {
     }
     for name in PROTECTED_NAMES {
         assert!(
-            ENTRIES.iter().any(|e| top(e) == *name),
+            ENTRIES
+                .iter()
+                .any(|e| e == name || e.starts_with(&format!("{name}/"))),
             "{name} is protected but has no entry in this table"
         );
     }
@@ -323,4 +342,42 @@ async fn a_repository_created_during_the_run_is_named_in_the_warnings() {
         "{again:?}"
     );
     assert!(ws.join("wt/new.txt").exists(), "{again:?}");
+}
+
+/// An entry of several components protects only itself: the rest of a project's `.cargo` stays
+/// writable, while its config cannot be changed, not even by renaming `.cargo` away and making a
+/// new one.
+#[tokio::test]
+async fn the_rest_of_a_projects_cargo_directory_stays_writable() {
+    if !sandbox_available() {
+        return;
+    }
+    let (_d, ws) = workspace();
+    std::fs::create_dir(ws.join(".cargo")).unwrap();
+    std::fs::write(ws.join(".cargo/config.toml"), "[alias]\n").unwrap();
+    let script = "printf notes > .cargo/notes.txt && echo WROTE; \
+                  mv .cargo cargo.old 2>/dev/null && echo MOVED; \
+                  mkdir -p fresh && printf evil > fresh/config.toml && \
+                  mv -T -f fresh .cargo 2>/dev/null && echo REPLACED; true";
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "allow_filesystem": true}),
+    )
+    .await;
+    let stdout = out["stdout"].as_str().unwrap_or_default();
+    assert!(stdout.contains("WROTE\n"), "{out:?}");
+    assert!(
+        !stdout.contains("MOVED") && !stdout.contains("REPLACED"),
+        "{out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".cargo/notes.txt")).unwrap(),
+        "notes"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".cargo/config.toml")).unwrap(),
+        "[alias]\n"
+    );
+    assert!(!ws.join("cargo.old").exists());
 }

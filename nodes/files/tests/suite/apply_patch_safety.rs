@@ -119,6 +119,65 @@ fn protected_names_are_refused_at_any_depth() {
 }
 
 #[test]
+fn other_tools_config_and_credentials_are_refused_in_any_case() {
+    let ws = Ws::new();
+    let before = ws.tree();
+    let paths = super::support::OTHER_TOOLS_PROTECTED
+        .iter()
+        .flat_map(|p| super::support::in_any_case(p))
+        .chain(
+            super::support::GIT_HOOK_SPELLINGS
+                .iter()
+                .map(|p| p.to_string()),
+        );
+    for path in paths {
+        let (kind, message) = error_of(&ws.apply(&patch(&format!(
+            "*** Add File: ok.txt\n+ok\n*** Add File: {path}\n+#!/bin/sh"
+        ))));
+        assert_eq!(kind, "LOCAL_EXECUTOR_POLICY_DENIED", "{path}: {message}");
+        assert_eq!(ws.tree(), before, "{path}");
+    }
+    // A move onto a protected name in another case is refused too.
+    ws.write("hook.sh", "#!/bin/sh\n");
+    ws.seen("hook.sh");
+    let before = ws.tree();
+    let (kind, message) = error_of(&ws.apply(&patch(
+        "*** Update File: hook.sh\n*** Move to: .HG/hgrc\n@@\n-#!/bin/sh\n+[hooks]",
+    )));
+    assert_eq!(kind, "LOCAL_EXECUTOR_POLICY_DENIED", "{message}");
+    assert_eq!(ws.tree(), before);
+    // Control: the same file under a name that is not protected is added.
+    assert_eq!(
+        ws.apply(&patch("*** Add File: hg/hgrc\n+[hooks]")).status,
+        NodeStatus::Succeeded
+    );
+}
+
+#[test]
+fn a_move_onto_an_existing_file_says_so_on_the_card() {
+    let ws = Ws::new();
+    ws.write("from.txt", "moved\n");
+    ws.write("existing.txt", "twenty-four bytes here.\n");
+    ws.seen_all();
+    let approver = Recorder::new(Decision::Approved);
+    let result = ws.apply_with(
+        &patch("*** Update File: from.txt\n*** Move to: existing.txt\n@@\n-moved\n+moved!"),
+        json!({}),
+        approver.clone(),
+    );
+    assert_eq!(result.status, NodeStatus::Succeeded, "{:?}", result.outputs);
+    let cards = approver.cards.lock().unwrap();
+    assert!(
+        cards[0].command_display.contains(
+            "move from.txt -> existing.txt (6 B -> 7 B; replaces existing existing.txt, 24 B)"
+        ),
+        "{}",
+        cards[0].command_display
+    );
+    assert_eq!(ws.read("existing.txt"), b"moved!\n");
+}
+
+#[test]
 fn the_freshness_gate_refuses_unread_and_changed_files() {
     let ws = Ws::new();
     ws.write("a.txt", "one\n");
@@ -254,7 +313,7 @@ old
     let (kind, message) = error_of(&result);
     assert_eq!(kind, "LOCAL_EXECUTOR_FILE_CHANGED");
     assert!(
-        message.contains("after the approval card was shown"),
+        message.contains("a.txt changed since it was approved"),
         "{message}"
     );
     assert_eq!(ws.read("a.txt"), b"inserted\nkeep\nold\n");

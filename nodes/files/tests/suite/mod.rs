@@ -3,6 +3,7 @@ mod support;
 mod apply_patch_safety;
 mod apply_patch_scenarios;
 mod apply_patch_support;
+mod approval;
 mod delete;
 mod edit;
 mod encodings;

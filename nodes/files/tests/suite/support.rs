@@ -62,3 +62,50 @@ pub fn card(
 ) -> Result<cheng_node::ApprovalRequest, cheng_node::NodeError> {
     node.approval_request(&with_node(ctx, node), &values(input))
 }
+
+/// A file under each protected name the list gained for other tools' code-running config and
+/// credentials, as the tools name them.
+pub const OTHER_TOOLS_PROTECTED: &[&str] = &[
+    ".hg/hgrc",
+    ".jj/repo/config.toml",
+    ".sl/config",
+    ".svn/wc.db",
+    ".bzr/branch/branch.conf",
+    ".git-credentials",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg/gpg-agent.conf",
+    ".azure/config",
+    ".cargo/config",
+    ".cargo/config.toml",
+    "crates/x/.cargo/config.toml",
+    ".cargo/credentials.toml",
+    ".pypirc",
+    ".terraformrc",
+    ".config/gcloud/credentials.db",
+];
+
+/// `path` as written, in upper case, and with its first letter upper-cased (`.HG/hgrc`,
+/// `.Kube/config`); then the case-folding spellings of `.git/hooks/pre-commit`.
+pub fn in_any_case(path: &str) -> Vec<String> {
+    let mut first_upper = String::new();
+    let mut done = false;
+    for c in path.chars() {
+        if !done && c.is_ascii_alphabetic() {
+            first_upper.push(c.to_ascii_uppercase());
+            done = true;
+        } else {
+            first_upper.push(c);
+        }
+    }
+    vec![path.to_string(), path.to_uppercase(), first_upper]
+}
+
+/// Spellings a case-insensitive file system takes for `.git/hooks/pre-commit`.
+pub const GIT_HOOK_SPELLINGS: &[&str] = &[
+    ".GIT/hooks/pre-commit",
+    ".Git/HOOKS/pre-commit",
+    "sub/.gIt/config",
+    ".g\u{131}t/hooks/pre-commit",
+    ".g\u{200c}it/hooks/pre-commit",
+];

@@ -104,6 +104,43 @@ fn protected_names_are_refused_at_any_depth_and_nothing_is_created() {
 }
 
 #[test]
+fn other_tools_config_and_credentials_are_refused_in_any_case() {
+    let (_d, ws) = temp_workspace();
+    let c = ctx(&WriteFile, &ws, ScopeKind::Graph);
+    let paths = OTHER_TOOLS_PROTECTED
+        .iter()
+        .flat_map(|p| in_any_case(p))
+        .chain(GIT_HOOK_SPELLINGS.iter().map(|p| p.to_string()));
+    for path in paths {
+        let err = fails(
+            &WriteFile,
+            &c,
+            json!({"file_path": path, "content": "x", "create_parents": true}),
+            "LOCAL_EXECUTOR_POLICY_DENIED",
+        );
+        assert!(err.contains("protected"), "{path}: {err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&ws).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+    // Control: the same files under names that are not protected are written.
+    for path in [
+        "hg/hgrc",
+        ".kubex/config",
+        ".cargo/notes.txt",
+        "GIT/hooks/pre-commit",
+    ] {
+        ok(
+            &WriteFile,
+            &c,
+            json!({"file_path": path, "content": "x", "create_parents": true}),
+        );
+    }
+}
+
+#[test]
 fn a_new_file_that_does_not_parse_is_refused_unchecked_kinds_are_not() {
     let (_d, ws) = temp_workspace();
     let c = ctx(&WriteFile, &ws, ScopeKind::Graph);
