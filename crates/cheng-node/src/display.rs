@@ -248,6 +248,8 @@ impl From<&ApprovalRequest> for ShownRequest {
             requested_paths,
             capabilities,
             details,
+            // Not shown: the fingerprint `run` checks the files against, never read by a person.
+            basis: _,
         } = request;
         ShownRequest {
             node_id: line(node_id),
@@ -491,6 +493,7 @@ mod tests {
                 opens: evil.into(),
             }],
             details: Some(evil.into()),
+            basis: Some(evil.into()),
         };
         let shown = ShownRequest::from(&request);
         let text = format!("{shown:?}");
