@@ -257,7 +257,7 @@ impl Server {
                             };
                             return Ok(refusal(
                                 ErrorKind::ApprovalDenied,
-                                format!("tool `{}`: a person {verb} the approval of {what} ({}); nothing ran.", tool.name, card.command_display),
+                                format!("tool `{}`: a person {verb} the approval of {what} ({}); nothing ran.", tool.name, cheng_node::display::line(&card.command_display)),
                             )
                             .into());
                         }
