@@ -580,12 +580,26 @@ async fn a_timeout_kills_grandchildren() {
     let pattern = format!("sleep {tag}[12]$");
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     let script = format!("import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep {tag}1'])\nsubprocess.Popen(['setsid', 'sleep', '{tag}2'])\ntime.sleep(97.43)");
+    // Both sleeps themselves seen running on the host before the timeout: without that, a
+    // timeout that fired before they started would leave nothing behind however the kill worked.
+    let watcher = {
+        let sleeps = format!("^{pattern}");
+        tokio::task::spawn_blocking(move || {
+            eventually(Duration::from_secs(20), || {
+                pgrep(&["-f", &sleeps]).len() == 2
+            })
+        })
+    };
     let out = run(
         &CodePython,
         &ws,
-        json!({"script": script, "timeout_ms": 700}),
+        json!({"script": script, "timeout_ms": 5000}),
     )
     .await;
+    assert!(
+        watcher.await.unwrap(),
+        "the script's processes never all started: {out:?}"
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
     assert!(

@@ -406,6 +406,13 @@ async fn a_fork_bomb_is_bounded() {
         "1000 processes started: {out:?}"
     );
     assert_eq!(out["success"], false, "{out:?}");
+    // Stopped by the bound, not by the timeout (which a slow loop could reach first): the shell
+    // says it could not fork, and the run ended before its time.
+    assert!(
+        out["stderr"].as_str().unwrap().contains("Cannot fork"),
+        "{out:?}"
+    );
+    assert_ne!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     // The real thing, under a short timeout (the script outlasts it, so it can never pass by exiting 0 in time).
     // Named after this test process, so that only its own processes are looked for (and killed).
     let bomb = format!("bomb_7731_{}", std::process::id());
@@ -472,12 +479,26 @@ async fn a_timeout_kills_grandchildren() {
     let pattern = format!("^sleep {tag}[123]$");
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
+    // The three sleeps seen running on the host before the timeout: without that, a timeout that
+    // fired before they started would leave nothing behind however the kill worked.
+    let watcher = {
+        let pattern = pattern.clone();
+        tokio::task::spawn_blocking(move || {
+            eventually(Duration::from_secs(20), || {
+                pgrep(&["-f", &pattern]).len() == 3
+            })
+        })
+    };
     let out = run(
         &CodeShell,
         &ws,
-        json!({"script": script, "timeout_ms": 500}),
+        json!({"script": script, "timeout_ms": 5000}),
     )
     .await;
+    assert!(
+        watcher.await.unwrap(),
+        "the script's processes never all started: {out:?}"
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
     assert!(
