@@ -253,7 +253,9 @@ fn utf8_prefix_len(bytes: &[u8]) -> usize {
         if b & 0xC0 == 0x80 {
             continue; // continuation byte
         }
-        let needed = if b >= 0xF0 {
+        let needed = if b >= 0xF8 {
+            1 // never a lead byte: shown on its own as U+FFFD, so nothing to keep whole
+        } else if b >= 0xF0 {
             4
         } else if b >= 0xE0 {
             3
@@ -379,6 +381,15 @@ mod tests {
             out.text
         );
         assert_eq!(out.omitted_bytes, 20 - kept as u64);
+    }
+
+    #[test]
+    fn bytes_that_lead_no_character_are_kept_up_to_the_cap() {
+        // 0xff starts no UTF-8 sequence: the head keeps its last one, and head + tail is the cap.
+        let out = head_tail(&[0xff; 20], 10);
+        assert_eq!(out.omitted_bytes, 10, "{:?}", out.text);
+        let out = head_tail(&[0xff; 20], 20).recap(4);
+        assert_eq!(out.omitted_bytes, 16, "{:?}", out.text);
     }
 
     #[test]

@@ -246,7 +246,9 @@ pub fn require_or_skip(tool: &str) -> bool {
 }
 
 /// [`require_or_skip`] for a requirement a PATH lookup cannot check: `what` names it (said in the
-/// skip note and the CI failure), `available` says whether it is met.
+/// skip note and the CI failure), `available` says whether it is met. A skip is also recorded in
+/// the file [`SKIPPED_LOG`] names, when set: cargo counts a skipped test as passed, and
+/// scripts/test reports those apart.
 pub fn require_or_skip_that(what: &str, available: bool) -> bool {
     if !available {
         assert!(
@@ -254,6 +256,50 @@ pub fn require_or_skip_that(what: &str, available: bool) -> bool {
             "{what} missing, and CI is set: CI must provide it (scripts/test installs the tools), so this test may not skip"
         );
         eprintln!("skipping: {what} missing");
+        if let Some(log) = std::env::var_os(SKIPPED_LOG) {
+            // libtest names each test's thread after the test; cargo names the package.
+            let test = format!(
+                "{} {}",
+                std::env::var("CARGO_PKG_NAME").unwrap_or_default(),
+                std::thread::current().name().unwrap_or("?")
+            );
+            record_skip(Path::new(&log), &test, what);
+        }
     }
     available
+}
+
+/// The environment variable naming the file skips are appended to (one `test: what` line each).
+pub const SKIPPED_LOG: &str = "CHENG_SKIPPED_LOG";
+
+/// Appends `test: what` to `log` (one short write in append mode: lines from tests running at
+/// once do not interleave).
+fn record_skip(log: &Path, test: &str, what: &str) {
+    use std::io::Write;
+    let line = format!("{test}: {what} missing\n");
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("cannot record the skip in {}: {e}", log.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_are_recorded_one_line_each() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("skipped.txt");
+        record_skip(&log, "suite::a", "bwrap");
+        record_skip(&log, "suite::b", "the MCP Python SDK");
+        assert_eq!(
+            std::fs::read_to_string(&log).expect("log"),
+            "suite::a: bwrap missing\nsuite::b: the MCP Python SDK missing\n"
+        );
+    }
 }

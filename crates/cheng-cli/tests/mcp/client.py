@@ -1,22 +1,31 @@
 """Drives `cheng serve --stdio` with the official MCP Python SDK client (`mcp.Client`).
 
 Usage: client.py CHENG WORKSPACE MODE FORBIDDEN_PORTS_JSON
-MODE is "legacy", "2026-07-28" or "auto". Every check raises AssertionError with a sentence on
-failure; success prints "ok <mode>: <checks>".
+MODE is "legacy", "2026-07-28" or "auto". FORBIDDEN_PORTS_JSON is {tool: [author and engine
+ports]}, written in the test. Every check raises AssertionError with a sentence on failure;
+success prints "ok <mode>: <checks>".
 """
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
+
+if not __debug__:
+    sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
 
 import anyio
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.shared.message import SessionMessage
 
 CHENG, WORKSPACE, MODE, FORBIDDEN = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-# A duration no other process on the machine uses, to find the sleep after the cancel.
-SLEEP = "31.4159"
+# Durations no other process on the machine uses (this process's id in them, so that two
+# checkouts running the suite at once do not see each other's), to find the sleeps again.
+SLEEP = f"31.{os.getpid()}1"
+STDIN_SLEEP = f"31.{os.getpid()}2"
 
 
 def params(*extra):
@@ -39,7 +48,7 @@ def exists(name):
     return os.path.exists(os.path.join(WORKSPACE, name))
 
 
-def sleeps_alive():
+def sleeps_alive(duration=SLEEP):
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -49,7 +58,7 @@ def sleeps_alive():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == SLEEP.encode():
+        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == duration.encode():
             found.append(int(pid))
     return found
 
@@ -59,6 +68,8 @@ async def list_tools():
         tools = (await client.list_tools()).tools
         names = {t.name for t in tools}
         assert {"workspace_git", "workspace_shell"} <= names, f"tools/list lacks workspace_git/workspace_shell: {sorted(names)}"
+        unlisted = names - set(FORBIDDEN)
+        assert not unlisted, f"tools with no author/engine port list in the test (add them, [] if none): {sorted(unlisted)}"
         for t in tools:
             props = set((t.input_schema or {}).get("properties", {}))
             leaked = props & set(FORBIDDEN.get(t.name, []))
@@ -188,11 +199,165 @@ async def several_approvals():
         assert not result.is_error and "seen.txt" in text(result), f"the approved call did not run or saw nothing: {text(result)}"
 
 
+# Tools and policy files the checks write; removed when the script ends.
+SCRATCH = tempfile.TemporaryDirectory(prefix="cheng-client-")
+
+
+def scratch_file(name, content):
+    path = os.path.join(SCRATCH.name, name)
+    with open(path, "w") as f:
+        f.write(content)
+    return path
+
+
+def tools_file(entries):
+    return scratch_file(f"tools-{len(os.listdir(SCRATCH.name))}.json", json.dumps(entries))
+
+
+async def presets_are_fixed():
+    """An author's preset hides its port and a call cannot override it: `touch` through a tool
+    fixed to `true` is refused and the file never appears. The control: the same arguments
+    through a tool without the preset create it."""
+    marker = f"preset-{MODE}"
+    fixed = tools_file([{"type": "tools/workspace_shell", "name": "check", "presets": {"command": "true"}}])
+    attack = {"command": "touch", "args": [marker]}
+    async with Client(params("--tools", fixed), mode=MODE, elicitation_callback=accept) as client:
+        tool = (await client.list_tools()).tools[0]
+        assert "command" not in (tool.input_schema or {}).get("properties", {}), f"the preset port is shown: {tool.input_schema}"
+        result = await client.call_tool("check", {})
+        assert not result.is_error and result.structured_content["success"] is True, text(result)
+        result = await client.call_tool("check", attack)
+        assert result.is_error, f"a call overrode the author's preset: {text(result)}"
+        assert "fixed by the toolkit's author" in text(result), f"the refusal does not say why: {text(result)}"
+    assert not exists(marker), "the refused call ran"
+    free = tools_file([{"type": "tools/workspace_shell", "name": "shell"}])
+    async with Client(params("--tools", free), mode=MODE, elicitation_callback=accept) as client:
+        result = await client.call_tool("shell", attack)
+        assert not result.is_error, f"the control call failed: {text(result)}"
+    assert exists(marker), "the control call did not run: the attack proves nothing"
+
+
+async def engine_ports_are_refused():
+    """Setting an author or engine port in a call is refused, naming the port, with what
+    `cheng run` says; nothing runs (the control: the same call without it runs)."""
+    marker = f"engine-port-{MODE}"
+    arguments = {"command": "touch", "args": [marker], "sandbox_root": "/"}
+    async with Client(params(), mode=MODE, elicitation_callback=accept) as client:
+        offered = {t.name for t in (await client.list_tools()).tools}
+        for tool, ports in FORBIDDEN.items():
+            if tool not in offered:
+                continue
+            for port in ports:
+                result = await client.call_tool(tool, {port: "/"})
+                assert result.is_error, f"{tool} accepted its author/engine port {port}: {text(result)}"
+                assert f"port `{port}`" in text(result), f"{tool}: the refusal does not name {port}: {text(result)}"
+        result = await client.call_tool("workspace_shell", arguments)
+        assert result.is_error and not exists(marker), f"a call setting sandbox_root ran: {text(result)}"
+        said = text(result).split("port `sandbox_root`")[-1].strip()
+        cli = subprocess.run(
+            [CHENG, "run", "tools/workspace_shell", "--workspace", WORKSPACE, "--input", json.dumps(arguments)],
+            capture_output=True,
+            text=True,
+        )
+        assert said and said in cli.stderr, f"the server and `cheng run` disagree:\n{text(result)}\n---\n{cli.stderr}"
+        del arguments["sandbox_root"]
+        result = await client.call_tool("workspace_shell", arguments)
+        assert not result.is_error and exists(marker), f"the control call did not run: {text(result)}"
+
+
+async def disabled_node_is_not_offered():
+    """A node type the operator's policy disables is neither listed nor callable, and the
+    server starts with the rest (the control: shell_accepted runs the same call unhindered)."""
+    policy = scratch_file("policy.toml", '[nodes."tools/workspace_shell"]\ndisabled = true\n')
+    marker = f"disabled-{MODE}"
+    async with Client(params("--policy", policy), mode=MODE, elicitation_callback=accept) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "workspace_git" in names and "workspace_shell" not in names, f"tools/list: {sorted(names)}"
+        try:
+            result = await client.call_tool("workspace_shell", {"command": "touch", "args": [marker]})
+            assert result.is_error, f"the disabled node answered: {text(result)}"
+        except Exception as e:  # an error answer is as good as an error result
+            assert "workspace_shell" in str(e), f"the refusal does not name the tool: {e!r}"
+    assert not exists(marker), "the disabled node ran"
+
+
+async def closing_stdin_kills_children():
+    """The server exits 0 on its own when stdin closes, and takes a running child with it.
+    The SDK's own transport would kill the whole process tree after a grace period, so this
+    check speaks the SDK's ClientSession over a transport that only closes stdin."""
+    process = await anyio.open_process(
+        [CHENG, "serve", "--stdio", "--workspace", WORKSPACE, "--approve"], stderr=subprocess.DEVNULL
+    )
+    to_session, from_server = anyio.create_memory_object_stream(100)
+    to_server, from_session = anyio.create_memory_object_stream(100)
+
+    async def read():
+        buffer = b""
+        async for chunk in process.stdout:
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                await to_session.send(SessionMessage(message))
+        await to_session.aclose()
+
+    async def write():
+        async for m in from_session:
+            await process.stdin.send((m.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        tg.start_soon(write)
+        async with ClientSession(from_server, to_server) as session:
+            await session.initialize()
+
+            async def call():
+                try:
+                    await session.call_tool("workspace_shell", {"command": "sleep", "args": [STDIN_SLEEP]})
+                except Exception:
+                    pass  # the connection ends under the call
+
+            tg.start_soon(call)
+            deadline = time.monotonic() + 10
+            while not sleeps_alive(STDIN_SLEEP) and time.monotonic() < deadline:
+                await anyio.sleep(0.02)
+            assert sleeps_alive(STDIN_SLEEP), "the sleep never started"
+            await process.stdin.aclose()
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                raise AssertionError("the server did not exit within 5 s of its stdin closing")
+            assert process.returncode == 0, f"the server exited {process.returncode}"
+            deadline = time.monotonic() + 2
+            while sleeps_alive(STDIN_SLEEP) and time.monotonic() < deadline:
+                await anyio.sleep(0.02)
+            left = sleeps_alive(STDIN_SLEEP)
+            for pid in left:
+                os.kill(pid, 9)
+            assert not left, f"the running child outlived the server: {left}"
+            tg.cancel_scope.cancel()
+
+
 async def main():
     done = []
-    for check in (list_tools, read_only_call, shell_accepted, shell_declined, shell_no_elicitation, cancel_sleep):
+    for check in (
+        list_tools,
+        read_only_call,
+        shell_accepted,
+        shell_declined,
+        shell_no_elicitation,
+        cancel_sleep,
+        presets_are_fixed,
+        engine_ports_are_refused,
+        disabled_node_is_not_offered,
+    ):
         await check()
         done.append(check.__name__)
+    if MODE == "legacy":
+        # A property of the transport, not of the protocol generation: checked once.
+        await closing_stdin_kills_children()
+        done.append("closing_stdin_kills_children")
     if MODE == "2026-07-28":
         await tampered_state()
         done.append("tampered_state")

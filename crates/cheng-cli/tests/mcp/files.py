@@ -9,6 +9,9 @@ Raises AssertionError with a sentence on failure; success prints "ok files (MODE
 import os
 import sys
 
+if not __debug__:
+    sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
+
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters

@@ -8,6 +8,9 @@ failure; success prints "ok <mode>: <checks>".
 import sys
 import warnings
 
+if not __debug__:
+    sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
+
 import anyio
 from mcp import Client, StdioServerParameters
 

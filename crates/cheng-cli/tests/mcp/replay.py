@@ -9,6 +9,9 @@ failure; success prints "ok replay: <what was seen>".
 import os
 import sys
 
+if not __debug__:
+    sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
+
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import time
 
+if not __debug__:
+    sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
+
 import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters

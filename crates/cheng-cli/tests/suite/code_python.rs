@@ -79,7 +79,12 @@ fn unprivileged_code_python_works_or_fails_closed() {
             "uid 65534 (cheng's own, in a user namespace)"
         );
     } else {
-        // The only acceptable failure: no python3 that uid 65534 can use.
+        // The only acceptable failure: no python3 that uid 65534 can use. Not under CI, which
+        // provides one: there this branch would let the test pass without python ever running.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI provides a python3 uid 65534 can run, so the run must succeed: {stdout} {stderr}"
+        );
         assert!(
             stdout.contains("LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE") && stdout.contains("python3"),
             "{stdout} {stderr}"

@@ -3,8 +3,10 @@
 //! must be gone when cheng is interrupted (SIGINT), when cheng itself is killed, and when the
 //! command ran in the sandbox. That they are gone when a run exits, times out, is cancelled or is
 //! dropped, and that one run's end spares another's, is shown a layer down, in cheng-exec's
-//! descendants suite. Processes are found by exact argv (unique sleep durations) with a bounded
-//! poll, and every survivor a test finds is killed by the test.
+//! descendants suite. Processes are found by exact argv (sleep durations unique to the test and,
+//! with this test process's id in them, to the run: two checkouts running the suite at once never
+//! see or kill each other's) with a bounded poll, and every survivor a test finds is killed by
+//! the test.
 
 use super::support::*;
 use serde_json::{json, Value};
@@ -46,6 +48,11 @@ impl Drop for Sweep {
             }
         }
     }
+}
+
+/// `durations` made unique to this test process: its id appended to each fraction.
+fn tagged<const N: usize>(durations: [&str; N]) -> [&'static str; N] {
+    durations.map(|d| &*Box::leak(format!("{d}{}", std::process::id()).into_boxed_str()))
 }
 
 fn all_gone(sleeps: &[&str]) -> bool {
@@ -93,7 +100,7 @@ fn spawn_cheng(args: &[&str]) -> Child {
 
 #[test]
 fn an_interrupt_leaves_no_escaped_grandchild() {
-    let sleeps = ["82.9301", "82.9302", "82.9303"];
+    let sleeps = tagged(["82.9301", "82.9302", "82.9303"]);
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
     let input = shell_input(&escaping(&sleeps, "sleep 1000"));
@@ -123,8 +130,8 @@ fn an_interrupt_leaves_no_escaped_grandchild() {
 fn killing_cheng_itself_leaves_nothing_running() {
     // SIGKILL gives cheng no chance to clean up: the per-run reaper sees cheng go and kills the
     // command, its group and everything that escaped it.
-    let sleeps = ["82.9401", "82.9402", "82.9403"];
-    let group_member = "82.9404";
+    let sleeps = tagged(["82.9401", "82.9402", "82.9403"]);
+    let [group_member] = tagged(["82.9404"]);
     let _sweep = Sweep(vec![sleeps[0], sleeps[1], sleeps[2], group_member]);
     let (_d, ws) = temp_workspace();
     let input = shell_input(&escaping(&sleeps, &format!("sleep {group_member}")));
@@ -159,7 +166,7 @@ fn nothing_escapes_the_sandbox_either() {
         eprintln!("skipped: bubblewrap cannot create namespaces here");
         return;
     }
-    let sleeps = ["82.9601", "82.9602", "82.9603"];
+    let sleeps = tagged(["82.9601", "82.9602", "82.9603"]);
     let _sweep = Sweep(sleeps.to_vec());
     let (_d, ws) = temp_workspace();
     let input = json!({"script": escaping(&sleeps, "echo done")});

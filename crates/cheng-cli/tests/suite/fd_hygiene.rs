@@ -11,16 +11,9 @@ use std::process::{Command, Output, Stdio};
 /// The descriptors a child lists with `ls /proc/self/fd`: 0, 1, 2 and the directory ls opens.
 const CLEAN: &str = "0\n1\n2\n3\n";
 
-/// Tests needing an outside tool fail under CI instead of skipping.
+/// Tests needing an outside tool fail under CI instead of skipping (and record the skip).
 fn require(available: bool, what: &str) -> bool {
-    if !available {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is required when CI is set"
-        );
-        eprintln!("skipped: {what} is not available here");
-    }
-    available
+    require_or_skip_that(what, available)
 }
 
 /// A directory holding the leak target; the file is created by the shell.

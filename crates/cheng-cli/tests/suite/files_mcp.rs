@@ -6,7 +6,6 @@ use super::mcp_pipe::McpPipe;
 use super::support::temp_workspace;
 use serde_json::json;
 use std::path::Path;
-use std::process::Stdio;
 
 /// A server on a pipe that approves every call, initialised.
 fn start(workspace: &Path) -> McpPipe {
@@ -68,14 +67,14 @@ fn the_python_sdk_reads_and_edits_with_approval_in_both_modes() {
     }
     for mode in ["legacy", "2026-07-28"] {
         let (_dir, ws) = temp_workspace();
-        let out = std::process::Command::new("python3")
-            .arg(super::support::repo_root().join("crates/cheng-cli/tests/mcp/files.py"))
-            .arg(env!("CARGO_BIN_EXE_cheng"))
-            .arg(&ws)
-            .arg(mode)
-            .stdin(Stdio::null())
-            .output()
-            .expect("python3 runs");
+        let out = super::support::run_sdk_script(
+            std::process::Command::new("python3")
+                .arg(super::support::repo_root().join("crates/cheng-cli/tests/mcp/files.py"))
+                .arg(env!("CARGO_BIN_EXE_cheng"))
+                .arg(&ws)
+                .arg(mode),
+            std::time::Duration::from_secs(180),
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(&format!("ok files ({mode})")),

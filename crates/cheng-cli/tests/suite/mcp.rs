@@ -1,10 +1,11 @@
 //! `cheng serve --stdio`: the raw protocol's robustness, and the official MCP Python SDK client
-//! (`tests/mcp/client.py`) in its three connection modes.
+//! (`tests/mcp/client.py`) in its three connection modes, which also carries the security checks
+//! (author/engine ports, presets, operator-disabled nodes, children on stdin close).
 
-use super::support::{cheng, git, repo_root, run_cheng, temp_workspace};
+use super::support::{cheng, git, repo_root, temp_workspace};
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use super::mcp_pipe::McpPipe as Server;
 
@@ -92,66 +93,6 @@ fn a_message_over_the_cap_is_refused_without_being_held_and_the_server_goes_on()
     );
     server.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "ping"}));
     assert_eq!(server.answer(10)["result"], json!({}));
-}
-
-#[test]
-fn input_schemas_never_show_author_or_engine_ports_and_calls_that_set_them_are_errors() {
-    let (_dir, ws) = temp_workspace();
-    let forbidden = forbidden_ports();
-    let mut server = Server::start(&ws, &[]);
-    server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let tools = server.answer(1)["result"]["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        tools.len() >= 5,
-        "every registered node is offered: {tools:?}"
-    );
-    for tool in &tools {
-        let name = tool["name"].as_str().unwrap_or("");
-        let shown: Vec<&String> = tool["inputSchema"]["properties"]
-            .as_object()
-            .map(|p| p.keys().collect())
-            .unwrap_or_default();
-        for port in forbidden[name].as_array().into_iter().flatten() {
-            assert!(
-                !shown.iter().any(|s| Some(s.as_str()) == port.as_str()),
-                "{name} shows {port}"
-            );
-        }
-        assert_ne!(name, "runtime", "tools/runtime does not expose itself");
-    }
-    // Setting an engine port is refused with the message `cheng run` gives; nothing runs.
-    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "workspace_shell", "arguments": {"command": "touch", "args": ["x"], "sandbox_root": "/"}}}));
-    let result = server.answer(2)["result"].clone();
-    assert_eq!(result["isError"], true, "{result}");
-    let text = result["content"][0]["text"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    let run = run_cheng(&[
-        "run",
-        "tools/workspace_shell",
-        "--workspace",
-        ws.to_str().unwrap_or(""),
-        "--input",
-        r#"{"command":"touch","args":["x"],"sandbox_root":"/"}"#,
-    ]);
-    let cli = String::from_utf8_lossy(&run.stderr);
-    // The same problem in the same words (the node is named by its tool name here).
-    let reason = |s: &str| {
-        s.split("port `sandbox_root`")
-            .nth(1)
-            .map(|r| r.trim().to_string())
-    };
-    assert!(
-        reason(&text).is_some() && reason(&text) == reason(&cli),
-        "the server says what `cheng run` says:\n{text}\n---\n{cli}"
-    );
-    assert!(!ws.join("x").exists());
 }
 
 #[test]
@@ -271,6 +212,11 @@ fn code_js_calls_through_the_server_each_get_their_own_answer() {
 /// same figures for a release build.)
 #[test]
 fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
+    // Every workspace_shell call must run a child: one refused before it starts would leave no
+    // child or descriptor behind whatever the server does with them.
+    if !super::support::bwrap_works() {
+        return;
+    }
     let (_dir, ws) = temp_workspace();
     std::fs::write(
         ws.join("doc.md"),
@@ -295,12 +241,11 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
             true
         );
     }
-    // Where bubblewrap cannot run, workspace_shell refuses every run alike (and starts nothing).
-    let shell_runs = call(&mut server, "workspace_shell", &shell)["success"].clone();
-    for _ in 0..20 {
+    for _ in 0..21 {
+        let result = call(&mut server, "workspace_shell", &shell);
         assert_eq!(
-            call(&mut server, "workspace_shell", &shell)["success"],
-            shell_runs
+            result["success"], true,
+            "workspace_shell did not run: {result}"
         );
     }
     let before = cheng_test_support::footprint(pid);
@@ -310,10 +255,8 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
             true
         );
         if i % 10 == 0 {
-            assert_eq!(
-                call(&mut server, "workspace_shell", &shell)["success"],
-                shell_runs
-            );
+            let result = call(&mut server, "workspace_shell", &shell);
+            assert_eq!(result["success"], true, "call {i}: {result}");
         }
     }
     // A child that exited a moment ago may still be waiting to be reaped.
@@ -329,44 +272,6 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
     assert!(
         after.rss_kib <= before.rss_kib + 8 * 1024,
         "resident memory grew by more than 8 MiB: before {before:?}, after {after:?}"
-    );
-}
-
-#[test]
-fn closing_stdin_kills_running_children_and_exits_0() {
-    let (_dir, ws) = temp_workspace();
-    let marker = "47.2718";
-    let mut server = Server::start(&ws, &["--approve"]);
-    server.initialize();
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "workspace_shell", "arguments": {"command": "sleep", "args": [marker]}}}),
-    );
-    let started = Instant::now();
-    while sleeps(marker).is_empty() && started.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!sleeps(marker).is_empty(), "the sleep never started");
-    drop(server.stdin.take());
-    let closed = Instant::now();
-    let status = loop {
-        if let Some(status) = server.child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            closed.elapsed() < Duration::from_secs(5),
-            "the server did not exit after stdin closed"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    assert_eq!(status.code(), Some(0));
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !sleeps(marker).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        sleeps(marker).is_empty(),
-        "the running child outlived the server"
     );
 }
 
@@ -427,17 +332,17 @@ fn the_official_python_client_lists_calls_approves_declines_and_cancels() {
     for mode in ["legacy", "2026-07-28", "auto"] {
         let (_dir, ws) = temp_workspace();
         git(&ws, &["init", "-q", "."]);
-        let out = Command::new("python3")
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_cheng"))
-            .arg(&ws)
-            .arg(mode)
-            .arg(&forbidden)
-            .env_remove("CHENG_ENABLE_CODE_PYTHON")
-            .env_remove("CHENG_ENABLE_CODE_JS")
-            .stdin(Stdio::null())
-            .output()
-            .expect("python3 runs");
+        let out = super::support::run_sdk_script(
+            Command::new("python3")
+                .arg(&script)
+                .arg(env!("CARGO_BIN_EXE_cheng"))
+                .arg(&ws)
+                .arg(mode)
+                .arg(&forbidden)
+                .env_remove("CHENG_ENABLE_CODE_PYTHON")
+                .env_remove("CHENG_ENABLE_CODE_JS"),
+            Duration::from_secs(300),
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(&format!("ok {mode}")),
@@ -457,13 +362,13 @@ fn an_approval_runs_once_and_a_replay_says_why() {
     }
     let script = repo_root().join("crates/cheng-cli/tests/mcp/replay.py");
     let (_dir, ws) = temp_workspace();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_cheng"))
-        .arg(&ws)
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
+    let out = super::support::run_sdk_script(
+        Command::new("python3")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg(&ws),
+        std::time::Duration::from_secs(120),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("ok replay"),
@@ -474,106 +379,29 @@ fn an_approval_runs_once_and_a_replay_says_why() {
     assert_eq!(count.lines().count(), 2, "runs recorded: {count:?}");
 }
 
-/// `{tool name: [author and engine port names]}` for every registered node.
+/// `{tool name: [author and engine port names]}` for every tool the server offers, written here
+/// from the node specs' documented audiences rather than read from the binary (`cheng nodes
+/// --json`): a port that lost its marking would then vanish from both sides of the comparison.
+/// The script fails on a tool missing from this list, so a new node's ports get stated here.
 fn forbidden_ports() -> Value {
-    let out = run_cheng(&["nodes", "--json"]);
-    let nodes: Value = serde_json::from_slice(&out.stdout).expect("nodes --json");
-    let mut map = serde_json::Map::new();
-    for node in nodes.as_array().into_iter().flatten() {
-        let id = node["id"].as_str().unwrap_or("");
-        let name = id.rsplit('/').next().unwrap_or(id).to_string();
-        let ports: Vec<Value> = node["inputs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| matches!(p["audience"].as_str(), Some("author" | "engine")))
-            .map(|p| p["name"].clone())
-            .collect();
-        map.insert(name, Value::Array(ports));
-    }
-    assert!(
-        map.values()
-            .any(|p| p.as_array().is_some_and(|a| !a.is_empty())),
-        "no author/engine ports found: {map:?}"
-    );
-    Value::Object(map)
-}
-
-/// Pids of `sleep <arg>` processes.
-fn sleeps(arg: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        if argv.len() >= 2 && argv[0].ends_with(b"sleep") && argv[1] == arg.as_bytes() {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-#[test]
-fn presets_hide_ports_from_the_schema_and_a_call_cannot_override_them() {
-    let (dir, ws) = temp_workspace();
-    git(&ws, &["init", "-q", "."]);
-    let file = dir.path().join("tools.json");
-    std::fs::write(&file, r#"[{"type": "tools/workspace_git", "name": "git_status", "presets": {"operation": "status"}}]"#).expect("write");
-    let mut server = Server::start(&ws, &["--tools", file.to_str().unwrap_or(""), "--approve"]);
-    server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let tool = server.answer(1)["result"]["tools"][0].clone();
-    assert!(
-        tool["inputSchema"]["properties"].get("operation").is_none(),
-        "{tool}"
-    );
-    server.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "git_status", "arguments": {}}}));
-    let result = server.answer(2)["result"].clone();
-    assert_eq!(
-        result["structuredContent"]["operation"], "status",
-        "{result}"
-    );
-    // The attack: override the author's preset (a commit through a status-only tool).
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "git_status", "arguments": {"operation": "commit", "message": "x", "all": true}}}),
-    );
-    let result = server.answer(3)["result"].clone();
-    assert_eq!(result["isError"], true, "{result}");
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap_or("")
-            .contains("fixed by the toolkit's author"),
-        "{result}"
-    );
-}
-
-/// A node type the operator's policy disables is not offered, and the server still starts with
-/// the rest (it used to refuse to start: its every-node toolkit held a disabled entry).
-#[test]
-fn a_node_the_operator_disables_is_not_offered() {
-    let (dir, ws) = temp_workspace();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[nodes.\"tools/workspace_git\"]\ndisabled = true\n",
-    )
-    .unwrap();
-    let mut server = Server::start(&ws, &["--policy", policy.to_str().unwrap()]);
-    server.initialize();
-    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
-    let tools = server.answer(1)["result"]["tools"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert!(
-        names.contains(&"workspace_shell") && !names.contains(&"workspace_git"),
-        "{names:?}"
-    );
+    json!({
+        "apply_patch": ["sandbox_root", "read_tracking"],
+        "code_js": [],
+        "code_python": [],
+        "code_shell": [],
+        "delete_path": ["sandbox_root"],
+        "edit_file": ["read_tracking", "sandbox_root"],
+        "exec_command": ["sandbox_root", "sandbox", "allow_shell_string", "command_whitelist"],
+        "glob": ["read_roots", "sandbox_root"],
+        "grep": ["read_roots", "sandbox_root"],
+        "list_dir": ["read_roots", "sandbox_root"],
+        "read_file": ["read_roots", "read_tracking", "sandbox_root"],
+        "workspace_git": ["sandbox_root"],
+        "workspace_markdown": ["sandbox_root"],
+        "workspace_preview": ["sandbox_root"],
+        "workspace_shell": ["sandbox_root", "allow_shell_string", "command_whitelist"],
+        "workspace_tests": ["sandbox_root"],
+        "write_file": ["read_tracking", "sandbox_root"],
+        "write_stdin": [],
+    })
 }

@@ -6,7 +6,7 @@ use super::mcp_pipe::McpPipe;
 use super::support::{git, repo_root, temp_workspace};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// A server on a pipe, initialised; it offers logging.
 fn start(workspace: &Path, extra: &[&str]) -> McpPipe {
@@ -147,18 +147,18 @@ fn the_official_python_client_sees_output_while_the_call_runs() {
     for mode in ["legacy", "2026-07-28", "auto"] {
         let (_dir, ws) = temp_workspace();
         git(&ws, &["init", "-q", "."]);
-        let out = Command::new("python3")
-            .arg(&script)
-            .arg(env!("CARGO_BIN_EXE_cheng"))
-            .arg(&ws)
-            .arg(mode)
-            .env_remove("CHENG_ENABLE_CODE_PYTHON")
-            .env_remove("CHENG_ENABLE_CODE_JS")
-            .env("LANG", "C")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null())
-            .output()
-            .expect("python3 runs");
+        let out = super::support::run_sdk_script(
+            Command::new("python3")
+                .arg(&script)
+                .arg(env!("CARGO_BIN_EXE_cheng"))
+                .arg(&ws)
+                .arg(mode)
+                .env_remove("CHENG_ENABLE_CODE_PYTHON")
+                .env_remove("CHENG_ENABLE_CODE_JS")
+                .env("LANG", "C")
+                .env("LC_ALL", "C"),
+            std::time::Duration::from_secs(180),
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(&format!("ok {mode}")),

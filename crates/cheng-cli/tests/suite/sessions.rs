@@ -33,17 +33,17 @@ fn check_in(name: &str, mode: &str) {
     }
     let (_dir, ws) = temp_workspace();
     let script = repo_root().join("crates/cheng-cli/tests/mcp/sessions.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_cheng"))
-        .arg(&ws)
-        .arg(name)
-        .arg(mode)
-        .env_remove("CHENG_ENABLE_CODE_PYTHON")
-        .env_remove("CHENG_ENABLE_CODE_JS")
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
+    let out = super::support::run_sdk_script(
+        Command::new("python3")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg(&ws)
+            .arg(name)
+            .arg(mode)
+            .env_remove("CHENG_ENABLE_CODE_PYTHON")
+            .env_remove("CHENG_ENABLE_CODE_JS"),
+        std::time::Duration::from_secs(180),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains(&format!("ok {name} ({mode})")),

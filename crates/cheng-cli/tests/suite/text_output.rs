@@ -1,5 +1,6 @@
 //! Output for people: `--format text` renderings compared with golden files in tests/golden/
-//! (regenerate with CHENG_UPDATE_GOLDEN=1 after an intended change), JSON for programs.
+//! (regenerate with CHENG_UPDATE_GOLDEN=1 after an intended change, then check the new content
+//! as the file's header says; never under CI), JSON for programs.
 use super::support::*;
 use super::tty::{cheng_line, Session};
 
@@ -7,20 +8,40 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
 
-/// Compares `actual` with tests/golden/`name`.
+/// The prefix of a golden file's header lines: where the expected content came from (which
+/// independent tool gave or confirmed it, or what was checked by hand). The header is not compared.
+const HEADER: &str = "#| ";
+
+/// Compares `actual` with tests/golden/`name` (after its header).
 fn golden(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
+    let file = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let body_at = file
+        .lines()
+        .take_while(|l| l.starts_with(HEADER))
+        .map(|l| l.len() + 1)
+        .sum::<usize>();
+    let (header, expected) = file.split_at(body_at.min(file.len()));
+    assert!(
+        !header.is_empty(),
+        "{name}: no `{HEADER}` header saying where its expected content came from"
+    );
     if std::env::var_os("CHENG_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).expect("write golden file");
+        // Rewriting from the implementation's own output would make the comparison circular
+        // wherever nobody then checks the result: only by hand, never in CI.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CHENG_UPDATE_GOLDEN is set under CI: golden files are rewritten by hand only"
+        );
+        std::fs::write(&path, format!("{header}{actual}")).expect("write golden file");
         return;
     }
-    let expected =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(
         actual, expected,
-        "{name} differs from its golden file (CHENG_UPDATE_GOLDEN=1 rewrites it)"
+        "{name} differs from its golden file (CHENG_UPDATE_GOLDEN=1 rewrites it; then check it as \
+         its header says)"
     );
 }
 
@@ -98,16 +119,28 @@ fn git_diff_prints_the_patch_alone_on_stdout() {
     std::fs::write(ws.join("new.txt"), "n\n").unwrap();
     let (out, shown) = run_text(&ws, "tools/workspace_git", &["operation=diff"], &[]);
     golden("git_diff.txt", &shown);
+    // git itself gives the same patch, status and branch lines.
+    assert_eq!(
+        text(&out.stdout),
+        git(&ws, &["-c", "color.ui=never", "diff", "HEAD"])
+    );
     // stdout is the patch itself: `git apply --check` takes it.
     let patch = ws.join("x.patch");
     std::fs::write(&patch, &out.stdout).unwrap();
     git(&ws, &["stash", "-q"]);
     git(&ws, &["apply", "--check", patch.to_str().unwrap()]);
     git(&ws, &["stash", "pop", "-q"]);
-    let (_, shown) = run_text(&ws, "tools/workspace_git", &["operation=status"], &[]);
+    let (out, shown) = run_text(&ws, "tools/workspace_git", &["operation=status"], &[]);
     golden("git_status.txt", &shown);
-    let (_, shown) = run_text(&ws, "tools/workspace_git", &["operation=branch"], &[]);
+    assert_eq!(text(&out.stdout), git(&ws, &["status", "--short"]));
+    let (out, shown) = run_text(&ws, "tools/workspace_git", &["operation=branch"], &[]);
     golden("git_branch.txt", &shown);
+    let branches = [
+        "for-each-ref",
+        "--format=%(HEAD) %(refname:short) %(contents:subject)",
+        "refs/heads",
+    ];
+    assert_eq!(text(&out.stdout), git(&ws, &branches));
 }
 
 #[test]

@@ -26,8 +26,10 @@ fn numbered_sh(lines: usize) -> String {
 }
 
 /// Checks `shown` (a node's text output) against the `written` stream: one marker, whose N is the
-/// number of bytes missing between the kept head and tail. Returns N.
-fn assert_accounted(what: &str, shown: &str, written: &str) -> u64 {
+/// number of bytes missing between the kept head and tail, and a head and tail that together are
+/// exactly `cap` bytes (the node's documented limit, written here, not read from the node: a node
+/// keeping more or less than its limit fails). Returns N.
+fn assert_accounted(what: &str, shown: &str, written: &str, cap: usize) -> u64 {
     const OPEN: &str = "\n...[omitted ";
     const CLOSE: &str = " bytes]...\n";
     assert_eq!(
@@ -59,11 +61,16 @@ fn assert_accounted(what: &str, shown: &str, written: &str) -> u64 {
         tail.len()
     );
     assert_eq!(
-        head.len() as u64 + omitted + tail.len() as u64,
-        written.len() as u64,
-        "{what}: kept {} + {} + omitted {omitted} != written {}",
+        head.len() + tail.len(),
+        cap,
+        "{what}: kept {} + {} bytes, not the cap of {cap}",
         head.len(),
-        tail.len(),
+        tail.len()
+    );
+    assert_eq!(
+        omitted,
+        (written.len() - cap) as u64,
+        "{what}: the marker's count is not the bytes dropped ({} written, {cap} kept)",
         written.len()
     );
     omitted
@@ -79,7 +86,7 @@ fn the_marker_check_itself_catches_a_miscount() {
         &written[written.len() - 50..]
     );
     assert_eq!(
-        assert_accounted("exact", &shown, &written),
+        assert_accounted("exact", &shown, &written, 100),
         written.len() as u64 - 100
     );
     let off_by_one = format!(
@@ -88,9 +95,13 @@ fn the_marker_check_itself_catches_a_miscount() {
         written.len() - 99,
         &written[written.len() - 50..]
     );
-    assert!(
-        std::panic::catch_unwind(|| assert_accounted("miscounted", &off_by_one, &written)).is_err()
-    );
+    assert!(std::panic::catch_unwind(|| assert_accounted(
+        "miscounted",
+        &off_by_one,
+        &written,
+        100
+    ))
+    .is_err());
 }
 
 #[test]
@@ -119,11 +130,13 @@ fn workspace_shell_accounts_for_every_dropped_byte() {
         "workspace_shell stdout",
         out["stdout"].as_str().unwrap_or_default(),
         &numbered(out_lines),
+        1 << 20,
     );
     assert_accounted(
         "workspace_shell stderr",
         out["stderr"].as_str().unwrap_or_default(),
         &numbered(err_lines),
+        256 << 10,
     );
 }
 
@@ -142,6 +155,7 @@ fn workspace_tests_run_accounts_for_every_dropped_byte() {
             &format!("workspace_tests stdout, {lines} lines"),
             out["stdout"].as_str().unwrap_or_default(),
             &numbered(lines),
+            256 << 10,
         );
     }
 }
@@ -176,11 +190,13 @@ fn code_shell_accounts_for_every_dropped_byte() {
         "code_shell stdout",
         out["stdout"].as_str().unwrap_or_default(),
         &written_out,
+        1 << 20,
     );
     assert_accounted(
         "code_shell stderr",
         out["stderr"].as_str().unwrap_or_default(),
         &written_err,
+        256 << 10,
     );
 }
 
@@ -223,11 +239,13 @@ fn code_python_accounts_for_every_dropped_byte() {
         "code_python stdout",
         out["stdout"].as_str().unwrap_or_default(),
         &written_out,
+        1 << 20,
     );
     assert_accounted(
         "code_python stderr",
         out["stderr"].as_str().unwrap_or_default(),
         &written_err,
+        256 << 10,
     );
 }
 
@@ -273,6 +291,7 @@ fn workspace_git_diff_and_show_account_for_every_dropped_byte() {
             &format!("workspace_git {operation}"),
             cut["stdout"].as_str().unwrap_or_default(),
             &written,
+            10_000,
         );
         if operation == "diff" {
             let size = format!("patch is {} bytes", written.len());
@@ -287,7 +306,7 @@ fn workspace_git_diff_and_show_account_for_every_dropped_byte() {
 
 /// Output that is not UTF-8: each 0xff byte is shown as one U+FFFD (three bytes of text), so the
 /// marker's N must be counted in the bytes written, not in the bytes of the text shown.
-fn assert_accounted_ff(what: &str, shown: &str, written: usize) {
+fn assert_accounted_ff(what: &str, shown: &str, written: usize, cap: usize) {
     const OPEN: &str = "\n...[omitted ";
     const CLOSE: &str = " bytes]...\n";
     let start = shown
@@ -306,6 +325,7 @@ fn assert_accounted_ff(what: &str, shown: &str, written: usize) {
         "{what}: kept text is not the written bytes"
     );
     let kept = head.chars().count() + tail.chars().count();
+    assert_eq!(kept, cap, "{what}: kept {kept} bytes, not the cap of {cap}");
     assert_eq!(
         kept + omitted,
         written,
@@ -325,6 +345,7 @@ fn bytes_that_are_not_utf8_are_counted_as_written() {
         "workspace_tests stdout",
         out["stdout"].as_str().unwrap_or_default(),
         written,
+        256 << 10,
     );
     let input =
         json!({"command": "sh", "args": ["-c", format!("{script}; {script}; {script}; {script}")]});
@@ -334,5 +355,6 @@ fn bytes_that_are_not_utf8_are_counted_as_written() {
         "workspace_shell stdout",
         out["stdout"].as_str().unwrap_or_default(),
         4 * written,
+        1 << 20,
     );
 }

@@ -2,9 +2,10 @@
 //! a double fork, not `nohup … &`, whether the command exits, times out, is cancelled or its run
 //! is dropped; and one run's end never touches another run's processes.
 //!
-//! Processes are found by their exact argv (`sleep 82.123` with a duration no other test uses),
-//! polled with a bounded loop; every test kills any survivor it finds, so a failure leaves
-//! nothing behind.
+//! Processes are found by their exact argv (`sleep 82.123<pid>`: a duration no other test uses,
+//! with this test process's id in it, so that two checkouts running the suite at once never see
+//! or kill each other's), polled with a bounded loop; every test kills any survivor it finds, so
+//! a failure leaves nothing behind.
 
 use super::support::*;
 use cheng_exec::{ProcessSpec, Termination};
@@ -46,9 +47,14 @@ fn all_gone(argvs: &[Vec<&str>]) -> bool {
     })
 }
 
+/// `duration` made unique to this test process: its id appended to the fraction.
+fn tagged(duration: &str) -> &'static str {
+    Box::leak(format!("{duration}{}", std::process::id()).into_boxed_str())
+}
+
 fn escapes(tag: &'static str) -> Vec<Vec<&'static str>> {
     // `tag` is the unique fractional part; the three ways out of a process group.
-    let leak = |s: &'static str| vec!["sleep", s];
+    let leak = |s: &'static str| vec!["sleep", tagged(s)];
     match tag {
         "exit" => vec![leak("82.101"), leak("82.102"), leak("82.103")],
         "timeout" => vec![leak("82.201"), leak("82.202"), leak("82.203")],
@@ -74,10 +80,10 @@ fn escaping_script(argvs: &[Vec<&str>], then: &str) -> String {
 fn escaped_processes_survive_a_plain_process_group_kill() {
     // The attack, without cheng: sh leads its group, which is killed after it exits; the escaped
     // sleep is still there.
-    let leak = vec!["sleep", "82.501"];
+    let leak = vec!["sleep", tagged("82.501")];
     let _sweep = Sweep(vec![leak.clone()]);
     let mut child = std::process::Command::new("setsid")
-        .args(["sh", "-c", "setsid -f sleep 82.501"])
+        .args(["sh", "-c", &format!("setsid -f sleep {}", leak[1])])
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
@@ -185,9 +191,10 @@ fn nothing_outlives_a_dropped_run() {
 #[test]
 fn one_runs_end_does_not_kill_another_runs_escaped_processes() {
     // Run A ends while run B's escaped sleep must keep running until B ends.
-    let a_leak = vec!["sleep", "82.601"];
-    let b_leak = vec!["sleep", "82.602"];
+    let a_leak = vec!["sleep", tagged("82.601")];
+    let b_leak = vec!["sleep", tagged("82.602")];
     let _sweep = Sweep(vec![a_leak.clone(), b_leak.clone()]);
+    let (a_sleep, b) = (a_leak[1], b_leak[1]);
     let rt = runtime();
     let (a, b) = rt.block_on(async {
         let token = CancellationToken::new();
@@ -195,19 +202,19 @@ fn one_runs_end_does_not_kill_another_runs_escaped_processes() {
             let token = token.clone();
             async move {
                 // Wait (bounded) until A has finished, then check the escaped sleep is alive.
-                let script = "setsid -f sleep 82.602; \
+                let script = format!("setsid -f sleep {b}; \
                               i=0; while [ ! -e \"$MARK\" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; \
-                              sleep 0.3; pgrep -xf 'sleep 82.602' >/dev/null && echo alive";
+                              sleep 0.3; pgrep -xf 'sleep {b}' >/dev/null && echo alive");
                 let dir = std::env::temp_dir().join(format!("cheng-exec-b-{}", std::process::id()));
                 let _ = std::fs::remove_file(&dir);
-                let spec = ProcessSpec::new("sh", ["-c", script], std::env::temp_dir())
+                let spec = ProcessSpec::new("sh", ["-c", &script], std::env::temp_dir())
                     .env(vec![("PATH".into(), "/usr/bin:/bin".into()), ("MARK".into(), dir.clone().into_os_string())]);
                 let out = cheng_exec::run(spec, &token).await;
                 let _ = std::fs::remove_file(&dir);
                 out
             }
         });
-        let a = cheng_exec::run(sh("setsid -f sleep 82.601; sleep 0.3"), &token).await;
+        let a = cheng_exec::run(sh(&format!("setsid -f sleep {a_sleep}; sleep 0.3")), &token).await;
         let mark = std::env::temp_dir().join(format!("cheng-exec-b-{}", std::process::id()));
         std::fs::write(&mark, "").unwrap();
         (a, b.await.unwrap())
@@ -219,10 +226,11 @@ fn one_runs_end_does_not_kill_another_runs_escaped_processes() {
 
 #[test]
 fn resource_usage_still_counts_the_command() {
-    let _sweep = Sweep(vec![vec!["sleep", "82.701"]]);
-    let out = run(sh(&format!("{BURN_CPU}; setsid -f sleep 82.701")));
+    let leak = vec!["sleep", tagged("82.701")];
+    let _sweep = Sweep(vec![leak.clone()]);
+    let out = run(sh(&format!("{BURN_CPU}; setsid -f sleep {}", leak[1])));
     let usage = out.usage.expect("the reaper reports usage");
     assert!(usage.peak_rss_kb > 0);
     assert!(usage.cpu_user_ms + usage.cpu_sys_ms > 0, "{usage:?}");
-    assert!(all_gone(&[vec!["sleep", "82.701"]]));
+    assert!(all_gone(&[leak]));
 }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::sandbox_support::assert_cut_to;
+
 // Links the node crate so its inventory registration is present.
 use cheng_nodes_code as _;
 
@@ -201,11 +203,9 @@ async fn huge_console_output_is_bounded_head_and_tail() {
     let out = run(json!({"script": script, "memory_mb": 512, "timeout_ms": 60000})).await;
     assert_eq!(out["success"], true, "{out:#?}");
     let stdout = out["stdout"].as_str().unwrap_or_default();
-    assert!(
-        stdout.len() < (1 << 20) + 200,
-        "stdout kept {} bytes",
-        stdout.len()
-    );
+    // The documented 1 MiB console cap, head and tail, and the marker counts the rest.
+    let written = out["metrics"]["stdout_bytes"].as_u64().unwrap_or_default();
+    assert_cut_to("code_js stdout", stdout, written, 1 << 20);
     assert!(stdout.starts_with("line 0 "), "head kept");
     assert!(
         stdout
@@ -222,11 +222,14 @@ async fn huge_console_output_is_bounded_head_and_tail() {
         out["metrics"]
     );
     let stderr = out["stderr"].as_str().unwrap_or_default();
-    assert!(
-        stderr.len() < (1 << 20) + 200,
-        "stderr kept {} bytes",
-        stderr.len()
+    // console.error's 30e6 bytes and its newline.
+    assert_eq!(
+        out["metrics"]["stderr_bytes"], 30_000_001,
+        "{}",
+        out["metrics"]
     );
+    let (head, tail) = assert_cut_to("code_js stderr", stderr, 30_000_001, 1 << 20);
+    assert!(head.bytes().all(|b| b == b'z') && tail.trim_end().bytes().all(|b| b == b'z'));
     assert!(out["warnings"].as_array().is_some_and(|w| w
         .iter()
         .any(|w| w.as_str().unwrap_or_default().starts_with("stdout was"))));

@@ -404,13 +404,23 @@ async fn only_the_result_channel_is_writable_in_the_io_directory() {
         return;
     }
     let (_d, ws) = workspace();
-    let script = "import os\nblocked = []\nfor p in ['/run/cheng-io/runner.py', '/run/cheng-io/input.json', '/run/cheng-io/new.txt']:\n    try:\n        open(p, 'w').write('x')\n    except OSError:\n        blocked.append(os.path.basename(p))\nresult = blocked";
-    let out = run(&CodePython, &ws, json!({"script": script})).await;
-    assert_eq!(
-        out["result"],
-        json!(["runner.py", "input.json", "new.txt"]),
-        "{out:?}"
-    );
+    // EROFS by name, not any OSError: the directory is root-owned 0755 and the script runs
+    // unprivileged, so a writable mount would refuse these with EACCES.
+    let script = "import errno, os\nblocked = []\nfor p in ['/run/cheng-io/runner.py', '/run/cheng-io/input.json', '/run/cheng-io/new.txt']:\n    try:\n        open(p, 'w').write('x')\n    except OSError as e:\n        blocked.append([os.path.basename(p), errno.errorcode.get(e.errno, str(e.errno))])\nresult = blocked";
+    let big = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    // Copies in the read-only root (a small input) and a read-only bind (a large one).
+    for input in [json!({"k": "v"}), json!(big)] {
+        let out = run(&CodePython, &ws, json!({"script": script, "input": input})).await;
+        assert_eq!(
+            out["result"],
+            json!([
+                ["runner.py", "EROFS"],
+                ["input.json", "EROFS"],
+                ["new.txt", "EROFS"]
+            ]),
+            "{out:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -555,7 +565,14 @@ async fn a_gibibyte_of_output_is_capped_and_the_result_still_arrives() {
         out["metrics"]
     );
     assert_eq!(out["metrics"]["stdout_truncated"], true);
-    assert!(out["stdout"].as_str().unwrap().len() < 2 << 20);
+    // The documented 1 MiB stdout cap, head and tail, and the marker counts the rest.
+    let (head, tail) = assert_cut_to(
+        "code_python stdout",
+        out["stdout"].as_str().unwrap(),
+        1 << 30,
+        1 << 20,
+    );
+    assert!(head.bytes().chain(tail.bytes()).all(|b| b == 0));
     assert_eq!(out["result"], "flooded", "{}", out["error"]);
 }
 
@@ -570,12 +587,26 @@ async fn a_timeout_kills_grandchildren() {
     let pattern = format!("sleep {tag}[12]$");
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     let script = format!("import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep {tag}1'])\nsubprocess.Popen(['setsid', 'sleep', '{tag}2'])\ntime.sleep(97.43)");
+    // Both sleeps themselves seen running on the host before the timeout: without that, a
+    // timeout that fired before they started would leave nothing behind however the kill worked.
+    let watcher = {
+        let sleeps = format!("^{pattern}");
+        tokio::task::spawn_blocking(move || {
+            eventually(Duration::from_secs(20), || {
+                pgrep(&["-f", &sleeps]).len() == 2
+            })
+        })
+    };
     let out = run(
         &CodePython,
         &ws,
-        json!({"script": script, "timeout_ms": 700}),
+        json!({"script": script, "timeout_ms": 5000}),
     )
     .await;
+    assert!(
+        watcher.await.unwrap(),
+        "the script's processes never all started: {out:?}"
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
     assert!(
@@ -633,7 +664,7 @@ async fn request_read_paths_need_approval_per_path() {
     }
     let (_d, ws) = workspace();
     let (a, b) = (outside_dir(), outside_dir());
-    std::fs::write(a.path().join("notes.txt"), "approved content").unwrap();
+    world_writable_file(a.path(), "notes.txt", "approved content");
     std::fs::write(b.path().join("notes.txt"), "other content").unwrap();
     let (da, db) = (
         a.path().to_str().unwrap().to_string(),
@@ -683,9 +714,15 @@ async fn request_read_paths_need_approval_per_path() {
         std::fs::read_to_string(ws.join("marker.txt")).unwrap(),
         "ran"
     );
-    // Without the request the path is invisible; with the approvals it is readable, not writable.
+    // Without the request the path is invisible (the file is world-readable: not a permission
+    // error); with the approvals it is readable, not writable.
     let out = run(&CodePython, &ws, json!({"script": script})).await;
     assert_eq!(out["success"], false, "{out:?}");
+    assert!(
+        out["error"].to_string().contains("FileNotFoundError")
+            || out["stderr"].to_string().contains("FileNotFoundError"),
+        "{out:?}"
+    );
     let out = run(&CodePython, &ws, input).await;
     assert_eq!(out["result"], "approved content", "{out:?}");
     let write = format!("open({:?}, 'w').write('x')", format!("{db}/new"));
@@ -697,4 +734,10 @@ async fn request_read_paths_need_approval_per_path() {
     .await;
     assert_eq!(out["success"], false, "{out:?}");
     assert!(!b.path().join("new").exists(), "{out:?}");
+    // The directory is 0777: only the read-only bind refuses the write.
+    assert!(
+        out["error"].to_string().contains("Read-only file system")
+            || out["stderr"].to_string().contains("Read-only file system"),
+        "{out:?}"
+    );
 }

@@ -406,6 +406,13 @@ async fn a_fork_bomb_is_bounded() {
         "1000 processes started: {out:?}"
     );
     assert_eq!(out["success"], false, "{out:?}");
+    // Stopped by the bound, not by the timeout (which a slow loop could reach first): the shell
+    // says it could not fork, and the run ended before its time.
+    assert!(
+        out["stderr"].as_str().unwrap().contains("Cannot fork"),
+        "{out:?}"
+    );
+    assert_ne!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     // The real thing, under a short timeout (the script outlasts it, so it can never pass by exiting 0 in time).
     // Named after this test process, so that only its own processes are looked for (and killed).
     let bomb = format!("bomb_7731_{}", std::process::id());
@@ -457,7 +464,14 @@ async fn a_gibibyte_of_output_is_capped() {
         out["metrics"]
     );
     assert_eq!(out["metrics"]["stdout_truncated"], true);
-    assert!(out["stdout"].as_str().unwrap().len() < 2 << 20);
+    // The documented 1 MiB stdout cap, head and tail, and the marker counts the rest.
+    let (head, tail) = assert_cut_to(
+        "code_shell stdout",
+        out["stdout"].as_str().unwrap(),
+        1 << 30,
+        1 << 20,
+    );
+    assert!(head.bytes().chain(tail.bytes()).all(|b| b == 0));
     assert_eq!(out["result"], serde_json::Value::Null);
 }
 
@@ -472,12 +486,26 @@ async fn a_timeout_kills_grandchildren() {
     let pattern = format!("^sleep {tag}[123]$");
     let _guard = KillOnDrop::new(&["-f", &pattern]);
     let script = format!("sh -c 'sleep {tag}1' & (setsid sleep {tag}2 &); sleep {tag}3");
+    // The three sleeps seen running on the host before the timeout: without that, a timeout that
+    // fired before they started would leave nothing behind however the kill worked.
+    let watcher = {
+        let pattern = pattern.clone();
+        tokio::task::spawn_blocking(move || {
+            eventually(Duration::from_secs(20), || {
+                pgrep(&["-f", &pattern]).len() == 3
+            })
+        })
+    };
     let out = run(
         &CodeShell,
         &ws,
-        json!({"script": script, "timeout_ms": 500}),
+        json!({"script": script, "timeout_ms": 5000}),
     )
     .await;
+    assert!(
+        watcher.await.unwrap(),
+        "the script's processes never all started: {out:?}"
+    );
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out:?}");
     assert_eq!(out["metrics"]["termination"], "timed_out");
     assert!(
@@ -564,18 +592,39 @@ async fn request_read_paths_need_approval_per_path() {
         std::fs::read_to_string(ws.join("marker.txt")).unwrap(),
         "ran\n"
     );
-    // Without the request the path is invisible; with an approval it is readable (even 0600).
+    // Without the request the path is invisible, not merely unreadable: a world-readable file
+    // beside the 0600 one is not there either (the script's uid could read it on the host).
+    let public = world_writable_file(outside.path(), "public.txt", "public content");
     let out = run(
         &CodeShell,
         &ws,
-        json!({"script": format!("cat '{dir}/notes.txt'")}),
+        json!({"script": format!("cat '{dir}/notes.txt' '{}'", public.display())}),
     )
     .await;
-    assert_eq!(out["success"], false);
+    assert_eq!(out["success"], false, "{out:?}");
+    for path in [secret.as_path(), public.as_path()] {
+        assert!(
+            out["stderr"].as_str().unwrap().contains(&format!(
+                "cat: {}: No such file or directory",
+                path.display()
+            )),
+            "{out:?}"
+        );
+    }
+    // With an approval it is readable (even 0600).
     let out = run(&CodeShell, &ws, input).await;
     assert_eq!(out["result"], "approved content", "{out:?}");
     let out = run(&CodeShell, &ws, json!({"script": format!("echo x > '{dir}/new'"), "request_read_paths": [dir], "allow_filesystem": true})).await;
     assert!(!outside.path().join("new").exists(), "{out:?}");
+    // The directory is 0777: only the read-only bind refuses the write.
+    assert!(
+        out["stderr"]
+            .as_str()
+            .unwrap()
+            .trim_end()
+            .ends_with("Read-only file system"),
+        "{out:?}"
+    );
     let err = run_with(
         &CodeShell,
         &ws,
@@ -666,21 +715,38 @@ async fn the_io_directory_is_read_only_inside() {
         return;
     }
     let (_d, ws) = workspace();
-    let script = "echo forged > \"$INPUT_FILE\"; echo x > /run/cheng-io/new.txt; mkdir /run/cheng-io/d; cat \"$INPUT_FILE\"";
-    let out = run(
-        &CodeShell,
-        &ws,
-        json!({"script": script, "input": {"k": "v"}, "allow_filesystem": true}),
-    )
-    .await;
-    assert_eq!(out["result"], json!({"k": "v"}), "{out:?}");
-    let stderr = out["stderr"].as_str().unwrap();
-    assert_eq!(
-        stderr.matches("Read-only file system").count()
-            + stderr.matches("Permission denied").count(),
-        3,
-        "{stderr}"
-    );
+    let script = "echo forged > \"$INPUT_FILE\"; echo x > /run/cheng-io/new.txt; mkdir /run/cheng-io/d; wc -c < \"$INPUT_FILE\"";
+    // Both ways the directory reaches the sandbox: copies in the read-only root (a small input)
+    // and a read-only bind of the host directory (an input past the copy limit).
+    let big = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    for input in [json!({"k": "v"}), json!(big)] {
+        let out = run(
+            &CodeShell,
+            &ws,
+            json!({"script": script, "input": input, "allow_filesystem": true}),
+        )
+        .await;
+        // The input file keeps its length (`forged` would be 7 bytes).
+        assert_eq!(
+            out["result"],
+            input.to_string().len(),
+            "the input was changed: {out:?}"
+        );
+        // EROFS, not EACCES: the directory is root-owned 0755 and the script runs unprivileged,
+        // so a permission error would also come from a writable mount.
+        let stderr = out["stderr"].as_str().unwrap();
+        for what in [
+            "/run/cheng-io/input.json",
+            "/run/cheng-io/new.txt",
+            "/run/cheng-io/d",
+        ] {
+            let line = stderr
+                .lines()
+                .find(|l| l.contains(what))
+                .unwrap_or_default();
+            assert!(line.ends_with("Read-only file system"), "{what}: {stderr}");
+        }
+    }
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! Fixture files under fixtures/markdown with checked-in expected outline and diagnostics.
-//! Regenerate after an intended change with `CHENG_BLESS=1 cargo test -p cheng-nodes-documents`,
-//! then review the diff.
+//! Each expected file's `$source` says where its content came from (markdownlint, github-slugger
+//! or a hand check). Regenerate after an intended change with
+//! `CHENG_BLESS=1 cargo test -p cheng-nodes-documents` (never under CI), then check the diff as
+//! its `$source` says.
 
 use super::support::*;
 use cheng_nodes_documents::markdown::{analyze, Operation};
@@ -28,20 +30,37 @@ fn check_fixture(root: &std::path::Path, rel: &str, expected_rel: &str, operatio
     }
     let actual = Value::Object(actual);
     let expected_path = root.join(expected_rel);
-    if std::env::var_os("CHENG_BLESS").is_some() {
-        let text = serde_json::to_string_pretty(&actual).expect("json") + "\n";
-        std::fs::write(&expected_path, text).expect("write expected");
-        return;
-    }
-    let expected: Value = serde_json::from_str(
+    let mut expected: Value = serde_json::from_str(
         &std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
             panic!(
-                "{} is missing ({e}); run with CHENG_BLESS=1 to create it",
+                "{} is missing ({e}); write it by hand, with a `$source`",
                 expected_path.display()
             )
         }),
     )
     .expect("expected file is JSON");
+    // Where the expected content came from; not compared.
+    let source = expected
+        .as_object_mut()
+        .and_then(|o| o.remove("$source"))
+        .unwrap_or_default();
+    assert!(
+        source.as_str().is_some_and(|s| !s.is_empty()),
+        "{expected_rel} has no `$source` saying where its expected content came from"
+    );
+    if std::env::var_os("CHENG_BLESS").is_some() {
+        // Blessing copies the implementation's own output: only by hand, never in CI.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CHENG_BLESS is set under CI: expected files are rewritten by hand only"
+        );
+        let mut blessed = serde_json::Map::new();
+        blessed.insert("$source".into(), source);
+        blessed.extend(actual.as_object().cloned().unwrap_or_default());
+        let text = serde_json::to_string_pretty(&Value::Object(blessed)).expect("json") + "\n";
+        std::fs::write(&expected_path, text).expect("write expected");
+        return;
+    }
     assert_eq!(
         actual,
         expected,
