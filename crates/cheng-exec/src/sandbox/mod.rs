@@ -215,6 +215,8 @@ pub struct Enforcement {
     pub landlock: String,
     /// The seccomp filter ([`seccomp`]): what it refuses.
     pub seccomp: String,
+    /// The socket families the filter admits ([`seccomp::sockets_report`]).
+    pub sockets: String,
     pub memory: String,
     pub nproc: String,
     pub warnings: Vec<String>,
@@ -235,6 +237,7 @@ impl Enforcement {
             map.insert("filesystem".into(), json!(self.filesystem));
             map.insert("landlock".into(), json!(self.landlock));
             map.insert("seccomp".into(), json!(self.seccomp));
+            map.insert("sockets".into(), json!(self.sockets));
         }
         v
     }
@@ -415,7 +418,7 @@ impl Sandbox {
             return Err(e);
         }
         // Fail closed: no filter, no run (the program is compiled once per process).
-        seccomp::program_bytes()?;
+        seccomp::program_bytes(request.network)?;
         let (facts, protections, group) = gather_run(&request, &host)?;
         let plan = plan::plan(&request, &host, &facts)?;
         Ok(Sandbox {
@@ -577,7 +580,7 @@ impl Sandbox {
             .caps(self.request.stdout_cap, self.request.stderr_cap)
             .output(self.request.output.clone());
         // A fresh descriptor per start: bwrap reads the program to its end.
-        let filter = seccomp::program_fd().map_err(|e| e.message)?;
+        let filter = seccomp::program_fd(self.request.network).map_err(|e| e.message)?;
         let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
         // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
         // One that vanished since the host was looked at shows as empty (as /dev/null).

@@ -555,6 +555,7 @@ pub(crate) fn plan(
             std::env::consts::ARCH,
             seccomp::REFUSES
         ),
+        sockets: seccomp::sockets_report(request.network),
         memory,
         nproc,
         warnings,
