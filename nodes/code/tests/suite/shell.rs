@@ -587,6 +587,102 @@ async fn request_read_paths_need_approval_per_path() {
     assert_eq!(err.kind, ErrorKind::InvalidInput);
 }
 
+/// Approves every request, but first moves the directory at `path` to `moved` and puts
+/// `swap_in` in its place (a symlink to it, or itself renamed there): the path changes after the
+/// person looked at it.
+struct SwappingApprover {
+    path: std::path::PathBuf,
+    moved: std::path::PathBuf,
+    swap_in: std::path::PathBuf,
+    symlink: bool,
+}
+
+#[cheng_node::async_trait]
+impl cheng_node::Approver for SwappingApprover {
+    async fn decide(&self, request: &cheng_node::ApprovalRequest) -> Decision {
+        let shown = self.path.display().to_string();
+        if request.requested_paths.contains(&shown) && !self.moved.exists() {
+            std::fs::rename(&self.path, &self.moved).expect("move the approved directory away");
+            if self.symlink {
+                std::os::unix::fs::symlink(&self.swap_in, &self.path).expect("symlink");
+            } else {
+                std::fs::rename(&self.swap_in, &self.path).expect("rename into place");
+            }
+        }
+        Decision::Approved
+    }
+}
+
+/// A read path replaced after it was approved, by a symlink to another directory or by another
+/// directory renamed into place: the sandbox shows the approved directory (mounted from the
+/// descriptor opened before the approval) or refuses to run, and never shows the swapped-in
+/// one. The control: mounted by path, the same path now shows the swapped-in directory.
+#[tokio::test]
+async fn a_read_path_swapped_after_approval_never_shows_the_swapped_in_directory() {
+    if !sandbox_available() {
+        return;
+    }
+    for symlink in [true, false] {
+        let (_d, ws) = workspace();
+        let outside = outside_dir();
+        let root = outside.path().canonicalize().unwrap();
+        let (approved, other) = (root.join("approved"), root.join("other"));
+        for (dir, text) in [
+            (&approved, "approved content"),
+            (&other, "swapped-in content"),
+        ] {
+            std::fs::create_dir(dir).unwrap();
+            std::fs::write(dir.join("notes.txt"), text).unwrap();
+        }
+        let dir = approved.display().to_string();
+        let input = json!({
+            "script": format!("echo ran > marker.txt; cat '{dir}/notes.txt'"),
+            "request_read_paths": [dir],
+            "allow_filesystem": true,
+        });
+        let approver = Arc::new(SwappingApprover {
+            path: approved.clone(),
+            moved: root.join("moved"),
+            swap_in: other.clone(),
+            symlink,
+        });
+        let result = run_approved_by(&CodeShell, &ws, input, approver).await;
+        assert!(root.join("moved").exists(), "the swap did not happen");
+        match result {
+            // Mounted from its descriptor: what was approved.
+            Ok(out) => assert_eq!(
+                out["result"], "approved content",
+                "symlink {symlink}: {out:?}"
+            ),
+            // Shown through an idmapped clone (cheng as root), which is attached at the path
+            // only while that is still the approved directory: refused before anything ran.
+            Err(e) => {
+                assert_eq!(e.kind, ErrorKind::SandboxUnavailable, "{e}");
+                assert!(
+                    e.message.contains(&dir)
+                        && e.message
+                            .contains("no longer the directory that was approved"),
+                    "symlink {symlink}: {e}"
+                );
+                assert!(!ws.join("marker.txt").exists(), "the script ran: {e}");
+            }
+        }
+        // Control: a by-path mount of the same path shows the swapped-in directory.
+        let mut req = SandboxRequest::new(
+            ws.clone(),
+            vec!["/bin/cat".into(), approved.join("notes.txt").into()],
+        );
+        req.extra_ro = vec![approved.clone()];
+        let cancel = cheng_node::CancellationToken::new();
+        let by_path = Sandbox::prepare(req).unwrap().run(&cancel).await.unwrap();
+        assert_eq!(
+            by_path.output.stdout.text, "swapped-in content",
+            "symlink {symlink}: {:?}",
+            by_path.output
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_missing_or_broken_bwrap_fails_closed() {
     let (_d, ws) = workspace();
