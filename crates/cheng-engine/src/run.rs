@@ -557,6 +557,7 @@ async fn execute(
                 ctx.approver = Arc::new(Covered {
                     inner: Arc::clone(&ctx.approver),
                     paths: card.requested_paths,
+                    identities: card.path_identities,
                 });
             }
         }

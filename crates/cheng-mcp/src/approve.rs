@@ -292,6 +292,7 @@ impl From<&Card> for ApprovalRequest {
             workspace: c.workspace.clone(),
             purpose: c.purpose.clone(),
             requested_paths: c.requested_paths.clone(),
+            path_identities: Vec::new(),
             capabilities: c.capabilities.clone(),
             details: c.details.clone(),
         }

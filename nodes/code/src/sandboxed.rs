@@ -14,7 +14,9 @@
 //!   asks once per path itself; a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
 //!   Each is opened once when it is resolved, before it is asked about
 //!   (`cheng_exec::sandbox::PinnedPath`), and mounted from that descriptor: replacing the path
-//!   afterwards (a symlink to another directory) changes nothing the sandbox sees.
+//!   afterwards (a symlink to another directory) changes nothing the sandbox sees. The card
+//!   records which directory each path named and each per-path request what was opened, so the
+//!   engine's approval of the card covers a request only for the same directory.
 //! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
 //!   signal or hits its memory limit still returns every seed output, plus `success:false`,
 //!   `error_kind`, `terminal` and `error` (`cheng_node::failure`), because
@@ -22,7 +24,7 @@
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::sandbox::{PinnedPath, Sandbox, SandboxRequest, SandboxRun};
+use cheng_exec::sandbox::{Identity, PinnedPath, Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{
@@ -76,7 +78,25 @@ pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::
             }
             paths
         });
+    // What each path names now: a later request for it is covered by this card only while it
+    // still names the same directory (see `SandboxPorts::approve_read_paths`).
+    card.path_identities = card
+        .requested_paths
+        .iter()
+        .filter_map(|path| {
+            let id = Identity::of_path(Path::new(path)).ok()?;
+            Some(path_identity(path, id))
+        })
+        .collect();
     card
+}
+
+fn path_identity(path: &str, id: Identity) -> cheng_node::PathIdentity {
+    cheng_node::PathIdentity {
+        path: path.to_string(),
+        dev: id.dev,
+        ino: id.ino,
+    }
 }
 
 /// The operator's `read_paths` for this node type, canonicalised: mounted read-only in every run
@@ -231,6 +251,8 @@ impl SandboxPorts {
                 "request_read_paths: mount {shown} read-only in the sandbox for this execution"
             ));
             request.requested_paths = vec![shown.clone()];
+            // What was opened: an approval given for another file at this path does not cover it.
+            request.path_identities = vec![path_identity(&shown, path.identity())];
             ctx.require_approval(&request, &format!("request_read_paths entry {shown}"))
                 .await?;
         }

@@ -683,6 +683,69 @@ async fn a_read_path_swapped_after_approval_never_shows_the_swapped_in_directory
     }
 }
 
+/// Denies every request, keeping each.
+#[derive(Default)]
+struct RecordingDenier {
+    seen: std::sync::Mutex<Vec<cheng_node::ApprovalRequest>>,
+}
+
+#[cheng_node::async_trait]
+impl cheng_node::Approver for RecordingDenier {
+    async fn decide(&self, request: &cheng_node::ApprovalRequest) -> Decision {
+        self.seen.lock().unwrap().push(request.clone());
+        Decision::Denied
+    }
+}
+
+/// The approval card records which directory each read path named, and the run's own request
+/// for the path names the directory it opened: another directory renamed into the path's place
+/// between the two shows as a different identity, so the card's approval does not cover the
+/// run's request (the engine asks again). The control: without the swap both name the same.
+#[tokio::test]
+async fn the_card_and_the_run_name_the_directory_each_saw() {
+    use cheng_node::{Node, PathIdentity, RunContext};
+    use std::os::unix::fs::MetadataExt;
+    for swap in [false, true] {
+        let (_d, ws) = workspace();
+        let outside = outside_dir();
+        let root = outside.path().canonicalize().unwrap();
+        let (approved, other) = (root.join("approved"), root.join("other"));
+        std::fs::create_dir(&approved).unwrap();
+        std::fs::create_dir(&other).unwrap();
+        let dir = approved.display().to_string();
+        let identity = |path: &Path| {
+            let meta = std::fs::metadata(path).unwrap();
+            PathIdentity {
+                path: dir.clone(),
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        };
+        let (approved_id, other_id) = (identity(&approved), identity(&other));
+        let input = json!({"script": "true", "request_read_paths": [dir]});
+        let ctx = RunContext::for_workspace("tools/code_shell", ws.clone(), Decision::Denied);
+        let card = CodeShell
+            .approval_request(&ctx, &with_defaults(&CodeShell, input.clone()))
+            .unwrap();
+        assert_eq!(card.requested_paths, std::slice::from_ref(&dir));
+        assert_eq!(card.path_identities, std::slice::from_ref(&approved_id));
+        if swap {
+            std::fs::rename(&approved, root.join("moved")).unwrap();
+            std::fs::rename(&other, &approved).unwrap();
+        }
+        let approver = Arc::new(RecordingDenier::default());
+        let err = run_approved_by(&CodeShell, &ws, input, approver.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ApprovalDenied, "{err}");
+        let seen = approver.seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].requested_paths, std::slice::from_ref(&dir));
+        let opened = if swap { other_id } else { approved_id };
+        assert_eq!(seen[0].path_identities, [opened], "swap {swap}");
+    }
+}
+
 #[tokio::test]
 async fn a_missing_or_broken_bwrap_fails_closed() {
     let (_d, ws) = workspace();
