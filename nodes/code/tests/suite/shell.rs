@@ -683,6 +683,35 @@ async fn a_read_path_swapped_after_approval_never_shows_the_swapped_in_directory
     }
 }
 
+/// bwrap mounts an approved read path from its descriptor and closes it: no descriptor naming
+/// the path (from which `..` would lead out of the mount) reaches the script, which does see
+/// its own stdin, stdout and stderr (the control that the listing works).
+#[tokio::test]
+async fn no_descriptor_of_a_read_path_reaches_the_script() {
+    if !sandbox_available() {
+        return;
+    }
+    let (_d, ws) = workspace();
+    let outside = outside_dir();
+    let dir = outside.path().canonicalize().unwrap().display().to_string();
+    let script = "for f in /proc/self/fd/*; do echo \"${f##*/} $(readlink $f)\"; done";
+    let out = run(
+        &CodeShell,
+        &ws,
+        json!({"script": script, "request_read_paths": [dir]}),
+    )
+    .await;
+    let listed = out["stdout"].as_str().unwrap_or("");
+    for fd in ["0 ", "1 ", "2 "] {
+        assert!(listed.lines().any(|l| l.starts_with(fd)), "{out:?}");
+    }
+    assert!(
+        !listed.contains(&dir),
+        "a descriptor of {dir} reached the script: {listed}"
+    );
+    assert!(!listed.contains("/var/tmp"), "{listed}");
+}
+
 /// Denies every request, keeping each.
 #[derive(Default)]
 struct RecordingDenier {
