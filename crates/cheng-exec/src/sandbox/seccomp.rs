@@ -851,6 +851,8 @@ mod tests {
     #[test]
     fn a_filtered_thread_creates_only_allowlisted_sockets() {
         fn attempt() -> Vec<(&'static str, i32)> {
+            use socket2::{Domain, Socket, Type};
+            let errno = |made: std::io::Result<()>| made.err().and_then(|e| e.raw_os_error());
             let mut r = Vec::new();
             for (name, family, kind) in [
                 ("unix", libc::AF_UNIX, libc::SOCK_STREAM),
@@ -861,27 +863,12 @@ mod tests {
                 ("packet", libc::AF_PACKET, libc::SOCK_RAW),
                 ("alg", libc::AF_ALG, libc::SOCK_SEQPACKET),
             ] {
-                // SAFETY: socket takes integers; a descriptor it returns is closed here.
-                let fd = unsafe { libc::socket(family, kind | libc::SOCK_CLOEXEC, 0) };
-                r.push((name, errno(fd)));
-                if fd >= 0 {
-                    // SAFETY: closing the descriptor just created.
-                    unsafe { libc::close(fd) };
-                }
+                let made = Socket::new(Domain::from(family), Type::from(kind), None);
+                r.push((name, errno(made.map(drop)).unwrap_or(0)));
             }
-            let mut pair = [0; 2];
             for (name, family) in [("pair unix", libc::AF_UNIX), ("pair vsock", libc::AF_VSOCK)] {
-                // SAFETY: socketpair fills the two-element array.
-                let rc =
-                    unsafe { libc::socketpair(family, libc::SOCK_STREAM, 0, pair.as_mut_ptr()) };
-                r.push((name, errno(rc)));
-                if rc == 0 {
-                    // SAFETY: closing the two descriptors just created.
-                    unsafe {
-                        libc::close(pair[0]);
-                        libc::close(pair[1]);
-                    }
-                }
+                let made = Socket::pair(Domain::from(family), Type::STREAM, None);
+                r.push((name, errno(made.map(drop)).unwrap_or(0)));
             }
             r
         }
