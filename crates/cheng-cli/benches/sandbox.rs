@@ -84,7 +84,7 @@ impl Bare {
         let mut fds: Vec<(OwnedFd, RawFd)> = Vec::new();
         if self.seccomp {
             fds.push((
-                seccomp::program_fd().expect("seccomp program"),
+                seccomp::program_fd(false).expect("seccomp program"),
                 seccomp::SECCOMP_FD,
             ));
         }

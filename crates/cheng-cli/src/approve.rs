@@ -393,6 +393,7 @@ mod tests {
             workspace: "/ws".into(),
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
+            path_identities: Vec::new(),
             capabilities: vec![cheng_node::CapabilityRequest {
                 name: "allow_network".into(),
                 opens: "the network".into(),

@@ -7,13 +7,14 @@
 //! A run asks at most once before it starts: [`approval_card`] puts the node's own card (when its
 //! effects gate the input), every capability left on "ask" that the input requests and the host
 //! paths a sandboxed node asks to read on one card; once it is approved, [`Covered`] answers the
-//! node's own per-path requests for those paths without asking again.
+//! node's own per-path requests for those paths without asking again, as long as each path still
+//! names the file the card was made from.
 
 use crate::events::{now, Event, EventSink};
 use cheng_node::policy::capability_opens;
 use cheng_node::{
     async_trait, ApprovalRequest, Approver, CancellationToken, CapabilityRequest, Decision,
-    Effects, Node, NodeError, RunContext, Values,
+    Effects, Node, NodeError, PathIdentity, RunContext, Values,
 };
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +33,7 @@ impl Approver for RunApprover {
                 ts: now(),
                 node: request.node_id.clone(),
                 node_type: request.node_type.clone(),
-                request: request.clone(),
+                request: Box::new(request.clone()),
             });
         }
         let asked = Instant::now();
@@ -86,10 +87,25 @@ pub(crate) fn approval_card(
 }
 
 /// The approver a node runs with after its card was approved: a request only about paths that
-/// card listed is already decided; anything else is asked as usual.
+/// card listed, each still naming the file it named on the card (where both sides know it), is
+/// already decided; anything else is asked as usual.
 pub(crate) struct Covered {
     pub inner: Arc<dyn Approver>,
     pub paths: Vec<String>,
+    /// What each path named when the card was made.
+    pub identities: Vec<PathIdentity>,
+}
+
+impl Covered {
+    /// Whether `path`, naming `now` (when the request says), is the file the card showed.
+    fn same_file(&self, path: &str, request: &ApprovalRequest) -> bool {
+        let now = request.path_identities.iter().find(|i| i.path == path);
+        let then = self.identities.iter().find(|i| i.path == path);
+        match (now, then) {
+            (Some(now), Some(then)) => now == then,
+            _ => true,
+        }
+    }
 }
 
 #[async_trait]
@@ -100,10 +116,58 @@ impl Approver for Covered {
             && request
                 .requested_paths
                 .iter()
-                .all(|p| self.paths.contains(p));
+                .all(|p| self.paths.contains(p) && self.same_file(p, request));
         if covered {
             return Decision::Approved;
         }
         self.inner.decide(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::FixedApprover;
+
+    fn request(path: &str, ino: Option<u64>) -> ApprovalRequest {
+        let ctx = RunContext::for_workspace("tools/code_shell", "/ws".into(), Decision::Denied);
+        let mut r = ApprovalRequest::new(&ctx, format!("may read {path}"));
+        r.requested_paths = vec![path.to_string()];
+        r.path_identities = ino
+            .map(|ino| PathIdentity {
+                path: path.to_string(),
+                dev: 7,
+                ino,
+            })
+            .into_iter()
+            .collect();
+        r
+    }
+
+    /// An approved card covers a later request for its path only while the path names the
+    /// same file: another directory renamed into its place is asked about again (and here
+    /// denied by the approver behind). Without identities on either side the path decides.
+    #[tokio::test]
+    async fn a_card_covers_its_paths_only_while_they_name_the_same_file() {
+        let covered = Covered {
+            inner: Arc::new(FixedApprover(Decision::Denied)),
+            paths: vec!["/data/a".into()],
+            identities: vec![PathIdentity {
+                path: "/data/a".into(),
+                dev: 7,
+                ino: 42,
+            }],
+        };
+        let decide = |r: ApprovalRequest| {
+            let covered = &covered;
+            async move { covered.decide(&r).await }
+        };
+        assert_eq!(
+            decide(request("/data/a", Some(42))).await,
+            Decision::Approved
+        );
+        assert_eq!(decide(request("/data/a", None)).await, Decision::Approved);
+        assert_eq!(decide(request("/data/a", Some(43))).await, Decision::Denied);
+        assert_eq!(decide(request("/data/b", Some(42))).await, Decision::Denied);
     }
 }

@@ -27,7 +27,7 @@ pub enum Event {
         node: String,
         #[serde(rename = "type")]
         node_type: String,
-        request: ApprovalRequest,
+        request: Box<ApprovalRequest>,
     },
     ApprovalDecided {
         ts: String,

@@ -555,6 +555,7 @@ async fn execute(
                 ctx.approver = Arc::new(Covered {
                     inner: Arc::clone(&ctx.approver),
                     paths: card.requested_paths.clone(),
+                    identities: card.path_identities.clone(),
                 });
             }
             ctx.approved_card = Some(Arc::new(card));

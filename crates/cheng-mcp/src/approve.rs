@@ -318,6 +318,7 @@ impl From<&Card> for ApprovalRequest {
             workspace: c.workspace.clone(),
             purpose: c.purpose.clone(),
             requested_paths: c.requested_paths.clone(),
+            path_identities: Vec::new(),
             capabilities: c.capabilities.clone(),
             details: c.details.clone(),
             basis: c.basis.clone(),

@@ -248,8 +248,10 @@ impl From<&ApprovalRequest> for ShownRequest {
             requested_paths,
             capabilities,
             details,
-            // Not shown: the fingerprint `run` checks the files against, never read by a person.
+            // Not shown: what the engine checks the run against (the files' fingerprint, the
+            // requested directories' device and inode), never read by a person.
             basis: _,
+            path_identities: _,
         } = request;
         ShownRequest {
             node_id: line(node_id),
@@ -494,6 +496,7 @@ mod tests {
             }],
             details: Some(evil.into()),
             basis: Some(evil.into()),
+            path_identities: Vec::new(),
         };
         let shown = ShownRequest::from(&request);
         let text = format!("{shown:?}");

@@ -52,7 +52,8 @@ pub mod text;
 
 pub use error::{ErrorKind, NodeError};
 pub use node::{
-    ApprovalRequest, Approver, CapabilityRequest, Decision, FixedApprover, Node, RunContext, Values,
+    ApprovalRequest, Approver, CapabilityRequest, Decision, FixedApprover, Node, PathIdentity,
+    RunContext, Values,
 };
 pub use output::{Output, OutputSink, OutputStream};
 pub use registry::{Lookup, NodeRegistration, Registry};

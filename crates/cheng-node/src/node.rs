@@ -51,6 +51,11 @@ pub struct ApprovalRequest {
     /// Host paths the run asks to read outside the sandbox.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub requested_paths: Vec<String>,
+    /// Which file each of `requested_paths` named when the card was made, where that could be
+    /// read. Not shown: an approval of the card covers a later request for the same path only
+    /// while the path still names that file (a directory renamed into its place does not).
+    #[serde(skip)]
+    pub path_identities: Vec<PathIdentity>,
     /// Capability switches the run requests that the author left on "ask" (one card for all).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<CapabilityRequest>,
@@ -64,6 +69,14 @@ pub struct ApprovalRequest {
     /// checks under the lock that the files are still what the card showed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub basis: Option<String>,
+}
+
+/// The file a requested path named (device and inode) when a card or request was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathIdentity {
+    pub path: String,
+    pub dev: u64,
+    pub ino: u64,
 }
 
 /// One capability on an approval card: the switch and what approving it opens.
@@ -83,6 +96,7 @@ impl ApprovalRequest {
             workspace: ctx.workspace.display().to_string(),
             purpose: None,
             requested_paths: Vec::new(),
+            path_identities: Vec::new(),
             capabilities: Vec::new(),
             details: None,
             basis: None,

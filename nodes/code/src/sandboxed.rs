@@ -12,6 +12,11 @@
 //! - **request_read_paths**: absolute, existing, canonicalised; listed on the run's one approval
 //!   card (`requested_paths`, with any capability left on "ask"). Run without the engine, the node
 //!   asks once per path itself; a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
+//!   Each is opened once when it is resolved, before it is asked about
+//!   (`cheng_exec::sandbox::PinnedPath`), and mounted from that descriptor: replacing the path
+//!   afterwards (a symlink to another directory) changes nothing the sandbox sees. The card
+//!   records which directory each path named and each per-path request what was opened, so the
+//!   engine's approval of the card covers a request only for the same directory.
 //! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
 //!   signal or hits its memory limit still returns every seed output, plus `success:false`,
 //!   `error_kind`, `terminal` and `error` (`cheng_node::failure`), because
@@ -19,7 +24,7 @@
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::sandbox::{Sandbox, SandboxRequest, SandboxRun};
+use cheng_exec::sandbox::{Identity, PinnedPath, Sandbox, SandboxRequest, SandboxRun};
 use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{
@@ -73,7 +78,25 @@ pub fn script_card(ctx: &RunContext, input: &Values, lang: &str) -> cheng_node::
             }
             paths
         });
+    // What each path names now: a later request for it is covered by this card only while it
+    // still names the same directory (see `SandboxPorts::approve_read_paths`).
+    card.path_identities = card
+        .requested_paths
+        .iter()
+        .filter_map(|path| {
+            let id = Identity::of_path(Path::new(path)).ok()?;
+            Some(path_identity(path, id))
+        })
+        .collect();
     card
+}
+
+fn path_identity(path: &str, id: Identity) -> cheng_node::PathIdentity {
+    cheng_node::PathIdentity {
+        path: path.to_string(),
+        dev: id.dev,
+        ino: id.ino,
+    }
 }
 
 /// The operator's `read_paths` for this node type, canonicalised: mounted read-only in every run
@@ -93,6 +116,14 @@ fn operator_paths(ctx: &RunContext) -> Result<Vec<PathBuf>, NodeError> {
         .collect()
 }
 
+/// NOT_FOUND when a path vanished, FILE_CHANGED when it is no longer where it was resolved.
+fn opening_failed(e: &std::io::Error) -> ErrorKind {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+        _ => ErrorKind::FileChanged,
+    }
+}
+
 /// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s
 /// other three).
 pub const SUCCESS_OUTPUT: PortSpec = failure::success(
@@ -108,10 +139,11 @@ pub struct SandboxPorts {
     pub allow_filesystem: bool,
     pub allow_full_disk_readonly: bool,
     pub allow_network: bool,
-    /// Host paths the agent asked to read (each approved for this run), outside the operator's.
-    pub read_paths: Vec<PathBuf>,
+    /// Host paths the agent asked to read (each approved for this run), outside the operator's,
+    /// each opened once when it was resolved.
+    pub read_paths: Vec<PinnedPath>,
     /// The operator's `read_paths`: mounted read-only in every run, unasked.
-    pub granted_paths: Vec<PathBuf>,
+    pub granted_paths: Vec<PinnedPath>,
     pub timeout_ms: u64,
     pub memory_mb: u64,
 }
@@ -146,8 +178,8 @@ impl SandboxPorts {
         // In range by the spec's own check (`input::int`), so never negative.
         let timeout_ms = int("timeout_ms")?.unsigned_abs();
         let memory_mb = int("memory_mb")?.unsigned_abs();
-        let granted_paths = operator_paths(ctx)?;
-        let mut read_paths = Vec::new();
+        let granted = operator_paths(ctx)?;
+        let mut read_paths: Vec<PinnedPath> = Vec::new();
         for (i, raw) in input::string_list(values, "request_read_paths")?
             .into_iter()
             .enumerate()
@@ -165,14 +197,32 @@ impl SandboxPorts {
                 )
             })?;
             // Under one of the operator's roots it is mounted already, with nothing to ask.
-            if !read_paths.contains(&canonical)
-                && !granted_paths
-                    .iter()
-                    .any(|root: &PathBuf| canonical.starts_with(root))
+            if !read_paths.iter().any(|p| p.path() == canonical)
+                && !granted.iter().any(|root| canonical.starts_with(root))
             {
-                read_paths.push(canonical);
+                let pinned = PinnedPath::open(&canonical).map_err(|e| {
+                    NodeError::new(
+                        opening_failed(&e),
+                        format!("request_read_paths[{i}] {raw:?} cannot be opened: {e}; run again once it stays put"),
+                    )
+                })?;
+                read_paths.push(pinned);
             }
         }
+        let granted_paths = granted
+            .iter()
+            .map(|path| {
+                PinnedPath::open(path).map_err(|e| {
+                    NodeError::new(
+                        opening_failed(&e),
+                        format!(
+                            "the operator's read_paths entry {} cannot be opened: {e}; run again",
+                            path.display()
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(SandboxPorts {
             script,
             input: values.get("input").cloned().unwrap_or(Value::Null),
@@ -194,13 +244,15 @@ impl SandboxPorts {
         what_runs: &str,
     ) -> Result<(), NodeError> {
         for path in &self.read_paths {
-            let shown = path.display().to_string();
+            let shown = path.path().display().to_string();
             let mut request =
                 ApprovalRequest::new(ctx, format!("{what_runs} may read {shown} (read-only)"));
             request.purpose = Some(format!(
                 "request_read_paths: mount {shown} read-only in the sandbox for this execution"
             ));
             request.requested_paths = vec![shown.clone()];
+            // What was opened: an approval given for another file at this path does not cover it.
+            request.path_identities = vec![path_identity(&shown, path.identity())];
             ctx.require_approval(&request, &format!("request_read_paths entry {shown}"))
                 .await?;
         }

@@ -133,3 +133,42 @@ fn unprivileged_code_shell_cannot_make_setuid_files_or_user_namespaces() {
         "{out}"
     );
 }
+
+/// Through the real binary (its init step runs under the filter too): vsock and netlink sockets
+/// fail with EAFNOSUPPORT inside; AF_UNIX works, AF_INET only with `allow_network`. The control:
+/// the same probe on the host makes AF_NETLINK and AF_INET sockets.
+#[test]
+fn code_shell_creates_only_allowlisted_socket_families() {
+    if !sandbox_or_skip() {
+        return;
+    }
+    let (_d, ws) = temp_workspace();
+    let probe = "import ctypes, os\n\
+                 libc = ctypes.CDLL(None, use_errno=True)\n\
+                 def sock(family, kind):\n    \
+                     ctypes.set_errno(0)\n    \
+                     fd = libc.socket(family, kind, 0)\n    \
+                     e = ctypes.get_errno()\n    \
+                     fd >= 0 and os.close(fd)\n    \
+                     return 0 if fd >= 0 else e\n\
+                 print(*(sock(f, t) for f, t in [(1, 1), (2, 1), (16, 3), (40, 1)]))";
+    let host = std::process::Command::new("python3")
+        .args(["-I", "-c", probe])
+        .output()
+        .expect("python3 on the host");
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    // unix, inet and netlink are made on the host (vsock depends on the machine).
+    assert!(host.starts_with("0 0 0 "), "control: {host}");
+    let script = format!("python3 -I -c '{probe}'");
+    for (network, expected) in [(false, "0 97 97 97"), (true, "0 0 97 97")] {
+        let input = json!({"script": script, "allow_network": network});
+        let (_, out, stderr) = run_node("tools/code_shell", &ws, &input, &["--approve"]);
+        assert_eq!(
+            out["stdout"].as_str().unwrap_or("").trim(),
+            expected,
+            "network {network}: {out} {stderr} (host: {host})"
+        );
+        let sockets = out["metrics"]["limits"]["sockets"].as_str().unwrap_or("");
+        assert!(sockets.contains("EAFNOSUPPORT"), "{out}");
+    }
+}

@@ -153,6 +153,9 @@ pub fn hint(stderr: &str) -> &'static str {
         "bubblewrap could not install cheng's seccomp filter, which every sandbox runs under: use a bubblewrap \
          with `--seccomp` (0.3 or newer; Debian 12 ships 0.8) and a kernel built with CONFIG_SECCOMP_FILTER; \
          in a container, allow nested seccomp filters (the runtime's profile must permit seccomp(2) and prctl)."
+    } else if s.contains("race condition binding dirfd") {
+        "An approved read path was not what bubblewrap found when it mounted it: it changed while the \
+         sandbox was being built. Run again; nothing from the changed path was shown."
     } else if s.contains("no permissions to create new namespace")
         || s.contains("creating new namespace failed")
     {
@@ -231,6 +234,20 @@ impl Bwrap {
         self.mount("--ro-bind", Some(src), dest)
     }
 
+    /// A read-only bind of what descriptor `fd` names (which must be open in bwrap; see
+    /// [`crate::ProcessSpec::inherit_fds`]) at `dest`. bwrap checks that what it mounted is the
+    /// descriptor's file (device and inode) and closes the descriptor after mounting. `source`
+    /// names what the descriptor holds, for [`Bwrap::mounts`].
+    pub fn ro_bind_fd(&mut self, fd: std::os::fd::RawFd, source: &Path, dest: &Path) -> &mut Self {
+        let fd = fd.to_string();
+        self.push(&["--ro-bind-fd".as_ref(), fd.as_ref(), dest.as_os_str()]);
+        self.mounts.push(Mount {
+            op: "--ro-bind-fd",
+            source: Some(source.to_path_buf()),
+            dest: dest.to_path_buf(),
+        });
+        self
+    }
     pub fn ro_bind_try(&mut self, src: &Path, dest: &Path) -> &mut Self {
         self.mount("--ro-bind-try", Some(src), dest)
     }
@@ -404,6 +421,10 @@ mod tests {
         );
         assert!(hint("bwrap: Can't chdir to /work/x: Permission denied").contains("working_subdir"));
         assert!(hint("bwrap: Unknown option --seccomp").contains("CONFIG_SECCOMP_FILTER"));
+        assert!(
+            hint("bwrap: Race condition binding dirfd: Invalid argument")
+                .contains("approved read path")
+        );
         assert!(hint("bwrap: prctl(PR_SET_SECCOMP): Invalid argument").contains("--seccomp"));
     }
 

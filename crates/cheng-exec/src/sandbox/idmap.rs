@@ -12,7 +12,13 @@
 //! bwrap is started through [`crate::run`] like every other process: its per-run reaper is cloned
 //! from that thread (so it shares the thread's mount namespace), and it passes bwrap only stdin,
 //! stdout, stderr and the run's declared descriptors.
+//!
+//! An approved read path is never looked up by path here: its clone is made from the descriptor
+//! it was opened on ([`PinnedPath`]), attached over the directory at its path in the private
+//! namespace only once that is still the same directory (device and inode), and handed to bwrap
+//! on the descriptor number the plan gave the read path, in place of the original descriptor.
 
+use super::pinned::{Identity, PinnedPath};
 use crate::{ProcessOutput, ProcessSpec};
 use std::ffi::CString;
 use std::io;
@@ -28,6 +34,10 @@ pub struct IdmapTarget {
     pub path: PathBuf,
     pub owner_uid: u32,
     pub owner_gid: u32,
+    /// An approved read path: the descriptor it was opened on and the number bwrap mounts it
+    /// from (`--ro-bind-fd`, given by the plan). The clone is made from that descriptor and
+    /// handed to bwrap on that number instead.
+    pub pinned: Option<(PinnedPath, RawFd)>,
 }
 
 impl IdmapTarget {
@@ -38,7 +48,20 @@ impl IdmapTarget {
             path: path.to_path_buf(),
             owner_uid: meta.uid(),
             owner_gid: meta.gid(),
+            pinned: None,
         })
+    }
+
+    /// An approved read path, with its owner as it was when it was opened (the plan adds the
+    /// descriptor and its number).
+    pub fn for_pinned(pinned: &PinnedPath) -> Self {
+        let (owner_uid, owner_gid) = pinned.owner();
+        IdmapTarget {
+            path: pinned.path().to_path_buf(),
+            owner_uid,
+            owner_gid,
+            pinned: None,
+        }
     }
 }
 
@@ -144,18 +167,31 @@ struct MountAttr {
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x0000_0040;
 
-/// Replaces `target.path` in the calling thread's (private) mount namespace with an idmapped clone.
-fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
+/// A detached idmapped clone of what `target` names: its pinned descriptor (an approved read
+/// path; cloned in the namespace the descriptor was opened in, before the thread leaves it), or
+/// its path (in the calling thread's private namespace).
+fn idmapped_clone(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<OwnedFd> {
     let path = CString::new(target.path.as_os_str().as_bytes())
         .map_err(|_| io::Error::other("path contains NUL"))?;
-    // SAFETY: open_tree with a valid path returns a new detached mount descriptor or -1.
+    let empty = c"";
+    let (from_dir, from_path, from_flags) = match &target.pinned {
+        Some((pinned, _)) => (
+            pinned.fd().as_raw_fd(),
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint,
+        ),
+        None => (libc::AT_FDCWD, path.as_ptr(), 0),
+    };
+    // SAFETY: open_tree with a valid descriptor and NUL-terminated path returns a new detached
+    // mount descriptor or -1.
     let tree = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+            from_dir,
+            from_path,
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | from_flags,
         )
     };
     if tree < 0 {
@@ -169,7 +205,6 @@ fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
         propagation: 0,
         userns_fd: userns.as_raw_fd() as u64,
     };
-    let empty = c"";
     // SAFETY: mount_setattr reads `attr` (size given) and the empty path.
     let rc = unsafe {
         libc::syscall(
@@ -184,21 +219,71 @@ fn idmap_in_place(target: &IdmapTarget, userns: &OwnedFd) -> io::Result<()> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: move_mount attaches the detached tree over `path` in this thread's namespace.
+    Ok(tree)
+}
+
+/// Attaches the detached `tree` in the calling thread's (private) namespace over `target.path`,
+/// or over `place` (the directory at a pinned read path's path, checked by [`still_pinned`]):
+/// bwrap cannot bind a detached tree, only one attached somewhere.
+fn attach(tree: &OwnedFd, target: &IdmapTarget, place: Option<&std::fs::File>) -> io::Result<()> {
+    let path = CString::new(target.path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other("path contains NUL"))?;
+    let empty = c"";
+    let (to_dir, to_path, move_flags) = match place {
+        Some(here) => (
+            here.as_raw_fd(),
+            empty.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        ),
+        None => (libc::AT_FDCWD, path.as_ptr(), MOVE_MOUNT_F_EMPTY_PATH),
+    };
+    // SAFETY: move_mount attaches the detached tree over the given place in this thread's
+    // namespace; every pointer is a NUL-terminated string alive for the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_move_mount,
             tree.as_raw_fd(),
             empty.as_ptr(),
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
+            to_dir,
+            to_path,
+            move_flags,
         )
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The directory at a pinned read path's path, opened in this namespace, when it is still the
+/// pinned one.
+fn still_pinned(pinned: &PinnedPath) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let here = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+        .open(pinned.path())
+        .and_then(|f| f.metadata().map(|m| (f, m)));
+    let here = match here {
+        Ok((file, meta)) if Identity::of(&meta) == pinned.identity() => Some(file),
+        _ => None,
+    };
+    let Some(here) = here else {
+        return Err(io::Error::other(format!(
+            "{} is no longer the directory that was approved (it was replaced after it was opened); run again to approve what is there now",
+            pinned.path().display()
+        )));
+    };
+    Ok(here)
+}
+
+/// `spec` with each `(descriptor, number)` of `replaced` in place of what it had on that number.
+fn with_descriptors(mut spec: ProcessSpec, replaced: Vec<(OwnedFd, RawFd)>) -> ProcessSpec {
+    for (fd, number) in replaced {
+        spec.inherit_fds.retain(|(_, n)| *n != number);
+        spec.inherit_fds.push((Arc::new(fd), number));
+    }
+    spec
 }
 
 /// Prepares the user namespaces up front (so errors surface before anything starts).
@@ -213,8 +298,24 @@ pub fn prepare(
 }
 
 /// Gives the calling thread a private mount namespace with the idmapped clones in place; what it
-/// starts afterwards inherits the namespace. Only for a thread that ends soon after.
-fn enter_private_namespace(prepared: &[(IdmapTarget, Arc<OwnedFd>)]) -> Result<(), String> {
+/// starts afterwards inherits the namespace. Only for a thread that ends soon after. Returns the
+/// clones of pinned read paths with the descriptor numbers bwrap must find them on.
+fn enter_private_namespace(
+    prepared: &[(IdmapTarget, Arc<OwnedFd>)],
+) -> Result<Vec<(OwnedFd, RawFd)>, String> {
+    let failed = |target: &IdmapTarget, e: io::Error| {
+        format!(
+            "cannot create an idmapped mount of {} (uid {} -> sandbox uid): {e}; the file system may not support idmapped mounts",
+            target.path.display(),
+            target.owner_uid
+        )
+    };
+    // Pinned read paths are cloned from their descriptors here, in the namespace they were
+    // opened in: a mount of another namespace cannot be cloned once this thread has left it.
+    let mut pinned_clones = Vec::new();
+    for (target, userns) in prepared.iter().filter(|(t, _)| t.pinned.is_some()) {
+        pinned_clones.push(idmapped_clone(target, userns).map_err(|e| failed(target, e))?);
+    }
     // SAFETY: unsharing the mount namespace (and fs info) of this thread only.
     if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } != 0 {
         return Err(format!(
@@ -238,16 +339,25 @@ fn enter_private_namespace(prepared: &[(IdmapTarget, Arc<OwnedFd>)]) -> Result<(
             io::Error::last_os_error()
         ));
     }
+    let mut pinned_clones = pinned_clones.into_iter();
+    let mut replaced = Vec::new();
     for (target, userns) in prepared {
-        idmap_in_place(target, userns).map_err(|e| {
-            format!(
-                "cannot create an idmapped mount of {} (uid {} -> sandbox uid): {e}; the file system may not support idmapped mounts",
-                target.path.display(),
-                target.owner_uid
-            )
-        })?;
+        match &target.pinned {
+            Some((pinned, number)) => {
+                let tree = pinned_clones
+                    .next()
+                    .ok_or_else(|| failed(target, io::Error::other("its clone is missing")))?;
+                let place = still_pinned(pinned).map_err(|e| e.to_string())?;
+                attach(&tree, target, Some(&place)).map_err(|e| failed(target, e))?;
+                replaced.push((tree, *number));
+            }
+            None => {
+                let tree = idmapped_clone(target, userns).map_err(|e| failed(target, e))?;
+                attach(&tree, target, None).map_err(|e| failed(target, e))?;
+            }
+        }
     }
-    Ok(())
+    Ok(replaced)
 }
 
 /// Starts `spec` as a live process (a session) from a thread whose private mount namespace has
@@ -263,7 +373,7 @@ pub fn start_live_with_idmaps(
     std::thread::Builder::new()
         .name("cheng-sandbox-idmap".into())
         .spawn(move || {
-            enter_private_namespace(&prepared)?;
+            let spec = with_descriptors(spec, enter_private_namespace(&prepared)?);
             let _entered = runtime.enter();
             crate::live::LiveProcess::start(spec, cancel)
         })
@@ -286,7 +396,7 @@ pub async fn run_with_idmaps(
         .name("cheng-sandbox-idmap".into())
         .spawn(move || {
             let result = (|| {
-                enter_private_namespace(&prepared)?;
+                let spec = with_descriptors(spec, enter_private_namespace(&prepared)?);
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

@@ -43,12 +43,14 @@ pub mod init;
 pub(crate) mod landlock;
 pub(crate) mod limits;
 pub mod mounts;
+pub mod pinned;
 pub(crate) mod plan;
 pub mod seccomp;
 
 pub use bwrap::{Mount, BWRAP_ENV};
 pub use host::HostFacts;
 pub use limits::{CgroupV2, SandboxLimits, MAX_MEMORY_MB, MIN_MEMORY_MB};
+pub use pinned::{Identity, PinnedPath};
 
 use crate::{ProcessOutput, ProcessSpec};
 use cheng_node::{ErrorKind, NodeError};
@@ -140,8 +142,9 @@ pub struct SandboxRequest {
     pub full_disk_readonly: bool,
     /// Whether the host network is shared (allow_network); otherwise a private, empty network namespace.
     pub network: bool,
-    /// Approved, canonical host paths, bound read-only at the same path.
-    pub read_paths: Vec<PathBuf>,
+    /// Approved, canonical host paths, each opened once ([`PinnedPath`]) and bound read-only at
+    /// its own path from that descriptor, never by path again.
+    pub read_paths: Vec<PinnedPath>,
     /// Further read-only directories the program needs (an interpreter's prefix).
     pub extra_ro: Vec<PathBuf>,
     /// A host directory shown read-only at [`IO_DIR`] (see [`io_parent`] for where to make it):
@@ -215,6 +218,8 @@ pub struct Enforcement {
     pub landlock: String,
     /// The seccomp filter ([`seccomp`]): what it refuses.
     pub seccomp: String,
+    /// The socket families the filter admits ([`seccomp::sockets_report`]).
+    pub sockets: String,
     pub memory: String,
     pub nproc: String,
     pub warnings: Vec<String>,
@@ -235,6 +240,7 @@ impl Enforcement {
             map.insert("filesystem".into(), json!(self.filesystem));
             map.insert("landlock".into(), json!(self.landlock));
             map.insert("seccomp".into(), json!(self.seccomp));
+            map.insert("sockets".into(), json!(self.sockets));
         }
         v
     }
@@ -253,6 +259,8 @@ pub struct Sandbox {
     mounts: Vec<bwrap::Mount>,
     /// Host files copied into the view, with the descriptor number bwrap reads each from.
     files: Vec<(PathBuf, std::os::fd::RawFd)>,
+    /// The approved read paths' descriptors, with the number bwrap mounts each from.
+    pinned: Vec<(PinnedPath, std::os::fd::RawFd)>,
     /// The init executable and the descriptor bwrap passes it on to the first program inside.
     init: Option<(PathBuf, std::os::fd::RawFd)>,
     request: SandboxRequest,
@@ -314,8 +322,9 @@ fn gather_run(
         let bound = request
             .extra_ro
             .iter()
-            .chain(&request.read_paths)
-            .chain(std::iter::once(&request.boundary));
+            .map(PathBuf::as_path)
+            .chain(request.read_paths.iter().map(PinnedPath::path))
+            .chain(std::iter::once(request.boundary.as_path()));
         closed_ancestors(bound)
     } else {
         Vec::new()
@@ -372,15 +381,19 @@ fn gather_run(
     let boundary_listable = world_listable(&request.boundary);
     if host.root {
         let boundary_needed = request.writable || !boundary_listable;
-        let paths = boundary_needed
-            .then_some(&request.boundary)
-            .into_iter()
-            .chain(&request.read_paths);
-        for path in paths {
+        if boundary_needed {
+            let path = &request.boundary;
             let target = idmap::IdmapTarget::for_path(path)
                 .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
             owners.push(target);
         }
+        // A read path's owner as it was when it was opened (never looked up by path again).
+        owners.extend(
+            request
+                .read_paths
+                .iter()
+                .map(idmap::IdmapTarget::for_pinned),
+        );
     }
     let facts = plan::RunFacts {
         ids,
@@ -415,7 +428,7 @@ impl Sandbox {
             return Err(e);
         }
         // Fail closed: no filter, no run (the program is compiled once per process).
-        seccomp::program_bytes()?;
+        seccomp::program_bytes(request.network)?;
         let (facts, protections, group) = gather_run(&request, &host)?;
         let plan = plan::plan(&request, &host, &facts)?;
         Ok(Sandbox {
@@ -425,6 +438,7 @@ impl Sandbox {
             env: plan.env,
             mounts: plan.mounts,
             files: plan.files,
+            pinned: plan.pinned,
             init: plan.init,
             rlimits: plan.rlimits,
             group,
@@ -441,7 +455,8 @@ impl Sandbox {
     /// The bwrap binary and its arguments (what a person would type to reproduce the run,
     /// minus the idmapped mounts, the cgroup placement and, without an init step, the rlimits).
     /// bwrap expects the seccomp program on descriptor [`seccomp::SECCOMP_FD`]
-    /// ([`seccomp::program_fd`] makes one) and each of [`Sandbox::files`] on its descriptor.
+    /// ([`seccomp::program_fd`] makes one), each of [`Sandbox::files`] on its descriptor, and
+    /// each approved read path's descriptor on its number ([`Sandbox::read_path_fds`]).
     pub fn command_line(&self) -> (&Path, &[OsString]) {
         (&self.bwrap, &self.args)
     }
@@ -451,6 +466,15 @@ impl Sandbox {
     /// to the first program inside (executed as `/proc/self/fd/N`).
     pub fn files(&self) -> Vec<(PathBuf, std::os::fd::RawFd)> {
         self.files.iter().chain(&self.init).cloned().collect()
+    }
+
+    /// The approved read paths' descriptors with the number each must be open on in bwrap
+    /// (`--ro-bind-fd N`): they are mounted from these, never by path.
+    pub fn read_path_fds(&self) -> Vec<(std::sync::Arc<std::os::fd::OwnedFd>, std::os::fd::RawFd)> {
+        self.pinned
+            .iter()
+            .map(|(read, fd)| (std::sync::Arc::clone(read.fd()), *fd))
+            .collect()
     }
 
     /// The mount operations of the command line, in order.
@@ -577,7 +601,7 @@ impl Sandbox {
             .caps(self.request.stdout_cap, self.request.stderr_cap)
             .output(self.request.output.clone());
         // A fresh descriptor per start: bwrap reads the program to its end.
-        let filter = seccomp::program_fd().map_err(|e| e.message)?;
+        let filter = seccomp::program_fd(self.request.network).map_err(|e| e.message)?;
         let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
         // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
         // One that vanished since the host was looked at shows as empty (as /dev/null).
@@ -592,6 +616,9 @@ impl Sandbox {
                 })?;
             inherit_fds.push((std::sync::Arc::new(std::os::fd::OwnedFd::from(file)), *fd));
         }
+        // The approved read paths, mounted from the descriptors opened when they were resolved
+        // (bwrap closes each after mounting it; an idmapped one is replaced by its clone).
+        inherit_fds.extend(self.read_path_fds());
         // The init executable, run from its descriptor (not CLOEXEC in bwrap: the first program
         // inside is `/proc/self/fd/N`, and the init step closes it before the command starts).
         if let Some((path, fd)) = &self.init {
@@ -679,7 +706,7 @@ fn rlimit_as_phrase(memory_mb: u64) -> String {
 
 /// For each path, its topmost ancestor others may not enter (no `o+x`), without duplicates or
 /// one inside another.
-fn closed_ancestors<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
+fn closed_ancestors<'a>(paths: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let mut out: Vec<PathBuf> = Vec::new();
     for path in paths {
@@ -747,6 +774,9 @@ mod tests {
             root.join("home/ws"),
             root.join("open/inner"),
         ];
-        assert_eq!(closed_ancestors(paths.iter()), [root.join("home")]);
+        assert_eq!(
+            closed_ancestors(paths.iter().map(PathBuf::as_path)),
+            [root.join("home")]
+        );
     }
 }

@@ -13,6 +13,7 @@ use super::idmap::IdmapTarget;
 use super::init;
 use super::limits::SandboxLimits;
 use super::mounts::{self, Protection, SystemEntry};
+use super::pinned::PinnedPath;
 use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, IO_DIR};
 use crate::{Rlimit, RlimitResource};
 use cheng_node::{ErrorKind, NodeError};
@@ -112,6 +113,9 @@ pub(crate) struct Plan {
     /// Host files bwrap copies into the view, each read from the descriptor number given
     /// (opened for each start of bwrap: it reads them to the end).
     pub files: Vec<(PathBuf, RawFd)>,
+    /// The approved read paths, each mounted from its descriptor on the number given
+    /// (`--ro-bind-fd`): never by path.
+    pub pinned: Vec<(PinnedPath, RawFd)>,
     /// The init executable, open on the descriptor given, which bwrap passes on to the first
     /// program inside: that program is `/proc/self/fd/N` ([`init_exec_path`]), so the init step
     /// runs without being mounted into the view, and closes the descriptor before the command.
@@ -246,8 +250,9 @@ pub(crate) fn plan(
         let binds_under_etc = request
             .extra_ro
             .iter()
-            .chain(&request.read_paths)
-            .chain([&request.boundary])
+            .map(PathBuf::as_path)
+            .chain(request.read_paths.iter().map(PinnedPath::path))
+            .chain([request.boundary.as_path()])
             .any(|p| p.starts_with(etc));
         let etc_copies = run.etc_copies.as_ref().filter(|_| !binds_under_etc);
         for entry in &host.system_view {
@@ -302,10 +307,20 @@ pub(crate) fn plan(
         b.dir(Path::new("/run"), 0o755);
     }
     layout.made.push(PathBuf::from("/run"));
-    for path in request.extra_ro.iter().chain(&request.read_paths) {
+    for path in &request.extra_ro {
         layout.parents(&mut b, path);
         b.ro_bind(path, path);
         layout.ro_roots.push(path.clone());
+    }
+    // What was approved is what is mounted: the descriptor opened when the path was resolved.
+    let mut pinned = Vec::new();
+    for read in &request.read_paths {
+        let path = read.path();
+        layout.parents(&mut b, path);
+        let fd = FIRST_FILE_FD + (files.len() + pinned.len()) as RawFd;
+        b.ro_bind_fd(fd, path, path);
+        pinned.push((read.clone(), fd));
+        layout.ro_roots.push(path.to_path_buf());
     }
     layout.parents(&mut b, &request.boundary);
     if request.writable {
@@ -323,7 +338,7 @@ pub(crate) fn plan(
             let Some(name) = path.file_name() else {
                 continue;
             };
-            let fd = FIRST_FILE_FD + files.len() as RawFd;
+            let fd = FIRST_FILE_FD + (files.len() + pinned.len()) as RawFd;
             b.file(fd, path, &Path::new(IO_DIR).join(name), 0o444);
             files.push((path.clone(), fd));
         }
@@ -335,7 +350,10 @@ pub(crate) fn plan(
     }
     // The init executable is not mounted: bwrap receives it open on the next descriptor and
     // executes it through /proc/self/fd (see `Plan::init`).
-    let init = launcher.map(|exe| (exe.clone(), FIRST_FILE_FD + files.len() as RawFd));
+    let init = launcher.map(|exe| {
+        let fd = FIRST_FILE_FD + (files.len() + pinned.len()) as RawFd;
+        (exe.clone(), fd)
+    });
     if !request.full_disk_readonly {
         // The root of the view (the directories made above, /run, the copied files) is
         // read-only like the binds in it; the tmpfs on /tmp stays writable.
@@ -527,13 +545,20 @@ pub(crate) fn plan(
         // uid could not otherwise list it (a private workspace such as a 0700 home).
         let boundary_too = request.writable || !run.boundary_listable;
         for target in &run.owners {
-            let wanted = if target.path == request.boundary {
+            let is_boundary = target.path == request.boundary;
+            let read = pinned
+                .iter()
+                .find(|(p, _)| !is_boundary && p.path() == target.path);
+            let wanted = if is_boundary {
                 boundary_too
             } else {
-                request.read_paths.contains(&target.path)
+                read.is_some()
             };
             if wanted && target.owner_uid != sandbox_uid {
-                idmaps.push(target.clone());
+                // A read path's clone is made from its descriptor and replaces it on its number.
+                let mut target = target.clone();
+                target.pinned = read.cloned();
+                idmaps.push(target);
             }
         }
     }
@@ -555,6 +580,7 @@ pub(crate) fn plan(
             std::env::consts::ARCH,
             seccomp::REFUSES
         ),
+        sockets: seccomp::sockets_report(request.network),
         memory,
         nproc,
         warnings,
@@ -572,6 +598,7 @@ pub(crate) fn plan(
         bwrap: host.bwrap.clone(),
         mounts: b.mounts().to_vec(),
         files,
+        pinned,
         init,
         args: b.into_args(),
         env: request.env.clone(),

@@ -161,6 +161,7 @@ fn allow_filesystem_binds_the_workspace_writable_and_protects_its_metadata() {
         path: "/work/ws".into(),
         owner_uid: 1000,
         owner_gid: 1000,
+        pinned: None,
     }];
     let plan = plan(&req, &host(true), &f).unwrap();
     let expected = format!(
@@ -217,25 +218,32 @@ fn full_disk_read_only_as_root_opens_closed_ancestors_as_tmpfs() {
 }
 
 #[test]
-fn request_read_paths_are_bound_read_only_at_their_own_path() {
+fn request_read_paths_are_bound_read_only_at_their_own_path_from_their_descriptor() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let data = dir.path().canonicalize().unwrap();
+    let read = PinnedPath::open(&data).unwrap();
     let mut req = request();
-    req.read_paths = vec!["/data/ref".into()];
+    req.read_paths = vec![read.clone()];
     let mut f = facts();
-    f.owners = vec![IdmapTarget {
-        path: "/data/ref".into(),
-        owner_uid: 0,
-        owner_gid: 0,
-    }];
+    f.owners = vec![IdmapTarget::for_pinned(&read)];
     let plan = plan(&req, &host(true), &f).unwrap();
+    let data = data.display();
+    // Mounted from descriptor 5 (after the copied /etc/passwd on 4), never by path; the init
+    // step moves to the next descriptor.
     let expected = format!(
         "--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net \
-         --seccomp 3 {VIEW} --perms 755 --dir /data --ro-bind /data/ref /data/ref --perms 755 --dir /work --ro-bind /work/ws /work/ws \
+         --seccomp 3 {VIEW} --perms 755 --dir /var --perms 755 --dir /var/tmp --ro-bind-fd 5 {data} \
+         --perms 755 --dir /work --ro-bind /work/ws /work/ws \
          --remount-ro / --chdir /work/ws {ROOT_CAPS} \
-         -- /proc/self/fd/5 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
+         -- /proc/self/fd/6 __sandbox-init --drop-to 1900000007:1900000007 {RLIMITS} --write /tmp --write /dev -- /bin/sh -c true"
     );
     assert_eq!(argv(&plan), expected);
-    // Owned by root: shown as the sandbox uid through an idmapped mount; the listable workspace is not.
-    assert_eq!(plan.idmaps, f.owners);
+    assert_eq!(plan.pinned, [(read.clone(), 5)]);
+    // Owned by root: shown as the sandbox uid through an idmapped clone of its descriptor, handed
+    // to bwrap on the same number; the listable workspace is not.
+    let mut wanted = f.owners.clone();
+    wanted[0].pinned = Some((read, 5));
+    assert_eq!(plan.idmaps, wanted);
     assert_eq!(plan.enforcement.filesystem, "workspace read-only");
 }
 
@@ -467,7 +475,8 @@ fn a_directory_of_etc_copies_is_one_bind_unless_a_bind_goes_under_etc() {
     // A read path under /etc needs a mount point the read-only directory cannot give: the files
     // are copied one by one, as without the directory.
     let mut req = request();
-    req.read_paths.push("/etc/apt".into());
+    req.read_paths
+        .push(PinnedPath::open(Path::new("/etc")).unwrap());
     let plan = plan_for(&req, &run);
     let args = argv(&plan);
     assert!(

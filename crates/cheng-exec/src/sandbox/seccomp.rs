@@ -21,13 +21,19 @@
 //!   mount/umount2/pivot_root and the mount API (fsopen, fsconfig, fsmount, fspick, move_mount,
 //!   open_tree, mount_setattr), setns, unshare and clone with CLONE_NEWUSER;
 //! - clone3: ENOSYS (its flags sit in a struct; libc falls back to clone, which is checked);
+//! - socket and socketpair of any address family but AF_UNIX, and AF_INET/AF_INET6 when the
+//!   network is shared: EAFNOSUPPORT, as from a kernel built without that family. A network
+//!   namespace isolates only the IP families: vsock reaches the hypervisor side of a VM, netlink
+//!   the kernel's configuration interfaces, AF_PACKET/AF_ALG/AF_BLUETOOTH/AF_KEY kernel code no
+//!   script needs. io_uring (which can create sockets without socket()) is refused whole above,
+//!   and the 32-bit `socketcall` only exists for foreign architectures, which are killed;
 //! - on x86_64, x32 system calls (numbers with bit 30 set): ENOSYS, so that the x32 aliases of
 //!   the calls above cannot go around the filter. Other architectures' calls (32-bit `int 0x80`)
 //!   kill the process.
 //!
-//! How it is installed: the program is assembled once per process (a binary search over the
-//! listed system call numbers, 154 instructions on x86_64: see [`assemble`] for why its size
-//! matters), written to a fresh memfd for each run and handed to bubblewrap as `--seccomp 3`; bwrap applies it right
+//! How it is installed: the program is assembled once per process and network setting (a binary
+//! search over the listed system call numbers, 162 instructions on x86_64: see [`assemble`] for
+//! why its size matters), written to a fresh memfd for each run and handed to bubblewrap as `--seccomp 3`; bwrap applies it right
 //! before it executes the first program inside, after it built the namespaces and mounts. So it
 //! binds cheng's init step, `setpriv` and `prlimit` as well as the script (none of which use a
 //! refused call), in every mode the sandbox runs in.
@@ -45,7 +51,37 @@ pub const SECCOMP_FD: RawFd = 3;
 pub const REFUSES: &str = "setuid/setgid modes in chmod, open, creat, mknod (and setgid in mkdir), \
      the setxattr family (file capabilities), io_uring, ptrace, process_vm_readv/writev, keyrings, bpf, \
      perf_event_open, userfaultfd, kexec, kernel modules, mount/umount/pivot_root and the mount API, \
-     new user namespaces (unshare/clone with CLONE_NEWUSER) and setns; openat2 and clone3 answer ENOSYS";
+     new user namespaces (unshare/clone with CLONE_NEWUSER) and setns; openat2 and clone3 answer ENOSYS; \
+     socket families outside the allowlist answer EAFNOSUPPORT (see sockets)";
+
+/// The socket families the sandbox may create: AF_UNIX always, the IP families only with the
+/// network. Everything else (AF_VSOCK, AF_NETLINK, AF_PACKET, AF_ALG, ...) is EAFNOSUPPORT.
+pub fn socket_families(network: bool) -> &'static [u32] {
+    const LOCAL: [u32; 1] = [libc::AF_UNIX as u32];
+    const WITH_NETWORK: [u32; 3] = [
+        libc::AF_UNIX as u32,
+        libc::AF_INET as u32,
+        libc::AF_INET6 as u32,
+    ];
+    if network {
+        &WITH_NETWORK
+    } else {
+        &LOCAL
+    }
+}
+
+/// The socket allowlist as `metrics.limits.sockets` reports it.
+pub fn sockets_report(network: bool) -> String {
+    let allowed = if network {
+        "AF_UNIX, AF_INET, AF_INET6"
+    } else {
+        "AF_UNIX only (AF_INET and AF_INET6 need allow_network)"
+    };
+    format!(
+        "{allowed}; socket and socketpair of every other family (AF_VSOCK, AF_NETLINK, AF_PACKET, AF_ALG, \
+         AF_BLUETOOTH, AF_KEY, ...) answer EAFNOSUPPORT (seccomp filter); io_uring is refused"
+    )
+}
 
 // System calls numbered after 423 have the same number on every architecture (the unified
 // table); the libc crate does not name these two on every target yet.
@@ -56,10 +92,11 @@ const SYS_SETXATTRAT: i64 = 463;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// The compiled program as the bytes bwrap reads (`struct sock_filter` after `struct
-/// sock_filter`, native byte order), built once per process.
-pub fn program_bytes() -> Result<&'static [u8], NodeError> {
-    static BYTES: OnceLock<Result<Vec<u8>, String>> = OnceLock::new();
-    match BYTES.get_or_init(|| program().map(|p| to_bytes(&p))) {
+/// sock_filter`, native byte order), built once per process for each `network` setting (the
+/// socket families it admits differ).
+pub fn program_bytes(network: bool) -> Result<&'static [u8], NodeError> {
+    static BYTES: [OnceLock<Result<Vec<u8>, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    match BYTES[usize::from(network)].get_or_init(|| program(network).map(|p| to_bytes(&p))) {
         Ok(bytes) => Ok(bytes),
         Err(why) => Err(NodeError::new(
             ErrorKind::SandboxUnavailable,
@@ -71,10 +108,11 @@ pub fn program_bytes() -> Result<&'static [u8], NodeError> {
     }
 }
 
-/// A fresh descriptor (a sealed memfd at offset 0) holding the program, for one bwrap start:
-/// bwrap reads it to the end, so descriptors are never shared between runs.
-pub fn program_fd() -> Result<OwnedFd, NodeError> {
-    let bytes = program_bytes()?;
+/// A fresh descriptor (a sealed memfd at offset 0) holding the program for a sandbox with or
+/// without the `network`, for one bwrap start: bwrap reads it to the end, so descriptors are
+/// never shared between runs.
+pub fn program_fd(network: bool) -> Result<OwnedFd, NodeError> {
+    let bytes = program_bytes(network)?;
     let failed = |what: &str, e: std::io::Error| {
         NodeError::new(
             ErrorKind::SandboxUnavailable,
@@ -111,8 +149,8 @@ pub fn program_fd() -> Result<OwnedFd, NodeError> {
 }
 
 /// The whole program (see [`assemble`] for its shape).
-pub fn program() -> Result<BpfProgram, String> {
-    let program = assemble(audit_arch()?, &table())?;
+pub fn program(network: bool) -> Result<BpfProgram, String> {
+    let program = assemble(audit_arch()?, &table(network))?;
     if program.len() > 4096 {
         return Err(format!(
             "the program has {} instructions, more than the kernel's 4096",
@@ -150,6 +188,9 @@ enum Action {
     Errno(u32),
     /// EPERM when every test of one of the rules holds; allowed otherwise.
     EpermWhen(Vec<Vec<Bits>>),
+    /// Allowed when the low 32 bits of the first argument (the kernel reads an `int`) are one
+    /// of these address families; EAFNOSUPPORT otherwise.
+    FamilyIn(&'static [u32]),
 }
 
 /// System calls refused whatever their arguments: file capabilities, io_uring (its requests
@@ -190,7 +231,7 @@ const ALWAYS_REFUSED: [i64; 32] = [
 ];
 
 /// Every listed system call, sorted by number; the rest are allowed.
-fn table() -> Vec<(u32, Action)> {
+fn table(network: bool) -> Vec<(u32, Action)> {
     let setid: u32 = libc::S_ISUID | libc::S_ISGID;
     let setgid: u32 = libc::S_ISGID;
     let mode = |arg: u8, bits: u32| Action::EpermWhen(vec![vec![Bits::Any(arg, bits)]]);
@@ -224,6 +265,12 @@ fn table() -> Vec<(u32, Action)> {
         // Arguments seccomp cannot read: libc falls back to openat / clone.
         (libc::SYS_openat2, enosys()),
         (libc::SYS_clone3, enosys()),
+        // Socket families outside the allowlist.
+        (libc::SYS_socket, Action::FamilyIn(socket_families(network))),
+        (
+            libc::SYS_socketpair,
+            Action::FamilyIn(socket_families(network)),
+        ),
     ];
     #[cfg(target_arch = "x86_64")]
     t.extend([
@@ -338,6 +385,7 @@ impl Asm {
 fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, String> {
     let mut a = Asm::default();
     let (allow, eperm, enosys, kill) = (a.label(), a.label(), a.label(), a.label());
+    let eafnosupport = a.label();
     a.stmt(LD_W_ABS, DATA_ARCH);
     a.jump(JEQ_K, audit_arch, To::Next, To::Label(kill));
     a.stmt(LD_W_ABS, DATA_NR);
@@ -350,8 +398,10 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
             eperm
         }
     };
-    // Argument tests, emitted after the tree: (label, rules).
+    // Argument tests, emitted after the tree: (label, rules) and (label, families); calls that
+    // share a family list share its block.
     let mut blocks: Vec<(usize, &Vec<Vec<Bits>>)> = Vec::new();
+    let mut family_blocks: Vec<(usize, &'static [u32])> = Vec::new();
     let mut targets = Vec::with_capacity(table.len());
     for (_, action) in table {
         targets.push(match action {
@@ -364,6 +414,14 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
                 blocks.push((l, rules));
                 l
             }
+            Action::FamilyIn(families) => match family_blocks.iter().find(|(_, f)| f == families) {
+                Some((l, _)) => *l,
+                None => {
+                    let l = a.label();
+                    family_blocks.push((l, families));
+                    l
+                }
+            },
         });
     }
     tree(&mut a, table, &targets, allow);
@@ -389,6 +447,14 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
         }
         a.jump(JA, 0, To::Label(allow), To::Next);
     }
+    for (label, families) in family_blocks {
+        a.place(label);
+        a.stmt(LD_W_ABS, data_arg_low(0));
+        for family in families {
+            a.jump(JEQ_K, *family, To::Label(allow), To::Next);
+        }
+        a.jump(JA, 0, To::Label(eafnosupport), To::Next);
+    }
     a.place(allow);
     a.stmt(RET_K, libc::SECCOMP_RET_ALLOW);
     a.place(eperm);
@@ -400,6 +466,11 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
     a.stmt(
         RET_K,
         libc::SECCOMP_RET_ERRNO | (libc::ENOSYS as u32 & libc::SECCOMP_RET_DATA),
+    );
+    a.place(eafnosupport);
+    a.stmt(
+        RET_K,
+        libc::SECCOMP_RET_ERRNO | (libc::EAFNOSUPPORT as u32 & libc::SECCOMP_RET_DATA),
     );
     a.place(kill);
     a.stmt(RET_K, libc::SECCOMP_RET_KILL_PROCESS);
@@ -586,14 +657,17 @@ mod tests {
 
     #[test]
     fn the_program_compiles_and_bwrap_gets_it_on_fd_3() {
-        let program = program().unwrap();
-        assert!(program.len() > 20, "{} instructions", program.len());
-        assert_eq!(program_bytes().unwrap().len(), program.len() * 8);
-        let fd = program_fd().unwrap();
-        let mut file = std::fs::File::from(fd);
-        let mut read = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut read).unwrap();
-        assert_eq!(read, program_bytes().unwrap());
+        for network in [false, true] {
+            let program = program(network).unwrap();
+            assert!(program.len() > 20, "{} instructions", program.len());
+            assert_eq!(program_bytes(network).unwrap().len(), program.len() * 8);
+            let fd = program_fd(network).unwrap();
+            let mut file = std::fs::File::from(fd);
+            let mut read = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut read).unwrap();
+            assert_eq!(read, program_bytes(network).unwrap());
+        }
+        assert_ne!(program_bytes(false).unwrap(), program_bytes(true).unwrap());
         let mut b = crate::sandbox::bwrap::Bwrap::new();
         b.seccomp(SECCOMP_FD);
         let args: Vec<String> = b
@@ -643,11 +717,18 @@ mod tests {
     }
 
     /// The assembled program answers exactly as the seccompiler-built one did, for every system
-    /// call number, both architectures, x32 numbers, and every combination of interesting
+    /// call number but the two socket calls (the reference predates the socket allowlist, see
+    /// the next test), both architectures, x32 numbers, and every combination of interesting
     /// argument values on the calls whose arguments are tested; and it is far shorter.
     #[test]
     fn the_assembled_program_answers_as_the_reference_does() {
-        let new = program().unwrap();
+        for network in [false, true] {
+            answers_as_the_reference_does(network);
+        }
+    }
+
+    fn answers_as_the_reference_does(network: bool) {
+        let new = program(network).unwrap();
         let old = reference::program().unwrap();
         assert!(
             new.len() * 2 < old.len(),
@@ -657,7 +738,7 @@ mod tests {
         );
         let native = audit_arch().unwrap();
         let foreign = 0x4000_0003; // AUDIT_ARCH_I386
-        let tested: Vec<u32> = table()
+        let tested: Vec<u32> = table(network)
             .into_iter()
             .filter(|(_, a)| matches!(a, Action::EpermWhen(_)))
             .map(|(nr, _)| nr)
@@ -684,8 +765,12 @@ mod tests {
         let mut numbers: Vec<u32> = (0..600).collect();
         numbers.extend((0..600).map(|n| X32_SYSCALL_BIT | n));
         numbers.extend([u32::MAX, 0x8000_0000, X32_SYSCALL_BIT - 1]);
+        let sockets = [libc::SYS_socket as u32, libc::SYS_socketpair as u32];
         for nr in numbers {
             for arch in [native, foreign] {
+                if arch == native && sockets.contains(&nr) {
+                    continue;
+                }
                 for fill in [0, u64::MAX, 0o4755] {
                     let args = [fill; 6];
                     assert_eq!(
@@ -717,6 +802,111 @@ mod tests {
         assert!(checked > 500_000, "{checked}");
     }
 
+    /// socket and socketpair: AF_UNIX always, AF_INET and AF_INET6 only with the network, every
+    /// other family (and every value the kernel would read as one) EAFNOSUPPORT; only the low
+    /// 32 bits count, as the kernel reads an `int`; a foreign architecture is still killed.
+    #[test]
+    fn socket_families_outside_the_allowlist_answer_eafnosupport() {
+        let native = audit_arch().unwrap();
+        let refused = libc::SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32;
+        let allowed = libc::SECCOMP_RET_ALLOW;
+        for network in [false, true] {
+            let p = program(network).unwrap();
+            for nr in [libc::SYS_socket as u32, libc::SYS_socketpair as u32] {
+                let mut families: Vec<u64> = (0..=64).collect();
+                families.extend([0xffff_ffff, u64::MAX, 1 << 32, 2 << 32]);
+                for family in families {
+                    let low = family as u32;
+                    let admitted = low == libc::AF_UNIX as u32
+                        || (network
+                            && (low == libc::AF_INET as u32 || low == libc::AF_INET6 as u32));
+                    let want = if admitted { allowed } else { refused };
+                    for rest in [0, libc::SOCK_STREAM as u64, u64::MAX] {
+                        let args = [family, rest, rest, 0, 0, 0];
+                        assert_eq!(
+                            interpret(&p, nr, native, args),
+                            want,
+                            "network {network} nr {nr} family {family:#x} args {args:?}"
+                        );
+                    }
+                }
+                // High bits of the argument are ignored by the kernel: 1 << 32 | AF_UNIX is
+                // AF_UNIX there, and the filter must agree (neither looser nor stricter).
+                let unix_high = (1u64 << 32) | libc::AF_UNIX as u64;
+                assert_eq!(
+                    interpret(&p, nr, native, [unix_high, 1, 0, 0, 0, 0]),
+                    allowed
+                );
+                assert_eq!(
+                    interpret(&p, nr, 0x4000_0003, [libc::AF_UNIX as u64, 1, 0, 0, 0, 0]),
+                    libc::SECCOMP_RET_KILL_PROCESS
+                );
+            }
+        }
+    }
+
+    /// Under the filter (applied to a throwaway thread), socket() and socketpair() create only
+    /// the allowlisted families; the rest fail with exactly EAFNOSUPPORT. The control: the same
+    /// calls on an unfiltered thread do not fail with EAFNOSUPPORT for AF_NETLINK and AF_INET.
+    #[test]
+    fn a_filtered_thread_creates_only_allowlisted_sockets() {
+        fn attempt() -> Vec<(&'static str, i32)> {
+            use socket2::{Domain, Socket, Type};
+            let errno = |made: std::io::Result<()>| made.err().and_then(|e| e.raw_os_error());
+            let mut r = Vec::new();
+            for (name, family, kind) in [
+                ("unix", libc::AF_UNIX, libc::SOCK_STREAM),
+                ("inet", libc::AF_INET, libc::SOCK_STREAM),
+                ("inet6", libc::AF_INET6, libc::SOCK_DGRAM),
+                ("netlink", libc::AF_NETLINK, libc::SOCK_RAW),
+                ("vsock", libc::AF_VSOCK, libc::SOCK_STREAM),
+                ("packet", libc::AF_PACKET, libc::SOCK_RAW),
+                ("alg", libc::AF_ALG, libc::SOCK_SEQPACKET),
+            ] {
+                let made = Socket::new(Domain::from(family), Type::from(kind), None);
+                r.push((name, errno(made.map(drop)).unwrap_or(0)));
+            }
+            for (name, family) in [("pair unix", libc::AF_UNIX), ("pair vsock", libc::AF_VSOCK)] {
+                let made = Socket::pair(Domain::from(family), Type::STREAM, None);
+                r.push((name, errno(made.map(drop)).unwrap_or(0)));
+            }
+            r
+        }
+        let filtered = |network: bool| {
+            std::thread::spawn(move || {
+                seccompiler::apply_filter(&program(network).unwrap()).unwrap();
+                attempt()
+            })
+            .join()
+            .unwrap()
+        };
+        let get = |r: &[(&str, i32)], name: &str| {
+            r.iter().find(|(n, _)| *n == name).map(|(_, e)| *e).unwrap()
+        };
+        let unfiltered = std::thread::spawn(attempt).join().unwrap();
+        for name in ["unix", "inet", "netlink", "pair unix"] {
+            assert_eq!(get(&unfiltered, name), 0, "control {name}: {unfiltered:?}");
+        }
+        for network in [false, true] {
+            let r = filtered(network);
+            let mut refused = vec!["netlink", "vsock", "packet", "alg", "pair vsock"];
+            if network {
+                assert_eq!(get(&r, "inet"), 0, "{r:?}");
+            } else {
+                refused.extend(["inet", "inet6"]);
+            }
+            for name in refused {
+                assert_eq!(
+                    get(&r, name),
+                    libc::EAFNOSUPPORT,
+                    "network {network} {name}: {r:?}"
+                );
+            }
+            assert_eq!(get(&r, "unix"), 0, "{r:?}");
+            assert_eq!(get(&r, "pair unix"), 0, "{r:?}");
+        }
+    }
+
     fn errno<T: Into<i64>>(rc: T) -> i32 {
         if rc.into() < 0 {
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
@@ -732,7 +922,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().to_path_buf();
         let results = std::thread::spawn(move || {
-            let program = program().unwrap();
+            let program = program(false).unwrap();
             seccompiler::apply_filter(&program).unwrap();
             let path = |name: &str| CString::new(base.join(name).as_os_str().as_bytes()).unwrap();
             let file = path("f");

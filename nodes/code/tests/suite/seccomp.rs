@@ -179,6 +179,150 @@ async fn code_shell_cannot_create_user_namespaces_or_set_file_capabilities() {
     );
 }
 
+/// EAFNOSUPPORT (the same on x86_64 and aarch64).
+const EAFNOSUPPORT: i64 = 97;
+
+/// Creates one socket of each family (and a few socketpairs) through libc, and tries
+/// io_uring_setup, printing `{name: errno}` as JSON (0: created); then resolves localhost the
+/// way glibc asks the kernel for the host's interfaces first (through netlink, refused inside).
+const SOCKET_PROBE: &str = r#"
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+def made(rc, fds=()):
+    e = ctypes.get_errno()
+    for fd in fds:
+        os.close(fd)
+    return 0 if rc >= 0 else e
+def sock(family, kind):
+    ctypes.set_errno(0)
+    fd = libc.socket(family, kind, 0)
+    return made(fd, [fd] if fd >= 0 else [])
+def pair(family, kind):
+    fds = (ctypes.c_int * 2)()
+    ctypes.set_errno(0)
+    rc = libc.socketpair(family, kind, 0, fds)
+    return made(rc, list(fds) if rc == 0 else [])
+families = {"AF_UNIX": (1, 1), "AF_INET": (2, 1), "AF_INET6": (10, 2), "AF_KEY": (15, 3),
+            "AF_NETLINK": (16, 3), "AF_PACKET": (17, 3), "AF_RDS": (21, 5), "AF_CAN": (29, 3),
+            "AF_TIPC": (30, 5), "AF_BLUETOOTH": (31, 3), "AF_ALG": (38, 5), "AF_VSOCK": (40, 1),
+            "AF_XDP": (44, 3)}
+out = {name: sock(f, t) for name, (f, t) in families.items()}
+out["socketpair AF_UNIX"] = pair(1, 1)
+out["socketpair AF_VSOCK"] = pair(40, 1)
+out["socketpair AF_NETLINK"] = pair(16, 3)
+params = ctypes.create_string_buffer(120)
+ctypes.set_errno(0)
+out["io_uring_setup"] = made(libc.syscall(425, 1, params))
+import socket
+try:
+    out["getaddrinfo"] = len(socket.getaddrinfo("localhost", 80, flags=socket.AI_ADDRCONFIG))
+except OSError as e:
+    out["getaddrinfo"] = str(e)
+print(json.dumps(out))
+"#;
+
+/// The families the sandbox refuses (the last two only without the network), as probe keys.
+const REFUSED_FAMILIES: [&str; 14] = [
+    "AF_KEY",
+    "AF_NETLINK",
+    "AF_PACKET",
+    "AF_RDS",
+    "AF_CAN",
+    "AF_TIPC",
+    "AF_BLUETOOTH",
+    "AF_ALG",
+    "AF_VSOCK",
+    "AF_XDP",
+    "socketpair AF_VSOCK",
+    "socketpair AF_NETLINK",
+    // The IP families only while the network is off.
+    "AF_INET (without allow_network)",
+    "AF_INET6 (without allow_network)",
+];
+
+/// The probe's answers on the host, outside any sandbox: the positive control.
+fn host_socket_answers() -> Value {
+    let out = std::process::Command::new("python3")
+        .args(["-I", "-c", SOCKET_PROBE])
+        .output()
+        .expect("python3 runs on the host");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the probe failed on the host: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Without the network only AF_UNIX sockets can be made; with it AF_INET and AF_INET6 too;
+/// every other family (vsock, netlink, packet, alg, bluetooth, key, ...) fails with exactly
+/// EAFNOSUPPORT, in socket and socketpair alike, and io_uring (which could make sockets
+/// without socket()) is refused. The control: on the host the same probe makes AF_NETLINK and
+/// AF_INET sockets, so the refusals come from the sandbox.
+#[tokio::test]
+async fn code_shell_creates_only_allowlisted_socket_families() {
+    if !sandbox_available() {
+        return;
+    }
+    let (_d, ws) = workspace();
+    let host = host_socket_answers();
+    for name in ["AF_UNIX", "AF_INET", "AF_NETLINK", "socketpair AF_UNIX"] {
+        assert_eq!(
+            host[name], 0,
+            "control: the host cannot make {name}: {host}"
+        );
+    }
+    let script = format!("python3 -I -c '{}'", SOCKET_PROBE.replace('\'', "'\\''"));
+    for network in [false, true] {
+        let out = Value::Object(
+            run(
+                &CodeShell,
+                &ws,
+                json!({"script": script, "allow_network": network}),
+            )
+            .await,
+        );
+        assert_eq!(out["success"], true, "{out}");
+        let inside: Value =
+            serde_json::from_str(stdout(&out)).unwrap_or_else(|e| panic!("{e}: {out}"));
+        for name in REFUSED_FAMILIES {
+            let key = name.split(" (").next().unwrap_or(name);
+            if name.contains("without allow_network") && network {
+                continue;
+            }
+            assert_eq!(
+                inside[key], EAFNOSUPPORT,
+                "network {network}: {name} was not refused with EAFNOSUPPORT: {inside} (host: {host})"
+            );
+        }
+        assert_eq!(inside["AF_UNIX"], 0, "{inside}");
+        assert_eq!(inside["socketpair AF_UNIX"], 0, "{inside}");
+        assert_eq!(inside["io_uring_setup"], EPERM, "{inside}");
+        assert!(
+            inside["getaddrinfo"].as_u64().is_some_and(|n| n > 0),
+            "{inside}"
+        );
+        if network {
+            // Allowed with the network: what the host itself answers (IPv6 may be off there).
+            assert_eq!(inside["AF_INET"], 0, "{inside}");
+            assert_eq!(
+                inside["AF_INET6"], host["AF_INET6"],
+                "{inside} (host: {host})"
+            );
+        }
+        let sockets = out["metrics"]["limits"]["sockets"].as_str().unwrap_or("");
+        assert!(
+            sockets.contains("EAFNOSUPPORT") && sockets.contains("AF_VSOCK"),
+            "{out}"
+        );
+        assert_eq!(
+            sockets.starts_with("AF_UNIX, AF_INET, AF_INET6"),
+            network,
+            "{sockets}"
+        );
+    }
+}
+
 #[cfg(feature = "python")]
 mod python {
     use super::*;
@@ -244,6 +388,28 @@ result = {
         assert_no_setid(&ws, &out);
     }
 
+    /// code_python has no network switch: only AF_UNIX sockets, everything else EAFNOSUPPORT.
+    #[tokio::test]
+    async fn code_python_creates_only_unix_sockets() {
+        if !sandbox_available() {
+            return;
+        }
+        let (_d, ws) = workspace();
+        let host = host_socket_answers();
+        assert_eq!(host["AF_NETLINK"], 0, "control: {host}");
+        let script = SOCKET_PROBE.replace("print(json.dumps(out))", "result = out");
+        let out = Value::Object(run(&CodePython, &ws, json!({"script": script})).await);
+        assert_eq!(out["success"], true, "{out}");
+        let r = &out["result"];
+        for name in REFUSED_FAMILIES {
+            let key = name.split(" (").next().unwrap_or(name);
+            assert_eq!(r[key], EAFNOSUPPORT, "{name}: {r} (host: {host})");
+        }
+        assert_eq!(r["AF_UNIX"], 0, "{r}");
+        assert_eq!(r["socketpair AF_UNIX"], 0, "{r}");
+        assert_eq!(r["io_uring_setup"], EPERM, "{r}");
+    }
+
     #[tokio::test]
     async fn code_python_clone3_is_enosys_ptrace_eperm_and_fork_still_works() {
         if !sandbox_available() {
@@ -304,7 +470,7 @@ async fn bwrap_gets_the_whole_program_on_fd_3_for_every_run() {
     );
     let mut req = SandboxRequest::new(ws.clone(), vec!["/bin/true".into()]);
     req.bwrap = Some(fake);
-    let expected = format!("{}\n", seccomp::program_bytes().unwrap().len());
+    let expected = format!("{}\n", seccomp::program_bytes(false).unwrap().len());
     let cancel = cheng_node::CancellationToken::new();
     for _ in 0..2 {
         let run = Sandbox::prepare(req.clone())
