@@ -590,6 +590,9 @@ impl State {
         let permissions = fs
             .symlink_metadata(&state.target.real)
             .map_err(|e| {
+                if cheng_fs::changed_under_us(&e) {
+                    return crate::files::changed(&state.target.display, "read", "written");
+                }
                 NodeError::invalid_input(format!(
                     "{field} {:?} cannot be read: {e}",
                     state.target.display

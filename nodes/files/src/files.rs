@@ -227,6 +227,10 @@ pub fn write(
         .parent()
         .ok_or_else(|| NodeError::invalid_input(format!("{display:?} names no file")))?;
     let parent_is_dir = match fs.symlink_metadata(parent) {
+        // The policy resolved every link on the path: one here was swapped in since.
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(changed(display, "written", "written"))
+        }
         Ok(meta) => meta.is_dir(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(write_failed(display, "open its directory", &e)),
