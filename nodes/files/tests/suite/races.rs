@@ -87,6 +87,15 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// When the attacker swaps.
+#[derive(Debug, Clone, Copy)]
+enum Attack {
+    /// Once, right after the k-th open it sees in the watched directories.
+    AfterOpen(usize),
+    /// Over and over, for as long as the node runs (for steps that open nothing there).
+    Flip,
+}
+
 /// The attacker: swaps `a` and `b` after the `after`-th open seen in the watched directories.
 struct Watcher {
     thread: std::thread::JoinHandle<bool>,
@@ -98,7 +107,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn start(dirs: &[PathBuf], a: PathBuf, b: PathBuf, after: usize) -> Watcher {
+    fn start(dirs: &[PathBuf], a: PathBuf, b: PathBuf, attack: Attack) -> Watcher {
         let ino = inotify::init(CreateFlags::CLOEXEC).unwrap();
         for dir in dirs {
             inotify::add_watch(&ino, dir, WatchFlags::OPEN).unwrap();
@@ -113,6 +122,18 @@ impl Watcher {
         let stopped = Arc::clone(&stop);
         let (tell, swapped) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
+            let after = match attack {
+                Attack::AfterOpen(k) => k,
+                Attack::Flip => {
+                    // No waiting for an event: exchange as fast as possible until told to stop.
+                    let mut flips = 0usize;
+                    while !stopped.load(Ordering::SeqCst) {
+                        renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).unwrap();
+                        flips += 1;
+                    }
+                    return flips > 0;
+                }
+            };
             let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
             let mut reader = inotify::Reader::new(&ino, &mut buf);
             let mut seen = 0;
@@ -176,8 +197,9 @@ struct Tally {
     messages: BTreeMap<String, String>,
 }
 
-/// Runs `op` against the watcher `ITERATIONS` times (bounded by `TIME_BUDGET`), sweeping the
-/// open after which the swap comes; `op` returns its outcome's name.
+/// Runs `op` against the watcher `ITERATIONS` times (bounded by `TIME_BUDGET`): every other
+/// iteration sweeps the open after which the swap comes, the others flip all along; `op`
+/// returns its outcome's name and message.
 fn race(notes: &str, op: impl Fn(&Layout) -> (String, String)) -> Tally {
     let mut tally = Tally::default();
     let start = Instant::now();
@@ -192,7 +214,11 @@ fn race(notes: &str, op: impl Fn(&Layout) -> (String, String)) -> Tally {
             &[d.clone(), d.join("victim")],
             d,
             l.ws.join("dlink"),
-            i % SWEEP + 1,
+            if i % 2 == 0 {
+                Attack::AfterOpen(i / 2 % SWEEP + 1)
+            } else {
+                Attack::Flip
+            },
         );
         let (outcome, message) = op(&l);
         let swapped = watcher.finish();
@@ -247,27 +273,23 @@ const REFUSALS: &[&str] = &[
     "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE",
 ];
 
+fn write_file(input: Value) -> impl Fn(&Layout) -> (String, String) {
+    move |l| node_outcome(&WriteFile, l, input.clone())
+}
+
 #[test]
-fn write_file_never_writes_through_a_swapped_parent() {
+fn write_file_replacing_never_writes_through_a_swapped_parent() {
     let notes = notes();
     // The new content differs in one line: the diff for the card stays cheap.
     let content = notes.replacen("line 0\n", "pwned\n", 1);
-    let tally = race(&notes, |l| {
-        node_outcome(
-            &WriteFile,
-            l,
-            json!({"file_path": "d/notes.txt", "content": content}),
-        )
-    });
-    assert_held("write_file replace", &tally, REFUSALS);
-    let tally = race(&notes, |l| {
-        node_outcome(
-            &WriteFile,
-            l,
-            json!({"file_path": "d/new.txt", "content": "pwned\n"}),
-        )
-    });
-    assert_held("write_file create", &tally, REFUSALS);
+    let op = write_file(json!({"file_path": "d/notes.txt", "content": content}));
+    assert_held("write_file replace", &race(&notes, op), REFUSALS);
+}
+
+#[test]
+fn write_file_creating_never_writes_through_a_swapped_parent() {
+    let op = write_file(json!({"file_path": "d/new.txt", "content": "pwned\n"}));
+    assert_held("write_file create", &race(&notes(), op), REFUSALS);
 }
 
 #[test]
@@ -282,38 +304,49 @@ fn edit_file_never_writes_through_a_swapped_parent() {
     assert_held("edit_file", &tally, REFUSALS);
 }
 
-fn patch(body: &str) -> Value {
-    json!({"input": format!("*** Begin Patch\n{body}*** End Patch\n")})
+fn apply_patch(scenario: &str, body: &str) {
+    let input = json!({"input": format!("*** Begin Patch\n{body}*** End Patch\n")});
+    let tally = race(&notes(), |l| node_outcome(&ApplyPatch, l, input.clone()));
+    assert_held(&format!("apply_patch {scenario}"), &tally, REFUSALS);
 }
 
 #[test]
-fn apply_patch_never_writes_or_deletes_through_a_swapped_parent() {
-    let notes = notes();
-    for (scenario, body) in [
-        ("add", "*** Add File: d/new.txt\n+pwned\n"),
-        (
-            "update",
-            "*** Update File: d/notes.txt\n@@\n-line 0\n+pwned\n",
-        ),
-        (
-            "move",
-            "*** Update File: d/notes.txt\n*** Move to: d/moved.txt\n@@\n-line 0\n+pwned\n",
-        ),
-        ("delete", "*** Delete File: d/notes.txt\n"),
-    ] {
-        let tally = race(&notes, |l| node_outcome(&ApplyPatch, l, patch(body)));
-        assert_held(&format!("apply_patch {scenario}"), &tally, REFUSALS);
-    }
+fn apply_patch_add_never_writes_through_a_swapped_parent() {
+    apply_patch("add", "*** Add File: d/new.txt\n+pwned\n");
 }
 
 #[test]
-fn delete_path_never_deletes_through_a_swapped_parent() {
-    let notes = notes();
-    let tally = race(&notes, |l| {
+fn apply_patch_update_never_writes_through_a_swapped_parent() {
+    apply_patch(
+        "update",
+        "*** Update File: d/notes.txt\n@@\n-line 0\n+pwned\n",
+    );
+}
+
+#[test]
+fn apply_patch_move_never_writes_or_deletes_through_a_swapped_parent() {
+    apply_patch(
+        "move",
+        "*** Update File: d/notes.txt\n*** Move to: d/moved.txt\n@@\n-line 0\n+pwned\n",
+    );
+}
+
+#[test]
+fn apply_patch_delete_never_deletes_through_a_swapped_parent() {
+    apply_patch("delete", "*** Delete File: d/notes.txt\n");
+}
+
+#[test]
+fn delete_path_file_never_deletes_through_a_swapped_parent() {
+    let tally = race(&notes(), |l| {
         node_outcome(&DeletePath, l, json!({"path": "d/notes.txt"}))
     });
     assert_held("delete_path file", &tally, REFUSALS);
-    let tally = race(&notes, |l| {
+}
+
+#[test]
+fn delete_path_recursive_never_deletes_through_a_swapped_parent() {
+    let tally = race(&notes(), |l| {
         node_outcome(
             &DeletePath,
             l,
@@ -363,7 +396,12 @@ fn positive_control_the_same_swap_carries_by_name_operations_outside() {
             let l = layout(&notes);
             let before = snapshot(&l.outside);
             let d = l.ws.join("d");
-            let watcher = Watcher::start(&[d.clone(), d.join("victim")], d, l.ws.join("dlink"), 1);
+            let watcher = Watcher::start(
+                &[d.clone(), d.join("victim")],
+                d,
+                l.ws.join("dlink"),
+                Attack::AfterOpen(1),
+            );
             op(&l, &watcher);
             assert!(watcher.finish());
             assert_ne!(
