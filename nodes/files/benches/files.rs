@@ -160,7 +160,10 @@ fn breakdown(root: &std::path::Path) {
         t.elapsed().as_secs_f64() * 1000.0
     );
     let t = Instant::now();
-    cheng_nodes_files::atomic::write(&root.join("x.rs"), &bytes).unwrap();
+    cheng_fs::WorkspaceFs::open(root)
+        .unwrap()
+        .write("x.rs".as_ref(), &bytes)
+        .unwrap();
     println!("atomic write {:.1} ms", t.elapsed().as_secs_f64() * 1000.0);
     let t = Instant::now();
     let n = e.text.match_indices("// marker").count();

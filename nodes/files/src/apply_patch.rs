@@ -33,7 +33,8 @@ mod commit;
 use crate::freshness::{Freshness, READ_TRACKING};
 use crate::policy::{Access, PathPolicy, Target};
 use crate::text::Editable;
-use crate::{atomic, card, syntax, tag};
+use crate::{card, syntax, tag};
+use cheng_fs::WorkspaceFs;
 use cheng_node::text::head_tail;
 use cheng_node::{
     failure, ApprovalRequest, ApprovalRule, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
@@ -124,7 +125,8 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
     // A file changed between the card and now (another approved write got there first, the
     // freshness gate off): the approved diff is no longer what would be written.
     crate::basis::check(ctx, &plan.fingerprint())?;
-    commit::commit(&plan.entries, &RealDisk).map_err(|e| {
+    let fs = crate::files::workspace_fs(&ctx.workspace)?;
+    commit::commit(&plan.entries, &RealDisk(&fs)).map_err(|e| {
         NodeError::new(
             ErrorKind::WriteFailed,
             format!("the patch was not applied: {e}"),
@@ -158,31 +160,38 @@ fn run_blocking(ctx: &RunContext, input: &Values) -> Result<Values, NodeError> {
     Ok(out)
 }
 
-/// The writes go through the atomic module.
-struct RealDisk;
+/// Every write goes through the workspace handle: beneath the root's descriptor, no symlink
+/// followed, temporary files and renames inside the parent's descriptor.
+struct RealDisk<'a>(&'a WorkspaceFs);
 
-impl commit::Disk for RealDisk {
-    type Staged = atomic::Staged;
-    fn stage(&self, path: &Path, bytes: &[u8]) -> io::Result<atomic::Staged> {
-        atomic::stage(path, bytes)
+impl commit::Disk for RealDisk<'_> {
+    type Staged = cheng_fs::Staged;
+    fn exists(&self, path: &Path) -> bool {
+        // An error other than "absent" (a symlink swapped in) counts as present: the write that
+        // follows meets it and says so.
+        !matches!(self.0.exists(path), Ok(false))
     }
-    fn commit(&self, staged: atomic::Staged) -> io::Result<()> {
+    fn stage(&self, path: &Path, bytes: &[u8]) -> io::Result<cheng_fs::Staged> {
+        self.0.stage(path, bytes)
+    }
+    fn commit(&self, staged: cheng_fs::Staged) -> io::Result<()> {
         staged.commit()
     }
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
-        atomic::write(path, bytes)
+        self.0.write(path, bytes)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
-        std::fs::remove_file(path)
+        self.0.remove_file(path)
     }
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir(path)
+        self.0.create_dir(path)
     }
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::remove_dir(path)
+        self.0.remove_dir(path)
     }
     fn set_permissions(&self, path: &Path, permissions: Permissions) -> io::Result<()> {
-        std::fs::set_permissions(path, permissions)
+        use std::os::unix::fs::PermissionsExt;
+        self.0.set_mode(path, permissions.mode())
     }
 }
 
@@ -237,6 +246,7 @@ impl Plan {
             };
         // Every path of a patch is written: the read-only roots other file nodes take do not apply.
         let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
+        let fs = crate::files::workspace_fs(&ctx.workspace)?;
         let patch = cheng_patch::parse(text)
             .map_err(|e| NodeError::invalid_input(format!("input: {e}; nothing was written")))?;
 
@@ -270,7 +280,7 @@ impl Plan {
                     }
                     Some(&i) => i,
                     None => {
-                        let state = State::load(target, op.line())?;
+                        let state = State::load(&fs, target, op.line())?;
                         states.push(state);
                         by_real.insert(
                             states[states.len() - 1].target.real.clone(),
@@ -403,7 +413,8 @@ impl Plan {
                     let i = state_of(path);
                     let s = &mut states[i];
                     s.refuse_directory(line, "delete")?;
-                    if std::fs::symlink_metadata(&s.target.lexical)
+                    if crate::files::entry_path(&s.target)
+                        .and_then(|entry| fs.symlink_metadata(&entry))
                         .is_ok_and(|m| m.file_type().is_symlink())
                     {
                         return Err(NodeError::invalid_input(format!(
@@ -537,7 +548,7 @@ impl Plan {
 impl State {
     /// Reads what is at `target` now (a directory is remembered, and refused by the operation
     /// that names it).
-    fn load(target: Target, line: usize) -> Result<State, NodeError> {
+    fn load(fs: &WorkspaceFs, target: Target, line: usize) -> Result<State, NodeError> {
         let mut state = State {
             target,
             line,
@@ -547,12 +558,16 @@ impl State {
             format: None,
             exists: false,
         };
-        if std::fs::symlink_metadata(&state.target.real).is_ok_and(|m| m.is_dir()) {
+        if fs
+            .symlink_metadata(&state.target.real)
+            .is_ok_and(|m| m.is_dir())
+        {
             state.exists = true;
             return Ok(state);
         }
         let field = format!("patch line {line}: path");
         let Some(loaded) = crate::files::load(
+            fs,
             &state.target.real,
             &state.target.display,
             &field,
@@ -561,8 +576,12 @@ impl State {
         else {
             return Ok(state);
         };
-        let permissions = std::fs::metadata(&state.target.real)
+        let permissions = fs
+            .symlink_metadata(&state.target.real)
             .map_err(|e| {
+                if cheng_fs::changed_under_us(&e) {
+                    return crate::files::changed(&state.target.display, "read", "written");
+                }
                 NodeError::invalid_input(format!(
                     "{field} {:?} cannot be read: {e}",
                     state.target.display

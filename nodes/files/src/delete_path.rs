@@ -1,12 +1,15 @@
 //! `tools/delete_path`: delete a file, a symlink (the link itself, never what it points to) or,
 //! with `recursive: true`, a directory and everything in it. Never outside the workspace, never
 //! the workspace root, never a protected name at any depth (a directory holding a `.git`
-//! anywhere inside is refused whole). The walk that counts what would go never follows
-//! symlinks; the approval card shows the file count and bytes.
+//! anywhere inside is refused whole). The walk that counts what would go and the removal itself
+//! go through the workspace handle ([`cheng_fs::WorkspaceFs`]): by descriptor, never following
+//! a symlink, so a directory swapped for a link after the check is refused (or removed as the
+//! link it now is), never followed. The approval card shows the file count and bytes.
 
 use crate::card::{self, Change};
 use crate::freshness::Freshness;
 use crate::policy::{Access, PathPolicy, Target};
+use cheng_fs::{Kind, WorkspaceFs};
 use cheng_node::input::{non_empty_str, port};
 use cheng_node::paths::{protected_component, real_path};
 use cheng_node::{
@@ -96,12 +99,19 @@ impl Node for DeletePath {
             let removal = plan(ctx, input)?;
             crate::basis::check(ctx, &removal.basis())?;
             let display = removal.target.display.clone();
+            let fs = crate::files::workspace_fs(&ctx.workspace)?;
             let result = if removal.kind == "directory" {
-                std::fs::remove_dir_all(&removal.entry)
+                fs.remove_dir_all(&removal.entry, |name| {
+                    protected_component(Path::new(name)).is_some()
+                })
+                .map(drop)
             } else {
-                std::fs::remove_file(&removal.entry)
+                fs.remove_file(&removal.entry)
             };
             result.map_err(|e| {
+                if cheng_fs::changed_under_us(&e) {
+                    return crate::files::changed(&display, "deleted", "deleted");
+                }
                 let what = if removal.kind == "directory" {
                     "delete it (part of it may be gone)"
                 } else {
@@ -162,13 +172,17 @@ pub fn plan(ctx: &RunContext, input: &Values) -> Result<Removal, NodeError> {
             "path {rel:?} names the workspace root itself, which is never deleted"
         )));
     }
-    let meta = match std::fs::symlink_metadata(&entry) {
+    let fs = crate::files::workspace_fs(&ctx.workspace)?;
+    let meta = match fs.symlink_metadata(&entry) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(NodeError::new(
                 ErrorKind::NotFound,
                 format!("path {rel:?} does not exist"),
             ))
+        }
+        Err(e) if cheng_fs::changed_under_us(&e) => {
+            return Err(crate::files::changed(&display, "examined", "deleted"))
         }
         Err(e) => {
             return Err(NodeError::new(
@@ -196,7 +210,7 @@ pub fn plan(ctx: &RunContext, input: &Values) -> Result<Removal, NodeError> {
             bytes: meta.len(),
         });
     }
-    let (files, bytes) = count(&entry, &ctx.workspace)?;
+    let (files, bytes) = count(&fs, &entry, &display)?;
     if !recursive {
         return Err(NodeError::invalid_input(format!(
             "path {display:?} is a directory ({files} file(s), {bytes} bytes); set recursive to true to delete it and everything in it"
@@ -211,49 +225,40 @@ pub fn plan(ctx: &RunContext, input: &Values) -> Result<Removal, NodeError> {
     })
 }
 
-/// Files and bytes under `dir`, never following symlinks; refuses a protected name anywhere.
-fn count(dir: &Path, root: &Path) -> Result<(u64, u64), NodeError> {
+/// Files and bytes under `dir` (through the handle, never following symlinks); refuses a
+/// protected name anywhere.
+fn count(fs: &WorkspaceFs, dir: &Path, display: &str) -> Result<(u64, u64), NodeError> {
     let mut files = 0u64;
     let mut bytes = 0u64;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| {
-            NodeError::new(
-                ErrorKind::WriteFailed,
-                format!(
-                    "{} cannot be listed: {e}",
-                    cheng_node::paths::display_relative(root, &dir)
-                ),
-            )
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|e| {
-                NodeError::new(
-                    ErrorKind::WriteFailed,
-                    format!("{} cannot be listed: {e}", dir.display()),
-                )
-            })?;
-            let path = entry.path();
-            let inside = path.strip_prefix(root).unwrap_or(&path);
-            if let Some(name) = protected_component(inside) {
-                return Err(NodeError::policy_denied(format!(
-                    "{} holds `{name}` ({}), a protected name file nodes never delete; nothing was deleted",
-                    cheng_node::paths::display_relative(root, dir.as_path()),
-                    inside.display()
-                )));
-            }
-            let file_type = entry.file_type().map_err(|e| {
-                NodeError::new(ErrorKind::WriteFailed, format!("{}: {e}", inside.display()))
-            })?;
-            if file_type.is_dir() {
-                stack.push(path);
-            } else {
-                files += 1;
-                if file_type.is_file() {
-                    bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
-                }
-            }
+    let mut protected = None;
+    let walked = fs.walk(dir, |rel, entry| {
+        if let Some(name) = protected_component(rel) {
+            protected = Some((name.to_string(), rel.to_path_buf()));
+            return Err(std::io::Error::other("protected"));
         }
+        if entry.kind != Kind::Dir {
+            files += 1;
+            bytes += entry.size;
+        }
+        Ok(())
+    });
+    if let Some((name, inside)) = protected {
+        let holder = inside
+            .parent()
+            .map_or(String::new(), |p| p.display().to_string());
+        return Err(NodeError::policy_denied(format!(
+            "{holder} holds `{name}` ({}), a protected name file nodes never delete; nothing was deleted",
+            inside.display()
+        )));
     }
+    walked.map_err(|e| {
+        if cheng_fs::changed_under_us(&e) {
+            return crate::files::changed(display, "examined", "deleted");
+        }
+        NodeError::new(
+            ErrorKind::WriteFailed,
+            format!("{display} cannot be listed: {e}"),
+        )
+    })?;
     Ok((files, bytes))
 }

@@ -116,7 +116,9 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<(Plan, 
     let target = policy.resolve(rel, "file_path", Access::Write)?;
     let display = target.display.clone();
     // The edit is computed while the file is hashed; the freshness verdict still comes first.
+    let fs = files::workspace_fs(&ctx.workspace)?;
     let loaded = files::load_with(
+        &fs,
         &target.real,
         &display,
         "file_path",

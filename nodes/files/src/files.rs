@@ -1,11 +1,14 @@
-//! Reading a workspace file for editing, and the write step every writer shares.
+//! Reading a workspace file for editing, and the write step every writer shares. Every open,
+//! create and rename goes through the workspace handle ([`cheng_fs::WorkspaceFs`]), beneath the
+//! root's descriptor with no symlink followed: the policy resolved the legitimate links, so a
+//! link met now was swapped in after the check, and the operation stops ([`changed`]).
 
 use crate::policy::Target;
 use crate::text::{Editable, TextError};
+use cheng_fs::WorkspaceFs;
 use cheng_node::text::human_bytes;
 use cheng_node::{ErrorKind, NodeError};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Largest file the file nodes tag, edit or replace: 16 MiB (the whole file is hashed, decoded
@@ -29,23 +32,67 @@ impl Loaded {
     }
 }
 
-/// Opens `real` for reading without following a final symlink and without blocking on a FIFO,
-/// and checks that it is a regular file. `Ok(None)` when it does not exist.
+/// The handle on the workspace root for one call.
+pub fn workspace_fs(root: &Path) -> Result<WorkspaceFs, NodeError> {
+    WorkspaceFs::open(root).map_err(|e| {
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!(
+                "the workspace {} cannot be opened: {e}; check that it still exists",
+                root.display()
+            ),
+        )
+    })
+}
+
+/// The handle on the root `target` lies in: the workspace, or the read-only root holding it.
+pub fn fs_for(
+    policy: &crate::policy::PathPolicy,
+    target: &Target,
+) -> Result<WorkspaceFs, NodeError> {
+    let root = policy
+        .read_roots()
+        .iter()
+        .filter(|root| target.read_only_root && target.real.starts_with(root))
+        .max_by_key(|root| root.as_os_str().len())
+        .map_or(policy.root(), |root| root.as_path());
+    workspace_fs(root)
+}
+
+/// The refusal when the handle met a symlink (or an escape) the policy did not see: the path
+/// was changed between the check and the operation. `doing`/`done`: "written"/"written",
+/// "deleted"/"deleted", "read"/"read".
+pub fn changed(display: &str, doing: &str, done: &str) -> NodeError {
+    NodeError::new(
+        ErrorKind::FileChanged,
+        format!("{display:?} changed while it was being {doing} (a directory on its path was replaced by a symlink); nothing was {done} through the link, try again"),
+    )
+}
+
+/// The entry a target names: its parent with symlinks resolved, its last component as named (a
+/// symlink stays the link, for examining or removing the link itself).
+pub fn entry_path(target: &Target) -> std::io::Result<std::path::PathBuf> {
+    match (target.lexical.parent(), target.lexical.file_name()) {
+        (Some(parent), Some(name)) => Ok(cheng_node::paths::real_path(parent)?.join(name)),
+        _ => Ok(target.real.clone()),
+    }
+}
+
+/// Opens `real` (in `fs`) for reading without following any symlink and without blocking on a
+/// FIFO, and checks that it is a regular file. `Ok(None)` when it does not exist.
 pub fn open_regular(
+    fs: &WorkspaceFs,
     real: &Path,
     display: &str,
     field: &str,
 ) -> Result<Option<(std::fs::File, u64)>, NodeError> {
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(real)
-    {
+    let file = match fs.open_read(real) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
             return Err(is_directory(display, field))
         }
+        Err(e) if cheng_fs::changed_under_us(&e) => return Err(changed(display, "read", "read")),
         Err(e) => {
             return Err(NodeError::new(
                 ErrorKind::NotFound,
@@ -78,24 +125,26 @@ fn is_directory(display: &str, field: &str) -> NodeError {
 
 /// The whole file, refused above `cap`; `Ok(None)` when it does not exist.
 pub fn load(
+    fs: &WorkspaceFs,
     real: &Path,
     display: &str,
     field: &str,
     cap: u64,
 ) -> Result<Option<Loaded>, NodeError> {
-    Ok(load_with(real, display, field, cap, |_| ())?.map(|(loaded, ())| loaded))
+    Ok(load_with(fs, real, display, field, cap, |_| ())?.map(|(loaded, ())| loaded))
 }
 
 /// [`load`], running `work` on the bytes on this thread while they are hashed on another (FNV
 /// is sequential: on a large file the hash is the longest step).
 pub fn load_with<T: Send>(
+    fs: &WorkspaceFs,
     real: &Path,
     display: &str,
     field: &str,
     cap: u64,
     work: impl FnOnce(&[u8]) -> T + Send,
 ) -> Result<Option<(Loaded, T)>, NodeError> {
-    let Some(bytes) = read_bytes(real, display, field, cap)? else {
+    let Some(bytes) = read_bytes(fs, real, display, field, cap)? else {
         return Ok(None);
     };
     let (hashed, out) = if bytes.len() < 256 * 1024 {
@@ -121,12 +170,13 @@ pub fn load_with<T: Send>(
 }
 
 fn read_bytes(
+    fs: &WorkspaceFs,
     real: &Path,
     display: &str,
     field: &str,
     cap: u64,
 ) -> Result<Option<Vec<u8>>, NodeError> {
-    let Some((file, len)) = open_regular(real, display, field)? else {
+    let Some((file, len)) = open_regular(fs, real, display, field)? else {
         return Ok(None);
     };
     if len > cap {
@@ -163,29 +213,48 @@ pub fn encode_error(display: &str, e: TextError) -> NodeError {
     NodeError::invalid_input(format!("{display} {e}"))
 }
 
-/// Writes `bytes` onto the target's real path, all or nothing. Missing parent directories are
-/// created only when `create_parents` is set.
-pub fn write(target: &Target, bytes: &[u8], create_parents: bool) -> Result<(), NodeError> {
+/// Writes `bytes` onto the target's real path through `fs`, all or nothing. Missing parent
+/// directories are created only when `create_parents` is set.
+pub fn write(
+    fs: &WorkspaceFs,
+    target: &Target,
+    bytes: &[u8],
+    create_parents: bool,
+) -> Result<(), NodeError> {
     let display = &target.display;
     let parent = target
         .real
         .parent()
         .ok_or_else(|| NodeError::invalid_input(format!("{display:?} names no file")))?;
-    if !parent.is_dir() {
+    let parent_is_dir = match fs.symlink_metadata(parent) {
+        // The policy resolved every link on the path: one here was swapped in since.
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(changed(display, "written", "written"))
+        }
+        Ok(meta) => meta.is_dir(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(write_failed(display, "open its directory", &e)),
+    };
+    if !parent_is_dir {
         if !create_parents {
             return Err(NodeError::new(
                 ErrorKind::NotFound,
                 format!("the directory of {display:?} does not exist; set create_parents to true to create it"),
             ));
         }
-        std::fs::create_dir_all(parent)
+        fs.create_dir_all(parent)
             .map_err(|e| write_failed(display, "create its directory", &e))?;
     }
-    crate::atomic::write(&target.real, bytes).map_err(|e| write_failed(display, "write it", &e))
+    fs.write(&target.real, bytes)
+        .map_err(|e| write_failed(display, "write it", &e))
 }
 
-/// `WRITE_FAILED` naming the path, the step and the system's reason.
+/// `WRITE_FAILED` naming the path, the step and the system's reason ([`changed`] when the
+/// handle met a symlink swapped in after the policy's check).
 pub fn write_failed(display: &str, what: &str, e: &std::io::Error) -> NodeError {
+    if cheng_fs::changed_under_us(e) {
+        return changed(display, "written", "written");
+    }
     NodeError::new(
         ErrorKind::WriteFailed,
         format!("{display}: cannot {what}: {e}; nothing was changed"),

@@ -283,7 +283,12 @@ impl Ledger {
             let bytes = serde_json::to_vec_pretty(&file).map_err(|e| {
                 NodeError::internal(format!("cannot encode the freshness table: {e}"))
             })?;
-            crate::atomic::write(path, &bytes).map_err(|e| {
+            let saved = match path.parent() {
+                Some(dir) => cheng_fs::WorkspaceFs::open(dir)
+                    .and_then(|fs| fs.write(Path::new(SESSION_FILE), &bytes)),
+                None => Err(std::io::Error::other("it has no directory")),
+            };
+            saved.map_err(|e| {
                 NodeError::internal(format!(
                     "cannot save the freshness table {}: {e}",
                     path.display()

@@ -7,7 +7,10 @@
 //!
 //! - [`policy`]: the path policy asked before every touch (workspace, read-only roots,
 //!   protected names, symlinks checked lexically and on the real path).
-//! - [`atomic`]: all-or-nothing writes (temp file in the same directory, fsync, rename).
+//! - every file access (read, list, write, rename, delete) goes through the workspace handle,
+//!   [`cheng_fs::WorkspaceFs`]: beneath the root's directory descriptor, no symlink followed, so
+//!   a path changed between the policy's check and the access is refused, not followed;
+//!   all-or-nothing writes (temp file in the parent's descriptor, fsync, rename) are its too.
 //! - [`text`]: editable text (encodings, BOM, line endings written back as read).
 //! - [`tag`]: content tags (FNV-1a 32-bit, 8 upper-case hex digits).
 //! - [`freshness`]: the gate that refuses changes to files the model has not seen as they are.
@@ -28,7 +31,6 @@
 #![forbid(unsafe_code)]
 
 pub mod apply_patch;
-pub mod atomic;
 pub mod basis;
 pub mod card;
 pub mod delete_path;

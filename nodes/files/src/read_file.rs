@@ -218,7 +218,8 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
     let policy = PathPolicy::from_input(&ctx.workspace, input)?;
     let target = policy.resolve(rel, "file_path", Access::Read)?;
     let display = target.display.clone();
-    let Some((file, len)) = files::open_regular(&target.real, &display, "file_path")? else {
+    let fs = files::fs_for(&policy, &target)?;
+    let Some((file, len)) = files::open_regular(&fs, &target.real, &display, "file_path")? else {
         return Err(NodeError::new(
             ErrorKind::NotFound,
             format!("file_path {rel:?} does not exist"),
@@ -226,8 +227,8 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
     };
     let mut warnings = Vec::new();
     let (lines, tag) = if len <= MAX_EDIT_BYTES {
-        let loaded =
-            files::load(&target.real, &display, "file_path", MAX_EDIT_BYTES)?.ok_or_else(|| {
+        let loaded = files::load(&fs, &target.real, &display, "file_path", MAX_EDIT_BYTES)?
+            .ok_or_else(|| {
                 NodeError::new(
                     ErrorKind::NotFound,
                     format!("file_path {rel:?} does not exist"),

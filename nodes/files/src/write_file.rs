@@ -104,7 +104,8 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<Plan, N
     let policy = PathPolicy::new(ctx.workspace.clone(), Vec::new());
     let target = policy.resolve(rel, "file_path", Access::Write)?;
     let display = target.display.clone();
-    let existing = files::load(&target.real, &display, "file_path", MAX_EDIT_BYTES)?;
+    let fs = files::workspace_fs(&ctx.workspace)?;
+    let existing = files::load(&fs, &target.real, &display, "file_path", MAX_EDIT_BYTES)?;
     let mut warnings = Vec::new();
     let (old, format) = match existing {
         Some(loaded) => {

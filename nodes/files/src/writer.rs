@@ -64,14 +64,18 @@ impl Plan {
 
     /// Writes the new bytes (all or nothing) and registers the new tag; returns the tag. The tag
     /// is computed while the file is written and synced.
-    pub fn write(&self, ledger: &mut Ledger) -> Result<String, NodeError> {
+    pub fn write(
+        &self,
+        fs: &cheng_fs::WorkspaceFs,
+        ledger: &mut Ledger,
+    ) -> Result<String, NodeError> {
         let new_tag = || match &self.old {
             Some((loaded, _)) => loaded.tag_of(&self.new_bytes),
             None => crate::tag::tag(&self.new_bytes),
         };
         let (written, tag) = std::thread::scope(|scope| {
             let hasher = scope.spawn(new_tag);
-            let written = files::write(&self.target, &self.new_bytes, self.create_parents);
+            let written = files::write(fs, &self.target, &self.new_bytes, self.create_parents);
             (written, hasher.join().unwrap_or_else(|_| new_tag()))
         });
         written?;
@@ -125,7 +129,8 @@ pub fn plan_and_write(
     if let Some(warning) = freshness.warning() {
         planned.warnings.push(warning.to_string());
     }
-    let tag = planned.write(&mut ledger)?;
+    let fs = files::workspace_fs(&ctx.workspace)?;
+    let tag = planned.write(&fs, &mut ledger)?;
     ledger.commit()?;
     Ok((planned, tag))
 }

@@ -29,8 +29,11 @@ pub(crate) struct Entry {
     pub after: Option<Vec<u8>>,
 }
 
-/// The file operations a commit performs; the node's go through [`crate::atomic`].
+/// The file operations a commit performs; the node's go through the workspace handle
+/// ([`cheng_fs::WorkspaceFs`]).
 pub(crate) trait Disk {
+    /// Whether anything (a dangling symlink included) is at `path`.
+    fn exists(&self, path: &Path) -> bool;
     type Staged;
     /// Writes `bytes` beside `path`, ready to be renamed onto it (keeping an existing file's
     /// permissions); dropping the handle removes it.
@@ -46,11 +49,11 @@ pub(crate) trait Disk {
 }
 
 /// `target`'s missing ancestors, outermost first.
-fn missing_dirs(target: &Path) -> Vec<PathBuf> {
+fn missing_dirs<D: Disk>(target: &Path, disk: &D) -> Vec<PathBuf> {
     let mut missing = Vec::new();
     let mut dir = target.parent();
     while let Some(d) = dir {
-        if std::fs::symlink_metadata(d).is_ok() {
+        if disk.exists(d) {
             break;
         }
         missing.push(d.to_path_buf());
@@ -73,28 +76,29 @@ pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String>
         let mut staged = Vec::new();
         for entry in entries {
             let Some(bytes) = &entry.after else { continue };
-            for dir in missing_dirs(&entry.target) {
+            for dir in missing_dirs(&entry.target, disk) {
                 disk.create_dir(&dir).map_err(|e| {
                     format!(
-                        "could not create the directory for '{}': {e}",
-                        entry.display
+                        "could not create the directory for '{}': {}",
+                        entry.display,
+                        reason(&e)
                     )
                 })?;
                 done.push(Done::Dir(dir));
             }
             let handle = disk
                 .stage(&entry.target, bytes)
-                .map_err(|e| format!("could not write '{}': {e}", entry.display))?;
+                .map_err(|e| format!("could not write '{}': {}", entry.display, reason(&e)))?;
             staged.push((entry, handle));
         }
         for (entry, handle) in staged {
             disk.commit(handle)
-                .map_err(|e| format!("could not write '{}': {e}", entry.display))?;
+                .map_err(|e| format!("could not write '{}': {}", entry.display, reason(&e)))?;
             done.push(Done::Wrote(entry));
         }
         for entry in entries.iter().filter(|e| e.after.is_none()) {
             disk.remove(&entry.target)
-                .map_err(|e| format!("could not remove '{}': {e}", entry.display))?;
+                .map_err(|e| format!("could not remove '{}': {}", entry.display, reason(&e)))?;
             done.push(Done::Removed(entry));
         }
         Ok(())
@@ -123,6 +127,15 @@ pub(crate) fn commit<D: Disk>(entries: &[Entry], disk: &D) -> Result<(), String>
             "{failure}; undoing what was done before it failed for {}: check those paths by hand",
             unrestored.join(", ")
         ))
+    }
+}
+
+/// The system's reason, or what a symlink refused by the workspace handle means.
+fn reason(e: &io::Error) -> String {
+    if cheng_fs::changed_under_us(e) {
+        "it changed while the patch was being written (a directory on its path was replaced by a symlink), and nothing is written through such a link; try again".to_string()
+    } else {
+        e.to_string()
     }
 }
 
@@ -161,6 +174,9 @@ mod tests {
 
     impl Disk for Flaky {
         type Staged = (PathBuf, Vec<u8>);
+        fn exists(&self, path: &Path) -> bool {
+            std::fs::symlink_metadata(path).is_ok()
+        }
         fn stage(&self, path: &Path, bytes: &[u8]) -> io::Result<Self::Staged> {
             self.step()?;
             Ok((path.to_path_buf(), bytes.to_vec()))

@@ -9,6 +9,7 @@ mod edit;
 mod encodings;
 mod freshness;
 mod half_way;
+mod races;
 mod read;
 mod symlinks;
 mod write;

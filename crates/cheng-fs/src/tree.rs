@@ -1,0 +1,132 @@
+//! Directories by descriptor: listing, walking and removing a tree. A subdirectory is always
+//! opened with `O_NOFOLLOW | O_DIRECTORY` relative to its parent's descriptor, so a link met
+//! (or swapped in) during a walk is an entry like a file, never a way out. Open descriptors
+//! grow with depth only (one per level being walked).
+
+use rustix::fs::{openat, statat, unlinkat, AtFlags, Dir, FileType, Mode, OFlags};
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// What a directory entry is (the entry itself: a symlink is [`Kind::Symlink`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// One directory entry, with its size when it is a regular file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: OsString,
+    pub kind: Kind,
+    pub size: u64,
+}
+
+fn kind_of(file_type: FileType) -> Kind {
+    match file_type {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+/// The entries of the directory open as `dir`, sorted by name.
+pub(crate) fn entries(dir: &OwnedFd) -> std::io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for entry in Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = OsStr::from_bytes(name).to_os_string();
+        // One stat per entry: the type for file systems that do not report it, the size always.
+        let stat = statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)?;
+        let kind = kind_of(FileType::from_raw_mode(stat.st_mode));
+        let size = if kind == Kind::File {
+            u64::try_from(stat.st_size).unwrap_or(0)
+        } else {
+            0
+        };
+        out.push(Entry { name, kind, size });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn open_child(dir: &impl AsFd, name: &OsStr) -> std::io::Result<OwnedFd> {
+    Ok(openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Every entry under `dir` (open, named `rel`), depth first, never following a link.
+pub(crate) fn walk(
+    dir: OwnedFd,
+    rel: PathBuf,
+    mut visit: impl FnMut(&std::path::Path, &Entry) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut stack = vec![(dir, rel)];
+    while let Some((dir, rel)) = stack.pop() {
+        for entry in entries(&dir)? {
+            let path = rel.join(&entry.name);
+            visit(&path, &entry)?;
+            if entry.kind == Kind::Dir {
+                stack.push((open_child(&dir, &entry.name)?, path));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes `name` in `parent` and everything under it; returns the files (and links) removed.
+pub(crate) fn remove_all(
+    parent: OwnedFd,
+    name: &OsStr,
+    refuse: &dyn Fn(&OsStr) -> bool,
+) -> std::io::Result<u64> {
+    let top = open_child(&parent, name)?;
+    let mut removed = 0u64;
+    // Each level: its descriptor and its name in the level above.
+    let mut stack: Vec<(OwnedFd, OsString)> = vec![(top, name.to_os_string())];
+    while let Some((dir, _)) = stack.last() {
+        let listed = entries(dir)?;
+        if let Some(bad) = listed.iter().find(|e| refuse(&e.name)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "met `{}`, a protected name, and stopped",
+                    bad.name.to_string_lossy()
+                ),
+            ));
+        }
+        let mut descend = None;
+        for entry in listed {
+            if entry.kind == Kind::Dir {
+                descend.get_or_insert(entry.name);
+                continue;
+            }
+            unlinkat(dir, &entry.name, AtFlags::empty())?;
+            removed += 1;
+        }
+        if let Some(child) = descend {
+            let fd = open_child(dir, &child)?;
+            stack.push((fd, child));
+            continue;
+        }
+        // Empty now: remove it from the level above (or from `parent` for the top).
+        let Some((_, done)) = stack.pop() else { break };
+        let above = stack.last().map_or(parent.as_fd(), |(fd, _)| fd.as_fd());
+        unlinkat(above, &done, AtFlags::REMOVEDIR)?;
+    }
+    Ok(removed)
+}
