@@ -163,9 +163,9 @@ impl WorkspaceFs {
         }
     }
 
-    /// The entries of a directory, sorted by name (`.` and `..` left out).
+    /// The entries of a directory, sorted by name (`.` and `..` left out; no sizes).
     pub fn read_dir(&self, path: &Path) -> std::io::Result<Vec<Entry>> {
-        tree::entries(&self.open_dir(path)?)
+        tree::entries(&self.open_dir(path)?, false)
     }
 
     /// Creates one directory (its parent must exist).
@@ -222,8 +222,9 @@ impl WorkspaceFs {
         tree::remove_all(parent, name, &refuse)
     }
 
-    /// Files and bytes under a directory (never following links); `visit` sees every entry's
-    /// path relative to the root and may stop the walk with an error.
+    /// Every entry under a directory, depth first, never following links, regular files with
+    /// their sizes; `visit` sees each entry's path relative to the root and may stop the walk
+    /// with an error.
     pub fn walk(
         &self,
         path: &Path,

@@ -229,7 +229,7 @@ fn count(fs: &WorkspaceFs, dir: &Path, display: &str) -> Result<(u64, u64), Node
         }
         if entry.kind != Kind::Dir {
             files += 1;
-            bytes += entry.size;
+            bytes += entry.size.unwrap_or(0);
         }
         Ok(())
     });

@@ -90,7 +90,7 @@ impl ReadScope {
     pub fn resolve(&self, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
         let rel = rel.filter(|r| !r.is_empty()).unwrap_or(".");
         let target = self.policy.resolve(rel, field, Access::Read)?;
-        match std::fs::metadata(&target.real) {
+        match self.fs_for(&target.real)?.symlink_metadata(&target.real) {
             Ok(_) => Ok(target.real),
             Err(e) => {
                 let kind = if e.kind() == std::io::ErrorKind::NotFound {
@@ -104,6 +104,12 @@ impl ReadScope {
                 ))
             }
         }
+    }
+
+    /// The workspace handle on the root holding `real` (a path [`ReadScope::resolve`] returned,
+    /// or one found under it): every open of a search node goes through it.
+    pub fn fs_for(&self, real: &Path) -> Result<cheng_fs::WorkspaceFs, NodeError> {
+        crate::files::fs_for(&self.policy, real)
     }
 
     /// Whether the real (canonical) path `real` may be read.
