@@ -3,7 +3,8 @@
 //! from it, and the write that carries it out. The engine builds the card and runs the node under
 //! one per-workspace lock (`Effects::Serial`), and `run` plans again, so what is written is what
 //! the card showed unless the file changed outside cheng in between (then the freshness gate
-//! refuses).
+//! refuses). The write goes through the workspace handle ([`crate::files::write`]): a directory
+//! on the path swapped for a symlink after the plan is refused, never written through.
 
 use crate::card::{self, Change};
 use crate::files::{self, Loaded};
