@@ -65,7 +65,7 @@ impl WorkspaceFs {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| with_path(e.into(), "open the directory", root))?;
+        .map_err(std::io::Error::from)?;
         Ok(WorkspaceFs {
             root: fd,
             path: root.to_path_buf(),
@@ -76,11 +76,6 @@ impl WorkspaceFs {
     /// The root's path, as opened.
     pub fn root(&self) -> &Path {
         &self.path
-    }
-
-    /// Whether `path` (absolute) lies under this root.
-    pub fn contains(&self, path: &Path) -> bool {
-        !path.is_absolute() || path.starts_with(&self.path)
     }
 
     /// `path` relative to the root: a relative path as it is, an absolute one stripped of the
@@ -163,9 +158,9 @@ impl WorkspaceFs {
         }
     }
 
-    /// The entries of a directory, sorted by name (`.` and `..` left out).
+    /// The entries of a directory, sorted by name (`.` and `..` left out; no sizes).
     pub fn read_dir(&self, path: &Path) -> std::io::Result<Vec<Entry>> {
-        tree::entries(&self.open_dir(path)?)
+        tree::entries(&self.open_dir(path)?, false)
     }
 
     /// Creates one directory (its parent must exist).
@@ -222,8 +217,9 @@ impl WorkspaceFs {
         tree::remove_all(parent, name, &refuse)
     }
 
-    /// Files and bytes under a directory (never following links); `visit` sees every entry's
-    /// path relative to the root and may stop the walk with an error.
+    /// Every entry under a directory, depth first, never following links, regular files with
+    /// their sizes; `visit` sees each entry's path relative to the root and may stop the walk
+    /// with an error.
     pub fn walk(
         &self,
         path: &Path,
@@ -266,10 +262,6 @@ pub fn changed_under_us(e: &std::io::Error) -> bool {
     let xdev = Errno::XDEV.raw_os_error();
     e.raw_os_error()
         .is_some_and(|code| code == loop_ || code == xdev)
-}
-
-fn with_path(e: std::io::Error, what: &str, path: &Path) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("cannot {what} {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 //! and any escape (`EXDEV`) in one call, so a directory swapped for a link between a check and
 //! this open is refused, never followed.
 //!
-//! Kernels older than 5.6 (and sandboxes that filter the call) answer `ENOSYS`; then the path is
-//! opened one component at a time, each with `O_NOFOLLOW` relative to the previous component's
+//! Kernels older than 5.6 (and sandboxes that filter the call) answer `ENOSYS` (some seccomp
+//! profiles `EPERM`); then the path is opened one component at a time, each with `O_NOFOLLOW` relative to the previous component's
 //! descriptor. Since no symlink is ever followed and `..` never reaches here, that walk cannot
 //! leave the starting directory either: it is slower, not weaker.
 
@@ -86,6 +86,9 @@ fn open_any(
                     NO_OPENAT2.store(true, Ordering::Relaxed);
                     break;
                 }
+                // Some seccomp profiles answer an unknown system call with EPERM: the walk by
+                // component decides (it answers EPERM itself when that was the real reason).
+                Err(Errno::PERM) => break,
                 Err(e) => return Err(e),
             }
         }

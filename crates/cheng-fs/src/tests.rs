@@ -64,7 +64,14 @@ fn writes_reads_lists_renames_and_removes_beneath_the_root() {
         let names: Vec<_> = fs.read_dir(p("x/y/z")).unwrap();
         assert_eq!(names.len(), 1);
         assert_eq!(names[0].kind, Kind::File);
-        assert_eq!(names[0].size, 3);
+        assert_eq!(names[0].size, None);
+        let mut sizes = Vec::new();
+        fs.walk(p("x/y"), |_, entry| {
+            sizes.push(entry.size);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(sizes, [None, Some(3)]);
         fs.rename(p("x/y/z/f.sh"), p("x/g.sh")).unwrap();
         assert!(!fs.exists(p("x/y/z/f.sh")).unwrap());
         assert!(fs.exists(p("x/g.sh")).unwrap());

@@ -19,12 +19,13 @@ pub enum Kind {
     Other,
 }
 
-/// One directory entry, with its size when it is a regular file.
+/// One directory entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub name: OsString,
     pub kind: Kind,
-    pub size: u64,
+    /// A regular file's size, where the caller asked for sizes (a walk); `None` otherwise.
+    pub size: Option<u64>,
 }
 
 fn kind_of(file_type: FileType) -> Kind {
@@ -36,8 +37,9 @@ fn kind_of(file_type: FileType) -> Kind {
     }
 }
 
-/// The entries of the directory open as `dir`, sorted by name.
-pub(crate) fn entries(dir: &OwnedFd) -> std::io::Result<Vec<Entry>> {
+/// The entries of the directory open as `dir`, sorted by name, with regular files' sizes when
+/// `sizes`. An entry removed while the directory is read is left out.
+pub(crate) fn entries(dir: &OwnedFd, sizes: bool) -> std::io::Result<Vec<Entry>> {
     let mut out = Vec::new();
     for entry in Dir::read_from(dir)? {
         let entry = entry?;
@@ -46,14 +48,24 @@ pub(crate) fn entries(dir: &OwnedFd) -> std::io::Result<Vec<Entry>> {
             continue;
         }
         let name = OsStr::from_bytes(name).to_os_string();
-        // One stat per entry: the type for file systems that do not report it, the size always.
-        let stat = statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let kind = kind_of(FileType::from_raw_mode(stat.st_mode));
-        let size = if kind == Kind::File {
-            u64::try_from(stat.st_size).unwrap_or(0)
-        } else {
-            0
-        };
+        let listed = entry.file_type();
+        // A stat only where the listing does not say enough: the type on file systems that do
+        // not report it, the size of a regular file when asked.
+        let (kind, size) =
+            if listed == FileType::Unknown || (sizes && listed == FileType::RegularFile) {
+                match statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(stat) => {
+                        let kind = kind_of(FileType::from_raw_mode(stat.st_mode));
+                        let size = (sizes && kind == Kind::File)
+                            .then(|| u64::try_from(stat.st_size).unwrap_or(0));
+                        (kind, size)
+                    }
+                    Err(rustix::io::Errno::NOENT) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            } else {
+                (kind_of(listed), None)
+            };
         out.push(Entry { name, kind, size });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -69,7 +81,8 @@ fn open_child(dir: &impl AsFd, name: &OsStr) -> std::io::Result<OwnedFd> {
     )?)
 }
 
-/// Every entry under `dir` (open, named `rel`), depth first, never following a link.
+/// Every entry under `dir` (open, named `rel`), depth first, never following a link; regular
+/// files come with their sizes.
 pub(crate) fn walk(
     dir: OwnedFd,
     rel: PathBuf,
@@ -77,7 +90,7 @@ pub(crate) fn walk(
 ) -> std::io::Result<()> {
     let mut stack = vec![(dir, rel)];
     while let Some((dir, rel)) = stack.pop() {
-        for entry in entries(&dir)? {
+        for entry in entries(&dir, true)? {
             let path = rel.join(&entry.name);
             visit(&path, &entry)?;
             if entry.kind == Kind::Dir {
@@ -99,7 +112,7 @@ pub(crate) fn remove_all(
     // Each level: its descriptor and its name in the level above.
     let mut stack: Vec<(OwnedFd, OsString)> = vec![(top, name.to_os_string())];
     while let Some((dir, _)) = stack.last() {
-        let listed = entries(dir)?;
+        let listed = entries(dir, false)?;
         if let Some(bad) = listed.iter().find(|e| refuse(&e.name)) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,

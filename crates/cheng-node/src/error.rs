@@ -111,7 +111,7 @@ impl ErrorKind {
             ErrorKind::OutputLimit => "The output exceeded a hard limit that truncation cannot satisfy.",
             ErrorKind::ScriptError => "The script raised an error or its result could not be converted to JSON; or a test run reported failed tests although it exited 0.",
             ErrorKind::SandboxUnavailable => "The sandbox (bubblewrap, namespaces, the interpreter inside it) cannot be set up; nothing ran on the host instead.",
-            ErrorKind::FileChanged => "A file node refused to change a file that changed since the model last read it, or that it never read in this scope (the freshness gate); read it again and redo the change.",
+            ErrorKind::FileChanged => "A file node refused to change a file that changed since the model last read it, or that it never read in this scope (the freshness gate); or a directory on the path was replaced by a symlink while the node worked, and nothing was read or written through it; read it again and redo the change.",
             ErrorKind::SyntaxWorse => "A file node refused a write that would leave a JSON, TOML, YAML or XML file with more parse problems than it has now.",
             ErrorKind::WriteFailed => "The file system refused a write or delete (permissions, a full disk, a read-only mount); a file that was being replaced is left as it was.",
             ErrorKind::Internal => "A bug in cheng; please report it with the message.",

@@ -4,6 +4,8 @@
 //! - [`markdown`]: outline (GitHub anchors), markdownlint-style diagnostics, edit-ready fixes and
 //!   local link checks, all from one pulldown-cmark pass with exact 1-indexed positions.
 //! - [`preview`]: Markdown to sanitised HTML (ammonia), HTML to a text summary, and file metadata.
+//! - [`source`]: reading workspace files, every open through the workspace handle
+//!   ([`cheng_fs::WorkspaceFs`]: beneath the root's descriptor, no symlink followed).
 //!
 //! ```
 //! use cheng_nodes_documents::markdown::{Document, outline};

@@ -1,6 +1,10 @@
 //! Reading workspace files for analysis: one resolver, a size cap checked before reading, and
-//! an honest answer for directories, binary files and invalid UTF-8.
+//! an honest answer for directories, binary files and invalid UTF-8. Every open goes through
+//! the workspace handle ([`cheng_fs::WorkspaceFs`]): beneath the root's descriptor with no
+//! symlink followed, so a directory swapped for a link after the path was resolved is refused,
+//! not read through.
 
+use cheng_fs::WorkspaceFs;
 use cheng_node::paths::{display_relative, resolve_existing};
 use cheng_node::text::human_bytes;
 use cheng_node::{ErrorKind, NodeError};
@@ -25,14 +29,39 @@ pub struct TextFile {
     pub invalid_utf8_at: Option<usize>,
 }
 
-/// A workspace file resolved and checked to be a regular file (not read yet).
-pub fn resolve_file(
+/// The handle on the workspace root for one call.
+pub fn workspace_fs(root: &Path) -> Result<WorkspaceFs, NodeError> {
+    WorkspaceFs::open(root).map_err(|e| {
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!(
+                "the workspace {} cannot be opened: {e}; check that it still exists",
+                root.display()
+            ),
+        )
+    })
+}
+
+/// A workspace file resolved, opened through the handle and checked to be a regular file.
+fn open_file(
     root: &Path,
     rel: &str,
     field: &str,
-) -> Result<(PathBuf, std::fs::Metadata), NodeError> {
+) -> Result<(PathBuf, std::fs::File, std::fs::Metadata), NodeError> {
     let path = resolve_existing(root, Some(rel), field)?;
-    let meta = std::fs::metadata(&path).map_err(|e| {
+    let file = workspace_fs(root)?.open_read(&path).map_err(|e| {
+        if cheng_fs::changed_under_us(&e) {
+            return NodeError::new(
+                ErrorKind::FileChanged,
+                format!("{field} {rel:?} changed while it was being read (a directory on its path was replaced by a symlink); nothing was read through the link, try again"),
+            );
+        }
+        NodeError::new(
+            ErrorKind::NotFound,
+            format!("{field} {rel:?} cannot be read: {e}"),
+        )
+    })?;
+    let meta = file.metadata().map_err(|e| {
         NodeError::new(
             ErrorKind::NotFound,
             format!("{field} {rel:?} cannot be read: {e}"),
@@ -48,13 +77,23 @@ pub fn resolve_file(
             "{field} {rel:?} is not a regular file"
         )));
     }
+    Ok((path, file, meta))
+}
+
+/// A workspace file resolved and checked to be a regular file (not read yet).
+pub fn resolve_file(
+    root: &Path,
+    rel: &str,
+    field: &str,
+) -> Result<(PathBuf, std::fs::Metadata), NodeError> {
+    let (path, _, meta) = open_file(root, rel, field)?;
     Ok((path, meta))
 }
 
 /// Reads a text file of at most `cap` bytes. Binary files (a NUL byte in the first 8 KiB) are
 /// rejected; invalid UTF-8 is decoded lossily and reported through `invalid_utf8_at`.
 pub fn read_text(root: &Path, rel: &str, field: &str, cap: u64) -> Result<TextFile, NodeError> {
-    let (path, meta) = resolve_file(root, rel, field)?;
+    let (path, file, meta) = open_file(root, rel, field)?;
     if meta.len() > cap {
         return Err(NodeError::invalid_input(format!(
             "{field} {rel:?} is {} ({} bytes), over the {} cap for this operation; split the file or pick a smaller one",
@@ -63,7 +102,7 @@ pub fn read_text(root: &Path, rel: &str, field: &str, cap: u64) -> Result<TextFi
             human_bytes(cap)
         )));
     }
-    let bytes = read_capped(&path, cap).map_err(|e| {
+    let bytes = read_capped(file, cap).map_err(|e| {
         NodeError::new(
             ErrorKind::NotFound,
             format!("{field} {rel:?} cannot be read: {e}"),
@@ -93,8 +132,7 @@ pub fn read_text(root: &Path, rel: &str, field: &str, cap: u64) -> Result<TextFi
 }
 
 /// Reads at most `cap + 1` bytes, so a caller can tell "exactly at the cap" from "over it".
-pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+pub fn read_capped(file: std::fs::File, cap: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)

@@ -22,8 +22,11 @@
 //!    existing file included): refused (`LOCAL_EXECUTOR_FILE_CHANGED`) when the model never read
 //!    it in this scope or it changed since.
 //! 6. The "not worse" syntax gate for every file written (`LOCAL_EXECUTOR_SYNTAX_WORSE`).
-//! 7. Writes: every new content staged beside its target, then renamed in, removals last; a
-//!    failure part-way undoes what was done (see `commit`). Then the new tags are registered.
+//! 7. Writes, all through the workspace handle ([`cheng_fs::WorkspaceFs`]: temporary files and
+//!    renames in the parent's descriptor, no symlink followed, so a directory swapped for a link
+//!    after step 2 fails the patch instead of being written through): every new content staged
+//!    beside its target, then renamed in, removals last; a failure part-way undoes what was done
+//!    (see `commit`). Then the new tags are registered.
 //!
 //! The output's `summary` is Codex's (`Success. Updated the following files:` then `A path`,
 //! `M path`, `D path`); `files` lists each file with its new tag.

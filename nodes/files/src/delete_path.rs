@@ -3,8 +3,8 @@
 //! the workspace root, never a protected name at any depth (a directory holding a `.git`
 //! anywhere inside is refused whole). The walk that counts what would go and the removal itself
 //! go through the workspace handle ([`cheng_fs::WorkspaceFs`]): by descriptor, never following
-//! a symlink, so a directory swapped for a link after the check is refused (or removed as the
-//! link it now is), never followed. The approval card shows the file count and bytes.
+//! a symlink, so a directory swapped for a link after the check is refused, never followed (a
+//! link met inside the directory is removed as a link). The approval card shows the file count and bytes.
 
 use crate::card::{self, Change};
 use crate::freshness::Freshness;
@@ -238,7 +238,7 @@ fn count(fs: &WorkspaceFs, dir: &Path, display: &str) -> Result<(u64, u64), Node
         }
         if entry.kind != Kind::Dir {
             files += 1;
-            bytes += entry.size;
+            bytes += entry.size.unwrap_or(0);
         }
         Ok(())
     });

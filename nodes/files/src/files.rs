@@ -32,28 +32,26 @@ impl Loaded {
     }
 }
 
-/// The handle on the workspace root for one call.
+/// The handle on a root (the workspace, or a read-only root) for one call.
 pub fn workspace_fs(root: &Path) -> Result<WorkspaceFs, NodeError> {
     WorkspaceFs::open(root).map_err(|e| {
         NodeError::new(
             ErrorKind::NotFound,
             format!(
-                "the workspace {} cannot be opened: {e}; check that it still exists",
+                "the directory {} cannot be opened: {e}; check that it still exists",
                 root.display()
             ),
         )
     })
 }
 
-/// The handle on the root `target` lies in: the workspace, or the read-only root holding it.
-pub fn fs_for(
-    policy: &crate::policy::PathPolicy,
-    target: &Target,
-) -> Result<WorkspaceFs, NodeError> {
+/// The handle on the root `real` lies in: the read-only root holding it (the innermost), else
+/// the workspace (whose handle refuses a path outside it).
+pub fn fs_for(policy: &crate::policy::PathPolicy, real: &Path) -> Result<WorkspaceFs, NodeError> {
     let root = policy
         .read_roots()
         .iter()
-        .filter(|root| target.read_only_root && target.real.starts_with(root))
+        .filter(|root| !real.starts_with(policy.root()) && real.starts_with(root))
         .max_by_key(|root| root.as_os_str().len())
         .map_or(policy.root(), |root| root.as_path());
     workspace_fs(root)

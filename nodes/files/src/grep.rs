@@ -18,6 +18,7 @@ use crate::glob::{candidate, compile, plural};
 use crate::walk::{
     fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT,
 };
+use cheng_fs::WorkspaceFs;
 use cheng_node::input::{self, non_empty_str};
 use cheng_node::{
     failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
@@ -170,14 +171,17 @@ fn searcher() -> Searcher {
         .build()
 }
 
-/// Whether the file at `path` contains a match (binary files never do).
+/// Whether the file at `path` (opened through the workspace handle `fs`) contains a match
+/// (binary files never do).
 pub fn file_matches(
+    fs: &WorkspaceFs,
     searcher: &mut Searcher,
     matcher: &impl Matcher,
     path: &Path,
 ) -> std::io::Result<bool> {
+    let file = fs.open_read(path)?;
     let mut sink = FirstMatch(false);
-    searcher.search_path(matcher, path, &mut sink)?;
+    searcher.search_file(matcher, &file, &mut sink)?;
     Ok(sink.0)
 }
 
@@ -234,6 +238,8 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     };
     let base = scope.resolve(request.path.as_deref(), "path")?;
     let shown_base = scope.display(&base);
+    // The walk stays under `base`, so under its root: one handle serves every file.
+    let fs = scope.fs_for(&base)?;
 
     let found = Mutex::new(Found {
         files: Some(TopK::new(request.limit)),
@@ -251,11 +257,12 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     let receiver = Mutex::new(receiver);
     let search_one =
         |searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path| match file_matches(
-            searcher, matcher, path,
+            &fs, searcher, matcher, path,
         ) {
             Ok(true) => {
                 // A regular file (the walk never follows links): its own modification time.
-                let modified = std::fs::symlink_metadata(path)
+                let modified = fs
+                    .symlink_metadata(path)
                     .and_then(|m| m.modified())
                     .unwrap_or(SystemTime::UNIX_EPOCH);
                 let mut found = found.lock().unwrap_or_else(|p| p.into_inner());

@@ -12,6 +12,7 @@
 //! only the directories read up to the page's end.
 
 use crate::walk::{Budget, LinkTarget, ReadScope};
+use cheng_fs::WorkspaceFs;
 use cheng_node::input::{self, non_empty_str};
 use cheng_node::{
     failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
@@ -142,15 +143,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn of(file_type: &std::fs::FileType) -> Kind {
-        if file_type.is_symlink() {
-            Kind::Symlink
-        } else if file_type.is_dir() {
-            Kind::Directory
-        } else if file_type.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
+    fn of(kind: cheng_fs::Kind) -> Kind {
+        match kind {
+            cheng_fs::Kind::Symlink => Kind::Symlink,
+            cheng_fs::Kind::Dir => Kind::Directory,
+            cheng_fs::Kind::File => Kind::File,
+            cheng_fs::Kind::Other => Kind::Other,
         }
     }
 
@@ -179,23 +177,18 @@ struct Child {
     kind: Kind,
 }
 
-/// A directory's entries sorted by name; `lstat` only (links are never followed).
-fn children(dir: &Path) -> std::io::Result<Vec<Child>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = match entry.file_type() {
-            Ok(t) => Kind::of(&t),
-            Err(_) => Kind::Other,
-        };
-        out.push(Child {
-            name: entry.file_name(),
-            path: entry.path(),
-            kind,
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+/// A directory's entries sorted by name, read through the workspace handle (links are never
+/// followed, on the way to `dir` nor among its entries).
+fn children(fs: &WorkspaceFs, dir: &Path) -> std::io::Result<Vec<Child>> {
+    Ok(fs
+        .read_dir(dir)?
+        .into_iter()
+        .map(|entry| Child {
+            path: dir.join(&entry.name),
+            name: entry.name,
+            kind: Kind::of(entry.kind),
+        })
+        .collect())
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
@@ -225,12 +218,13 @@ pub fn entry_line(name: &str, level: usize, kind: Kind) -> String {
 pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Values, NodeError> {
     let dir = scope.resolve(request.dir_path.as_deref(), "dir_path")?;
     let shown_dir = scope.display(&dir);
-    if !dir.is_dir() {
+    let fs = scope.fs_for(&dir)?;
+    if !fs.symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
         return Err(NodeError::invalid_input(format!(
             "dir_path {shown_dir:?} is a file, not a directory; read it with tools/read_file or list its parent"
         )));
     }
-    let top = children(&dir).map_err(|e| {
+    let top = children(&fs, &dir).map_err(|e| {
         NodeError::new(
             ErrorKind::InvalidInput,
             format!("dir_path {shown_dir:?} cannot be read: {e}"),
@@ -261,7 +255,7 @@ pub fn list(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         let mut descend = None;
         let mut unreadable = None;
         if child.kind == Kind::Directory && level + 1 < request.depth {
-            match children(&child.path) {
+            match children(&fs, &child.path) {
                 Ok(list) => descend = Some(list),
                 Err(e) => unreadable = Some(e.to_string()),
             }

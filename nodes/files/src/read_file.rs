@@ -218,7 +218,7 @@ pub fn read(ctx: &RunContext, input: &Values) -> Result<Read, NodeError> {
     let policy = PathPolicy::from_input(&ctx.workspace, input)?;
     let target = policy.resolve(rel, "file_path", Access::Read)?;
     let display = target.display.clone();
-    let fs = files::fs_for(&policy, &target)?;
+    let fs = files::fs_for(&policy, &target.real)?;
     let Some((file, len)) = files::open_regular(&fs, &target.real, &display, "file_path")? else {
         return Err(NodeError::new(
             ErrorKind::NotFound,

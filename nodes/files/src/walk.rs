@@ -12,6 +12,15 @@
 //! workspace are respected (also outside a git repository), `.git` is always skipped, hidden
 //! entries are optional. Ignore files above the workspace root, the user's global excludes and
 //! `.git/info/exclude` are not read: the walk reads nothing outside the workspace.
+//!
+//! Every file a search node opens or examines goes through the workspace handle
+//! ([`ReadScope::fs_for`], [`cheng_fs::WorkspaceFs`]): beneath the root's descriptor, no symlink
+//! followed, so a directory swapped for a link after the policy's check is refused, never read
+//! through. `list_dir` lists through the handle too. The `ignore` walk itself goes by path (the
+//! crate offers no walk relative to a descriptor, and its ignore-file rules are what glob and
+//! grep promise): a directory swapped for a link in the middle of a walk can make it list names
+//! from where the link leads, but no content is read from there (grep's reads are the handle's)
+//! and `list_dir`, `read_file` and every write are not affected.
 
 use crate::policy::{Access, PathPolicy};
 use cheng_node::{CancellationToken, ErrorKind, NodeError, Values};
@@ -90,7 +99,7 @@ impl ReadScope {
     pub fn resolve(&self, rel: Option<&str>, field: &str) -> Result<PathBuf, NodeError> {
         let rel = rel.filter(|r| !r.is_empty()).unwrap_or(".");
         let target = self.policy.resolve(rel, field, Access::Read)?;
-        match std::fs::metadata(&target.real) {
+        match self.fs_for(&target.real)?.symlink_metadata(&target.real) {
             Ok(_) => Ok(target.real),
             Err(e) => {
                 let kind = if e.kind() == std::io::ErrorKind::NotFound {
@@ -104,6 +113,12 @@ impl ReadScope {
                 ))
             }
         }
+    }
+
+    /// The workspace handle on the root holding `real` (a path [`ReadScope::resolve`] returned,
+    /// or one found under it): every open of a search node goes through it.
+    pub fn fs_for(&self, real: &Path) -> Result<cheng_fs::WorkspaceFs, NodeError> {
+        crate::files::fs_for(&self.policy, real)
     }
 
     /// Whether the real (canonical) path `real` may be read.

@@ -4,6 +4,8 @@
 //! takes the per-workspace lock (`Effects::Serial`) to run the node; `run` plans again under it
 //! and refuses when the file is no longer what the card was computed from ([`crate::basis`]), so
 //! what is written is what the card showed.
+//! The write goes through the workspace handle ([`crate::files::write`]): a directory on the
+//! path swapped for a symlink after the plan is refused, never written through.
 
 use crate::card::{self, Change};
 use crate::files::{self, Loaded};

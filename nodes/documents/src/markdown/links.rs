@@ -374,26 +374,15 @@ impl Checker<'_> {
             } else {
                 resolve_existing(self.root, Some(dir), "link")
             };
-            *entry = match listed.ok().map(std::fs::read_dir) {
-                Some(Ok(read)) => {
-                    let mut names = HashSet::new();
-                    let mut complete = true;
-                    for item in read {
-                        match item {
-                            Ok(item) if names.len() < MAX_LISTED => {
-                                names.insert(item.file_name());
-                            }
-                            _ => {
-                                complete = false;
-                                break;
-                            }
-                        }
-                    }
-                    if complete {
-                        Listing::Names(names)
-                    } else {
-                        Listing::Unlisted
-                    }
+            // Listed through the workspace handle: beneath the root, no symlink followed.
+            let read = listed.ok().and_then(|dir| {
+                cheng_fs::WorkspaceFs::open(self.root)
+                    .and_then(|fs| fs.read_dir(&dir))
+                    .ok()
+            });
+            *entry = match read {
+                Some(items) if items.len() <= MAX_LISTED => {
+                    Listing::Names(items.into_iter().map(|item| item.name).collect())
                 }
                 _ => Listing::Unlisted,
             };
@@ -415,7 +404,8 @@ impl Checker<'_> {
                     "md" | "markdown" | "mdx" | "mkd" | "mdown"
                 )
             });
-            let size = std::fs::metadata(path)
+            let size = cheng_fs::WorkspaceFs::open(self.root)
+                .and_then(|fs| fs.symlink_metadata(path))
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len());

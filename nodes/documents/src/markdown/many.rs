@@ -2,7 +2,10 @@
 //! every Markdown file under the folder (or matching the glob, relative to the workspace root),
 //! walked with the `ignore` crate (.gitignore and .ignore respected, hidden entries and `.git`
 //! skipped, symlinks not followed), each analysed exactly as a single file would be. Findings
-//! carry their file's `path` and come grouped per file, files in path order.
+//! carry their file's `path` and come grouped per file, files in path order. The walk goes by
+//! path (the `ignore` crate has no walk relative to a descriptor); every file it finds is read
+//! through the workspace handle (`crate::source`), so nothing is read through a directory
+//! swapped for a symlink during the walk.
 //!
 //! Bounded: at most [`MAX_FILES`] files and [`MAX_TOTAL_BYTES`] read per run; past either the
 //! summary says how many files were left out.

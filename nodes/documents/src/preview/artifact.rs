@@ -137,13 +137,15 @@ fn scan(mut reader: impl Read, cancel: &CancellationToken) -> Result<Scan, NodeE
     Ok(s)
 }
 
-/// Summarises a workspace file (already resolved and checked to be a regular file).
+/// Summarises a workspace file (already resolved and checked to be a regular file), every open
+/// through the workspace handle `fs`.
 pub fn summarize_file(
+    fs: &cheng_fs::WorkspaceFs,
     path: &Path,
     display: &str,
     cancel: &CancellationToken,
 ) -> Result<Metadata, NodeError> {
-    let file = std::fs::File::open(path).map_err(|e| {
+    let file = fs.open_read(path).map_err(|e| {
         NodeError::new(
             ErrorKind::NotFound,
             format!("path {display:?} cannot be opened: {e}"),
@@ -156,7 +158,7 @@ pub fn summarize_file(
         .map(str::to_ascii_lowercase);
     let mut meta = describe(&scanned, extension.as_deref(), Some(display.to_string()));
     if meta.mime.starts_with("image/") {
-        if let Ok(file) = std::fs::File::open(path) {
+        if let Ok(file) = fs.open_read(path) {
             if let Ok(size) = imagesize::reader_size(BufReader::new(file)) {
                 meta.image = Some(ImageInfo {
                     width: size.width,
@@ -167,7 +169,7 @@ pub fn summarize_file(
     }
     if is_json(&meta, extension.as_deref()) {
         if scanned.size <= MAX_JSON_BYTES {
-            match std::fs::read(path) {
+            match fs.read(path) {
                 Ok(bytes) => meta.json = Some(json_shape(&bytes, &mut meta.notes)),
                 Err(e) => meta.notes.push(format!("JSON keys not read: {e}")),
             }
@@ -179,7 +181,7 @@ pub fn summarize_file(
         }
     }
     if let Some(delimiter) = csv_delimiter(&meta, extension.as_deref()) {
-        match std::fs::File::open(path) {
+        match fs.open_read(path) {
             Ok(file) => {
                 meta.csv = csv_shape(BufReader::new(file), delimiter, cancel, &mut meta.notes)?
             }

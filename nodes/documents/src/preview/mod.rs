@@ -223,7 +223,8 @@ fn preview(
                     let (path, _) = resolve_file(root, rel, "path")?;
                     let display = display_relative(root, &path);
                     out.insert("source_path".into(), json!(display));
-                    artifact::summarize_file(&path, &display, &ctx.cancel)?
+                    let fs = crate::source::workspace_fs(root)?;
+                    artifact::summarize_file(&fs, &path, &display, &ctx.cancel)?
                 }
                 Source::Content(content) => {
                     artifact::summarize_bytes(content.as_bytes(), &ctx.cancel)?

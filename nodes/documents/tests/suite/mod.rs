@@ -14,4 +14,5 @@ mod preview;
 mod slugger;
 mod suggestions;
 mod support;
+mod swapped_dirs;
 mod xss;

@@ -11,7 +11,7 @@
 
 use super::support::*;
 use cheng_node::ScopeKind;
-use cheng_nodes_files::{apply_patch::ApplyPatch, DeletePath, EditFile, WriteFile};
+use cheng_nodes_files::{apply_patch::ApplyPatch, DeletePath, EditFile, Grep, ReadFile, WriteFile};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{openat, renameat_with, Mode, OFlags, RenameFlags, CWD};
 use serde_json::{json, Value};
@@ -33,6 +33,8 @@ const SWEEP: usize = 4;
 /// for a while after its first open, as a large file would in a release build).
 const NOTES_LINES: usize = 20_000;
 const VICTIM_FILES: usize = 300;
+/// What only the outside `notes.txt` holds: a read that shows it read through the link.
+const SECRET: &str = "SECRET-OUTSIDE-THE-WORKSPACE";
 
 struct Layout {
     _dir: tempfile::TempDir,
@@ -55,7 +57,7 @@ fn layout(notes: &str) -> Layout {
     }
     std::fs::create_dir_all(outside.join("victim")).unwrap();
     std::fs::write(outside.join("victim/important.txt"), "important\n").unwrap();
-    std::fs::write(outside.join("notes.txt"), "line 0\noutside\n").unwrap();
+    std::fs::write(outside.join("notes.txt"), format!("line 0\n{SECRET}\n")).unwrap();
     symlink(&outside, ws.join("dlink")).unwrap();
     Layout {
         _dir: dir,
@@ -356,6 +358,66 @@ fn delete_path_recursive_never_deletes_through_a_swapped_parent() {
     assert_held("delete_path recursive", &tally, REFUSALS);
 }
 
+/// Runs a reading node; its outcome as [`node_outcome`], and a leak when anything it returned
+/// shows the outside file's content.
+fn read_outcome(
+    node: &dyn cheng_node::Node,
+    l: &Layout,
+    input: Value,
+    leaks: &std::cell::Cell<usize>,
+) -> (String, String) {
+    let c = ctx(node, &l.ws, ScopeKind::Call);
+    let out = call(node, &c, input);
+    let text = serde_json::to_string(&out).unwrap();
+    let listed_outside = out
+        .get("files")
+        .is_some_and(|files| files.to_string().contains("notes.txt"));
+    if text.contains(SECRET) || listed_outside {
+        leaks.set(leaks.get() + 1);
+    }
+    let field = |key: &str| out[key].as_str().unwrap_or_default().to_string();
+    match out["success"].as_bool() {
+        Some(true) => ("ok".to_string(), field("summary")),
+        Some(false) => (field("error_kind"), field("error")),
+        None => panic!("no success output: {out:#?}"),
+    }
+}
+
+#[test]
+fn read_file_never_reads_through_a_swapped_parent() {
+    let leaks = std::cell::Cell::new(0);
+    let tally = race(&notes(), |l| {
+        read_outcome(
+            &ReadFile,
+            l,
+            json!({"file_path": "d/notes.txt", "limit": 5}),
+            &leaks,
+        )
+    });
+    assert_held("read_file", &tally, REFUSALS);
+    assert_eq!(
+        leaks.get(),
+        0,
+        "read_file showed the outside file: {tally:?}"
+    );
+}
+
+#[test]
+fn grep_never_searches_through_a_swapped_parent() {
+    // Only the outside notes.txt holds the pattern: a match means it was read.
+    let leaks = std::cell::Cell::new(0);
+    let tally = race(&notes(), |l| {
+        read_outcome(
+            &Grep,
+            l,
+            json!({"pattern": "SECRET-OUTSIDE", "path": "d"}),
+            &leaks,
+        )
+    });
+    assert_held("grep", &tally, REFUSALS);
+    assert_eq!(leaks.get(), 0, "grep matched the outside file: {tally:?}");
+}
+
 /// The by-name write the nodes used to make: the policy's check, the read of the old file (the
 /// open the watcher reacts to), then, once the swap has landed, a temporary file and a rename by
 /// path.
@@ -385,12 +447,29 @@ fn delete_by_name(l: &Layout, watcher: &Watcher) {
     std::fs::remove_dir_all(&path).unwrap();
 }
 
+/// The by-name read the nodes used to make: the check, a listing of the directory (the open the
+/// watcher reacts to), then, once the swap has landed, the read by path.
+fn read_by_name(l: &Layout, watcher: &Watcher) {
+    let path = l.ws.join("d/notes.txt");
+    assert!(cheng_node::paths::real_path(&path)
+        .unwrap()
+        .starts_with(&l.ws));
+    assert!(std::fs::read_dir(l.ws.join("d")).unwrap().count() > 0);
+    watcher.wait_swapped();
+    let read = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        read.contains(SECRET),
+        "the by-name read did not follow the swap"
+    );
+}
+
 #[test]
 fn positive_control_the_same_swap_carries_by_name_operations_outside() {
     let notes = notes();
     for (scenario, op) in [
         ("write by name", write_by_name as fn(&Layout, &Watcher)),
         ("delete by name", delete_by_name),
+        ("read by name", read_by_name),
     ] {
         for _ in 0..5 {
             let l = layout(&notes);
@@ -404,6 +483,10 @@ fn positive_control_the_same_swap_carries_by_name_operations_outside() {
             );
             op(&l, &watcher);
             assert!(watcher.finish());
+            if scenario == "read by name" {
+                // Nothing outside changes; the read itself asserted it saw the outside file.
+                continue;
+            }
             assert_ne!(
                 snapshot(&l.outside),
                 before,
