@@ -205,7 +205,18 @@ pub fn glob(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         }
     }
     let total = top.total();
-    let matches = top.into_sorted();
+    // The walk goes by path: a directory swapped for a symlink while it ran can make it name
+    // entries of the swapped-in directory. A match is listed only if the workspace handle still
+    // finds it beneath the root with no link on the way (the entry itself may be a link).
+    let fs = scope.fs_for(&base)?;
+    let matches: Vec<_> = top
+        .into_sorted()
+        .into_iter()
+        .filter(|(bytes, _)| {
+            fs.symlink_metadata(Path::new(OsStr::from_bytes(bytes)))
+                .is_ok()
+        })
+        .collect();
 
     let mut lines = Vec::with_capacity(matches.len());
     let mut kinds = Vec::with_capacity(matches.len());

@@ -18,9 +18,10 @@
 //! followed, so a directory swapped for a link after the policy's check is refused, never read
 //! through. `list_dir` lists through the handle too. The `ignore` walk itself goes by path (the
 //! crate offers no walk relative to a descriptor, and its ignore-file rules are what glob and
-//! grep promise): a directory swapped for a link in the middle of a walk can make it list names
-//! from where the link leads, but no content is read from there (grep's reads are the handle's)
-//! and `list_dir`, `read_file` and every write are not affected.
+//! grep promise): a directory swapped for a link in the middle of a walk can make it meet names
+//! from where the link leads. None reaches an output: grep lists only files it read through the
+//! handle, and glob lists a match only once the handle finds it beneath the root with no link on
+//! the way (nodes/files/tests/suite/races.rs performs the swap against both).
 
 use crate::policy::{Access, PathPolicy};
 use cheng_node::{CancellationToken, ErrorKind, NodeError, Values};

@@ -11,7 +11,9 @@
 
 use super::support::*;
 use cheng_node::ScopeKind;
-use cheng_nodes_files::{apply_patch::ApplyPatch, DeletePath, EditFile, Grep, ReadFile, WriteFile};
+use cheng_nodes_files::{
+    apply_patch::ApplyPatch, DeletePath, EditFile, Glob, Grep, ReadFile, WriteFile,
+};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{openat, renameat_with, Mode, OFlags, RenameFlags, CWD};
 use serde_json::{json, Value};
@@ -494,4 +496,29 @@ fn positive_control_the_same_swap_carries_by_name_operations_outside() {
             );
         }
     }
+}
+
+#[test]
+fn glob_never_lists_through_a_swapped_parent() {
+    // Only the outside tree holds `important.txt`: listing it means the walk went through the
+    // link.
+    let leaks = std::cell::Cell::new(0);
+    let tally = race(&notes(), |l| {
+        let c = ctx(&Glob, &l.ws, ScopeKind::Call);
+        let out = call(&Glob, &c, json!({"pattern": "**/*.txt", "path": "d"}));
+        if serde_json::to_string(&out)
+            .unwrap()
+            .contains("important.txt")
+        {
+            leaks.set(leaks.get() + 1);
+        }
+        let field = |key: &str| out[key].as_str().unwrap_or_default().to_string();
+        match out["success"].as_bool() {
+            Some(true) => ("ok".to_string(), field("summary")),
+            Some(false) => (field("error_kind"), field("error")),
+            None => panic!("no success output: {out:#?}"),
+        }
+    });
+    assert_held("glob", &tally, REFUSALS);
+    assert_eq!(leaks.get(), 0, "glob listed the outside tree: {tally:?}");
 }
