@@ -1,4 +1,4 @@
-//! Describing node types to people and canvases: the palette JSON and the seed-style Markdown
+//! Describing node types to people and canvases: the palette JSON and the reference-page-style Markdown
 //! reference (`cheng nodes --json`, `cheng describe`, `cheng docs`).
 //!
 //! Everything here is a pure function of the specs, so generated files are deterministic.
@@ -106,7 +106,7 @@ fn approval_line(effects: &Effects) -> String {
     }
 }
 
-/// The node's reference page: the seed's tables with audience and control columns, under the
+/// The node's reference page: ChengOS's reference tables with audience and control columns, under the
 /// built-in policy (what `cheng docs` publishes).
 pub fn node_markdown(spec: &NodeSpec) -> String {
     node_markdown_with(spec, &Policy::builtin())
@@ -259,7 +259,7 @@ mod tests {
     };
 
     #[test]
-    fn markdown_has_the_seed_columns_and_escapes_pipes() {
+    fn markdown_has_the_reference_columns_and_escapes_pipes() {
         let md = node_markdown(&SPEC);
         assert!(
             md.contains("| Field | Type | Required | Default | Audience | Control | Description |")

@@ -119,7 +119,7 @@ pub enum RlimitResource {
     Core,
 }
 
-/// How a process ended; rendered as the seed's `termination` strings.
+/// How a process ended; rendered as the reference page's `termination` strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Termination {
     Exited,

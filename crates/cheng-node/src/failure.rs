@@ -1,6 +1,6 @@
 //! The failure outputs every node declares: `success`, `error_kind`, `terminal`, `error`.
 //!
-//! One declaration of the four ports (descriptions verbatim from the seed tables; `success` and
+//! One declaration of the four ports (descriptions verbatim from the reference tables; `success` and
 //! `error` are worded per node there, so those two take the node's own sentence) and one
 //! function, [`fill`], that sets them from a `Result<_, NodeError>`. The values are the same on
 //! every node:
@@ -10,7 +10,7 @@
 //! | `Ok`    | `true`    | `null`                  | `false`                  | `null`    |
 //! | `Err`   | `false`   | `LOCAL_EXECUTOR_*` code | the error's `terminal`   | message   |
 //!
-//! `terminal` is `false` on success: the seeds type it `boolean` ("True when the error is
+//! `terminal` is `false` on success: the reference pages type it `boolean` ("True when the error is
 //! terminal and must not be retried"), and with no error there is nothing that must not be
 //! retried.
 
@@ -39,12 +39,12 @@ pub const TERMINAL: PortSpec = PortSpec::output(
     "True when the error is terminal and must not be retried",
 );
 
-/// `error`, worded for the node; [`ERROR`] is the seeds' usual wording.
+/// `error`, worded for the node; [`ERROR`] is the reference pages' usual wording.
 pub const fn error(description: &'static str) -> PortSpec {
     PortSpec::output("error", PortType::String, description)
 }
 
-/// `error` with the seeds' usual wording.
+/// `error` with the reference pages' usual wording.
 pub const ERROR: PortSpec = error("Error message when the operation failed");
 
 /// Sets the four failure outputs on `out` from the node's outcome (see the module table).

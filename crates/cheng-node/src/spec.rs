@@ -9,7 +9,7 @@ pub struct NodeSpec {
     /// Public, stable id such as `tools/workspace_shell`. Never renamed.
     pub id: &'static str,
     pub title: &'static str,
-    /// The seed's one-paragraph description.
+    /// The reference page's one-paragraph description.
     pub description: &'static str,
     /// Palette group: "workspace", "code", "runtime".
     pub category: &'static str,
@@ -31,7 +31,7 @@ impl NodeSpec {
 
     /// What is wrong with this spec, one sentence each (empty when nothing): an engine port the
     /// engine does not fill, a default that is not valid JSON or that validation would refuse
-    /// (other than `""`, the seeds' "nothing chosen"),
+    /// (other than `""`, the reference pages' "nothing chosen"),
     /// a failure output declared with the wrong type or wording. Registration tests assert it is
     /// empty for every linked node.
     pub fn problems(&self) -> Vec<String> {
@@ -50,7 +50,7 @@ impl NodeSpec {
                     "{}: default of `{}` is not JSON: {text}",
                     self.id, port.name
                 )),
-                // `""` is the seeds' "nothing chosen" for an operation; the node names the choices.
+                // `""` is the reference pages' "nothing chosen" for an operation; the node names the choices.
                 (_, Some(value)) if !value.is_null() && value != "" => {
                     if let Err(message) = crate::check::check_value(port, &value) {
                         problems.push(format!(
@@ -149,12 +149,12 @@ pub enum PortType {
     Object,
     Any,
     Array(&'static PortType),
-    /// A string restricted to these values (the seed's `enum` type).
+    /// A string restricted to these values (the reference page's `enum` type).
     Enum(&'static [&'static str]),
 }
 
 impl PortType {
-    /// The seed-table spelling: `string`, `array<string>`, `enum`.
+    /// The reference-table spelling: `string`, `array<string>`, `enum`.
     pub fn display(&self) -> String {
         match self {
             PortType::String => "string".into(),
@@ -235,7 +235,7 @@ pub struct PortSpec {
     pub name: &'static str,
     pub ty: PortType,
     pub required: bool,
-    /// JSON text of the default, verbatim from the seed table (`""`, `[]`, `null`, `5000`).
+    /// JSON text of the default, verbatim from the reference table (`""`, `[]`, `null`, `5000`).
     pub default: Option<&'static str>,
     pub min: Option<i64>,
     pub max: Option<i64>,
@@ -405,7 +405,7 @@ mod tests {
     }
 
     #[test]
-    fn every_seed_default_parses() {
+    fn every_reference_default_parses() {
         for text in ["\"\"", "[]", "null", "{}", "false", "5000"] {
             let port = PortSpec::input("x", PortType::Any, "").default(text);
             assert!(port.default_value().is_some(), "{text}");

@@ -1,5 +1,5 @@
 //! Port specs the code executors share, so a port that means the same on two nodes reads the
-//! same on both (the python and js seed tables word their outputs identically; shell and python
+//! same on both (the python and js reference tables word their outputs identically; shell and python
 //! share working_subdir and request_read_paths). The failure outputs are `cheng_node::failure`'s.
 
 use cheng_node::{PortSpec, PortType};
@@ -18,7 +18,7 @@ pub const REQUEST_READ_PATHS: PortSpec = PortSpec::input(
 )
 .default("[]");
 
-/// The seed outputs of tools/code_python and tools/code_js (identical in both tables).
+/// The reference outputs of tools/code_python and tools/code_js (identical in both tables).
 #[cfg(any(feature = "python", feature = "js"))]
 pub const SCRIPT_OUTPUTS: [PortSpec; 6] = [
     PortSpec::output("result", PortType::Any, "The result the script returns"),

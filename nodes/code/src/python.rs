@@ -1,7 +1,7 @@
 //! `tools/code_python`: a Python 3 script run by `python3 -I` inside the bubblewrap sandbox.
 //! Registered only when CHENG_ENABLE_CODE_PYTHON is set.
 //!
-//! Decisions where the seed is silent:
+//! Decisions where the reference page is silent:
 //!
 //! - **Interpreter**: the host's `python3` (or `$CHENG_PYTHON`), looked up once per process on
 //!   the absolute directories of PATH; version managers' shims are resolved by asking the
@@ -24,7 +24,7 @@
 //!   group when this process sits in a writable, delegated cgroup v2 subtree (detected once per
 //!   process), with `memory.swap.max` 0 and `pids.max`; otherwise RLIMIT_AS. (What the sandbox
 //!   could not enforce is listed in `metrics.sandbox_notes`, not `warnings`, which holds only the
-//!   seed's validation warnings produced before execution.) The warnings and
+//!   reference page's validation warnings produced before execution.) The warnings and
 //!   `metrics.limits.memory` say which one was enforced; an OOM kill counted in the group's
 //!   `memory.events` is `LOCAL_EXECUTOR_MEMORY_LIMIT`. No cgroup v1 hierarchy is ever touched.
 
@@ -46,7 +46,7 @@ use std::sync::OnceLock;
 /// Environment variable naming the interpreter to use instead of `python3` on PATH.
 pub const PYTHON_ENV: &str = "CHENG_PYTHON";
 
-/// The seed's `tools/code_python`.
+/// The reference page's `tools/code_python`.
 pub struct CodePython;
 
 /// What the channel may carry beyond the result's JSON text: `{"ok": true, "result": ` and `}`.
@@ -356,7 +356,7 @@ impl Node for CodePython {
 
         let (run, received) = channel.collect(sandboxed::run(ctx, request)).await;
         let run = run?;
-        // The seed's `warnings` are validation warnings produced before execution; what the
+        // The reference page's `warnings` are validation warnings produced before execution; what the
         // sandbox could not enforce here is a post-run note and goes into `metrics.sandbox_notes`.
         let notes = sandboxed::enforcement_warnings(&run);
 

@@ -5,7 +5,7 @@
 //! cannot be cut without changing its meaning, so one that is too large is refused with
 //! `LOCAL_EXECUTOR_OUTPUT_LIMIT` instead.
 //!
-//! The limit is a documented constant rather than a port: the seed's port tables have no such
+//! The limit is a documented constant rather than a port: the reference page's port tables have no such
 //! field, and a value an agent could raise would defeat the point (cheng's own memory). Output
 //! that is legitimately large belongs in a file in the workspace (code_python with
 //! `allow_filesystem`) or in several smaller runs.

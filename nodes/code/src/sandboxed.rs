@@ -1,7 +1,7 @@
 //! What `tools/code_shell` and `tools/code_python` share: reading the sandbox ports, asking for
 //! each requested read path, running the bubblewrap sandbox, and shaping the output object.
 //!
-//! Decisions where the seed is silent:
+//! Decisions where the reference page is silent:
 //!
 //! - **Boundary**: neither table lists `sandbox_root`, so the boundary is the run's canonical
 //!   workspace (`RunContext::workspace`, the value the engine would inject). `working_subdir`
@@ -18,7 +18,7 @@
 //!   records which directory each path named and each per-path request what was opened, so the
 //!   engine's approval of the card covers a request only for the same directory.
 //! - **Failure with output**: a run that exits non-zero, times out, is cancelled, is killed by a
-//!   signal or hits its memory limit still returns every seed output, plus `success:false`,
+//!   signal or hits its memory limit still returns every reference output, plus `success:false`,
 //!   `error_kind`, `terminal` and `error` (`cheng_node::failure`), because
 //!   `NodeError::to_outputs` would drop stdout, stderr and metrics.
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
@@ -43,7 +43,7 @@ pub const MAX_TIMEOUT_MS: i64 = 300_000;
 pub const MIN_TIMEOUT_MS: i64 = 100;
 /// Re-exported for the spec tables.
 pub const MEMORY_MIN: i64 = MIN_MEMORY_MB;
-/// The highest memory_mb anyone may set on the code executors (the seed names none): 4096 MB.
+/// The highest memory_mb anyone may set on the code executors (the reference page names none): 4096 MB.
 /// Authors and operators may lower it; the sandbox itself could enforce up to `MAX_MEMORY_MB`.
 pub const MEMORY_MAX: i64 = if MAX_MEMORY_MB < 4096 {
     MAX_MEMORY_MB
@@ -124,10 +124,10 @@ fn opening_failed(e: &std::io::Error) -> ErrorKind {
     }
 }
 
-/// The `success` port both sandboxed nodes add to the seed's outputs (with `cheng_node::failure`'s
+/// The `success` port both sandboxed nodes add to the reference page's outputs (with `cheng_node::failure`'s
 /// other three).
 pub const SUCCESS_OUTPUT: PortSpec = failure::success(
-    "Whether the script ran and exited 0 (added to the seed table: failures keep stdout, stderr and metrics)",
+    "Whether the script ran and exited 0 (added to the reference table: failures keep stdout, stderr and metrics)",
 );
 
 /// The sandbox ports, read from a validated, defaulted, author-capped input.
@@ -416,7 +416,7 @@ pub fn metrics(run: &SandboxRun) -> Value {
     })
 }
 
-/// The output object: every seed port plus the failure ports.
+/// The output object: every reference port plus the failure ports.
 pub fn outputs(
     run: &SandboxRun,
     result: Value,

@@ -1,6 +1,6 @@
 //! `tools/code_shell`: a shell script run by `sh` inside the bubblewrap sandbox.
 //!
-//! Decisions where the seed is silent (the sandbox itself is described in `sandboxed` and
+//! Decisions where the reference page is silent (the sandbox itself is described in `sandboxed` and
 //! `cheng_exec::sandbox`):
 //!
 //! - **Input**: `input` serialised as JSON is in `$INPUT` when it is at most [`ENV_INPUT_MAX`]
@@ -12,7 +12,7 @@
 //!   `allow_network` off, writes into the workspace with `allow_filesystem` off, `sudo`/`su`, an
 //!   empty script) and from the sandbox (what it could not enforce here).
 //! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::sandbox::SandboxLimits`); min 16, max 4096 (the
-//!   seed names no maximum; docs/guides/policy.md).
+//!   reference page names no maximum; docs/guides/policy.md).
 
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
@@ -26,7 +26,7 @@ use std::ffi::OsString;
 /// Longest JSON input also placed in `$INPUT` (Linux's MAX_ARG_STRLEN is 128 KiB per string).
 pub const ENV_INPUT_MAX: usize = 120 * 1024;
 
-/// The seed's `tools/code_shell`.
+/// The reference page's `tools/code_shell`.
 pub struct CodeShell;
 
 const INPUTS: &[PortSpec] = &[

@@ -287,7 +287,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn diagnostics_come_in_the_seed_order() {
+    fn diagnostics_come_in_the_reference_order() {
         let text = "fn main() {\n    let x = 1;\n}\n";
         let err = no_match("a.rs", text, "L2:     let x = 1;\nL3: }");
         assert!(err.message.contains("`L{n}: ` prefix"), "{}", err.message);

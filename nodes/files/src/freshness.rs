@@ -13,7 +13,7 @@
 //! | `Session(NAME)` | `$XDG_STATE_HOME/cheng/sessions/NAME/freshness.json`, locked with `flock` while a call uses it |
 //! | `Call` (one `cheng run`) | none: the gate is off and the output's `warnings` say so |
 //!
-//! The node's author can switch the gate off (`read_tracking: false`, the seed's
+//! The node's author can switch the gate off (`read_tracking: false`, the reference page's
 //! `:read-tracking? false`): then nothing is checked or registered, and `warnings` say so.
 
 use cheng_node::{

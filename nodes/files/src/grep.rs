@@ -1,7 +1,7 @@
 //! `tools/grep`: workspace files containing a regular expression, newest-modified first.
 //! Read-only.
 //!
-//! The contract is Codex CLI's `grep_files` handler (seed 002), which runs `rg
+//! The contract is Codex CLI's `grep_files` handler (ChengOS's agent-tools reference), which runs `rg
 //! --files-with-matches --sortr=modified --regexp PATTERN [--glob INCLUDE] -- PATH`: `pattern` is
 //! a regular expression (Rust regex syntax, as ripgrep's), `include` an optional glob limiting
 //! the files searched, `path` the directory (or file) to search, `limit` how many files to

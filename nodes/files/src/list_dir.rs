@@ -1,6 +1,6 @@
 //! `tools/list_dir`: a directory's entries as an indented tree, a page at a time. Read-only.
 //!
-//! The contract is Codex CLI's `list_dir` handler (seed 002): `offset` (1-indexed entry number,
+//! The contract is Codex CLI's `list_dir` handler (ChengOS's agent-tools reference): `offset` (1-indexed entry number,
 //! default 1), `limit` (default 25), `depth` (default 2: the directory and one level below),
 //! names over 500 bytes cut at a character boundary, two spaces of indentation per level,
 //! directories marked `/`, symlinks `@`, other special files `?`, a first line `Absolute path:

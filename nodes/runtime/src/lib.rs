@@ -112,7 +112,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("result", PortType::Any, "Tool execution result"),
         PortSpec::output("errors", PortType::Array(&PortType::String), "Configuration errors"),
         PortSpec::output("warnings", PortType::Array(&PortType::String), "Configuration warnings"),
-        failure::success("Whether status is ok or validated (added to the seed table: drives exit codes and graph scheduling)"),
+        failure::success("Whether status is ok or validated (added to the reference table: drives exit codes and graph scheduling)"),
         failure::ERROR_KIND,
         failure::TERMINAL,
         failure::ERROR,

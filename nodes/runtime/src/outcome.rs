@@ -1,4 +1,4 @@
-//! The runtime's output object: `status` and the seed's ports, plus the house failure fields.
+//! The runtime's output object: `status` and the reference page's ports, plus the house failure fields.
 
 use cheng_node::{failure, ErrorKind, NodeError, Values};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Workspace nodes: `tools/workspace_shell`, `tools/workspace_git`, `tools/workspace_tests`, and the
 //! process sessions `tools/exec_command` and `tools/write_stdin`.
 //!
-//! Each module declares its node's spec (port tables verbatim from the seed reference page) and
+//! Each module declares its node's spec (port tables verbatim from ChengOS's reference page) and
 //! registers it with `inventory::submit!`.
 
 mod git;

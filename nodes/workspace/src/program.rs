@@ -15,7 +15,7 @@ pub const MAX_ARGS: usize = 1024;
 pub const MAX_TIMEOUT_MS: i64 = 600_000;
 
 /// The `timeout_ms` port of a program run: `default` (JSON) is the one the node applies, 1 to
-/// [`MAX_TIMEOUT_MS`]; `description` is the seed's wording.
+/// [`MAX_TIMEOUT_MS`]; `description` is the reference page's wording.
 pub const fn timeout_ms(description: &'static str, default: &'static str) -> PortSpec {
     PortSpec::input("timeout_ms", PortType::Integer, description)
         .default(default)

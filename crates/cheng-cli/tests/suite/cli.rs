@@ -205,7 +205,7 @@ fn nodes_json_carries_what_a_canvas_draws() {
 }
 
 #[test]
-fn describe_prints_seed_tables_with_audience_and_control() {
+fn describe_prints_reference_tables_with_audience_and_control() {
     let out = run_cheng(&["describe", SHELL]);
     assert_eq!(out.status.code(), Some(0));
     let page = text(&out.stdout);

@@ -25,7 +25,7 @@ fn events_of(path: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn the_seed_curl_example_asks_a_person_and_no_terminal_means_denied() {
+fn the_reference_curl_example_asks_a_person_and_no_terminal_means_denied() {
     let (_d, ws) = temp_workspace();
     let input = json!({"script": "curl -s 'wttr.in/Tokyo?format=3'", "allow_network": true});
     let events = ws.join("events.jsonl");

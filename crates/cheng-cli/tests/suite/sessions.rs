@@ -178,7 +178,7 @@ fn a_single_run_waits_for_the_exit_and_says_so() {
             .contains("keeps no sessions"),
         "{out}"
     );
-    // Its lifetime bound applies: exit code 124, the seed's timeout code.
+    // Its lifetime bound applies: exit code 124, the reference page's timeout code.
     let (_, out, _) = run_node(
         EXEC,
         &ws,

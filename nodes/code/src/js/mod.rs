@@ -11,7 +11,7 @@
 //! `fetch`, no timers — only ECMAScript built-ins and a `console` whose output is captured
 //! (head+tail, 1 MiB per stream).
 //!
-//! Decisions where the seed is silent (documented in the node reference):
+//! Decisions where the reference page is silent (documented in the node reference):
 //! - `input` is a global holding the JSON input; the value of the script's final expression is
 //!   `result`. A promise is awaited (its job queue driven) within `timeout_ms`; a rejection fails
 //!   the node. Top-level `await` is not supported (scripts are not modules): wrap the code in
@@ -109,7 +109,7 @@ static OUTPUTS: &[PortSpec] = &[
     ports::SCRIPT_OUTPUTS[3],
     ports::SCRIPT_OUTPUTS[4],
     ports::SCRIPT_OUTPUTS[5],
-    failure::success("Whether the script ran and produced a result (added to the seed table: failures keep stdout, stderr and metrics)"),
+    failure::success("Whether the script ran and produced a result (added to the reference table: failures keep stdout, stderr and metrics)"),
     failure::ERROR_KIND,
     failure::TERMINAL,
     failure::ERROR,
@@ -433,7 +433,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spec_is_verbatim_from_the_seed() {
+    fn spec_is_verbatim_from_the_reference_page() {
         let names: Vec<_> = SPEC.inputs.iter().map(|p| p.name).collect();
         assert_eq!(names, ["input", "script", "timeout_ms", "memory_mb"]);
         let script = SPEC.input("script").unwrap();

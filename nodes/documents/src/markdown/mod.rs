@@ -27,7 +27,7 @@ use cheng_node::{
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// Operations, in the order the seed lists them.
+/// Operations, in the order the reference page lists them.
 pub const OPERATIONS: &[&str] = &[
     "outline",
     "diagnostics",

@@ -1,4 +1,4 @@
-//! The markdown node's contract: ports verbatim from the seed, input errors, file limits.
+//! The markdown node's contract: ports verbatim from the reference page, input errors, file limits.
 
 use super::support::*;
 use cheng_node::{Audience, Effects, ErrorKind, Node, PortType};
@@ -7,13 +7,13 @@ use cheng_nodes_documents::{WorkspaceMarkdown, WorkspacePreview};
 use serde_json::{json, Value};
 
 #[test]
-fn specs_match_the_seed() {
+fn specs_match_the_reference_pages() {
     let md = WorkspaceMarkdown.spec();
     assert_eq!(md.id, "tools/workspace_markdown");
     assert_eq!(md.category, "workspace");
     assert_eq!(md.effects, Effects::ReadOnly);
     let inputs: Vec<_> = md.inputs.iter().map(|p| (p.name, p.default)).collect();
-    // `operation` is required (the seed's `""` default is no operation: a missing one is a
+    // `operation` is required (the reference page's `""` default is no operation: a missing one is a
     // validation error, exit 2, like every other).
     assert_eq!(
         inputs,
@@ -76,7 +76,7 @@ fn specs_match_the_seed() {
     let outputs: Vec<_> = pv.outputs.iter().map(|p| p.name).collect();
     assert_eq!(
         outputs,
-        // `metadata` is added to the seed table: artifact_summary's object, never JSON inside a string.
+        // `metadata` is added to the reference table: artifact_summary's object, never JSON inside a string.
         [
             "operation",
             "success",

@@ -1,4 +1,4 @@
-//! edit_file: exactly one match (or all with `all`), refusals with line numbers, the seed's three
+//! edit_file: exactly one match (or all with `all`), refusals with line numbers, the reference page's three
 //! diagnostics in order, never a fuzzy apply; the approval card shows the diff.
 
 use super::support::*;

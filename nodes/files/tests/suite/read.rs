@@ -48,7 +48,7 @@ fn slice_golden_header_prefixes_offset_limit_and_crlf() {
 }
 
 #[test]
-fn defaults_are_the_seeds_and_limits_are_enforced() {
+fn defaults_are_the_reference_pages_and_limits_are_enforced() {
     let spec = &cheng_nodes_files::read_file::SPEC;
     assert_eq!(spec.input("offset").unwrap().default, Some("1"));
     assert_eq!(spec.input("limit").unwrap().default, Some("2000"));

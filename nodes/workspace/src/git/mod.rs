@@ -697,9 +697,9 @@ mod tests {
     }
 
     #[test]
-    fn spec_ports_follow_the_seed() {
+    fn spec_ports_follow_the_reference_page() {
         assert_eq!(SPEC.input("max_count").and_then(|p| p.max), Some(100));
-        // Required (the seed's `""` default names no operation), so a missing one fails validation.
+        // Required (the reference page's `""` default names no operation), so a missing one fails validation.
         assert!(SPEC
             .input("operation")
             .is_some_and(|p| p.required && p.default.is_none()));

@@ -1,15 +1,15 @@
 //! Process sessions: `tools/exec_command` starts a command that may outlive the call (a dev
 //! server, a REPL, a watch build), `tools/write_stdin` writes to it and collects what it printed.
-//! From seed 002's `:exec` group, after Codex CLI's unified exec.
+//! From the `:exec` group of ChengOS's agent-tools reference, after Codex CLI's unified exec.
 //!
-//! Decisions (the seed's numbers are the defaults):
+//! Decisions (the reference page's numbers are the defaults):
 //!
 //! - **The command policy is workspace_shell's**: `cmd` is a shell string under the shell-string
 //!   rules (split without a shell unless the author's `allow_shell_string` is on), or `command`
 //!   with `args`; `command_whitelist`, the env baseline and the operator's `env_allow`, `workdir`
 //!   inside the workspace and the operator policy apply as they do there. Every start and every
 //!   write is approval-gated (the card names the session's command).
-//! - **Environment**: the minimal host base, then the fixed session environment of the seed
+//! - **Environment**: the minimal host base, then the fixed session environment of the reference page
 //!   ([`FIXED_ENV`]: no colour, a dumb terminal, UTF-8, `cat` as pager), then the allowed `env`.
 //! - **Pipes, no PTY**; stdout and stderr interleaved as they arrive. Each call returns what
 //!   arrived since the last one, at most `max_output_tokens` × 4 bytes (head+tail, the omission
@@ -41,10 +41,10 @@ use cheng_node::{failure, ErrorKind, NodeError, PortSpec, PortType, Values};
 use serde_json::json;
 use std::time::Duration;
 
-/// The clamp of `yield_time_ms` (the seed's 250–30000 ms).
+/// The clamp of `yield_time_ms` (the reference page's 250–30000 ms).
 pub const MIN_YIELD_MS: u64 = 250;
 pub const MAX_YIELD_MS: u64 = 30_000;
-/// The least an empty write (a poll) waits, unless output arrives first (the seed's 5000 ms).
+/// The least an empty write (a poll) waits, unless output arrives first (the reference page's 5000 ms).
 pub const MIN_POLL_MS: u64 = 5_000;
 /// Output a session keeps between calls (head+tail).
 pub const RETAINED_CAP: usize = 1 << 20;
@@ -55,7 +55,7 @@ pub const MAX_OUTPUT_TOKENS: i64 = (RETAINED_CAP / BYTES_PER_TOKEN) as i64;
 /// Largest `max_session_ms` (a day).
 pub const MAX_SESSION_MS: i64 = 86_400_000;
 
-/// The session environment of the seed (Codex's unified exec environment): programs print for
+/// The session environment of the reference page (Codex's unified exec environment): programs print for
 /// a reader, not a terminal.
 pub const FIXED_ENV: &[(&str, &str)] = &[
     ("NO_COLOR", "1"),

@@ -2,7 +2,7 @@
 //! [`MAX_SESSIONS`], ids never reused, and a record of why an id is no longer live.
 //!
 //! When full, a new session evicts one: an ended session first, then the least recently used,
-//! never one of the [`PROTECTED_RECENT`] most recently used (the seed's numbers, from Codex's
+//! never one of the [`PROTECTED_RECENT`] most recently used (the reference page's numbers, from Codex's
 //! unified exec). Dropping the table (the scope's owner ended) drops every process handle, which
 //! kills each session's process group and everything it started.
 
@@ -61,7 +61,7 @@ impl std::fmt::Debug for Sessions {
 }
 
 /// Which session to evict to make room: `entries` are `(id, last_used, ended)`. `None` when
-/// there is still room, or when every session is protected (never with the seed's numbers).
+/// there is still room, or when every session is protected (never with the reference page's numbers).
 pub fn victim(entries: &[(i64, u64, bool)], max: usize, protected: usize) -> Option<i64> {
     if entries.len() < max {
         return None;

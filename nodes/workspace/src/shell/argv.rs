@@ -42,7 +42,7 @@ pub(crate) fn argv_from_input(input: &Values) -> Result<Vec<String>, NodeError> 
             if script.contains('\0') {
                 return Err(NodeError::invalid_input("shell_string contains a NUL byte"));
             }
-            // The seed: with a command whitelist, shell strings are denied (even simple ones).
+            // The reference page: with a command whitelist, shell strings are denied (even simple ones).
             if !whitelist.is_empty() {
                 return Err(NodeError::policy_denied(format!(
                     "shell_string is denied because this node has a command_whitelist ({}); pass command and args instead (e.g. command=\"{}\", args=[...])",

@@ -1,7 +1,7 @@
 //! `tools/workspace_shell`: run a workspace command with policy checks, bounded output, timeout
 //! and cancellation. Every run is approval-gated.
 //!
-//! Decisions where the seed is silent:
+//! Decisions where the reference page is silent:
 //!
 //! - **Exactly one of `command` or `shell_string`.** An empty `command` (its default) counts as
 //!   unset, as does a `shell_string` of only whitespace. `args` go with `command` only.
@@ -21,7 +21,7 @@
 //! - **With `allow_shell_string` on** (and no whitelist) the string runs as `sh -c <string>`.
 //! - **`command_whitelist`**: one program name per line, trimmed; blank lines and lines starting
 //!   with `#` are ignored. When non-empty, only listed names run; a command containing `/` is
-//!   denied; every `shell_string` is denied (the seed: "shell strings are denied"), even a
+//!   denied; every `shell_string` is denied (the reference page: "shell strings are denied"), even a
 //!   simple one naming a listed program and even with `allow_shell_string` on. A line holding a path or several words is
 //!   a configuration error (`LOCAL_EXECUTOR_INVALID_INPUT` naming the line). Whitelisting a
 //!   program that runs other programs (`sh`, `env`, `xargs`, `make`) lets it run anything.

@@ -292,7 +292,7 @@ async fn whitelist_denies_shell_syntax_even_with_the_switch_on() {
         .await;
         assert_eq!(e.kind, ErrorKind::PolicyDenied, "{script}");
     }
-    // The seed: with a whitelist, shell strings are denied, even a simple one naming a listed
+    // The reference page: with a whitelist, shell strings are denied, even a simple one naming a listed
     // program (with or without the author's switch); command and args are the way.
     for switch in [true, false] {
         let e = err(
@@ -396,7 +396,7 @@ async fn a_sandbox_root_in_the_input_cannot_move_the_workspace() {
 // ---- requests refused before anything runs ------------------------------------------------
 
 #[test]
-fn ports_match_the_seed_table() {
+fn ports_match_the_reference_table() {
     let inputs: Vec<_> = spec()
         .inputs
         .iter()
