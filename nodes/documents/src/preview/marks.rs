@@ -50,13 +50,16 @@ pub fn bound(text: &str) -> Option<(String, usize)> {
 
 fn bound_at(text: &str, max: usize) -> Option<(String, usize)> {
     let bytes = text.as_bytes();
+    // Counted in byte lanes, 255 bytes at a time (a lane cannot overflow): every document is
+    // counted, and a count in word lanes took 8 % of an ordinary 10 MB document's analysis.
     let total: usize = bytes
-        .chunks(64 * 1024)
+        .chunks(255)
         .map(|chunk| {
-            chunk
-                .iter()
-                .map(|b| usize::from(is_mark(*b)))
-                .sum::<usize>()
+            let mut n = 0u8;
+            for b in chunk {
+                n += u8::from(is_mark(*b));
+            }
+            usize::from(n)
         })
         .sum();
     if total <= max {
