@@ -12,11 +12,12 @@ use cheng_nodes_files as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
-/// mimalloc, with huge blocks in mappings of their own (crates/cheng-alloc says why; measured in
-/// docs/performance.md, "Allocator"). Only this binary: `cheng-sandbox-init` keeps the system
-/// allocator (it runs under the sandbox's RLIMIT_AS).
+/// mimalloc rather than the system allocator: Markdown operations on a 10 MB document take
+/// 0.68–0.81× the CPU time, since glibc unmaps the parser's large tree after each parse and
+/// faults it in again (docs/performance.md, "Allocator"). Only this binary:
+/// `cheng-sandbox-init` keeps the system allocator (it runs under the sandbox's RLIMIT_AS).
 #[global_allocator]
-static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod approve;
 mod args;

@@ -9,12 +9,6 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// `--features binary-allocator`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
-/// "Allocator"); without it, the system allocator (glibc malloc).
-#[cfg(feature = "binary-allocator")]
-#[global_allocator]
-static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
-
 use cheng_exec::{ProcessSpec, Termination};
 use cheng_node::CancellationToken;
 use std::io::Read;

@@ -10,11 +10,9 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// `--features binary-allocator`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
-/// "Allocator"); without it, the system allocator (glibc malloc).
-#[cfg(feature = "binary-allocator")]
+/// The `cheng` binary's allocator, so the figures are what users get.
 #[global_allocator]
-static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use cheng_nodes_documents::markdown::diagnostics::check;
 use cheng_nodes_documents::markdown::document::options;

@@ -17,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bounded;
 pub mod markdown;
 pub mod preview;
 pub mod source;

@@ -5,12 +5,6 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-/// `--features binary-allocator`: the same benchmark with the `cheng` binary's allocator (docs/performance.md,
-/// "Allocator"); without it, the system allocator (glibc malloc).
-#[cfg(feature = "binary-allocator")]
-#[global_allocator]
-static GLOBAL: cheng_alloc::Allocator = cheng_alloc::Allocator;
-
 use cheng_node::{Decision, Registry, RunContext, Values};
 // Linked for its `inventory` registrations.
 use cheng_nodes_workspace as _;

@@ -4,6 +4,7 @@
 //! into exact 1-indexed lines and columns (columns count Unicode scalar values).
 
 use super::slug::Slugger;
+use crate::bounded::Bounded;
 use pulldown_cmark::{
     BrokenLink, CodeBlockKind, Event, LinkType, MetadataBlockKind, Options, Parser, Tag, TagEnd,
 };
@@ -200,6 +201,9 @@ pub struct Document<'a> {
     /// `href` of raw-HTML `<a>` and `src` of raw-HTML `<img>`: (offset of the tag, is image,
     /// value with `&amp;` decoded). link_check_local checks them like Markdown links.
     pub html_links: Vec<(usize, bool, String)>,
+    /// Inline marks past [`crate::preview::marks::MAX_MARKS`], read as plain text: links,
+    /// emphasis and code spans after them are not seen.
+    pub plain_marks: usize,
 }
 
 static HTML_ANCHOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -265,16 +269,16 @@ impl<'a> Document<'a> {
             html_images_without_alt: Vec::new(),
             bare_urls: Vec::new(),
             html_links: Vec::new(),
+            plain_marks: 0,
         };
-        // Container markers stacked past the preview's depth bound on one line are parsed as
-        // text (same offsets), as the preview renders them: millions of open containers cost
-        // pulldown-cmark far more per byte than text.
-        let bounded = crate::preview::prefix::bound(text);
-        let source = bounded.as_ref().map_or(text, |(s, _)| s.as_str());
+        // Pathological shapes (containers stacked past the preview's depth bound, inline marks
+        // past their bound) are parsed as text, as the preview renders them (same offsets).
+        let bounded = Bounded::new(text);
+        doc.plain_marks = bounded.plain_marks;
         let mut broken = Vec::new();
         doc.walk(
-            parser(source, &mut broken).into_offset_iter(),
-            source,
+            parser(bounded.text(), &mut broken).into_offset_iter(),
+            &bounded,
             &mut check,
         )?;
         doc.broken_refs_omitted = keep_first(&mut broken, KEPT_BROKEN_REFS);
@@ -283,19 +287,17 @@ impl<'a> Document<'a> {
         Ok(doc)
     }
 
-    /// Borrows a string of the parsed `source` (`text`, or a copy with the same offsets) from
-    /// `text` when both hold the same bytes there.
-    fn rebase<'s>(&self, s: pulldown_cmark::CowStr<'s>, source: &'s str) -> Cow<'a, str> {
+    /// Borrows a string of the parsed text (`text`, or a [`Bounded`] copy with the same
+    /// offsets) from `text`, as written there.
+    fn rebase<'s>(&self, s: pulldown_cmark::CowStr<'s>, parsed: &'s str) -> Cow<'a, str> {
         if let pulldown_cmark::CowStr::Borrowed(b) = &s {
-            let offset = (b.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+            let offset = (b.as_ptr() as usize).wrapping_sub(parsed.as_ptr() as usize);
             if let Some(original) = offset
                 .checked_add(b.len())
-                .filter(|end| *end <= source.len())
+                .filter(|end| *end <= parsed.len())
                 .and_then(|end| self.text.get(offset..end))
             {
-                if std::ptr::eq(source, self.text) || original == *b {
-                    return Cow::Borrowed(original);
-                }
+                return Cow::Borrowed(original);
             }
         }
         Cow::Owned(s.into_string())
@@ -306,10 +308,11 @@ impl<'a> Document<'a> {
     fn walk<'s, I: Iterator<Item = (Event<'s>, Range<usize>)>, E>(
         &mut self,
         events: I,
-        source: &'s str,
+        bounded: &'s Bounded<'a>,
         check: &mut impl FnMut() -> Result<(), E>,
     ) -> Result<(), E> {
         let text = self.text;
+        let source = bounded.text();
         // Open heading: (level, start, explicit id, text with line breaks as `\n`).
         let mut heading: Option<(u8, usize, Option<String>, String)> = None;
         let mut image_depth = 0usize;
@@ -451,7 +454,7 @@ impl<'a> Document<'a> {
                     }
                     if let Some(h) = heading.as_mut() {
                         if image_depth == 0 {
-                            h.3.push_str(&t);
+                            h.3.push_str(bounded.cow_as_written(&t));
                         }
                     }
                 }
@@ -461,7 +464,8 @@ impl<'a> Document<'a> {
                     }
                 }
                 Event::Html(html) | Event::InlineHtml(html) => {
-                    self.scan_html(&html, range.start);
+                    let html = bounded.cow_as_written(&html);
+                    self.scan_html(html, range.start);
                     if let Some(last) = open_links.last_mut() {
                         last.1 = true;
                     }

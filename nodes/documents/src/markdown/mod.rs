@@ -356,6 +356,11 @@ fn analyze_with<'t, E>(
             s
         }
     };
+    let summary = if doc.plain_marks > 0 {
+        summary + &crate::preview::marks::warning(doc.plain_marks)
+    } else {
+        summary
+    };
     out.insert("summary".into(), json!(summary));
     check()?;
     Ok(out)

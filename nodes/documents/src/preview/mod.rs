@@ -9,6 +9,7 @@
 pub mod artifact;
 pub mod flatten;
 pub mod html_text;
+pub mod marks;
 pub mod prefix;
 pub mod sanitize;
 
@@ -215,6 +216,7 @@ fn preview(
     }
     failure::fill::<()>(&mut out, &Ok(()));
     let mut flattened_count = 0usize;
+    let mut plain_marks = 0usize;
     let mut pre_bounded = false;
     let (source_path, source_bytes, text, summary_head) = match (operation, &source) {
         (Operation::ArtifactSummary, _) => {
@@ -258,6 +260,7 @@ fn preview(
             let rendered = render(operation, &file.text, max_bytes, &budget)?;
             out.insert("format".into(), json!(rendered.format));
             flattened_count = rendered.flattened;
+            plain_marks = rendered.plain_marks;
             pre_bounded = rendered.bounded;
             let text = rendered.text;
             (Some(file.display.clone()), file.bytes, text, file.display)
@@ -273,6 +276,7 @@ fn preview(
             let rendered = render(operation, content, max_bytes, &budget)?;
             out.insert("format".into(), json!(rendered.format));
             flattened_count = rendered.flattened;
+            plain_marks = rendered.plain_marks;
             pre_bounded = rendered.bounded;
             let text = rendered.text;
             (None, content.len() as u64, text, "content".to_string())
@@ -296,6 +300,9 @@ fn preview(
             "; nesting deeper than {MAX_DEPTH} levels was flattened ({flattened_count} element{} kept as plain content of their ancestor)",
             if flattened_count == 1 { "" } else { "s" }
         ));
+    }
+    if plain_marks > 0 {
+        summary.push_str(&marks::warning(plain_marks));
     }
     if truncated {
         summary.push_str(&format!(
@@ -324,6 +331,8 @@ struct Rendered {
     text: String,
     /// Elements flattened past [`MAX_DEPTH`].
     flattened: usize,
+    /// Inline marks past [`marks::MAX_MARKS`], shown as plain text.
+    plain_marks: usize,
     /// Already head+tail cut to `max_bytes` (and sanitised after the cut).
     bounded: bool,
 }
@@ -344,6 +353,7 @@ fn render(
         Operation::Markdown => {
             let keep = PRE_CUT_FACTOR * max_bytes;
             let mut rendered = sanitize::render_markdown_kept(text, keep, || budget.check())?;
+            let plain_marks = rendered.plain_marks;
             if let Some(cut) = rendered.cut.take() {
                 // Only the rendering's ends were kept: each is flattened on its own (raw HTML
                 // elements are then counted in the ends alone), then cut as below.
@@ -353,6 +363,7 @@ fn render(
                     html: cut.tail,
                     flattened: 0,
                     raw_html,
+                    plain_marks: 0,
                     cut: None,
                 };
                 let tail = sanitize::flatten_rendered(tail, || budget.check())?;
@@ -366,6 +377,7 @@ fn render(
                     format: "html",
                     text,
                     flattened: head.dropped + tail.dropped,
+                    plain_marks,
                     bounded: true,
                 });
             }
@@ -377,6 +389,7 @@ fn render(
                     format: "html",
                     text,
                     flattened,
+                    plain_marks,
                     bounded: true,
                 }
             } else {
@@ -385,6 +398,7 @@ fn render(
                     format: "html",
                     text,
                     flattened,
+                    plain_marks,
                     bounded: false,
                 }
             }
@@ -397,6 +411,7 @@ fn render(
                 format: "text",
                 text: html_text::render(&summary),
                 flattened: dropped,
+                plain_marks: 0,
                 bounded: false,
             }
         }
@@ -408,6 +423,7 @@ fn render(
                 format: "text",
                 text: html_text::render(&summary),
                 flattened: flat.dropped,
+                plain_marks: 0,
                 bounded: false,
             }
         }
@@ -415,6 +431,7 @@ fn render(
             format: "metadata",
             text: String::new(),
             flattened: 0,
+            plain_marks: 0,
             bounded: false,
         },
     })

@@ -10,12 +10,12 @@
 //! cannot clobber page globals or document properties; no other element may carry an id, and
 //! no element a `name`.
 
+use crate::bounded::Bounded;
 use crate::markdown::document::options;
 #[cfg(doc)]
 use crate::markdown::document::Document;
 use crate::markdown::slug::Slugger;
 use crate::preview::flatten::{flatten, Flattened, MAX_DEPTH};
-use crate::preview::prefix;
 use ammonia::Builder;
 use pulldown_cmark::{CowStr, Event, Tag, TagEnd};
 use std::cell::Cell;
@@ -47,6 +47,8 @@ pub struct MarkdownHtml {
     /// Whether the Markdown holds raw HTML (passed through into `html`). Without it `html` is
     /// pulldown-cmark's own well-nested output, at most [`MAX_DEPTH`] containers deep.
     pub raw_html: bool,
+    /// Inline marks past [`crate::preview::marks::MAX_MARKS`], rendered as plain text.
+    pub plain_marks: usize,
     /// Set when the rendering was longer than the bytes asked to keep
     /// ([`render_markdown_kept`]): `html` is then its head and this its tail.
     pub cut: Option<Cut>,
@@ -67,8 +69,11 @@ pub struct Cut {
 /// its ancestor's (a deeper block ends with a line break). `check` runs every
 /// [`CHECK_EVERY_EVENTS`] events.
 ///
-/// Lines stacking more container markers than [`prefix::LINE_DEPTH`] are bounded first
-/// ([`prefix::bound`]); the levels left unopened count as flattened.
+/// The text parsed is [`Bounded`]: lines stacking more container markers than
+/// [`crate::preview::prefix::LINE_DEPTH`] have the markers past it read as text (the levels
+/// left unopened count as flattened), and inline marks past
+/// [`crate::preview::marks::MAX_MARKS`] are plain text, shown as written
+/// ([`MarkdownHtml::plain_marks`]).
 ///
 /// One pulldown-cmark pass: each heading's events are held back until the heading ends, when
 /// its anchor is known (the same text and slugger as [`Document`]'s outline). Explicit `{#id}`s
@@ -89,23 +94,22 @@ pub fn render_markdown_kept<E>(
     keep: usize,
     mut check: impl FnMut() -> Result<(), E>,
 ) -> Result<MarkdownHtml, E> {
-    // Markers stacked past the bound on one line become text before pulldown-cmark sees them.
-    let bounded = prefix::bound(markdown);
-    let (markdown, unopened) = match &bounded {
-        Some((text, levels)) => (text.as_str(), *levels),
-        None => (markdown, 0),
-    };
-    let mut rendered = render_markdown_unprefixed(markdown, keep, &mut check)?;
-    rendered.flattened += unopened;
+    // Markers stacked past the bound on one line, and inline marks past theirs, become text
+    // before pulldown-cmark sees them.
+    let bounded = Bounded::new(markdown);
+    let mut rendered = render_markdown_unprefixed(&bounded, keep, &mut check)?;
+    rendered.flattened += bounded.unopened_levels;
+    rendered.plain_marks = bounded.plain_marks;
     Ok(rendered)
 }
 
 fn render_markdown_unprefixed<E>(
-    markdown: &str,
+    bounded: &Bounded<'_>,
     keep: usize,
     mut check: impl FnMut() -> Result<(), E>,
 ) -> Result<MarkdownHtml, E> {
-    match render_pass(markdown, None, keep, &mut check)? {
+    let markdown = bounded.text();
+    match render_pass(bounded, None, keep, &mut check)? {
         Some(rendered) => Ok(rendered),
         None => {
             let mut reserved = Vec::new();
@@ -123,7 +127,7 @@ fn render_markdown_unprefixed<E>(
             for id in &reserved {
                 slugger.reserve(id);
             }
-            Ok(render_pass(markdown, Some(slugger), keep, &mut check)?.unwrap_or_default())
+            Ok(render_pass(bounded, Some(slugger), keep, &mut check)?.unwrap_or_default())
         }
     }
 }
@@ -131,15 +135,17 @@ fn render_markdown_unprefixed<E>(
 /// One rendering; `None` when `slugger` is `None` (explicit ids not collected yet) and a heading
 /// has an explicit id.
 fn render_pass<E>(
-    markdown: &str,
+    bounded: &Bounded<'_>,
     slugger: Option<Slugger>,
     keep: usize,
     check: &mut impl FnMut() -> Result<(), E>,
 ) -> Result<Option<MarkdownHtml>, E> {
+    let markdown = bounded.text();
     let boundary = Cell::new(false);
     let mut events = Events {
         parser: pulldown_cmark::Parser::new_ext(markdown, options()),
         source: markdown,
+        bounded,
         after_text: false,
         queue: VecDeque::new(),
         explicit_ids_known: slugger.is_some(),
@@ -165,6 +171,7 @@ fn render_pass<E>(
                 html,
                 flattened: events.flattened,
                 raw_html: events.raw_html,
+                plain_marks: 0,
                 cut,
             }))
         }
@@ -274,6 +281,8 @@ struct Events<'a, 'c, C, E> {
     parser: pulldown_cmark::Parser<'a>,
     /// The text parsed, of which borrowed texts are stretches (see [`Events::join_texts`]).
     source: &'a str,
+    /// What `source` was made from: strings handed out are read back from it as written.
+    bounded: &'a Bounded<'a>,
     /// Whether the last event pulled was a text borrowed from the source.
     after_text: bool,
     /// A heading's events, its start last filled in, waiting to be rendered.
@@ -330,7 +339,9 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
             match &event {
                 Event::Start(Tag::Image { .. }) => image_depth += 1,
                 Event::End(TagEnd::Image) => image_depth = image_depth.saturating_sub(1),
-                Event::Text(t) | Event::Code(t) if image_depth == 0 => text.push_str(t),
+                Event::Text(t) | Event::Code(t) if image_depth == 0 => {
+                    text.push_str(self.bounded.cow_as_written(t))
+                }
                 Event::SoftBreak | Event::HardBreak => text.push('\n'),
                 _ => {}
             }
@@ -487,9 +498,42 @@ impl<'a, C: FnMut() -> Result<(), E>, E> Events<'a, '_, C, E> {
         match &event {
             Event::Start(Tag::Image { .. }) => self.images += 1,
             Event::End(TagEnd::Image) => self.images = self.images.saturating_sub(1),
+            Event::Text(CowStr::Borrowed(text)) if text.len() > JOINED_TEXT_BYTES => {
+                return Some(self.split_text(text));
+            }
             _ => {}
         }
+        if self.bounded.rewritten() {
+            return Some(self.as_written(event));
+        }
         Some(event)
+    }
+
+    /// The first [`JOINED_TEXT_BYTES`] of a longer text (as written), the rest queued to be
+    /// handed out next. A line of plain text is one event however long (16 MiB of it, or of
+    /// marks made plain), and [`Ends`] can drop output only where an event starts; the pieces
+    /// render exactly as the whole.
+    #[cold]
+    fn split_text(&mut self, text: &'a str) -> Event<'a> {
+        let text = self.bounded.as_written(text);
+        let (head, rest) = text.split_at(super::floor_char_boundary(text, JOINED_TEXT_BYTES));
+        self.queue.push_front(Event::Text(CowStr::Borrowed(rest)));
+        Event::Text(CowStr::Borrowed(head))
+    }
+
+    /// A text or raw HTML as the source has it: marks made plain read as written.
+    fn as_written(&self, event: Event<'a>) -> Event<'a> {
+        let written = |s: CowStr<'a>| match s {
+            CowStr::Borrowed(b) => CowStr::Borrowed(self.bounded.as_written(b)),
+            other => other,
+        };
+        match event {
+            Event::Text(t) => Event::Text(written(t)),
+            Event::Code(t) => Event::Code(written(t)),
+            Event::Html(t) => Event::Html(written(t)),
+            Event::InlineHtml(t) => Event::InlineHtml(written(t)),
+            other => other,
+        }
     }
 }
 
@@ -646,6 +690,32 @@ pub fn flatten_rendered<E>(
 mod tests {
     use super::*;
 
+    /// A long line is one text event; it goes to the writer in pieces, so the rendering's
+    /// tail can still be cut at one of them (one event would keep the whole line in the tail).
+    #[test]
+    fn a_long_line_is_handed_out_in_pieces_the_ends_can_cut() {
+        let keep = 1000;
+        for line in ["a".repeat(100_000), "é ".repeat(50_000)] {
+            let kept = render_markdown_kept(&line, keep, || Ok::<(), ()>(()));
+            let Ok(MarkdownHtml {
+                html,
+                cut: Some(cut),
+                ..
+            }) = kept
+            else {
+                panic!("not cut");
+            };
+            assert!(
+                cut.tail.len() <= 2 * keep + JOINED_TEXT_BYTES,
+                "tail of {}",
+                cut.tail.len()
+            );
+            let whole = render_markdown(&line);
+            assert!(whole.starts_with(&html) && whole.ends_with(&cut.tail));
+            assert_eq!(html.len() + cut.omitted + cut.tail.len(), whole.len());
+        }
+    }
+
     #[test]
     fn texts_joined_into_one_event_render_as_they_came() {
         let brackets = "[a](".repeat(3000);
@@ -665,9 +735,11 @@ mod tests {
         // The run is handed to the writer as a few events, not three per four bytes.
         let boundary = Cell::new(false);
         let mut check = || Ok::<(), ()>(());
+        let bounded = Bounded::new(&brackets);
         let events = Events {
             parser: pulldown_cmark::Parser::new_ext(&brackets, options()),
             source: &brackets,
+            bounded: &bounded,
             after_text: false,
             queue: VecDeque::new(),
             explicit_ids_known: true,

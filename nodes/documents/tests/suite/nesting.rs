@@ -12,6 +12,7 @@ mod families;
 use super::support::*;
 use cheng_node::{Decision, ErrorKind, Node, RunContext, Values};
 use cheng_nodes_documents::preview::flatten::MAX_DEPTH;
+use cheng_nodes_documents::preview::marks::{self, MAX_MARKS};
 use cheng_nodes_documents::preview::MAX_PREVIEW_BYTES;
 use cheng_nodes_documents::{WorkspaceMarkdown, WorkspacePreview};
 use serde_json::{json, Value};
@@ -186,6 +187,101 @@ fn a_million_levels_do_not_overflow_the_stack() {
             );
         }
     }
+}
+
+/// Inline marks past [`MAX_MARKS`] are parsed as plain text, shown as written, and named in
+/// every summary: 100 000 `[` after the bound (each a node pulldown-cmark would keep, and
+/// rescan for a link) cost nothing more than text. The first `MAX_MARKS` are one run of `*` (a
+/// thematic break), so the test stays fast in a debug build. Positive control: with the run
+/// shorter by the marks after it, the same link is a link, checked and reported broken.
+#[test]
+fn inline_marks_past_the_bound_are_plain_text_and_named() {
+    let (_d, root) = temp_workspace();
+    let tail = format!(
+        "# Late `code` *x*\n\n[gone](missing.md) {}\n",
+        "[".repeat(100_000)
+    );
+    // `[kept](…)` holds two marks: the run brings them to exactly MAX_MARKS.
+    let document = |run: usize| format!("[kept](missing-too.md)\n\n{}\n\n{tail}", "*".repeat(run));
+    let link_targets = |out: &Values| -> Vec<String> {
+        out["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .filter_map(|d| d["target"].as_str().map(str::to_string))
+            .collect()
+    };
+
+    std::fs::write(root.join("big.md"), document(MAX_MARKS - 2)).expect("write");
+    // After the bound: the heading's four, the link's two and the 100 000 `[`.
+    let plain = 4 + 2 + 100_000;
+    let warning = marks::warning(plain);
+    assert!(
+        warning.contains(&format!("past the first {MAX_MARKS} marks"))
+            && warning.contains(&format!("({plain} later marks)"))
+            && warning.contains("split the file"),
+        "{warning}"
+    );
+    let out = run(
+        &WorkspacePreview,
+        &root,
+        json!({"operation": "markdown", "path": "big.md"}),
+    )
+    .expect("preview");
+    let summary = out["summary"].as_str().expect("summary");
+    assert!(summary.contains(&warning), "{summary}");
+    let html = out["preview"].as_str().expect("preview");
+    assert!(
+        html.contains("href=\"missing-too.md\""),
+        "the link before the bound is a link"
+    );
+    assert!(
+        !html.contains("href=\"missing.md\""),
+        "the link after it is text"
+    );
+    assert!(html.contains("[gone](missing.md) [[[["), "shown as written");
+    assert!(
+        html.contains("Late `code` *x*</h1>"),
+        "{}",
+        &html[..html.len().min(300)]
+    );
+
+    for op in ["outline", "link_check_local"] {
+        let out = run(
+            &WorkspaceMarkdown,
+            &root,
+            json!({"operation": op, "path": "big.md"}),
+        )
+        .expect(op);
+        let summary = out["summary"].as_str().expect("summary");
+        assert!(summary.contains(&warning), "{op}: {summary}");
+        if op == "outline" {
+            // Heading text is read back from the source as written.
+            assert_eq!(
+                out["outline"][0]["text"], "Late `code` *x*",
+                "{}",
+                out["outline"]
+            );
+        } else {
+            assert_eq!(link_targets(&out), ["missing-too.md"], "{summary}");
+        }
+    }
+
+    // Positive control: the run shorter by the marks after it, and nothing is past the bound.
+    std::fs::write(root.join("big.md"), document(MAX_MARKS - 2 - plain)).expect("write");
+    let out = run(
+        &WorkspaceMarkdown,
+        &root,
+        json!({"operation": "link_check_local", "path": "big.md"}),
+    )
+    .expect("links");
+    let summary = out["summary"].as_str().expect("summary");
+    assert!(!summary.contains("past the first"), "{summary}");
+    assert_eq!(
+        link_targets(&out),
+        ["missing-too.md", "missing.md"],
+        "{summary}"
+    );
 }
 
 /// Ordinary documents are not flattened and keep their structure.
