@@ -287,6 +287,47 @@ fn record_skip(log: &Path, test: &str, what: &str) {
     }
 }
 
+/// Checks a head+tail cut (`cheng_node::text::HeadTail`'s `\n...[omitted N bytes]...\n` marker)
+/// against the node's documented limit `cap` (written by the caller, never read from the node) and
+/// the `written` byte count: exactly one marker, a head and tail that together are `cap` bytes, and
+/// N the bytes dropped. Returns the kept head and tail.
+pub fn assert_cut_to<'a>(
+    what: &str,
+    shown: &'a str,
+    written: u64,
+    cap: usize,
+) -> (&'a str, &'a str) {
+    const OPEN: &str = "\n...[omitted ";
+    const CLOSE: &str = " bytes]...\n";
+    assert_eq!(
+        shown.matches(OPEN).count(),
+        1,
+        "{what}: expected exactly one omission marker"
+    );
+    let start = shown.find(OPEN).unwrap_or_default();
+    let rest = &shown[start + OPEN.len()..];
+    let close = rest
+        .find(CLOSE)
+        .unwrap_or_else(|| panic!("{what}: unterminated marker"));
+    let omitted: u64 = rest[..close]
+        .parse()
+        .unwrap_or_else(|e| panic!("{what}: marker count {:?}: {e}", &rest[..close]));
+    let (head, tail) = (&shown[..start], &rest[close + CLOSE.len()..]);
+    assert_eq!(
+        head.len() + tail.len(),
+        cap,
+        "{what}: kept {} + {} bytes, not the cap of {cap}",
+        head.len(),
+        tail.len()
+    );
+    assert_eq!(
+        omitted,
+        written - cap as u64,
+        "{what}: the marker's count is not the bytes dropped ({written} written, {cap} kept)"
+    );
+    (head, tail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,43 +136,4 @@ pub async fn run_approved_by(
     node.run(&ctx, with_defaults(node, input)).await
 }
 
-/// Checks a stream a node cut to `cap` bytes out of `written`: exactly one
-/// `...[omitted N bytes]...` marker, a head and tail that together are `cap` bytes (the node's
-/// documented limit, written by the caller, not read from the node), and N the bytes dropped.
-/// Returns the kept head and tail.
-pub fn assert_cut_to<'a>(
-    what: &str,
-    shown: &'a str,
-    written: u64,
-    cap: usize,
-) -> (&'a str, &'a str) {
-    const OPEN: &str = "\n...[omitted ";
-    const CLOSE: &str = " bytes]...\n";
-    assert_eq!(
-        shown.matches(OPEN).count(),
-        1,
-        "{what}: expected one omission marker"
-    );
-    let start = shown.find(OPEN).unwrap_or_default();
-    let rest = &shown[start + OPEN.len()..];
-    let close = rest
-        .find(CLOSE)
-        .unwrap_or_else(|| panic!("{what}: unterminated marker"));
-    let omitted: u64 = rest[..close]
-        .parse()
-        .unwrap_or_else(|e| panic!("{what}: marker count {:?}: {e}", &rest[..close]));
-    let (head, tail) = (&shown[..start], &rest[close + CLOSE.len()..]);
-    assert_eq!(
-        head.len() + tail.len(),
-        cap,
-        "{what}: kept {} + {} bytes, not the cap of {cap}",
-        head.len(),
-        tail.len()
-    );
-    assert_eq!(
-        omitted,
-        written - cap as u64,
-        "{what}: the marker's count is not the bytes dropped ({written} written, {cap} kept)"
-    );
-    (head, tail)
-}
+pub use cheng_test_support::assert_cut_to;

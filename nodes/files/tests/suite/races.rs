@@ -368,13 +368,27 @@ fn read_outcome(
     input: Value,
     leaks: &std::cell::Cell<usize>,
 ) -> (String, String) {
+    read_outcome_leaking_when(node, l, input, leaks, |out, text| {
+        // Only the outside notes.txt holds the secret; a listing naming notes.txt went there.
+        text.contains(SECRET)
+            || out
+                .get("files")
+                .is_some_and(|files| files.to_string().contains("notes.txt"))
+    })
+}
+
+/// [`read_outcome`] with the leak told by `leaked(output, output as JSON text)`.
+fn read_outcome_leaking_when(
+    node: &dyn cheng_node::Node,
+    l: &Layout,
+    input: Value,
+    leaks: &std::cell::Cell<usize>,
+    leaked: impl Fn(&serde_json::Map<String, Value>, &str) -> bool,
+) -> (String, String) {
     let c = ctx(node, &l.ws, ScopeKind::Call);
     let out = call(node, &c, input);
     let text = serde_json::to_string(&out).unwrap();
-    let listed_outside = out
-        .get("files")
-        .is_some_and(|files| files.to_string().contains("notes.txt"));
-    if text.contains(SECRET) || listed_outside {
+    if leaked(&out, &text) {
         leaks.set(leaks.get() + 1);
     }
     let field = |key: &str| out[key].as_str().unwrap_or_default().to_string();
@@ -504,20 +518,13 @@ fn glob_never_lists_through_a_swapped_parent() {
     // link.
     let leaks = std::cell::Cell::new(0);
     let tally = race(&notes(), |l| {
-        let c = ctx(&Glob, &l.ws, ScopeKind::Call);
-        let out = call(&Glob, &c, json!({"pattern": "**/*.txt", "path": "d"}));
-        if serde_json::to_string(&out)
-            .unwrap()
-            .contains("important.txt")
-        {
-            leaks.set(leaks.get() + 1);
-        }
-        let field = |key: &str| out[key].as_str().unwrap_or_default().to_string();
-        match out["success"].as_bool() {
-            Some(true) => ("ok".to_string(), field("summary")),
-            Some(false) => (field("error_kind"), field("error")),
-            None => panic!("no success output: {out:#?}"),
-        }
+        read_outcome_leaking_when(
+            &Glob,
+            l,
+            json!({"pattern": "**/*.txt", "path": "d"}),
+            &leaks,
+            |_, text| text.contains("important.txt"),
+        )
     });
     assert_held("glob", &tally, REFUSALS);
     assert_eq!(leaks.get(), 0, "glob listed the outside tree: {tally:?}");
