@@ -242,3 +242,34 @@ fn remove_dir_all_never_follows_a_link_inside_and_stops_at_a_refused_name() {
         assert!(l.ws.join("u/a/.git/config").exists());
     }
 }
+
+/// Descriptors this process holds now.
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[test]
+fn a_walk_holds_descriptors_by_depth_not_by_width() {
+    const WIDE: usize = 2_000;
+    let l = layout();
+    for i in 0..WIDE {
+        std::fs::create_dir_all(l.ws.join(format!("wide/{i}/inner"))).unwrap();
+    }
+    let fs = WorkspaceFs::open(&l.ws).unwrap();
+    let before = open_descriptors();
+    let mut most = before;
+    let mut seen = 0;
+    fs.walk("wide".as_ref(), |_, _| {
+        most = most.max(open_descriptors());
+        seen += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, 2 * WIDE);
+    // A directory open per waiting sibling would hold about WIDE more; other tests of this
+    // process may open a few meanwhile.
+    assert!(
+        most < before + 100,
+        "{most} descriptors open during the walk, {before} before"
+    );
+}

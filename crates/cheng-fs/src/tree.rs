@@ -8,6 +8,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::rc::Rc;
 
 /// What a directory entry is (the entry itself: a symlink is [`Kind::Symlink`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,17 +89,27 @@ pub(crate) fn walk(
     rel: PathBuf,
     mut visit: impl FnMut(&std::path::Path, &Entry) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut stack = vec![(dir, rel)];
-    while let Some((dir, rel)) = stack.pop() {
+    // Directories still to list, by their parent's descriptor (shared by the siblings) and name:
+    // a directory is opened only when its turn comes, so the open descriptors are those of the
+    // ancestors of the one being listed, however many directories wait.
+    let mut waiting: Vec<(Rc<OwnedFd>, OsString, PathBuf)> = Vec::new();
+    let mut next = Some((Rc::new(dir), rel));
+    loop {
+        let (dir, rel) = match next.take() {
+            Some(listed) => listed,
+            None => match waiting.pop() {
+                Some((parent, name, path)) => (Rc::new(open_child(&*parent, &name)?), path),
+                None => return Ok(()),
+            },
+        };
         for entry in entries(&dir, true)? {
             let path = rel.join(&entry.name);
             visit(&path, &entry)?;
             if entry.kind == Kind::Dir {
-                stack.push((open_child(&dir, &entry.name)?, path));
+                waiting.push((Rc::clone(&dir), entry.name, path));
             }
         }
     }
-    Ok(())
 }
 
 /// Removes `name` in `parent` and everything under it; returns the files (and links) removed.
