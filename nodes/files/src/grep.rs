@@ -61,8 +61,8 @@ const LIMIT: PortSpec =
 
 const OUTPUT_MODE: PortSpec = PortSpec::input(
     "output_mode",
-    PortType::Enum(Mode::NAMES),
-    "What to return: files_with_matches (matching files, newest-modified first), content (matched lines as path:line:text, rg -n), count (path:matching-line-count per file, rg --count)",
+    PortType::String,
+    "What to return: files_with_matches: matching files, newest-modified first; content: matched lines as path:line:text (rg -n); count: path:N, the matching lines per file (rg --count)",
 )
 .default("\"files_with_matches\"")
 .choices(Mode::NAMES);
@@ -122,7 +122,7 @@ const OFFSET: PortSpec = PortSpec::input(
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/grep",
     title: "Grep",
-    description: "Find workspace files whose content matches a regular expression, newest-modified first (ripgrep's engine): optional include glob, limit default 100 (at most 2000). .gitignore and .ignore are respected; .git, hidden entries and binary files are skipped; symlinks are never followed (links leaving the workspace are reported, not read). Read-only.",
+    description: "Find workspace files whose content matches a regular expression, newest-modified first (ripgrep's engine): optional include glob, limit default 100 (at most 2000). .gitignore and .ignore are respected; .git, hidden entries and binary files are skipped; symlinks are never followed (links leaving the workspace are reported, not read). output_mode content shows the matched lines (path:line:text, optional context as grep -A/-B/-C, lines cut at 500 bytes), count the matching lines per file; case_insensitive, multiline, and head_limit/offset over the result lines. Read-only.",
     category: "files",
     inputs: &[
         PortSpec::input("pattern", PortType::String, "Regular expression to search for (Rust regex syntax, as ripgrep's), e.g. fn\\s+main")
@@ -166,7 +166,7 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::Any,
             "Symlinks met that were not searched because they leave the workspace or dangle: path and link (outside, dangling)",
         ),
-        PortSpec::output("total", PortType::Integer, "How many result lines there are in all before offset and head_limit: matching files (files_with_matches and count mode, up to limit) or lines (content mode)"),
+        PortSpec::output("total", PortType::Integer, "How many results there are before offset and head_limit: matching files in all (files_with_matches), or of the limit newest-modified files the ones with a count (count) or the lines (content)"),
         PortSpec::output("truncated", PortType::Boolean, "True when fewer results are returned than there are (limit, offset, head_limit or output size)"),
         failure::ERROR_KIND,
         failure::TERMINAL,
