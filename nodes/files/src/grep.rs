@@ -192,7 +192,7 @@ pub struct Request {
 }
 
 /// A count port (`null` when unset).
-fn count(input: &Values, port: &PortSpec) -> Result<Option<usize>, NodeError> {
+fn opt_count(input: &Values, port: &PortSpec) -> Result<Option<usize>, NodeError> {
     input::opt_int(input, port)?
         .map(|n| {
             usize::try_from(n).map_err(|_| {
@@ -216,9 +216,9 @@ pub fn view(input: &Values) -> Result<View, NodeError> {
         })?,
         _ => Mode::FilesWithMatches,
     };
-    let context = count(input, &CONTEXT)?;
-    let before = count(input, &CONTEXT_BEFORE)?;
-    let after = count(input, &CONTEXT_AFTER)?;
+    let context = opt_count(input, &CONTEXT)?;
+    let before = opt_count(input, &CONTEXT_BEFORE)?;
+    let after = opt_count(input, &CONTEXT_AFTER)?;
     if mode != Mode::Content {
         for (port, value) in [
             (&CONTEXT, context),
@@ -239,8 +239,8 @@ pub fn view(input: &Values) -> Result<View, NodeError> {
         after: after.or(context).unwrap_or(0),
         case_insensitive: input::boolean(input, &CASE_INSENSITIVE)?,
         multiline: input::boolean(input, &MULTILINE)?,
-        offset: count(input, &OFFSET)?.unwrap_or(0),
-        head_limit: count(input, &HEAD_LIMIT)?,
+        offset: opt_count(input, &OFFSET)?.unwrap_or(0),
+        head_limit: opt_count(input, &HEAD_LIMIT)?,
     })
 }
 
@@ -596,7 +596,7 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         if total == 0 {
             content = "No matches found.".to_string();
         }
-        files = lines.into_iter().map(Value::String).collect();
+        files = lines.iter().cloned().map(Value::String).collect();
     }
     if total > 0 && kept == 0 && windowed {
         content = format!("No results at offset {}: there are {total}.", view.offset);
@@ -621,12 +621,12 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
         Mode::Content => summary.push_str(&format!(
             "; {total} result line{} from the {} newest-modified, {kept} shown from offset {}",
             plural(total),
-            lines_searched(files_total, request.limit),
+            lines.len(),
             view.offset
         )),
         Mode::Count => summary.push_str(&format!(
             "; counts for the {} newest-modified, {kept} shown from offset {}",
-            lines_searched(files_total, request.limit),
+            lines.len(),
             view.offset
         )),
     }
@@ -654,11 +654,6 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     out.insert("truncated".into(), json!(truncated));
     failure::fill::<()>(&mut out, &Ok(()));
     Ok(out)
-}
-
-/// How many files content and count mode searched again: the `limit` newest of those found.
-fn lines_searched(found: usize, limit: usize) -> usize {
-    found.min(limit)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! only reads what it is handed.
 
 use grep_matcher::Matcher;
-use grep_searcher::{Searcher, Sink, SinkContext, SinkContextKind, SinkMatch};
+use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use std::fs::File;
 
 /// Most bytes of one shown line; a longer line is cut at a character boundary and marked.
@@ -172,11 +172,9 @@ impl Sink for Collect<'_> {
         if self.lines.is_empty() {
             self.group_start();
         }
-        let sep = match ctx.kind() {
-            SinkContextKind::Before | SinkContextKind::After | SinkContextKind::Other => '-',
-        };
+        // `-` rather than `:` marks a context line, as grep and ripgrep print it.
         self.lines.push(format!(
-            "{}{sep}{}{sep}{}",
+            "{}-{}-{}",
             self.shown,
             ctx.line_number().unwrap_or(0),
             shown_line(ctx.bytes())
