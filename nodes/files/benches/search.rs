@@ -176,6 +176,7 @@ fn node_grep(scope: &ReadScope) -> Vec<String> {
         include: None,
         path: None,
         limit: 2000,
+        view: grep::View::default(),
     };
     let budget = Budget::new(
         CancellationToken::new(),

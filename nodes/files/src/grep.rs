@@ -13,8 +13,17 @@
 //! never read).
 //!
 //! Unlike `rg --glob`, `include` never overrides the ignore rules: an ignored file stays unsearched.
+//!
+//! Beyond Codex's contract (Claude Code's Grep tool is the model): `output_mode` `content` shows
+//! the matched lines of the files found (`rg -n`, with `-B`/`-A`/`-C` context), `count` the
+//! matching lines per file (`rg --count`); `case_insensitive` (`rg -i`), `multiline` (`rg -U
+//! --multiline-dotall`), and `offset`/`head_limit` over the result lines. `limit` still caps the
+//! files (the newest-modified), so every mode reads at most `limit` files a second time
+//! ([`crate::grep_view`] renders them).
 
 use crate::glob::{candidate, compile, plural};
+use crate::grep_view::{search_lines, Window, MAX_CONTEXT};
+pub use crate::grep_view::{Mode, View};
 use crate::walk::{
     fit_lines, walker, Budget, LinkTarget, ReadScope, TopK, MAX_CONTENT_BYTES, WALK_TIME_LIMIT,
 };
@@ -50,10 +59,70 @@ const LIMIT: PortSpec =
         .min(1)
         .max(MAX_LIMIT);
 
+const OUTPUT_MODE: PortSpec = PortSpec::input(
+    "output_mode",
+    PortType::String,
+    "What to return: files_with_matches: matching files, newest-modified first; content: matched lines as path:line:text (rg -n); count: path:N, the matching lines per file (rg --count)",
+)
+.default("\"files_with_matches\"")
+.choices(Mode::NAMES);
+const CONTEXT: PortSpec = PortSpec::input(
+    "context",
+    PortType::Integer,
+    "Lines shown before and after each match (grep -C); content mode only",
+)
+.default("null")
+.min(0)
+.max(MAX_CONTEXT);
+const CONTEXT_BEFORE: PortSpec = PortSpec::input(
+    "context_before",
+    PortType::Integer,
+    "Lines shown before each match (grep -B; overrides context); content mode only",
+)
+.default("null")
+.min(0)
+.max(MAX_CONTEXT);
+const CONTEXT_AFTER: PortSpec = PortSpec::input(
+    "context_after",
+    PortType::Integer,
+    "Lines shown after each match (grep -A; overrides context); content mode only",
+)
+.default("null")
+.min(0)
+.max(MAX_CONTEXT);
+const CASE_INSENSITIVE: PortSpec = PortSpec::input(
+    "case_insensitive",
+    PortType::Boolean,
+    "Match letters regardless of case (grep -i)",
+)
+.default("false");
+const MULTILINE: PortSpec = PortSpec::input(
+    "multiline",
+    PortType::Boolean,
+    "Let the pattern span lines: \\n matches a line end and . matches it too (rg -U --multiline-dotall)",
+)
+.default("false");
+const HEAD_LIMIT: PortSpec = PortSpec::input(
+    "head_limit",
+    PortType::Integer,
+    "Most result lines shown after offset (files in files_with_matches and count mode, lines in content mode; | head -n)",
+)
+.default("null")
+.min(1)
+.max(1_000_000);
+const OFFSET: PortSpec = PortSpec::input(
+    "offset",
+    PortType::Integer,
+    "Result lines skipped before the first shown (files, or lines in content mode; | tail -n +offset+1)",
+)
+.default("0")
+.min(0)
+.max(1_000_000);
+
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/grep",
     title: "Grep",
-    description: "Find workspace files whose content matches a regular expression, newest-modified first (ripgrep's engine): optional include glob, limit default 100 (at most 2000). .gitignore and .ignore are respected; .git, hidden entries and binary files are skipped; symlinks are never followed (links leaving the workspace are reported, not read). Read-only.",
+    description: "Find workspace files whose content matches a regular expression, newest-modified first (ripgrep's engine): optional include glob, limit default 100 (at most 2000). .gitignore and .ignore are respected; .git, hidden entries and binary files are skipped; symlinks are never followed (links leaving the workspace are reported, not read). output_mode content shows the matched lines (path:line:text, optional context as grep -A/-B/-C, lines cut at 500 bytes), count the matching lines per file; case_insensitive, multiline, and head_limit/offset over the result lines. Read-only.",
     category: "files",
     inputs: &[
         PortSpec::input("pattern", PortType::String, "Regular expression to search for (Rust regex syntax, as ripgrep's), e.g. fn\\s+main")
@@ -71,6 +140,14 @@ pub static SPEC: NodeSpec = NodeSpec {
         )
         .default("\".\""),
         LIMIT,
+        OUTPUT_MODE,
+        CONTEXT,
+        CONTEXT_BEFORE,
+        CONTEXT_AFTER,
+        CASE_INSENSITIVE,
+        MULTILINE,
+        HEAD_LIMIT,
+        OFFSET,
         crate::policy::READ_ROOTS,
         PortSpec::sandbox_root(),
     ],
@@ -81,7 +158,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::output(
             "content",
             PortType::String,
-            "Matching files relative to the workspace root, newest-modified first, one per line, or `No matches found.`",
+            "Matching files relative to the workspace root, newest-modified first, one per line (content mode: path:line:text lines, path-line-text for context, -- between groups, each line cut at 500 bytes with …[cut]; count mode: path:count lines), or `No matches found.`",
         ),
         PortSpec::output("files", PortType::Array(&PortType::String), "Matching files, relative to the workspace root, newest-modified first"),
         PortSpec::output(
@@ -89,8 +166,8 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::Any,
             "Symlinks met that were not searched because they leave the workspace or dangle: path and link (outside, dangling)",
         ),
-        PortSpec::output("total", PortType::Integer, "How many files matched in all"),
-        PortSpec::output("truncated", PortType::Boolean, "True when fewer files are returned than matched (limit or output size)"),
+        PortSpec::output("total", PortType::Integer, "How many results there are before offset and head_limit: matching files in all (files_with_matches), or of the limit newest-modified files the ones with a count (count) or the lines (content)"),
+        PortSpec::output("truncated", PortType::Boolean, "True when fewer results are returned than there are (limit, offset, head_limit or output size)"),
         failure::ERROR_KIND,
         failure::TERMINAL,
         failure::ERROR,
@@ -110,6 +187,61 @@ pub struct Request {
     pub include: Option<String>,
     pub path: Option<String>,
     pub limit: usize,
+    /// What is shown of the matches (default: the file list alone).
+    pub view: View,
+}
+
+/// A count port (`null` when unset).
+fn opt_count(input: &Values, port: &PortSpec) -> Result<Option<usize>, NodeError> {
+    input::opt_int(input, port)?
+        .map(|n| {
+            usize::try_from(n).map_err(|_| {
+                NodeError::internal(format!(
+                    "{} passed its range check but is not a count",
+                    port.name
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// The output options in `input`; context outside content mode is refused, not ignored.
+pub fn view(input: &Values) -> Result<View, NodeError> {
+    let mode = match input::value(input, &OUTPUT_MODE)? {
+        Some(Value::String(name)) => Mode::parse(&name).ok_or_else(|| {
+            NodeError::invalid_input(format!(
+                "output_mode: {name:?} is not one of {}",
+                Mode::NAMES.join(", ")
+            ))
+        })?,
+        _ => Mode::FilesWithMatches,
+    };
+    let context = opt_count(input, &CONTEXT)?;
+    let before = opt_count(input, &CONTEXT_BEFORE)?;
+    let after = opt_count(input, &CONTEXT_AFTER)?;
+    if mode != Mode::Content {
+        for (port, value) in [
+            (&CONTEXT, context),
+            (&CONTEXT_BEFORE, before),
+            (&CONTEXT_AFTER, after),
+        ] {
+            if value.is_some() {
+                return Err(NodeError::invalid_input(format!(
+                    "{}: context lines are shown only with output_mode content; set output_mode to content or leave {} unset",
+                    port.name, port.name
+                )));
+            }
+        }
+    }
+    Ok(View {
+        mode,
+        before: before.or(context).unwrap_or(0),
+        after: after.or(context).unwrap_or(0),
+        case_insensitive: input::boolean(input, &CASE_INSENSITIVE)?,
+        multiline: input::boolean(input, &MULTILINE)?,
+        offset: opt_count(input, &OFFSET)?.unwrap_or(0),
+        head_limit: opt_count(input, &HEAD_LIMIT)?,
+    })
 }
 
 #[cheng_node::async_trait]
@@ -128,6 +260,7 @@ impl Node for Grep {
             limit: usize::try_from(input::int(&input, &LIMIT)?).map_err(|_| {
                 NodeError::internal("limit passed its range check but is not a count")
             })?,
+            view: view(&input)?,
         };
         let scope = ReadScope::from_input(&ctx.workspace, &input)?;
         let budget = Budget::new(ctx.cancel.clone(), WALK_TIME_LIMIT, "grep search");
@@ -141,9 +274,29 @@ impl Node for Grep {
 
 /// Compiles `pattern` as ripgrep does by default (line-oriented, case-sensitive).
 pub fn matcher(pattern: &str) -> Result<RegexMatcher, NodeError> {
-    RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(pattern).map_err(|e| {
+    matcher_for(pattern, &View::default())
+}
+
+/// Compiles `pattern` for `view`: case-insensitive as `rg -i`, spanning lines as `rg -U
+/// --multiline-dotall` (no line terminator then, so `\n` may match).
+pub fn matcher_for(pattern: &str, view: &View) -> Result<RegexMatcher, NodeError> {
+    let mut builder = RegexMatcherBuilder::new();
+    builder.case_insensitive(view.case_insensitive);
+    if view.multiline {
+        builder.multi_line(true).dot_matches_new_line(true);
+    } else {
+        builder.line_terminator(Some(b'\n'));
+    }
+    builder.build(pattern).map_err(|e| {
+        let e = e.to_string();
+        // A line-oriented search never sees a line end: say which port lets a pattern span lines.
+        let hint = if e.contains(r#""\n""#) {
+            "set multiline to true to match across lines"
+        } else {
+            "escape regex characters such as ( [ { . * + ? with \\ to match them literally"
+        };
         NodeError::invalid_input(format!(
-            "pattern {pattern:?} is not a valid regular expression: {e}; escape regex characters such as ( [ {{ . * + ? with \\ to match them literally"
+            "pattern {pattern:?} is not a valid regular expression: {e}; {hint}"
         ))
     })
 }
@@ -164,11 +317,21 @@ impl Sink for FirstMatch {
     }
 }
 
-fn searcher() -> Searcher {
-    SearcherBuilder::new()
+/// Most bytes of one file a multiline search holds (it needs the whole file in memory); a larger
+/// file counts as unreadable.
+const MULTILINE_HEAP: usize = 64 * 1024 * 1024;
+
+fn searcher(view: &View) -> Searcher {
+    let mut builder = SearcherBuilder::new();
+    builder
         .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(false)
-        .build()
+        .line_number(view.mode == Mode::Content)
+        .before_context(view.before)
+        .after_context(view.after);
+    if view.multiline {
+        builder.multi_line(true).heap_limit(Some(MULTILINE_HEAP));
+    }
+    builder.build()
 }
 
 /// Whether the file at `path` (opened through the workspace handle `fs`) contains a match
@@ -220,7 +383,8 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
             "pattern is required: a regular expression such as fn\\s+main",
         ));
     }
-    let matcher = matcher(pattern)?;
+    let view = &request.view;
+    let matcher = matcher_for(pattern, view)?;
     let include = match request
         .include
         .as_deref()
@@ -278,12 +442,12 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     std::thread::scope(|s| {
         let mut searchers = 0;
         for _ in 0..threads {
-            let (receiver, stopped, matcher, search_one) =
-                (&receiver, &stopped, &matcher, &search_one);
+            let (receiver, stopped, matcher, search_one, view) =
+                (&receiver, &stopped, &matcher, &search_one, view);
             let spawned = std::thread::Builder::new()
                 .name("grep-search".into())
                 .spawn_scoped(s, move || {
-                    let mut searcher = searcher();
+                    let mut searcher = searcher(view);
                     let matcher = matcher.clone();
                     loop {
                         let next = receiver.lock().unwrap_or_else(|p| p.into_inner()).recv();
@@ -299,7 +463,7 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
             searchers += usize::from(spawned.is_ok());
         }
         // Without a searcher thread (none could be started) this thread searches itself.
-        let mut inline = (searchers == 0).then(|| (searcher(), matcher.clone()));
+        let mut inline = (searchers == 0).then(|| (searcher(view), matcher.clone()));
         let mut batch = Vec::with_capacity(BATCH);
         for (n, entry) in walker(scope, &base, false).build().enumerate() {
             if n % 64 == 0 && budget.exhausted() {
@@ -362,36 +526,110 @@ pub fn grep(scope: &ReadScope, request: &Request, budget: &Budget) -> Result<Val
     }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     let top = found.files.take().unwrap_or_else(|| TopK::new(0));
-    let total = top.total();
+    let files_total = top.total();
     let matches = top.into_sorted();
     let lines: Vec<String> = matches
         .iter()
         .map(|(_, bytes)| scope.display(Path::new(OsStr::from_bytes(bytes))))
         .collect();
-    let (mut content, kept) = fit_lines(&lines, MAX_CONTENT_BYTES);
-    let truncated = kept < total;
-    if total == 0 {
-        content = "No matches found.".to_string();
-    } else if kept < lines.len() {
-        content.push_str(&format!(
-            "\n[{} more matching files not shown: the output is limited to {} KiB; narrow the pattern, include or path]",
-            total - kept,
-            MAX_CONTENT_BYTES / 1024
-        ));
+    let windowed = view.offset > 0 || view.head_limit.is_some();
+    let (mut content, total, kept, truncated, files);
+    if view.mode == Mode::FilesWithMatches {
+        // The window over the files found; without offset and head_limit, Codex's list as is.
+        let shown: Vec<String> = lines
+            .iter()
+            .skip(view.offset)
+            .take(view.head_limit.unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        let fitted = fit_lines(&shown, MAX_CONTENT_BYTES);
+        (content, kept, total) = (fitted.0, fitted.1, files_total);
+        truncated = view.offset + kept < total;
+        if total == 0 {
+            content = "No matches found.".to_string();
+        } else if kept < shown.len() {
+            content.push_str(&format!(
+                "\n[{} more matching files not shown: the output is limited to {} KiB; narrow the pattern, include or path]",
+                total - view.offset - kept,
+                MAX_CONTENT_BYTES / 1024
+            ));
+        }
+        files = shown
+            .into_iter()
+            .take(kept)
+            .map(Value::String)
+            .collect::<Vec<_>>();
+    } else {
+        // Content and count: the files found, newest first, searched again for their lines.
+        let mut window = Window::new(view, MAX_CONTENT_BYTES);
+        let mut searcher = searcher(view);
+        let mut grouped = false;
+        for ((_, bytes), shown) in matches.iter().zip(&lines) {
+            budget.check()?;
+            let path = Path::new(OsStr::from_bytes(bytes));
+            let read = fs.open_read(path).and_then(|file| {
+                search_lines(
+                    &mut searcher,
+                    &matcher,
+                    &file,
+                    shown,
+                    view,
+                    &mut grouped,
+                    &mut window,
+                )
+            });
+            if read.is_err() {
+                unreadable.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        total = window.total;
+        kept = window.lines.len();
+        truncated = !window.complete() || files_total > lines.len();
+        content = window.lines.join("\n");
+        if window.dropped > 0 {
+            content.push_str(&format!(
+                "\n[{} more lines not shown: the output is limited to {} KiB; page with offset, or narrow the pattern, include or path]",
+                window.dropped,
+                MAX_CONTENT_BYTES / 1024
+            ));
+        }
+        if total == 0 {
+            content = "No matches found.".to_string();
+        }
+        files = lines.iter().cloned().map(Value::String).collect();
     }
-    let files: Vec<Value> = lines.into_iter().take(kept).map(Value::String).collect();
-
+    if total > 0 && kept == 0 && windowed {
+        content = format!("No results at offset {}: there are {total}.", view.offset);
+    }
     found.links.sort_by(|a, b| a.0.cmp(&b.0));
     let links: Vec<Value> = found
         .links
         .iter()
         .map(|(path, target)| json!({"path": scope.display(path), "link": target.kind()}))
         .collect();
-    let mut summary = match (total, truncated) {
+    let mut summary = match (files_total, truncated) {
         (0, _) => format!("no file under {shown_base} matches {pattern}"),
-        (_, false) => format!("{total} file{} under {shown_base} match{} {pattern}", plural(total), if total == 1 { "es" } else { "" }),
-        (_, true) => format!("{total} files under {shown_base} match {pattern}; the {kept} newest-modified are shown"),
+        (_, false) => format!("{files_total} file{} under {shown_base} match{} {pattern}", plural(files_total), if files_total == 1 { "es" } else { "" }),
+        (_, true) if view.mode == Mode::FilesWithMatches && !windowed => format!("{files_total} files under {shown_base} match {pattern}; the {kept} newest-modified are shown"),
+        (_, true) => format!("{files_total} file{} under {shown_base} match{} {pattern}", plural(files_total), if files_total == 1 { "es" } else { "" }),
     };
+    match view.mode {
+        Mode::FilesWithMatches if windowed => {
+            summary.push_str(&format!("; {kept} shown from offset {}", view.offset))
+        }
+        Mode::FilesWithMatches => {}
+        Mode::Content => summary.push_str(&format!(
+            "; {total} result line{} from the {} newest-modified, {kept} shown from offset {}",
+            plural(total),
+            lines.len(),
+            view.offset
+        )),
+        Mode::Count => summary.push_str(&format!(
+            "; counts for the {} newest-modified, {kept} shown from offset {}",
+            lines.len(),
+            view.offset
+        )),
+    }
     if found.links_total > 0 {
         summary.push_str(&format!(
             "; {} symlink{} leaving the workspace or dangling not searched",

@@ -39,6 +39,7 @@ pub mod files;
 pub mod freshness;
 pub mod glob;
 pub mod grep;
+pub mod grep_view;
 pub mod list_dir;
 pub mod policy;
 pub mod read_file;

@@ -1,6 +1,7 @@
 //! `tools/grep`: matches newest-modified first, limit and its maximum, binary files, ignore rules,
-//! `.git` and hidden entries, include globs, symlink escapes, invalid patterns, and a huge result
-//! kept bounded.
+//! `.git` and hidden entries, include globs, symlink escapes, invalid patterns, a huge result
+//! kept bounded, and the output modes (content with context, count), case_insensitive,
+//! multiline, head_limit and offset.
 
 use super::search_support::*;
 use cheng_node::ErrorKind;
@@ -298,4 +299,271 @@ fn a_huge_result_is_bounded() {
         "{}",
         &content[content.len() - 200..]
     );
+}
+
+/// Two files, `a.rs` newer than `b.rs`, for the output modes.
+fn two_files(root: &Path) {
+    write(
+        root,
+        "a.rs",
+        "one\nfn main() {}\nthree\nfour\nfive\nfn helper() {}\nseven\n",
+    );
+    write(root, "b.rs", "fn b() {}\n");
+    set_mtime(root, "b.rs", 1_000_000);
+    set_mtime(root, "a.rs", 2_000_000);
+}
+
+#[test]
+fn content_mode_shows_numbered_lines_newest_file_first() {
+    let (_d, root) = temp_workspace();
+    two_files(&root);
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "fn \\w+", "output_mode": "content"}),
+    );
+    assert_eq!(
+        text(&out, "content"),
+        "a.rs:2:fn main() {}\na.rs:6:fn helper() {}\nb.rs:1:fn b() {}"
+    );
+    assert_eq!(out["total"], 3);
+    assert_eq!(out["truncated"], false);
+    assert_eq!(strings(&out, "files"), ["a.rs", "b.rs"]);
+    // The default mode is still the plain file list.
+    let plain = ok(&Grep, &root, json!({"pattern": "fn \\w+"}));
+    assert_eq!(text(&plain, "content"), "a.rs\nb.rs");
+    let named = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "fn \\w+", "output_mode": "files_with_matches"}),
+    );
+    assert_eq!(named, plain);
+}
+
+#[test]
+fn context_before_after_and_around_merge_overlapping_ranges() {
+    let (_d, root) = temp_workspace();
+    two_files(&root);
+    let run = |extra: serde_json::Value| {
+        let mut input = json!({"pattern": "fn (main|helper)", "output_mode": "content"});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            input[k] = v.clone();
+        }
+        text(&ok(&Grep, &root, input), "content").to_string()
+    };
+    assert_eq!(
+        run(json!({"context_before": 1})),
+        "a.rs-1-one\na.rs:2:fn main() {}\n--\na.rs-5-five\na.rs:6:fn helper() {}"
+    );
+    assert_eq!(
+        run(json!({"context_after": 1})),
+        "a.rs:2:fn main() {}\na.rs-3-three\n--\na.rs:6:fn helper() {}\na.rs-7-seven"
+    );
+    // Two lines around each: lines 1-4 and 4-7 overlap, so one group, line 4 once.
+    assert_eq!(
+        run(json!({"context": 2})),
+        "a.rs-1-one\na.rs:2:fn main() {}\na.rs-3-three\na.rs-4-four\na.rs-5-five\na.rs:6:fn helper() {}\na.rs-7-seven"
+    );
+    // An explicit side overrides context.
+    assert_eq!(
+        run(json!({"context": 2, "context_after": 0, "context_before": 1})),
+        "a.rs-1-one\na.rs:2:fn main() {}\n--\na.rs-5-five\na.rs:6:fn helper() {}"
+    );
+}
+
+#[test]
+fn files_are_separated_when_context_is_on() {
+    let (_d, root) = temp_workspace();
+    two_files(&root);
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "fn (helper|b)", "output_mode": "content", "context_before": 1}),
+    );
+    assert_eq!(
+        text(&out, "content"),
+        "a.rs-5-five\na.rs:6:fn helper() {}\n--\nb.rs:1:fn b() {}"
+    );
+}
+
+#[test]
+fn long_matched_lines_are_cut_at_500_bytes_and_marked() {
+    let (_d, root) = temp_workspace();
+    let long = format!("needle {}", "x".repeat(2000));
+    write(&root, "long.txt", format!("{long}\n"));
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "content"}),
+    );
+    let line = text(&out, "content");
+    let expected = format!("long.txt:1:{}…[cut]", &long[..500]);
+    assert_eq!(line, expected);
+}
+
+#[test]
+fn content_output_stays_within_the_content_cap() {
+    let (_d, root) = temp_workspace();
+    let line = format!("needle {}\n", "y".repeat(400));
+    write(&root, "big.txt", line.repeat(2000));
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "content"}),
+    );
+    let content = text(&out, "content");
+    assert!(
+        content.len() <= MAX_CONTENT_BYTES + 200,
+        "{}",
+        content.len()
+    );
+    assert!(content.contains("more lines not shown"), "{content:.200}");
+    assert_eq!(out["total"], 2000);
+    assert_eq!(out["truncated"], true);
+}
+
+#[test]
+fn case_insensitive_matches_any_case() {
+    let (_d, root) = temp_workspace();
+    write(&root, "a.txt", "Needle\nNEEDLE\nneedle\nother\n");
+    let sensitive = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "count"}),
+    );
+    assert_eq!(text(&sensitive, "content"), "a.txt:1");
+    let insensitive = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "count", "case_insensitive": true}),
+    );
+    assert_eq!(text(&insensitive, "content"), "a.txt:3");
+}
+
+#[test]
+fn multiline_patterns_span_lines() {
+    let (_d, root) = temp_workspace();
+    write(&root, "a.rs", "struct A {\n    x: u8,\n}\nfn f() {}\n");
+    write(&root, "b.rs", "struct B;\n");
+    let input = json!({"pattern": "struct A \\{\\n.*x", "output_mode": "content"});
+    // Without multiline the search is line by line: a line end in the pattern is refused, and
+    // the error names the port that allows it.
+    let msg = fails(&Grep, &root, input.clone(), ErrorKind::InvalidInput);
+    assert!(msg.contains("set multiline to true"), "{msg}");
+    let mut multi = input;
+    multi["multiline"] = json!(true);
+    let out = ok(&Grep, &root, multi);
+    assert_eq!(
+        text(&out, "content"),
+        "a.rs:1:struct A {\na.rs:2:    x: u8,"
+    );
+    let files = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "\\{.*\\}", "multiline": true}),
+    );
+    assert_eq!(strings(&files, "files"), ["a.rs"]);
+}
+
+#[test]
+fn head_limit_and_offset_window_every_mode() {
+    let (_d, root) = temp_workspace();
+    for i in 0..5u64 {
+        let rel = format!("f{i}.txt");
+        write(&root, &rel, "needle\nneedle\n");
+        set_mtime(&root, &rel, 1_000_000 + i);
+    }
+    // Files mode: entries.
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "offset": 1, "head_limit": 2}),
+    );
+    assert_eq!(strings(&out, "files"), ["f3.txt", "f2.txt"]);
+    assert_eq!(text(&out, "content"), "f3.txt\nf2.txt");
+    assert_eq!(out["total"], 5);
+    assert_eq!(out["truncated"], true);
+    // Content mode: lines.
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "content", "offset": 3, "head_limit": 2}),
+    );
+    assert_eq!(text(&out, "content"), "f3.txt:2:needle\nf2.txt:1:needle");
+    assert_eq!(out["total"], 10);
+    assert_eq!(out["truncated"], true);
+    // Count mode: files.
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "count", "offset": 4}),
+    );
+    assert_eq!(text(&out, "content"), "f0.txt:2");
+    assert_eq!(out["total"], 5);
+    // Past the end: says so.
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "needle", "output_mode": "count", "offset": 9}),
+    );
+    assert_eq!(
+        text(&out, "content"),
+        "No results at offset 9: there are 5."
+    );
+}
+
+#[test]
+fn count_mode_counts_matching_lines_per_file() {
+    let (_d, root) = temp_workspace();
+    two_files(&root);
+    let out = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "fn", "output_mode": "count"}),
+    );
+    assert_eq!(text(&out, "content"), "a.rs:2\nb.rs:1");
+    assert_eq!(out["total"], 2);
+    let none = ok(
+        &Grep,
+        &root,
+        json!({"pattern": "absent", "output_mode": "count"}),
+    );
+    assert_eq!(text(&none, "content"), "No matches found.");
+}
+
+#[test]
+fn invalid_combinations_are_refused_naming_the_port() {
+    let (_d, root) = temp_workspace();
+    two_files(&root);
+    for port in ["context", "context_before", "context_after"] {
+        for mode in [json!(null), json!("files_with_matches"), json!("count")] {
+            let msg = fails(
+                &Grep,
+                &root,
+                json!({"pattern": "fn", "output_mode": mode, port: 1}),
+                ErrorKind::InvalidInput,
+            );
+            assert!(msg.starts_with(&format!("{port}: ")), "{msg}");
+            assert!(msg.contains("output_mode content"), "{msg}");
+        }
+    }
+    for (input, port) in [
+        (
+            json!({"pattern": "fn", "output_mode": "lines"}),
+            "output_mode",
+        ),
+        (json!({"pattern": "fn", "head_limit": 0}), "head_limit"),
+        (json!({"pattern": "fn", "offset": -1}), "offset"),
+        (
+            json!({"pattern": "fn", "output_mode": "content", "context": 101}),
+            "context",
+        ),
+        (
+            json!({"pattern": "fn", "case_insensitive": "yes"}),
+            "case_insensitive",
+        ),
+    ] {
+        let msg = fails(&Grep, &root, input, ErrorKind::InvalidInput);
+        assert!(msg.contains(port), "{port}: {msg}");
+    }
 }
