@@ -211,14 +211,14 @@ pub fn encode_error(display: &str, e: TextError) -> NodeError {
     NodeError::invalid_input(format!("{display} {e}"))
 }
 
-/// Writes `bytes` onto the target's real path through `fs`, all or nothing. Missing parent
-/// directories are created only when `create_parents` is set.
-pub fn write(
+/// Whether the target's parent directory exists. A missing one is refused unless
+/// `create_parents` is set: the plan asks before the approval card is drawn and the write asks
+/// again, so a write that could only fail does so before anyone is asked, with the same error.
+pub fn parent_exists(
     fs: &WorkspaceFs,
     target: &Target,
-    bytes: &[u8],
     create_parents: bool,
-) -> Result<(), NodeError> {
+) -> Result<bool, NodeError> {
     let display = &target.display;
     let parent = target
         .real
@@ -233,15 +233,29 @@ pub fn write(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(write_failed(display, "open its directory", &e)),
     };
-    if !parent_is_dir {
-        if !create_parents {
-            return Err(NodeError::new(
-                ErrorKind::NotFound,
-                format!("the directory of {display:?} does not exist; set create_parents to true to create it"),
-            ));
+    if !parent_is_dir && !create_parents {
+        return Err(NodeError::new(
+            ErrorKind::NotFound,
+            format!("the directory of {display:?} does not exist; set create_parents to true to create it"),
+        ));
+    }
+    Ok(parent_is_dir)
+}
+
+/// Writes `bytes` onto the target's real path through `fs`, all or nothing. Missing parent
+/// directories are created only when `create_parents` is set.
+pub fn write(
+    fs: &WorkspaceFs,
+    target: &Target,
+    bytes: &[u8],
+    create_parents: bool,
+) -> Result<(), NodeError> {
+    let display = &target.display;
+    if !parent_exists(fs, target, create_parents)? {
+        if let Some(parent) = target.real.parent() {
+            fs.create_dir_all(parent)
+                .map_err(|e| write_failed(display, "create its directory", &e))?;
         }
-        fs.create_dir_all(parent)
-            .map_err(|e| write_failed(display, "create its directory", &e))?;
     }
     fs.write(&target.real, bytes)
         .map_err(|e| write_failed(display, "write it", &e))

@@ -106,6 +106,9 @@ pub fn plan(ctx: &RunContext, input: &Values, ledger: &Ledger) -> Result<Plan, N
     let display = target.display.clone();
     let fs = files::workspace_fs(&ctx.workspace)?;
     let existing = files::load(&fs, &target.real, &display, "file_path", MAX_EDIT_BYTES)?;
+    if existing.is_none() {
+        files::parent_exists(&fs, &target, create_parents)?;
+    }
     let mut warnings = Vec::new();
     let (old, format) = match existing {
         Some(loaded) => {

@@ -141,6 +141,45 @@ fn without_a_session_the_gate_is_off_and_says_so() {
     assert!(!state.join("cheng").exists(), "a single run keeps no state");
 }
 
+/// A write that could only fail is refused before the approval card: the same error as the
+/// write would give, and nobody is asked (no terminal here, so asking would deny it).
+#[test]
+fn a_missing_directory_is_refused_before_anyone_is_asked() {
+    let (_d, ws) = temp_workspace();
+    let (_s, state) = temp_workspace();
+    let (code, out, err) = run_in(
+        &state,
+        "tools/write_file",
+        &ws,
+        json!({"file_path": "nodir/x.txt", "content": "x"}),
+        &[],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NOT_FOUND", "{out}");
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("the directory of \"nodir/x.txt\" does not exist; set create_parents"),
+        "{out}"
+    );
+    assert!(
+        !err.contains("write_file: create"),
+        "a card was drawn: {err}"
+    );
+    assert!(!ws.join("nodir").exists());
+    // With create_parents the same write is asked about (and, without a terminal, denied).
+    let (_, out, err) = run_in(
+        &state,
+        "tools/write_file",
+        &ws,
+        json!({"file_path": "nodir/x.txt", "content": "x", "create_parents": true}),
+        &[],
+    );
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
+    assert!(err.contains("write_file: create nodir/x.txt"), "{err}");
+}
+
 #[test]
 fn denied_writes_change_nothing_and_bad_session_names_are_usage_errors() {
     let (_d, ws) = temp_workspace();
