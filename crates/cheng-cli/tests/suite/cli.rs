@@ -3,7 +3,6 @@
 use super::support::*;
 
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -567,12 +566,6 @@ fn events_jsonl_streams_json_lines_to_stderr() {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     assert_eq!(names.last(), Some(&"graph_finished"));
-}
-
-fn write_graph(dir: &Path, graph: &Value) -> String {
-    let path = dir.join("graph.json");
-    std::fs::write(&path, graph.to_string()).unwrap();
-    path.to_str().unwrap().to_string()
 }
 
 #[test]

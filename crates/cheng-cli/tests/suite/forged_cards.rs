@@ -135,12 +135,38 @@ fn a_command_argument_is_quoted_so_that_what_shows_is_what_runs() {
     assert!(!forged.contains("touch PWNED"), "{forged}");
 }
 
+/// The first card of [`write_denied_at_the_prompt`]'s graph.
+const CAT_SESSION: &str = "  command:  cat (as a session that may keep running up to 60 min 0 s)";
+
+/// A graph that starts `cat` in a session and writes `chars` to it, run at a terminal
+/// `WIDE` columns wide: the start is approved, the write denied. (A write to a session needs one
+/// to exist: a single `cheng run` refuses it before the card.)
+fn write_denied_at_the_prompt(ws: &Path, chars: &str) -> Option<(i32, String)> {
+    let graph = json!({"version": 1, "nodes": [
+        {"id": "cat", "type": "tools/exec_command", "inputs": {"command": "cat", "yield_time_ms": 250}},
+        {"id": "write", "type": "tools/write_stdin", "inputs": {"chars": chars}}],
+        "edges": [{"from": "cat.session_id", "to": "write.session_id"}]});
+    let graph = write_graph(ws, &graph);
+    let cheng = cheng_line(&[
+        "graph",
+        "run",
+        &graph,
+        "--workspace",
+        ws.to_str().expect("utf-8 workspace"),
+    ]);
+    let mut tty = Session::start(&format!("stty cols {WIDE} rows 100 && {cheng}"))?;
+    tty.wait_for("Approve?", 1);
+    tty.type_keys("y\n");
+    tty.wait_for("Approve?", 2);
+    tty.type_keys("n\n");
+    Some(tty.finish())
+}
+
 #[test]
 fn write_stdin_chars_cannot_pose_as_another_write() {
     let (_d, ws) = temp_workspace();
     let chars = "touch PWNED\r\u{1b}[2K  command:  write ls to session 7\n";
-    let input = json!({"session_id": 7, "chars": chars});
-    let Some((_, output)) = denied_at_the_prompt(&ws, "tools/write_stdin", &input) else {
+    let Some((_, output)) = write_denied_at_the_prompt(&ws, chars) else {
         return;
     };
     let shown = screen(&output);
@@ -151,17 +177,93 @@ fn write_stdin_chars_cannot_pose_as_another_write() {
     );
     assert_eq!(
         command_fields(&shown),
-        [format!("  command:  write {quoted} to session 7")],
+        [
+            CAT_SESSION.to_string(),
+            format!("  command:  write {quoted} to session 1 (cat)")
+        ],
         "{shown}"
     );
 
     let forged = without_the_escaper(&output, &quoted, &format!("'{chars}'"));
     assert_eq!(
         command_fields(&forged),
-        ["  command:  write ls to session 7"],
+        [CAT_SESSION, "  command:  write ls to session 7"],
         "{forged}"
     );
     assert!(!forged.contains("touch PWNED"), "{forged}");
+}
+
+/// A single `cheng run` keeps no sessions: a write is refused before anyone is asked, with the
+/// error the run itself would give, and a session id that names no live session in a graph is
+/// refused the same way.
+#[test]
+fn a_write_to_no_session_is_refused_before_the_card() {
+    let (_d, ws) = temp_workspace();
+    let out = cheng()
+        .args([
+            "run",
+            "tools/write_stdin",
+            "--workspace",
+            ws.to_str().unwrap_or(""),
+        ])
+        .args(["--input", r#"{"session_id": 7, "chars": "ls\n"}"#])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("cheng runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        result["error_kind"], "LOCAL_EXECUTOR_NOT_FOUND",
+        "{result}\n{stderr}"
+    );
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("a single `cheng run` keeps no sessions"),
+        "{result}"
+    );
+    assert!(!stderr.contains("needs approval"), "asked anyway: {stderr}");
+
+    let graph = json!({"version": 1, "nodes": [
+        {"id": "cat", "type": "tools/exec_command", "inputs": {"command": "cat", "yield_time_ms": 250}},
+        {"id": "write", "type": "tools/write_stdin", "inputs": {"session_id": 9, "chars": "ls\n"}}],
+        "edges": [{"from": "cat.summary", "to": "write.purpose"}]});
+    let graph = write_graph(&ws, &graph);
+    let out = cheng()
+        .args([
+            "graph",
+            "run",
+            &graph,
+            "--workspace",
+            ws.to_str().unwrap_or(""),
+        ])
+        .arg("--approve")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("cheng runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let write = &result["nodes"]["write"]["outputs"];
+    assert_eq!(
+        write["error_kind"], "LOCAL_EXECUTOR_NOT_FOUND",
+        "{result}\n{stderr}"
+    );
+    assert!(
+        write["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("session_id 9 is unknown"),
+        "{result}"
+    );
+    assert!(
+        stderr.contains("tools/exec_command"),
+        "the start was not approved: {stderr}"
+    );
+    assert!(
+        !stderr.contains("tools/write_stdin"),
+        "asked anyway: {stderr}"
+    );
 }
 
 #[test]

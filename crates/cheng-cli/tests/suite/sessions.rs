@@ -3,10 +3,9 @@
 //! check per test), in a graph run, and in a single `cheng run`.
 
 use super::support::{
-    cheng, repo_root, require_or_skip_that, run_node, send_signal, temp_workspace,
+    cheng, repo_root, require_or_skip_that, run_node, send_signal, temp_workspace, write_graph,
 };
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -148,12 +147,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("{what} did not happen within 10 s");
-}
-
-fn write_graph(dir: &Path, graph: &Value) -> String {
-    let path = dir.join("graph.json");
-    std::fs::write(&path, graph.to_string()).expect("write graph");
-    path.to_string_lossy().into_owned()
 }
 
 #[test]

@@ -207,3 +207,10 @@ pub fn run_sdk_script(cmd: &mut Command, limit: std::time::Duration) -> Output {
         stderr: stderr.join().unwrap_or_default(),
     }
 }
+
+/// Writes `graph` as `graph.json` in `dir`; its path, for `cheng graph run`.
+pub fn write_graph(dir: &Path, graph: &serde_json::Value) -> String {
+    let path = dir.join("graph.json");
+    std::fs::write(&path, graph.to_string()).expect("write graph");
+    path.to_string_lossy().into_owned()
+}

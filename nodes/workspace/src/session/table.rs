@@ -132,31 +132,17 @@ impl Sessions {
             *used = clock;
             return Ok(Arc::clone(session));
         }
-        let message = match table.gone.iter().rev().find(|(gone, _)| *gone == id).map(|(_, why)| why.clone()) {
-            Some(Gone::Evicted { display, by }) => format!(
-                "session_id {id} ({display}) was evicted to make room for session {by}: at most {MAX_SESSIONS} sessions are kept (an ended one goes first, then the least recently used; the {PROTECTED_RECENT} most recently used never); its process group was killed. Start it again with exec_command"
-            ),
-            Some(Gone::Ended { display, how }) => format!(
-                "session_id {id} ({display}) has ended ({how}); its final output was returned by the call that reported the end. Start it again with exec_command"
-            ),
-            None if id >= 1 && id <= table.next_id => {
-                format!("session_id {id} is not live any more; start the command again with exec_command")
-            }
-            None => format!(
-                "session_id {id} is unknown: no exec_command in this server connection or graph run started it ({} live: {}). Use the session_id an exec_command returned while its process was running",
-                table.live.len(),
-                live_ids(&table)
-            ),
-        };
-        Err(NodeError::new(ErrorKind::NotFound, message))
+        Err(not_live(&table, id))
     }
 
-    /// The live session `id` without counting it as a use (for approval cards).
-    pub fn peek(&self, id: i64) -> Option<Arc<Session>> {
-        self.lock()
-            .live
-            .get(&id)
-            .map(|(session, _)| Arc::clone(session))
+    /// The live session `id` without counting it as a use (for approval cards), or the error
+    /// [`Sessions::get`] would give: a call that could only fail is refused before anyone is asked.
+    pub fn peek(&self, id: i64) -> Result<Arc<Session>, NodeError> {
+        let table = self.lock();
+        match table.live.get(&id) {
+            Some((session, _)) => Ok(Arc::clone(session)),
+            None => Err(not_live(&table, id)),
+        }
     }
 
     /// Forgets an ended session, remembering how it ended.
@@ -191,6 +177,27 @@ impl Drop for Sessions {
         let mut table = self.lock();
         table.live.clear();
     }
+}
+
+/// Why `id` names no live session: evicted, ended, gone, or never started here.
+fn not_live(table: &Table, id: i64) -> NodeError {
+    let message = match table.gone.iter().rev().find(|(gone, _)| *gone == id).map(|(_, why)| why.clone()) {
+        Some(Gone::Evicted { display, by }) => format!(
+            "session_id {id} ({display}) was evicted to make room for session {by}: at most {MAX_SESSIONS} sessions are kept (an ended one goes first, then the least recently used; the {PROTECTED_RECENT} most recently used never); its process group was killed. Start it again with exec_command"
+        ),
+        Some(Gone::Ended { display, how }) => format!(
+            "session_id {id} ({display}) has ended ({how}); its final output was returned by the call that reported the end. Start it again with exec_command"
+        ),
+        None if id >= 1 && id <= table.next_id => {
+            format!("session_id {id} is not live any more; start the command again with exec_command")
+        }
+        None => format!(
+            "session_id {id} is unknown: no exec_command in this server connection or graph run started it ({} live: {}). Use the session_id an exec_command returned while its process was running",
+            table.live.len(),
+            live_ids(table)
+        ),
+    };
+    NodeError::new(ErrorKind::NotFound, message)
 }
 
 fn remember(table: &mut Table, id: i64, why: Gone) {

@@ -93,12 +93,9 @@ impl Node for WriteStdin {
         input: &Values,
     ) -> Result<ApprovalRequest, NodeError> {
         let plan = Plan::from_input(input)?;
-        // The card may be drawn before the call, without the session at hand: then it names the id.
-        let session = ctx.scope.get::<Sessions>().and_then(|s| s.peek(plan.id));
-        let what = match &session {
-            Some(s) => format!("session {} ({})", plan.id, s.display),
-            None => format!("session {}", plan.id),
-        };
+        // A write to a session that is not live could only fail: refused before anyone is asked.
+        let session = sessions_here(ctx, plan.id)?.peek(plan.id)?;
+        let what = format!("session {} ({})", plan.id, session.display);
         let line = if plan.chars.is_empty() {
             format!("poll {what} for output")
         } else {
@@ -108,9 +105,7 @@ impl Node for WriteStdin {
             )
         };
         let mut request = ApprovalRequest::new(ctx, line);
-        if let Some(s) = &session {
-            request.cwd = s.cwd.clone();
-        }
+        request.cwd = session.cwd.clone();
         request.purpose = input::non_empty_str(input, "purpose").map(str::to_string);
         Ok(request)
     }
@@ -118,20 +113,7 @@ impl Node for WriteStdin {
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let plan = Plan::from_input(&input)?;
         let call_started = Instant::now();
-        let Some(sessions) = ctx.scope.get::<Sessions>() else {
-            let where_ = if matches!(
-                ctx.scope.kind(),
-                cheng_node::ScopeKind::Server | cheng_node::ScopeKind::Graph
-            ) {
-                "no exec_command has started a session here yet"
-            } else {
-                "a single `cheng run` keeps no sessions (use `cheng serve` or a graph)"
-            };
-            return Err(NodeError::new(
-                cheng_node::ErrorKind::NotFound,
-                format!("session_id {} is unknown: {where_}", plan.id),
-            ));
-        };
+        let sessions = sessions_here(ctx, plan.id)?;
         let session = sessions.get(plan.id)?;
         let deadline = call_started + Duration::from_millis(plan.yield_ms);
         let mut note = None;
@@ -178,4 +160,22 @@ impl Node for WriteStdin {
         }
         .outputs())
     }
+}
+
+/// The sessions of this server connection or graph run; a single `cheng run` keeps none.
+fn sessions_here(ctx: &RunContext, id: i64) -> Result<std::sync::Arc<Sessions>, NodeError> {
+    ctx.scope.get::<Sessions>().ok_or_else(|| {
+        let where_ = if matches!(
+            ctx.scope.kind(),
+            cheng_node::ScopeKind::Server | cheng_node::ScopeKind::Graph
+        ) {
+            "no exec_command has started a session here yet"
+        } else {
+            "a single `cheng run` keeps no sessions (use `cheng serve` or a graph)"
+        };
+        NodeError::new(
+            cheng_node::ErrorKind::NotFound,
+            format!("session_id {id} is unknown: {where_}"),
+        )
+    })
 }
