@@ -180,6 +180,118 @@ fn a_missing_directory_is_refused_before_anyone_is_asked() {
     assert!(err.contains("write_file: create nodir/x.txt"), "{err}");
 }
 
+/// Every file under `dir` with its bytes, for checking that nothing changed.
+fn snapshot(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files.push((path.clone(), Vec::new()));
+                dirs.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Whatever can be known to fail without changing anything fails before the approval card, with
+/// the error the run would give: nobody is asked (without a terminal, asking would deny it and
+/// say so), and the workspace is unchanged. The control: a change that can succeed is asked.
+#[test]
+fn calls_that_could_only_fail_are_refused_before_anyone_is_asked() {
+    let (_d, ws) = temp_workspace();
+    let (_s, state) = temp_workspace();
+    std::fs::write(ws.join("a.txt"), "hello\nworld\n").unwrap();
+    std::fs::write(ws.join("b.txt"), "x\nx\n").unwrap();
+    std::fs::create_dir(ws.join("d")).unwrap();
+    let before = snapshot(&ws);
+    let patch = |body: &str| json!({"input": format!("*** Begin Patch\n{body}*** End Patch\n")});
+    let cases = [
+        (
+            "tools/edit_file",
+            json!({"file_path": "a.txt", "old": "absent", "new": "x"}),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "old was not found in a.txt",
+        ),
+        (
+            "tools/edit_file",
+            json!({"file_path": "b.txt", "old": "x", "new": "y"}),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "old matches 2 places in b.txt",
+        ),
+        (
+            "tools/apply_patch",
+            patch("*** Update File: a.txt\n@@\n-absent\n+x\n"),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "could not find the lines to change",
+        ),
+        (
+            "tools/apply_patch",
+            patch("*** Update File: a.txt\n*** Move to: d\n@@\n-hello\n+x\n"),
+            "LOCAL_EXECUTOR_INVALID_INPUT",
+            "cannot move a file onto 'd': it is a directory",
+        ),
+        (
+            "tools/write_file",
+            json!({"file_path": ".git/hooks/pre-commit", "content": "x"}),
+            "LOCAL_EXECUTOR_POLICY_DENIED",
+            "a protected name",
+        ),
+        (
+            "tools/write_file",
+            json!({"file_path": "../out.txt", "content": "x"}),
+            "LOCAL_EXECUTOR_PATH_OUTSIDE_WORKSPACE",
+            "climbs above the workspace root",
+        ),
+        (
+            "tools/delete_path",
+            json!({"path": "missing.txt"}),
+            "LOCAL_EXECUTOR_NOT_FOUND",
+            "does not exist",
+        ),
+        (
+            "tools/write_stdin",
+            json!({"session_id": 1, "chars": "ls\n"}),
+            "LOCAL_EXECUTOR_NOT_FOUND",
+            "a single `cheng run` keeps no sessions",
+        ),
+    ];
+    for (node, input, kind, message) in cases {
+        let (code, out, err) = run_in(&state, node, &ws, input.clone(), &[]);
+        assert_eq!(code, 1, "{node} {input}: {err}");
+        assert_eq!(out["error_kind"], kind, "{node} {input}: {out}");
+        assert!(
+            out["error"].as_str().unwrap_or("").contains(message),
+            "{node} {input}: {out}"
+        );
+        assert!(
+            !err.contains("needs approval"),
+            "{node} {input} asked: {err}"
+        );
+        assert_eq!(
+            snapshot(&ws),
+            before,
+            "{node} {input} changed the workspace"
+        );
+    }
+    // The control: an edit that can apply is asked about (and denied, with no terminal).
+    let (_, out, err) = run_in(
+        &state,
+        "tools/edit_file",
+        &ws,
+        json!({"file_path": "a.txt", "old": "hello", "new": "bye"}),
+        &[],
+    );
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
+    assert!(err.contains("needs approval"), "{err}");
+    assert_eq!(snapshot(&ws), before);
+}
+
 #[test]
 fn denied_writes_change_nothing_and_bad_session_names_are_usage_errors() {
     let (_d, ws) = temp_workspace();
