@@ -4,6 +4,7 @@
 //! `cheng run … --format text > x.patch` keeps only the payload. Programs get the JSON object
 //! (`--json`, or any stdout that is not a terminal).
 
+use cheng_node::view::{self, summary_line, Style};
 use cheng_node::Values;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -69,53 +70,6 @@ pub fn wants_text(format: Format, json: bool) -> bool {
     }
 }
 
-/// ANSI colours, or none.
-#[derive(Clone, Copy, Debug)]
-pub struct Style {
-    pub color: bool,
-}
-
-impl Style {
-    pub fn new(choice: ColorChoice) -> Style {
-        use std::io::IsTerminal;
-        let color = match choice {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::io::stdout().is_terminal()
-            }
-        };
-        Style { color }
-    }
-
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.color && !text.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-    pub fn green(self, text: &str) -> String {
-        self.paint("32", text)
-    }
-    pub fn red(self, text: &str) -> String {
-        self.paint("31", text)
-    }
-    pub fn yellow(self, text: &str) -> String {
-        self.paint("33", text)
-    }
-    pub fn cyan(self, text: &str) -> String {
-        self.paint("36", text)
-    }
-    pub fn dim(self, text: &str) -> String {
-        self.paint("2", text)
-    }
-    pub fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-}
-
 /// A rendering, printed in this order: `head` on stderr (the summary line), `stdout` (the
 /// payload), `tail` on stderr (the node's own stderr, notes).
 #[derive(Default, Debug, PartialEq, Eq)]
@@ -155,38 +109,29 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// The style for text output, or `None` for JSON.
     pub fn text_style(&self) -> Option<Style> {
-        wants_text(self.format, self.json).then(|| Style::new(self.color))
+        wants_text(self.format, self.json).then(|| style(self.color))
     }
 }
 
-fn s<'a>(out: &'a Values, key: &str) -> Option<&'a str> {
-    out.get(key).and_then(Value::as_str)
-}
-
-/// The summary line: the node's `summary`, or (for nodes without one) `ok` / `CODE: error`.
-pub fn summary_line(out: &Values) -> String {
-    if let Some(summary) = s(out, "summary") {
-        return summary.to_string();
-    }
-    let success = out.get("success").and_then(Value::as_bool).unwrap_or(false);
-    match (success, s(out, "error_kind"), s(out, "error")) {
-        (false, Some(kind), Some(error)) => format!("{kind}: {error}"),
-        (false, _, Some(error)) => error.to_string(),
-        (false, _, None) => "failed".to_string(),
-        (true, _, _) => {
-            let metrics = out.get("metrics");
-            match metrics.and_then(|m| m["duration_ms"].as_u64()) {
-                Some(ms) => format!("ok after {}", cheng_node::text::human_duration_ms(ms)),
-                None => "ok".to_string(),
-            }
+/// The colours for `choice`: `auto` colours a terminal unless NO_COLOR is set.
+pub fn style(choice: ColorChoice) -> Style {
+    use std::io::IsTerminal;
+    Style::new(match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal()
         }
-    }
+    })
 }
 
-/// `cheng run`'s text: the summary line (green or red) on stderr, the payload on stdout.
+/// `cheng run`'s text: the summary line (green or red) on stderr, the payload on stdout, then
+/// the command's stderr, warnings and truncation notes on stderr.
 pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
     let success = out.get("success").and_then(Value::as_bool).unwrap_or(false);
     let line = summary_line(out);
+    let view = view::render(node_type, out, style);
     let mut text = Text {
         head: format!(
             "{}\n",
@@ -196,53 +141,10 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
                 style.red(&line)
             }
         ),
-        ..Text::default()
+        stdout: view.payload,
+        tail: view.stderr,
     };
-    let operation = s(out, "operation").unwrap_or("");
-    match (node_type, operation) {
-        ("tools/workspace_git", "diff" | "show") => {
-            text.stdout = patch(s(out, "stdout").unwrap_or(""), style)
-        }
-        ("tools/workspace_git", "status") => text.stdout = git_status(out),
-        ("tools/workspace_git", "log") => text.stdout = git_log(out, style),
-        ("tools/workspace_git", "branch") => text.stdout = git_branches(out, style),
-        ("tools/workspace_markdown", "outline") => text.stdout = outline(out.get("outline")),
-        ("tools/workspace_markdown", "format_suggestions") => text.stdout = edits(out, style),
-        ("tools/workspace_markdown", _) => text.stdout = findings(out, style),
-        ("tools/workspace_preview", _) => text.stdout = s(out, "preview").unwrap_or("").to_string(),
-        ("tools/workspace_tests", "detect") => text.stdout = projects(out),
-        ("tools/runtime", _) => text.stdout = json_block(out.get("result")),
-        // File reads and searches: what the model sees (the `L{n}: ` lines, the paths, the tree).
-        ("tools/read_file" | "tools/grep" | "tools/glob" | "tools/list_dir", _) => {
-            text.stdout = line_ended(s(out, "content").unwrap_or(""))
-        }
-        // File changes: the diff that was approved and written.
-        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => {
-            text.stdout = patch(s(out, "diff").unwrap_or(""), style)
-        }
-        ("tools/delete_path", _) => {}
-        // Sessions: what the process wrote since the last call.
-        ("tools/exec_command" | "tools/write_stdin", _) => {
-            text.stdout = s(out, "output").unwrap_or("").to_string()
-        }
-        _ => {
-            // Shell, tests run, code nodes: the command's own streams, as they were.
-            text.stdout = s(out, "stdout").unwrap_or("").to_string();
-            text.tail.push_str(s(out, "stderr").unwrap_or(""));
-            if text.stdout.is_empty() && node_type.starts_with("tools/code_") {
-                if let Some(result) = out.get("result").filter(|r| !r.is_null()) {
-                    text.stdout = json_block(Some(result));
-                }
-            }
-        }
-    }
-    for warning in out
-        .get("warnings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
+    for warning in &view.warnings {
         let _ = writeln!(
             text.tail,
             "{}",
@@ -264,221 +166,7 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
             );
         }
     }
-    if !text.stdout.is_empty() && !text.stdout.ends_with('\n') {
-        text.stdout.push('\n');
-    }
     text
-}
-
-/// `text` with a final newline, so the shell prompt starts on a line of its own.
-fn line_ended(text: &str) -> String {
-    if text.is_empty() || text.ends_with('\n') {
-        text.to_string()
-    } else {
-        format!("{text}\n")
-    }
-}
-
-fn patch(patch: &str, style: Style) -> String {
-    if !style.color {
-        return patch.to_string();
-    }
-    let mut text = String::with_capacity(patch.len() + patch.len() / 8);
-    for line in patch.split_inclusive('\n') {
-        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
-        let painted =
-            if body.starts_with("+++") || body.starts_with("---") || body.starts_with("diff ") {
-                style.bold(body)
-            } else if body.starts_with('+') {
-                style.green(body)
-            } else if body.starts_with('-') {
-                style.red(body)
-            } else if body.starts_with("@@") {
-                style.cyan(body)
-            } else {
-                body.to_string()
-            };
-        text.push_str(&painted);
-        text.push_str(end);
-    }
-    text
-}
-
-fn items(out: &Values, key: &str) -> Vec<Value> {
-    out.get(key)
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// `git status --short`-like lines: index and work-tree letters, then the path.
-fn git_status(out: &Values) -> String {
-    let mut text = String::new();
-    for file in items(out, "files") {
-        let letter = |key: &str| match file[key].as_str() {
-            Some(".") | None => " ".to_string(),
-            Some(other) => other.to_string(),
-        };
-        let (index, tree) = if file["untracked"] == true {
-            ("?".into(), "?".into())
-        } else {
-            (letter("index_status"), letter("worktree_status"))
-        };
-        let path = file["path"].as_str().unwrap_or("");
-        match file["orig_path"].as_str() {
-            Some(orig) => {
-                let _ = writeln!(text, "{index}{tree} {orig} -> {path}");
-            }
-            None => {
-                let _ = writeln!(text, "{index}{tree} {path}");
-            }
-        }
-    }
-    text
-}
-
-fn git_log(out: &Values, style: Style) -> String {
-    let mut text = String::new();
-    for commit in items(out, "commits") {
-        let field = |k: &str| commit[k].as_str().unwrap_or("").to_string();
-        let _ = writeln!(
-            text,
-            "{} {} {} {}",
-            style.yellow(&field("short_hash")),
-            field("date"),
-            style.dim(&field("author")),
-            field("subject")
-        );
-    }
-    text
-}
-
-fn git_branches(out: &Values, style: Style) -> String {
-    let mut text = String::new();
-    for branch in items(out, "branches") {
-        let name = branch["name"].as_str().unwrap_or("");
-        let subject = branch["subject"].as_str().unwrap_or("");
-        if branch["current"] == true {
-            let _ = writeln!(text, "* {} {subject}", style.green(name));
-        } else {
-            let _ = writeln!(text, "  {name} {subject}");
-        }
-    }
-    text
-}
-
-fn outline(value: Option<&Value>) -> String {
-    fn walk(nodes: &[Value], text: &mut String) {
-        for node in nodes {
-            let level = node["level"].as_u64().unwrap_or(1);
-            let indent = "  ".repeat(usize::try_from(level.saturating_sub(1)).unwrap_or(0));
-            let _ = writeln!(
-                text,
-                "{indent}{} {} (line {})",
-                "#".repeat(usize::try_from(level).unwrap_or(1)),
-                node["text"].as_str().unwrap_or(""),
-                node["line"]
-            );
-            walk(
-                node["children"]
-                    .as_array()
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-                text,
-            );
-        }
-    }
-    let mut text = String::new();
-    walk(
-        value
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]),
-        &mut text,
-    );
-    text
-}
-
-/// `file:line:col rule message`, as linters print them.
-fn findings(out: &Values, style: Style) -> String {
-    let path = s(out, "path").unwrap_or("");
-    let mut text = String::new();
-    for d in items(out, "diagnostics") {
-        let file = d["path"].as_str().unwrap_or(path);
-        let rule = d["rule"].as_str().unwrap_or("");
-        let rule = if d["severity"] == "error" {
-            style.red(rule)
-        } else {
-            style.yellow(rule)
-        };
-        let _ = writeln!(
-            text,
-            "{file}:{}:{} {rule} {}",
-            d["line"],
-            d["column"],
-            d["message"].as_str().unwrap_or("")
-        );
-    }
-    text
-}
-
-fn edits(out: &Values, style: Style) -> String {
-    let mut text = String::new();
-    for e in items(out, "suggested_edits") {
-        let _ = writeln!(
-            text,
-            "{}:{} {} {}",
-            e["path"].as_str().unwrap_or(""),
-            e["line"],
-            style.yellow(e["rule"].as_str().unwrap_or("")),
-            e["reason"].as_str().unwrap_or("")
-        );
-    }
-    text
-}
-
-fn projects(out: &Values) -> String {
-    let mut text = String::new();
-    let projects = out
-        .get("detected_project")
-        .and_then(|d| d["projects"].as_array())
-        .cloned()
-        .unwrap_or_default();
-    for p in projects {
-        let commands: Vec<String> = p["commands"]
-            .as_array()
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| {
-                        let argv = std::iter::once(c["command"].as_str().unwrap_or("")).chain(
-                            c["args"]
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(Value::as_str),
-                        );
-                        cheng_node::text::command_display(argv)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let _ = writeln!(
-            text,
-            "{}  {}  {}",
-            p["cwd"].as_str().unwrap_or("."),
-            p["type"].as_str().unwrap_or(""),
-            commands.join("; ")
-        );
-    }
-    text
-}
-
-fn json_block(value: Option<&Value>) -> String {
-    match value {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
-    }
 }
 
 /// `graph run`'s text: one row per node (id, type, status, time, summary) and a closing line.
@@ -526,6 +214,8 @@ pub fn graph(result: &Value, style: Style) -> Text {
             node["type"].as_str().unwrap_or(""),
             one_line(&summary)
         );
+        let payload = view::render(node["type"].as_str().unwrap_or(""), &outputs, style).payload;
+        text.push_str(&under_the_row(&payload));
     }
     let status = result["status"].as_str().unwrap_or("");
     let time = cheng_node::text::human_duration_ms(result["duration_ms"].as_u64().unwrap_or(0));
@@ -544,6 +234,30 @@ pub fn graph(result: &Value, style: Style) -> Text {
         stdout: text,
         tail: format!("{closing}\n"),
     }
+}
+
+/// Most lines of a node's payload shown under its row in `graph run`'s table.
+const PAYLOAD_LINES: usize = 40;
+
+/// `payload` indented under its node's row, at most [`PAYLOAD_LINES`] lines.
+fn under_the_row(payload: &str) -> String {
+    let mut text = String::new();
+    let lines: Vec<&str> = payload.lines().collect();
+    for line in lines.iter().take(PAYLOAD_LINES) {
+        if line.is_empty() {
+            text.push('\n');
+        } else {
+            let _ = writeln!(text, "    {line}");
+        }
+    }
+    if lines.len() > PAYLOAD_LINES {
+        let _ = writeln!(
+            text,
+            "    … {} more lines (--json shows every output)",
+            lines.len() - PAYLOAD_LINES
+        );
+    }
+    text
 }
 
 /// The first line of `text`, at most 100 characters.

@@ -15,6 +15,7 @@
 
 pub mod approve;
 pub mod catalog;
+pub mod content;
 pub mod live;
 pub mod nonces;
 pub mod server;

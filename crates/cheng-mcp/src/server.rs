@@ -461,47 +461,7 @@ fn refusal(kind: ErrorKind, message: String) -> CallToolResult {
 /// stdout and stderr where present, then why an approval went the way it did.
 fn complete(offered: &Offered, outputs: Values, notes: Vec<String>) -> CallToolResult {
     let success = outputs.get("success") != Some(&Value::Bool(false));
-    let name = &offered.tool.name;
-    let mut text = match outputs
-        .get("summary")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
-        Some(summary) => summary.to_string(),
-        None if success => format!("tool `{name}` succeeded"),
-        None => String::new(),
-    };
-    if !success {
-        let code = outputs
-            .get("error_kind")
-            .and_then(Value::as_str)
-            .unwrap_or(ErrorKind::Internal.code());
-        let error = outputs
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("the tool reported success: false");
-        if !text.contains(error) {
-            let line = format!("tool `{name}` failed: {code}: {error}");
-            text = if text.is_empty() {
-                line
-            } else {
-                format!("{text}\n{line}")
-            };
-        }
-    }
-    for stream in ["stdout", "stderr"] {
-        if let Some(s) = outputs
-            .get(stream)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-        {
-            text.push_str(&format!("\n{stream}:\n{s}"));
-        }
-    }
-    for note in notes {
-        text.push('\n');
-        text.push_str(&note);
-    }
+    let text = crate::content::text(&offered.tool.name, offered.tool.spec.id, &outputs, &notes);
     let content = vec![ContentBlock::text(text)];
     let mut result = if success {
         CallToolResult::success(content)

@@ -49,6 +49,7 @@ pub mod schema;
 pub mod scope;
 mod spec;
 pub mod text;
+pub mod view;
 
 pub use error::{ErrorKind, NodeError};
 pub use node::{

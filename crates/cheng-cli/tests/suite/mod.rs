@@ -22,6 +22,7 @@ mod markdown;
 mod mcp;
 mod mcp_backlog;
 mod mcp_live;
+mod mcp_payloads;
 mod mcp_pipe;
 mod policy;
 mod preview;
