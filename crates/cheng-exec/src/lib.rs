@@ -49,7 +49,7 @@ pub mod fds;
 pub mod flock;
 pub mod kill;
 pub mod live;
-mod reaper;
+pub mod reaper;
 pub mod session;
 pub mod spawn;
 mod sys;

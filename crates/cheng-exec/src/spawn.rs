@@ -17,7 +17,7 @@
 //!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
 use crate::capture::{self, Live, Stream};
-use crate::reaper::{self, ReaperMemory, Stage, StartError};
+use crate::reaper::{self, Stage, StartError};
 use crate::{
     ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination,
 };
@@ -221,8 +221,6 @@ pub(crate) struct Child {
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: Option<Stream>,
     pub(crate) stderr: Option<Stream>,
-    /// The memory the reaper runs on; freed only once it has been reaped.
-    memory: Option<ReaperMemory>,
 }
 
 /// Spawns the child through its reaper; the error is a sentence naming the program.
@@ -274,7 +272,6 @@ pub(crate) fn start(spec: &ProcessSpec) -> Result<Child, String> {
         stdin: started.stdin,
         stdout: None,
         stderr: None,
-        memory: Some(started.memory),
     };
     child.stdout = Some(
         Stream::new(started.stdout)
@@ -426,8 +423,6 @@ impl Child {
         }
         self.reaped = true;
         self.control = None;
-        // The reaper is gone: nothing runs on its memory any more.
-        self.memory = None;
         let outcome = reaper::read_outcome(&self.report);
         (outcome.status, outcome.usage)
     }
@@ -442,22 +437,14 @@ impl Drop for Child {
         // SIGKILL the command and everything it started, reap them and exit. Reap it off-thread.
         self.control = None;
         let pid = self.pid;
-        let memory = self.memory.take();
         let mut status = 0;
         // SAFETY: waiting on our own child.
         if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG | libc::__WALL) } == pid {
-            drop(memory);
             return;
         }
-        // If the thread cannot start, the closure is dropped without running: the memory is then
-        // leaked (ManuallyDrop), since the reaper may still run on it.
-        let memory = std::mem::ManuallyDrop::new(memory);
         let _ = std::thread::Builder::new()
             .name("cheng-exec-reap".into())
-            .spawn(move || {
-                reaper::reap_blocking(pid);
-                drop(std::mem::ManuallyDrop::into_inner(memory));
-            });
+            .spawn(move || reaper::reap_blocking(pid));
     }
 }
 
