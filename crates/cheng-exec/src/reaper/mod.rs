@@ -189,18 +189,30 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
-/// The reaper program: the helper next to the running binary (or its parent directory, where
-/// cargo puts binaries for the test harnesses in `deps/`), else the running binary itself when
-/// it serves the reaper mode (`cheng` does, through [`run_if_requested`]).
-fn reaper_program() -> io::Result<PathBuf> {
-    crate::sandbox::init::helper_or_self().ok_or_else(|| {
-        io::Error::other(format!(
+/// The reaper programs to try, in order: the helper next to the running binary (or in its
+/// parent directory, where cargo puts binaries for the test harnesses in `deps/`), then the
+/// running binary itself when it serves the reaper mode (`cheng` does, through
+/// [`run_if_requested`]).
+fn reaper_programs() -> io::Result<Vec<PathBuf>> {
+    let mut programs: Vec<PathBuf> = crate::sandbox::init::helper_or_self().into_iter().collect();
+    if let Some(me) = crate::sandbox::init::self_if_launcher() {
+        if !programs.contains(&me) {
+            programs.push(me);
+        }
+    }
+    if programs.is_empty() {
+        return Err(io::Error::other(format!(
             "the helper program {} was not found next to the running program; install it \
              beside cheng (cargo install --path crates/cheng-cli installs both)",
             crate::sandbox::init::HELPER_NAME
-        ))
-    })
+        )));
+    }
+    Ok(programs)
 }
+
+/// Set once a helper ended without a word (one that does not know the reaper mode, such as an
+/// older install or a stand-in for the init step): later runs go straight to the next program.
+static SKIP_HELPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Call first thing in `main` of a binary that can serve as the reaper: when argv[1] is
 /// [`REAPER_ARG`], runs the reaper and exits.
@@ -213,7 +225,33 @@ pub fn run_if_requested() {
 /// Starts the reaper, which starts the command; returns once the command has been executed (or
 /// failed to be).
 pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
-    let sup = StartError::Supervisor;
+    use std::sync::atomic::Ordering;
+    let programs = reaper_programs().map_err(StartError::Supervisor)?;
+    let last = programs.len() - 1;
+    let skip = usize::from(SKIP_HELPER.load(Ordering::Relaxed) && last > 0);
+    for (i, program) in programs.iter().enumerate().skip(skip) {
+        match start_with(&plan, program) {
+            Err(Silent(_)) if i < last => SKIP_HELPER.store(true, Ordering::Relaxed),
+            Err(Silent(e)) => return Err(StartError::Supervisor(e)),
+            Err(Spoke(e)) => return Err(e),
+            Ok(started) => return Ok(started),
+        }
+    }
+    Err(StartError::Supervisor(io::Error::other(
+        "no program could serve as the per-run reaper",
+    )))
+}
+
+/// How a start with one reaper program failed: the program ended without a report (it may not
+/// be a reaper at all), or it reported why.
+enum Attempt {
+    Silent(io::Error),
+    Spoke(StartError),
+}
+use Attempt::{Silent, Spoke};
+
+fn start_with(plan: &Plan, reaper: &std::path::Path) -> Result<Started, Attempt> {
+    let sup = |e: io::Error| Spoke(StartError::Supervisor(e));
     let (stdout_r, stdout_w) = pipe().map_err(sup)?;
     let (stderr_r, stderr_w) = pipe().map_err(sup)?;
     let (stdin_r, stdin_w) = if plan.stdin_pipe {
@@ -231,7 +269,7 @@ pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
     )
     .map_err(|e| sup(e.into()))?;
 
-    let mut cmd = Command::new(reaper_program().map_err(sup)?);
+    let mut cmd = Command::new(reaper);
     cmd.arg(REAPER_ARG)
         .arg(OsStr::from_bytes(plan.program.as_bytes()))
         .arg(OsStr::from_bytes(plan.cwd.as_bytes()))
@@ -302,18 +340,18 @@ pub(crate) fn start(plan: Plan) -> Result<Started, StartError> {
             // its descriptors: closing the control pipe and the socket ends it; reap it.
             drop((control_w, report));
             reap_blocking(pid);
-            Err(match other {
-                Some(r) if r.kind == KIND_FAILED => StartError::Stage(
+            match other {
+                Some(r) if r.kind == KIND_FAILED => Err(Spoke(StartError::Stage(
                     Stage::from_raw(r.stage),
                     io::Error::from_raw_os_error(r.errno as i32),
-                ),
-                _ => StartError::Supervisor(match sent {
+                ))),
+                _ => Err(Silent(match sent {
                     Err(e) => e,
                     Ok(()) => {
                         io::Error::other("the per-run reaper ended before starting the command")
                     }
-                }),
-            })
+                })),
+            }
         }
     }
 }

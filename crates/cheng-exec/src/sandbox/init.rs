@@ -131,6 +131,16 @@ pub fn helper_or_self() -> Option<PathBuf> {
         .clone()
 }
 
+/// The running binary, when it opted in with [`run_if_requested`] (so it serves every mode).
+pub fn self_if_launcher() -> Option<PathBuf> {
+    if !LAUNCHER.load(Ordering::Relaxed) {
+        return None;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+}
+
 fn is_executable_file(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
