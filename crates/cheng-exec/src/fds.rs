@@ -7,9 +7,8 @@
 //! reaper ([`crate::reaper`]) for every host process and for bwrap, and the sandbox init step
 //! ([`crate::sandbox::init`]) inside the sandbox.
 //!
-//! Everything here is async-signal-safe and uses only [`crate::sys`] (raw system calls on stack
-//! buffers: no allocation, no locks, no `errno`), so it may run in the per-run reaper, which
-//! shares cheng's memory.
+//! Everything here is async-signal-safe and uses only [`crate::sys`] (system calls on stack
+//! buffers: no allocation, no locks), so it may run between fork and exec.
 
 use crate::sys;
 use std::os::fd::RawFd;
