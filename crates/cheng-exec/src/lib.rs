@@ -52,7 +52,6 @@ pub mod live;
 pub mod reaper;
 pub mod session;
 pub mod spawn;
-mod sys;
 
 // The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
 pub mod sandbox;
