@@ -299,7 +299,7 @@ fn check_inherit(inherit: &[(RawFd, RawFd)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything the reaper needs, as C strings, built before it is forked.
+/// Everything the reaper needs, as C strings, built before it starts.
 fn plan(
     spec: &ProcessSpec,
     program: &Path,
