@@ -50,6 +50,7 @@ pub enum Exit {
 
 fn main() -> ExitCode {
     // Re-executed as a sandbox launcher? That path never returns.
+    cheng_exec::reaper::run_if_requested();
     cheng_exec::sandbox::init::run_if_requested();
     let cli = args::Cli::parse();
     // The generated files describe the built-in policy whatever this machine's says.

@@ -202,17 +202,15 @@ fn read_available(rx: &pipe::Receiver, buf: &mut Vec<u8>, out: &mut Sink) -> Flo
 fn read_remaining(rx: &pipe::Receiver, buf: &mut [u8], out: &mut Sink) {
     let mut read = 0u64;
     while read < FINAL_DRAIN_LIMIT {
-        // SAFETY: reading into a valid, exclusively borrowed buffer from a descriptor `rx` owns;
-        // the descriptor is non-blocking, so this never waits.
-        let n = unsafe { libc::read(rx.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            n if n > 0 => {
-                out.push(&buf[..n as usize]);
+        // The descriptor is non-blocking, so this never waits.
+        match rustix::io::read(rx, &mut *buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                out.push(&buf[..n]);
                 read += n as u64;
             }
-            0 => return,
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            _ => return,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
         }
     }
 }
@@ -251,18 +249,8 @@ mod tests {
     use std::io::Write;
 
     fn pipe_pair() -> (OwnedFd, std::fs::File) {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two new descriptors that we immediately take ownership of.
-        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-        assert_eq!(rc, 0);
-        use std::os::fd::FromRawFd;
-        // SAFETY: both descriptors are fresh and owned by nobody else.
-        unsafe {
-            (
-                OwnedFd::from_raw_fd(fds[0]),
-                std::fs::File::from_raw_fd(fds[1]),
-            )
-        }
+        let (rx, tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        (rx, std::fs::File::from(tx))
     }
 
     #[tokio::test]

@@ -7,11 +7,9 @@
 //! reaper ([`crate::reaper`]) for every host process and for bwrap, and the sandbox init step
 //! ([`crate::sandbox::init`]) inside the sandbox.
 //!
-//! Everything here is async-signal-safe and uses only [`crate::sys`] (raw system calls on stack
-//! buffers: no allocation, no locks, no `errno`), so it may run in the per-run reaper, which
-//! shares cheng's memory.
+//! Everything here is async-signal-safe (system calls on stack buffers: no allocation, no
+//! locks), so it may run between fork and exec.
 
-use crate::sys;
 use std::os::fd::RawFd;
 
 /// `close_range(first, last, 0)`; `false` when the kernel lacks it (before 5.9) or refuses.
@@ -19,8 +17,9 @@ fn close_range(first: RawFd, last: libc::c_uint) -> bool {
     if first < 0 || first as libc::c_uint > last {
         return true;
     }
-    // SAFETY: close_range only closes descriptors of this process; it touches no memory.
-    unsafe { sys::close_range(first as libc::c_uint, last) == 0 }
+    // SAFETY: close_range only closes descriptors of this process (none that anything here
+    // still uses: the callers keep those out of the range); it touches no memory.
+    unsafe { libc::syscall(libc::SYS_close_range, first as libc::c_uint, last, 0) == 0 }
 }
 
 /// Closes every descriptor from 3 up except those in `keep`, which is sorted in place. Uses
@@ -63,14 +62,11 @@ pub fn close_inherited_on_exec(cmd: &mut std::process::Command) {
 fn mark_cloexec_above_stderr() {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only changes descriptor flags of this process.
     let rc = unsafe {
-        sys::raw6(
+        libc::syscall(
             libc::SYS_close_range,
-            3,
-            libc::c_uint::MAX as usize,
-            libc::CLOSE_RANGE_CLOEXEC as usize,
-            0,
-            0,
-            0,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_uint,
         )
     };
     if rc == 0 {
@@ -78,17 +74,7 @@ fn mark_cloexec_above_stderr() {
     }
     for_each_listed_descriptor(|fd| {
         // SAFETY: setting FD_CLOEXEC on a descriptor of this process.
-        unsafe {
-            sys::raw6(
-                libc::SYS_fcntl,
-                fd as usize,
-                libc::F_SETFD as usize,
-                libc::FD_CLOEXEC as usize,
-                0,
-                0,
-                0,
-            )
-        };
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     });
 }
 
@@ -109,7 +95,7 @@ fn close_listed(sorted_keep: &[RawFd]) -> bool {
     for_each_listed_descriptor(|fd| {
         if sorted_keep.binary_search(&fd).is_err() {
             // SAFETY: closing a descriptor of this process that nothing here uses.
-            unsafe { sys::close(fd) };
+            unsafe { libc::close(fd) };
         }
     })
 }
@@ -118,55 +104,26 @@ fn close_listed(sorted_keep: &[RawFd]) -> bool {
 /// with raw system calls on a stack buffer only (it runs between clone and exec). `false` if
 /// the directory cannot be opened.
 fn for_each_listed_descriptor(mut f: impl FnMut(RawFd)) -> bool {
-    // SAFETY: open with a static NUL-terminated path.
-    let dir = unsafe {
-        sys::openat(
-            c"/proc/self/fd".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if dir < 0 {
+    use rustix::fs::{Mode, OFlags, RawDir, CWD};
+    let Ok(dir) = rustix::fs::openat(
+        CWD,
+        c"/proc/self/fd",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
         return false;
-    }
-    let dir = dir as RawFd;
-    let mut buf = [0u8; 4096];
-    loop {
-        // SAFETY: getdents64 writes at most `buf.len()` bytes into the buffer.
-        let n = unsafe { sys::getdents64(dir, buf.as_mut_ptr(), buf.len()) };
-        if n <= 0 {
-            break;
-        }
-        for_each_name(&buf[..n as usize], |name| {
-            if let Some(fd) = parse_fd(name) {
-                if fd > 2 && fd != dir {
-                    f(fd);
-                }
+    };
+    let own = std::os::fd::AsRawFd::as_raw_fd(&dir);
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut entries = RawDir::new(&dir, &mut buf);
+    while let Some(Ok(entry)) = entries.next() {
+        if let Some(fd) = parse_fd(entry.file_name().to_bytes_with_nul()) {
+            if fd > 2 && fd != own {
+                f(fd);
             }
-        });
+        }
     }
-    // SAFETY: closing the directory opened above.
-    unsafe { sys::close(dir) };
     true
-}
-
-/// Calls `f` with the NUL-terminated name of each `linux_dirent64` record in `buf` (d_ino u64,
-/// d_off i64, d_reclen u16, d_type u8, d_name). Never reads past `buf`.
-pub(crate) fn for_each_name(buf: &[u8], mut f: impl FnMut(&[u8])) {
-    let mut offset = 0usize;
-    while let (Some(&lo), Some(&hi)) = (
-        buf.get(offset.wrapping_add(16)),
-        buf.get(offset.wrapping_add(17)),
-    ) {
-        let reclen = u16::from_ne_bytes([lo, hi]) as usize;
-        let end = offset.wrapping_add(reclen);
-        if reclen < 20 || end > buf.len() {
-            return;
-        }
-        if let Some(name) = buf.get(offset + 19..end) {
-            f(name);
-        }
-        offset = end;
-    }
 }
 
 /// A NUL-terminated decimal name as a descriptor number.
@@ -187,27 +144,12 @@ pub(crate) fn parse_fd(name: &[u8]) -> Option<RawFd> {
 }
 
 fn close_brute_force(sorted_keep: &[RawFd]) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: prlimit fills a plain struct.
-    let max = if unsafe {
-        sys::prlimit(
-            libc::RLIMIT_NOFILE as libc::c_int,
-            std::ptr::null(),
-            &mut limit,
-        )
-    } == 0
-    {
-        limit.rlim_cur.min(1 << 20) as RawFd
-    } else {
-        1 << 16
-    };
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let max = limit.current.map_or(1 << 20, |n| n.min(1 << 20)) as RawFd;
     for fd in 3..max {
         if sorted_keep.binary_search(&fd).is_err() {
             // SAFETY: closing descriptors of this process that nothing here uses.
-            unsafe { sys::close(fd) };
+            unsafe { libc::close(fd) };
         }
     }
 }
@@ -237,24 +179,5 @@ mod tests {
         assert_eq!(parse_fd(b"..\0"), None);
         assert_eq!(parse_fd(b"\0"), None);
         assert_eq!(parse_fd(b"99999999999999\0"), None);
-    }
-
-    #[test]
-    fn directory_records_are_walked_without_reading_past_the_buffer() {
-        let mut buf = Vec::new();
-        for name in ["0", "17", "."] {
-            let reclen = (20 + name.len()).div_ceil(8) * 8;
-            let mut rec = vec![0u8; reclen];
-            rec[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
-            rec[19..19 + name.len()].copy_from_slice(name.as_bytes());
-            buf.extend(rec);
-        }
-        let mut seen = Vec::new();
-        for_each_name(&buf, |n| seen.push(parse_fd(n)));
-        assert_eq!(seen, [Some(0), Some(17), None]);
-        // A record cut short is ignored.
-        let mut count = 0;
-        for_each_name(&buf[..buf.len() - 3], |_| count += 1);
-        assert_eq!(count, 2);
     }
 }

@@ -2,17 +2,14 @@
 //! a named session's freshness table. The lock is released when the file is closed.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 
 /// Blocks until this process holds the exclusive lock on `file`.
 pub fn lock_exclusive(file: &File) -> std::io::Result<()> {
     loop {
-        // SAFETY: flock only reads the descriptor number; `file` keeps it open for the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
+        let Err(err) = rustix::fs::flock(file, rustix::fs::FlockOperation::LockExclusive) else {
             return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
+        };
+        let err = std::io::Error::from(err);
         if err.kind() != std::io::ErrorKind::Interrupted {
             return Err(err);
         }
@@ -23,12 +20,11 @@ pub fn lock_exclusive(file: &File) -> std::io::Result<()> {
 /// does (a process that is still running, when each holds its lock for its lifetime).
 pub fn try_lock_exclusive(file: &File) -> std::io::Result<bool> {
     loop {
-        // SAFETY: flock only reads the descriptor number; `file` keeps it open for the call.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
+        let rc = rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive);
+        let Err(err) = rc else {
             return Ok(true);
-        }
-        let err = std::io::Error::last_os_error();
+        };
+        let err = std::io::Error::from(err);
         match err.kind() {
             std::io::ErrorKind::Interrupted => {}
             std::io::ErrorKind::WouldBlock => return Ok(false),
@@ -48,9 +44,11 @@ mod tests {
         let first = File::create(&path).unwrap();
         lock_exclusive(&first).unwrap();
         let second = File::open(&path).unwrap();
-        // SAFETY: a non-blocking probe on a descriptor `second` keeps open.
-        let rc = unsafe { libc::flock(second.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        assert_eq!(rc, -1, "the lock is held by the first descriptor");
+        let rc = rustix::fs::flock(
+            &second,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        );
+        assert!(rc.is_err(), "the lock is held by the first descriptor");
         assert!(!try_lock_exclusive(&second).unwrap());
         drop(first);
         lock_exclusive(&second).unwrap();

@@ -19,12 +19,19 @@ pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    // SAFETY: kill has no memory-safety preconditions.
-    let rc = unsafe { libc::kill(-pgid, signal) };
-    if rc == 0 {
+    let (Some(group), Some(signal)) = (
+        rustix::process::Pid::from_raw(pgid),
+        rustix::process::Signal::from_named_raw(signal),
+    ) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cannot send signal {signal} to process group {pgid}"),
+        ));
+    };
+    let Err(err) = rustix::process::kill_process_group(group, signal) else {
         return Ok(());
-    }
-    let err = io::Error::last_os_error();
+    };
+    let err = io::Error::from(err);
     if err.raw_os_error() == Some(libc::ESRCH) {
         Ok(())
     } else {
@@ -89,10 +96,8 @@ mod tests {
 
     #[test]
     fn finds_its_own_group() {
-        // SAFETY: getpgrp cannot fail.
-        let pgid = unsafe { libc::getpgrp() };
-        // SAFETY: getpid cannot fail.
-        let me = unsafe { libc::getpid() };
+        let pgid = rustix::process::getpgrp().as_raw_nonzero().get();
+        let me = rustix::process::getpid().as_raw_nonzero().get();
         assert!(live_group_members(pgid).contains(&me));
     }
 }

@@ -49,10 +49,9 @@ pub mod fds;
 pub mod flock;
 pub mod kill;
 pub mod live;
-mod reaper;
+pub mod reaper;
 pub mod session;
 pub mod spawn;
-mod sys;
 
 // The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
 pub mod sandbox;

@@ -17,7 +17,7 @@
 //!   everything and is reaped in the background, so an abandoned run leaves nothing behind.
 
 use crate::capture::{self, Live, Stream};
-use crate::reaper::{self, ReaperMemory, Stage, StartError};
+use crate::reaper::{self, Stage, StartError};
 use crate::{
     ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination,
 };
@@ -25,7 +25,7 @@ use cheng_node::output::OutputStream;
 use cheng_node::text::HeadTail;
 use std::ffi::{CString, OsStr};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -221,8 +221,6 @@ pub(crate) struct Child {
     pub(crate) stdin: Option<OwnedFd>,
     pub(crate) stdout: Option<Stream>,
     pub(crate) stderr: Option<Stream>,
-    /// The memory the reaper runs on; freed only once it has been reaped.
-    memory: Option<ReaperMemory>,
 }
 
 /// Spawns the child through its reaper; the error is a sentence naming the program.
@@ -274,7 +272,6 @@ pub(crate) fn start(spec: &ProcessSpec) -> Result<Child, String> {
         stdin: started.stdin,
         stdout: None,
         stderr: None,
-        memory: Some(started.memory),
     };
     child.stdout = Some(
         Stream::new(started.stdout)
@@ -302,7 +299,7 @@ fn check_inherit(inherit: &[(RawFd, RawFd)]) -> Result<(), String> {
     Ok(())
 }
 
-/// Everything the reaper needs, as C strings, built before it is forked.
+/// Everything the reaper needs, as C strings, built before it starts.
 fn plan(
     spec: &ProcessSpec,
     program: &Path,
@@ -376,19 +373,18 @@ impl Child {
 
     /// Whether the reaper has exited, without reaping it.
     fn has_exited(&self) -> bool {
-        // SAFETY: siginfo_t is plain data; waitid writes it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid with WNOWAIT only inspects our own child.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                self.pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        let Some(pid) = rustix::process::Pid::from_raw(self.pid) else {
+            return true;
         };
-        // SAFETY: si_pid is valid to read after a successful waitid.
-        rc != 0 || unsafe { info.si_pid() } != 0
+        // WNOWAIT only inspects our own child; an error (ECHILD) counts as gone.
+        !matches!(
+            waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+            ),
+            Ok(None)
+        )
     }
 
     /// A second handle on the control pipe, so the owner of a long-lived process can ask for
@@ -407,27 +403,19 @@ impl Child {
     /// Reaps the reaper and returns the command's wait status and the resource usage of
     /// everything the run reaped. Called once the reaper has exited.
     pub(crate) async fn reap(&mut self) -> (Option<libc::c_int>, Option<ResourceUsage>) {
-        loop {
-            let mut status: libc::c_int = 0;
-            // SAFETY: waiting on our own child with a valid out-pointer.
-            let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-            if rc == self.pid {
-                break;
+        use rustix::process::{waitpid, Pid, WaitOptions};
+        while let Some(pid) = Pid::from_raw(self.pid) {
+            match waitpid(Some(pid), WaitOptions::NOHANG) {
+                Ok(Some(_)) => break,
+                Err(rustix::io::Errno::INTR) => continue,
+                // ECHILD: somebody else reaped it; the report may still be in the socket.
+                Err(_) => break,
+                // Exited per the pidfd but not yet waitable: a tiny window; yield and retry.
+                Ok(None) => tokio::time::sleep(Duration::from_micros(100)).await,
             }
-            if rc < 0 {
-                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                // ECHILD: somebody else reaped it; the report may still be in the pipe.
-                break;
-            }
-            // Exited per the pidfd but not yet waitable: a tiny window; yield and retry.
-            tokio::time::sleep(Duration::from_micros(100)).await;
         }
         self.reaped = true;
         self.control = None;
-        // The reaper is gone: nothing runs on its memory any more.
-        self.memory = None;
         let outcome = reaper::read_outcome(&self.report);
         (outcome.status, outcome.usage)
     }
@@ -442,33 +430,23 @@ impl Drop for Child {
         // SIGKILL the command and everything it started, reap them and exit. Reap it off-thread.
         self.control = None;
         let pid = self.pid;
-        let memory = self.memory.take();
-        let mut status = 0;
-        // SAFETY: waiting on our own child.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG | libc::__WALL) } == pid {
-            drop(memory);
+        let reaped = rustix::process::Pid::from_raw(pid)
+            .map(|p| rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG));
+        if matches!(reaped, Some(Ok(Some(_)))) {
             return;
         }
-        // If the thread cannot start, the closure is dropped without running: the memory is then
-        // leaked (ManuallyDrop), since the reaper may still run on it.
-        let memory = std::mem::ManuallyDrop::new(memory);
         let _ = std::thread::Builder::new()
             .name("cheng-exec-reap".into())
-            .spawn(move || {
-                reaper::reap_blocking(pid);
-                drop(std::mem::ManuallyDrop::into_inner(memory));
-            });
+            .spawn(move || reaper::reap_blocking(pid));
     }
 }
 
 fn open_pidfd(pid: i32) -> Option<AsyncFd<OwnedFd>> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the descriptor is new and owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let fd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid)?,
+        rustix::process::PidfdFlags::empty(),
+    )
+    .ok()?;
     // SAFETY: the AsyncFd owns the descriptor, so it stays open for as long as it is registered.
     unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
 }

@@ -7,9 +7,13 @@
 //! (`cargo build` and `cargo install --path crates/cheng-cli` put it there) and otherwise runs
 //! the same step from its own, much larger binary. It links nothing but that step: no async
 //! runtime, no JSON, so it starts in a fraction of the time.
+//!
+//! With `__reaper` as its first argument it is instead the per-run reaper cheng starts around
+//! every command it runs on the host (`cheng_exec::reaper`).
 
 #![forbid(unsafe_code)]
 
 fn main() {
+    cheng_exec::reaper::run_if_requested();
     cheng_exec::sandbox::init::main()
 }

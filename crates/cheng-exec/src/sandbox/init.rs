@@ -105,6 +105,42 @@ pub fn launcher() -> Option<PathBuf> {
         .clone()
 }
 
+/// The helper executable for other modes than the init step (the per-run reaper): the one
+/// named by [`use_helper`], else [`HELPER_NAME`] next to the running binary or in its parent
+/// directory (test harnesses run from cargo's `deps/`), else the running binary itself when it
+/// opted in with [`run_if_requested`]. Looked up once.
+pub fn helper_or_self() -> Option<PathBuf> {
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let exe = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.canonicalize().ok())?;
+            let dir = exe.parent();
+            let candidates = HELPER
+                .get()
+                .cloned()
+                .into_iter()
+                .chain(dir.map(|d| d.join(HELPER_NAME)))
+                .chain(dir.and_then(|d| d.parent()).map(|d| d.join(HELPER_NAME)));
+            let helper = candidates
+                .filter(|p| is_executable_file(p))
+                .find_map(|p| p.canonicalize().ok());
+            helper.or_else(|| LAUNCHER.load(Ordering::Relaxed).then_some(exe))
+        })
+        .clone()
+}
+
+/// The running binary, when it opted in with [`run_if_requested`] (so it serves every mode).
+pub fn self_if_launcher() -> Option<PathBuf> {
+    if !LAUNCHER.load(Ordering::Relaxed) {
+        return None;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+}
+
 fn is_executable_file(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
