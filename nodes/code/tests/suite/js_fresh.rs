@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 const ID: &str = "tools/code_js";
 
 async fn run(input: Value) -> Values {
+    super::sandbox_support::use_js_worker();
     let registry = Registry::from_inventory_with(|_| true);
     let node = registry
         .get(ID)
