@@ -226,20 +226,20 @@ async fn execute(script: String, input_json: String, limits: Limits, ctx: &RunCo
         );
     }
     enum Ending {
-        Answer(Result<wire::Done, workers::Broken>),
+        Answer(Result<Box<wire::Done>, workers::Broken>),
         Deadline,
         Cancelled,
     }
     let warnings = lint::warnings(&job.script);
     let ending = tokio::select! {
-        answer = worker.exchange(&payload, &ctx.output) => Ending::Answer(answer),
+        answer = worker.exchange(&payload, &ctx.output) => Ending::Answer(answer.map(Box::new)),
         _ = tokio::time::sleep_until((started + limits.timeout + ABANDON_GRACE).into()) => Ending::Deadline,
         _ = ctx.cancel.cancelled() => Ending::Cancelled,
     };
     let failure = match ending {
         Ending::Answer(Ok(done)) => {
             workers::give_back(worker);
-            return answered(done, &layers, warnings);
+            return answered(*done, &layers, warnings);
         }
         Ending::Answer(Err(workers::Broken::Ended)) => workers::ended(worker.end().await, &limits),
         Ending::Answer(Err(workers::Broken::Malformed(why))) => {
