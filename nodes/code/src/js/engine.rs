@@ -157,7 +157,7 @@ fn free_used() {
     drop(used);
 }
 
-/// What a script thread does once its answer has gone out: frees the last run's runtime and
+/// What the worker does once its answer has gone out: frees the last run's runtime and
 /// prepares the next run's.
 pub fn between_runs() {
     free_used();
@@ -547,8 +547,8 @@ mod tests {
     }
 
     /// Runs `script` on a prepared spare (checking it was the one used), on a thread with a
-    /// script thread's stack (the QuickJS limit must fit in it) that ran a script before, as a
-    /// pooled thread has.
+    /// worker's stack (the QuickJS limit must fit in it) that ran a script before, as a
+    /// worker has.
     fn run_on_spare(script: &str, memory_bytes: usize, timeout: Duration) -> Outcome {
         let script = script.to_string();
         let thread = std::thread::Builder::new()

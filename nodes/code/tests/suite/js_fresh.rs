@@ -1,5 +1,5 @@
-//! tools/code_js: every call starts from a runtime no script has touched, although script threads
-//! prepare the next call's runtime ahead (the attack: leave state behind for the next call).
+//! tools/code_js: every call starts from a runtime no script has touched, although its worker
+//! prepares the next call's runtime ahead (the attack: leave state behind for the next call).
 
 // Links the node crate so its inventory registration is present.
 use cheng_nodes_code as _;
