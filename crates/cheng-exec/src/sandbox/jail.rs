@@ -23,8 +23,8 @@ use std::ffi::CStr;
 /// Names the filesystem layers a test wants treated as missing (`namespaces`, `landlock`).
 pub const WITHOUT_ENV: &str = "CHENG_TEST_JAIL_WITHOUT";
 
-/// What the worker needs once it is set up: reading jobs and writing answers on its pipes,
-/// memory (brk, mmap and friends), futexes, clocks (the timeout and the CPU-time report),
+/// What the worker needs once it is set up: reading jobs and writing answers on its pipes (and
+/// waiting on its stdin a moment), memory (brk, mmap and friends), futexes, clocks (the timeout and the CPU-time report),
 /// random bytes (hash seeds), signal returns and exit. No open, no socket, no fork or exec, no
 /// mprotect (nothing may be made executable).
 pub const WORKER_SYSCALLS: &[i64] = &[
@@ -38,6 +38,7 @@ pub const WORKER_SYSCALLS: &[i64] = &[
     libc::SYS_mremap,
     libc::SYS_madvise,
     libc::SYS_futex,
+    libc::SYS_ppoll,
     libc::SYS_clock_gettime,
     libc::SYS_clock_getres,
     libc::SYS_gettimeofday,

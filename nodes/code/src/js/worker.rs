@@ -20,6 +20,8 @@ use super::wire;
 
 /// The argv[1] that selects the worker.
 pub const ARG: &str = "__js-worker";
+/// How long the worker leaves the processors to others after an answer.
+const SETTLE: Duration = Duration::from_millis(1);
 
 /// Call first thing in the helper's `main`: when argv[1] is [`ARG`], serves as a worker and
 /// exits; otherwise returns.
@@ -68,8 +70,12 @@ fn serve() -> i32 {
         if send(wire::TAG_DONE, &run(job)).is_err() {
             return 2;
         }
-        // The answer is out: free the last runtime and make the next one while cheng replies.
-        engine::between_runs();
+        // The answer goes out first (cheng's reply, the client reading it): on a busy machine
+        // that work would otherwise wait for this. Then, unless a job came meanwhile (it runs
+        // without a spare), free the last runtime and make the next one.
+        if !job_within(SETTLE) {
+            engine::between_runs();
+        }
     }
 }
 
@@ -105,6 +111,19 @@ fn run(job: wire::Job) -> wire::Done {
 fn send(tag: u8, message: &impl serde::Serialize) -> std::io::Result<()> {
     let payload = serde_json::to_vec(message)?;
     wire::write_frame(&mut std::io::stdout().lock(), tag, &payload)
+}
+
+/// Whether the next job arrives within `wait` (cheng sends one only after the last answer, so
+/// nothing of it sits in stdin's buffer yet).
+fn job_within(wait: Duration) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    poll(&mut fds, Some(&timeout)).is_ok_and(|n| n > 0)
 }
 
 /// Console output passed on live, as chunk frames between the job and its answer.
