@@ -96,14 +96,6 @@ impl Engine {
         &self.registry
     }
 
-    /// A run of `node_type` is on its way: lets the node start what that run would wait for
-    /// ([`cheng_node::Node::prepare`]). Unknown types are ignored (validation reports them).
-    pub fn prepare(&self, node_type: &str) {
-        if let Some(node) = self.registry.get(node_type) {
-            node.prepare();
-        }
-    }
-
     /// Checks `graph` against the node specs; every problem found is returned.
     pub fn validate(&self, graph: &Graph) -> Result<ValidatedGraph, Vec<ValidationError>> {
         validate::validate(&self.registry, &self.policy, graph)

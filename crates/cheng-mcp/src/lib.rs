@@ -118,7 +118,6 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
             None => transport::Stdout::Stream(stdout),
         };
         let (transport, writer) = transport::LineTransport::new(reader, stdout, options.max_message);
-        let transport = transport.announce_calls(server.announcer());
         let shutdown = server.shutdown.clone();
         let active = server.active.clone();
         let eof = transport.eof.clone();

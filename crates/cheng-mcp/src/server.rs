@@ -92,17 +92,6 @@ impl Server {
         })
     }
 
-    /// What the transport tells of each call as soon as it is read: the tool's node gets ready
-    /// ([`Engine::prepare`]) while the call is checked and dispatched.
-    pub fn announcer(&self) -> crate::transport::Announce {
-        let (engine, catalog) = (self.engine.clone(), self.catalog.clone());
-        Box::new(move |name| {
-            if let Some(offered) = catalog.find(name) {
-                engine.prepare(offered.tool.spec.id);
-            }
-        })
-    }
-
     async fn call(
         &self,
         mut params: CallToolRequestParams,
@@ -535,61 +524,4 @@ pub fn listing(catalog: &Catalog) -> Value {
         "cacheScope": "private",
         "tools": catalog.tools.iter().map(|t| t.definition.clone()).collect::<Vec<_>>(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use cheng_node::{Effects, Node, NodeError, NodeSpec, Registry, RunContext};
-    use std::sync::atomic::AtomicUsize;
-
-    static PREPARED: AtomicUsize = AtomicUsize::new(0);
-    static SPEC: NodeSpec = NodeSpec {
-        id: "test/prepares",
-        title: "Prepares",
-        description: "Counts its preparations.",
-        category: "test",
-        inputs: &[],
-        outputs: &[],
-        gate: None,
-        effects: Effects::ReadOnly,
-    };
-
-    struct Prepares;
-
-    #[cheng_node::async_trait]
-    impl Node for Prepares {
-        fn spec(&self) -> &'static NodeSpec {
-            &SPEC
-        }
-        fn prepare(&self) {
-            PREPARED.fetch_add(1, Ordering::SeqCst);
-        }
-        async fn run(&self, _ctx: &RunContext, _input: Values) -> Result<Values, NodeError> {
-            Ok(Values::new())
-        }
-    }
-
-    cheng_node::inventory::submit! { cheng_node::NodeRegistration::new(&Prepares) }
-
-    /// The transport's announcement of a call reaches the tool's node, registered as every node
-    /// is (through inventory and the registry's adapter); other names are ignored.
-    #[test]
-    fn an_announced_call_prepares_its_node() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let engine = Engine::new(Registry::from_inventory());
-        let catalog = Catalog::every_node(&engine).expect("a catalog");
-        let server = Server::new(
-            engine,
-            catalog,
-            dir.path().to_path_buf(),
-            Decision::Denied,
-            1,
-        )
-        .expect("a server");
-        let announce = server.announcer();
-        announce("prepares");
-        announce("no_such_tool");
-        assert_eq!(PREPARED.load(Ordering::SeqCst), 1);
-    }
 }

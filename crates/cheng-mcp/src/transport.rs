@@ -51,12 +51,7 @@ pub struct LineTransport<R> {
     cancelled: Arc<Mutex<HashSet<String>>>,
     /// Cancelled when the input ends (the client closed stdin or went away).
     pub eof: tokio_util::sync::CancellationToken,
-    /// Told the tool's name as soon as a `tools/call` is read, before it is checked.
-    announce: Option<Announce>,
 }
-
-/// See [`LineTransport::announce_calls`].
-pub type Announce = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Errors writing to the stream.
 #[derive(Debug)]
@@ -171,16 +166,8 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
             out,
             cancelled: Arc::default(),
             eof: Default::default(),
-            announce: None,
         };
         (transport, writer_task)
-    }
-
-    /// Calls `announce` with the tool's name as soon as a `tools/call` is read, so the tool can
-    /// get ready ([`cheng_engine::Engine::prepare`]) while the call is checked and dispatched.
-    pub fn announce_calls(mut self, announce: Announce) -> Self {
-        self.announce = Some(announce);
-        self
     }
 
     fn reply_error(&self, id: Value, code: i64, message: String) {
@@ -308,15 +295,6 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
                 );
             }
             return None;
-        }
-        if let (Some(announce), Some("tools/call")) = (&self.announce, method.as_deref()) {
-            if let Some(name) = fields
-                .get("params")
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-            {
-                announce(name);
-            }
         }
         if method.as_deref() == Some("notifications/cancelled") {
             if let Some(request) = fields.get("params").and_then(|p| p.get("requestId")) {
@@ -553,33 +531,6 @@ mod tests {
                 "{message}"
             );
         }
-    }
-
-    /// A `tools/call` is announced by its tool's name as soon as it is read — before its params
-    /// are checked, whatever they hold; no other message is.
-    #[tokio::test]
-    async fn calls_are_announced_as_they_are_read() {
-        let lines = [
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "code_js", "arguments": {"script": "1"}}}),
-            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "workspace_git", "arguments": 7}}),
-            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": "code_js"}),
-            json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
-        ];
-        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let reader = tokio::io::BufReader::new(std::io::Cursor::new(input.into_bytes()));
-        let (transport, _writer) =
-            LineTransport::new(reader, Stdout::Stream(tokio::io::sink()), MAX_MESSAGE);
-        let announced = Arc::new(Mutex::new(Vec::<String>::new()));
-        let seen = announced.clone();
-        let mut transport = transport.announce_calls(Box::new(move |name| {
-            seen.lock().expect("not poisoned").push(name.to_string())
-        }));
-        while transport.receive().await.is_some() {}
-        assert_eq!(
-            *announced.lock().expect("not poisoned"),
-            ["code_js", "workspace_git"]
-        );
     }
 
     /// What rmcp refuses or reads as something else is left to rmcp.

@@ -30,10 +30,6 @@ pub trait Node: Send + Sync + 'static {
         Ok(ApprovalRequest::new(ctx, self.spec().title.to_string()))
     }
 
-    /// A run of this node is on its way (a call for it is being read and checked): start now
-    /// what that run would otherwise wait for. Returns at once; no run depends on it.
-    fn prepare(&self) {}
-
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError>;
 }
 

@@ -116,9 +116,6 @@ impl Node for StaticNode {
     ) -> Result<crate::ApprovalRequest, crate::NodeError> {
         self.0.approval_request(ctx, input)
     }
-    fn prepare(&self) {
-        self.0.prepare()
-    }
     async fn run(
         &self,
         ctx: &crate::RunContext,

@@ -1,6 +1,8 @@
-//! tools/code_js: a small script per call in process, against `node -e` on the same script.
+//! tools/code_js: a small script per call through the node (a jailed worker process per call's
+//! script), against `node -e` on the same script.
 //!
-//! Targets: ≤ 1 ms per call in process, and ≥ 80× faster than `node -e`. Run with
+//! Targets: ≤ 1 ms per call, and ≥ 80× faster than `node -e`. Run with
+//! `cargo build --release -p cheng-cli --bin cheng-sandbox-init` (the worker) and then
 //! `cargo bench -p cheng-nodes-code --bench js`. The baseline needs Node.js on PATH
 //! (`apt-get install -y nodejs`); without it only the in-process figure is printed.
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
@@ -25,7 +27,7 @@ fn main() {
     let expected = expected(&input);
     let (per_call, cpu_per_call) = in_process(&input, &expected);
     println!(
-        "code_js in process: {:.3} ms/call wall, {:.3} ms/call CPU, over {CALLS} calls",
+        "code_js (worker): {:.3} ms/call wall, {:.3} ms/call CPU (cheng's side: the worker's is not counted), over {CALLS} calls",
         ms(per_call),
         ms(cpu_per_call)
     );
@@ -49,6 +51,19 @@ fn main() {
 
 /// (wall, CPU) time per call.
 fn in_process(input: &Value, expected: &Value) -> (Duration, Duration) {
+    // The worker is the helper in this profile's target directory.
+    let helper = std::env::current_exe()
+        .expect("the bench's path")
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("cheng-sandbox-init"))
+        .expect("the target directory");
+    assert!(
+        helper.is_file(),
+        "{} is missing: `cargo build --release -p cheng-cli --bin cheng-sandbox-init`",
+        helper.display()
+    );
+    cheng_nodes_code::js::use_executable(helper);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -152,10 +152,9 @@ fn a_slow_call_does_not_delay_ping_or_tools_list() {
     );
 }
 
-/// code_js through the server: each call is announced as it is read (the script thread that will
-/// run it is woken ahead) and a small script is waited out on the caller's processor. Every call
-/// still gets its own answer: quick ones back to back and after a pause, one longer than that
-/// wait, a failing one, and one after a call refused before it ran (a thread woken in vain).
+/// code_js through the server, whose calls share a pool of worker processes: every call gets its
+/// own answer: quick ones back to back and after a pause, a longer one, a failing one, and one
+/// after a call refused before it ran.
 #[test]
 fn code_js_calls_through_the_server_each_get_their_own_answer() {
     let (_dir, ws) = temp_workspace();

@@ -17,6 +17,7 @@ mod format_diff;
 mod git;
 mod git_confinement;
 mod inputs;
+mod js_worker;
 mod live_output;
 mod markdown;
 mod mcp;

@@ -40,6 +40,7 @@ pub(crate) mod etc_copies;
 pub(crate) mod host;
 pub(crate) mod idmap;
 pub mod init;
+pub mod jail;
 pub(crate) mod landlock;
 pub(crate) mod limits;
 pub mod mounts;

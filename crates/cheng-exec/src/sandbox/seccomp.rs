@@ -150,7 +150,7 @@ pub fn program_fd(network: bool) -> Result<OwnedFd, NodeError> {
 
 /// The whole program (see [`assemble`] for its shape).
 pub fn program(network: bool) -> Result<BpfProgram, String> {
-    let program = assemble(audit_arch()?, &table(network))?;
+    let program = assemble(audit_arch()?, &table(network), Unlisted::Allow)?;
     if program.len() > 4096 {
         return Err(format!(
             "the program has {} instructions, more than the kernel's 4096",
@@ -191,6 +191,36 @@ enum Action {
     /// Allowed when the low 32 bits of the first argument (the kernel reads an `int`) are one
     /// of these address families; EAFNOSUPPORT otherwise.
     FamilyIn(&'static [u32]),
+    /// Allowed (an allowlist's entries).
+    Allow,
+}
+
+/// What a system call the table does not list gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unlisted {
+    /// The sandbox's filter: a list of refusals, everything else allowed.
+    Allow,
+    /// An allowlist ([`allowlist_program`]): everything else fails with EPERM.
+    Eperm,
+}
+
+/// A filter that allows exactly `allowed` (system call numbers) and answers every other call
+/// with EPERM; foreign architectures are killed and x32 numbers answer ENOSYS as in the
+/// sandbox's filter. For a process that needs almost nothing from the kernel once it is set up
+/// (the JavaScript worker: its pipes, memory and clocks). Installed by the caller with
+/// `seccompiler::apply_filter`, which sets no_new_privs first.
+pub fn allowlist_program(allowed: &[i64]) -> Result<BpfProgram, String> {
+    let mut table: Vec<(u32, Action)> = allowed
+        .iter()
+        .map(|nr| {
+            u32::try_from(*nr)
+                .map(|nr| (nr, Action::Allow))
+                .map_err(|_| format!("system call number {nr} is out of range"))
+        })
+        .collect::<Result<_, _>>()?;
+    table.sort_by_key(|(nr, _)| *nr);
+    table.dedup_by_key(|(nr, _)| *nr);
+    assemble(audit_arch()?, &table, Unlisted::Eperm)
 }
 
 /// System calls refused whatever their arguments: file capabilities, io_uring (its requests
@@ -382,9 +412,17 @@ impl Asm {
 /// every sandbox and runs it once per system call number to find the calls it may allow without
 /// running the filter at all (its action cache), so both the length and the depth of every path
 /// are paid at each sandbox start.
-fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, String> {
+fn assemble(
+    audit_arch: u32,
+    table: &[(u32, Action)],
+    unlisted: Unlisted,
+) -> Result<BpfProgram, String> {
     let mut a = Asm::default();
     let (allow, eperm, enosys, kill) = (a.label(), a.label(), a.label(), a.label());
+    let otherwise = match unlisted {
+        Unlisted::Allow => allow,
+        Unlisted::Eperm => eperm,
+    };
     let eafnosupport = a.label();
     a.stmt(LD_W_ABS, DATA_ARCH);
     a.jump(JEQ_K, audit_arch, To::Next, To::Label(kill));
@@ -409,6 +447,7 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
                 errno_label(*e)
             }
             Action::Errno(e) => return Err(format!("errno {e} has no return instruction")),
+            Action::Allow => allow,
             Action::EpermWhen(rules) => {
                 let l = a.label();
                 blocks.push((l, rules));
@@ -424,7 +463,7 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
             },
         });
     }
-    tree(&mut a, table, &targets, allow);
+    tree(&mut a, table, &targets, otherwise);
     for (label, rules) in blocks {
         a.place(label);
         for rule in rules {
@@ -478,21 +517,21 @@ fn assemble(audit_arch: u32, table: &[(u32, Action)]) -> Result<BpfProgram, Stri
 }
 
 /// A binary search over `table` (sorted by number) on the number in the accumulator; a number
-/// not listed goes to `allow`.
-fn tree(a: &mut Asm, table: &[(u32, Action)], targets: &[usize], allow: usize) {
+/// not listed goes to `otherwise`.
+fn tree(a: &mut Asm, table: &[(u32, Action)], targets: &[usize], otherwise: usize) {
     if table.len() <= 3 {
         for ((nr, _), target) in table.iter().zip(targets) {
             a.jump(JEQ_K, *nr, To::Label(*target), To::Next);
         }
-        a.jump(JA, 0, To::Label(allow), To::Next);
+        a.jump(JA, 0, To::Label(otherwise), To::Next);
         return;
     }
     let mid = table.len() / 2;
     let right = a.label();
     a.jump(JGE_K, table[mid].0, To::Label(right), To::Next);
-    tree(a, &table[..mid], &targets[..mid], allow);
+    tree(a, &table[..mid], &targets[..mid], otherwise);
     a.place(right);
-    tree(a, &table[mid..], &targets[mid..], allow);
+    tree(a, &table[mid..], &targets[mid..], otherwise);
 }
 
 fn to_bytes(program: &[sock_filter]) -> Vec<u8> {

@@ -2,6 +2,7 @@ mod capture;
 mod descendants;
 mod env;
 mod fd_hygiene;
+mod jail;
 mod kill;
 mod spawn;
 mod support;

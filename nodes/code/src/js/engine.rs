@@ -1,14 +1,15 @@
 //! One script run: a fresh QuickJS runtime and context with limits, `input`, `console`, the
-//! script, its promise (if any) and the conversion of its result — all on the calling thread.
+//! script, its promise (if any) and the conversion of its result — all on the calling thread,
+//! inside a JavaScript worker process (`super::worker`).
 //!
 //! Creating the runtime and its context (every built-in object) is most of a small script's
-//! cost, so a script thread prepares the next run's pair ahead, when it has finished a run
+//! cost, so the worker prepares the next run's pair ahead, when it has sent a run's answer
 //! ([`prepare_spare`]): a call then only sets its limits and evaluates. The spare is taken out of
 //! the thread's slot by the run that uses it and freed with that run; a runtime that ran a script
 //! is never used again. The spare is made on the thread that will run it (QuickJS measures its
-//! stack limit from the thread that created the runtime) and dies with the thread. Freeing a used
-//! runtime (a garbage collection of everything the script made) also waits until the answer has
-//! gone out: the run leaves it in the thread's slot for [`between_runs`].
+//! stack limit from the thread that created the runtime). Freeing a used runtime (a garbage
+//! collection of everything the script made) also waits until the answer has gone out: the run
+//! leaves it in the thread's slot for [`between_runs`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::text::{head_tail, human_bytes, Bounded};
-use cheng_node::{CancellationToken, ErrorKind};
+use cheng_node::ErrorKind;
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Runtime, Value};
@@ -24,11 +25,10 @@ use serde_json::json;
 
 use super::console::{self, Streams};
 use super::convert;
-use super::Lifecycle;
 
 /// Native stack QuickJS may use: about 6,000 nested JavaScript calls in an optimised build.
 pub const MAX_STACK_BYTES: usize = 4 * 1024 * 1024;
-/// The script thread's stack: QuickJS's share plus headroom for the Rust frames around it.
+/// The worker's stack: QuickJS's share plus headroom for the Rust frames around it.
 pub const THREAD_STACK_BYTES: usize = MAX_STACK_BYTES + 2 * 1024 * 1024;
 
 /// The file name errors and stack traces report.
@@ -42,15 +42,11 @@ pub struct Limits {
     pub max_stack_bytes: usize,
 }
 
-/// Everything the blocking thread needs (all `Send`; QuickJS objects are created on the thread).
+/// Everything one run needs (QuickJS objects are created on the running thread).
 pub struct Job {
-    /// Shared with the caller, which looks the script over while it runs.
     pub script: Arc<String>,
     pub input_json: String,
     pub limits: Limits,
-    pub cancel: CancellationToken,
-    /// Abandoned when the caller stopped waiting; the interrupt handler then stops the script.
-    pub lifecycle: Lifecycle,
     /// Live output: console lines as they are printed.
     pub output: cheng_node::Output,
 }
@@ -114,19 +110,19 @@ impl Outcome {
             "stdout_bytes": self.stdout.total_bytes,
             "stderr_bytes": self.stderr.total_bytes,
             "limits_enforced": [
-                "timeout: QuickJS interrupt handler (also stops on cancellation)",
-                "memory: QuickJS allocator limit",
+                "timeout: QuickJS interrupt handler; past it by one second the worker process is killed (a built-in that never reaches the handler); RLIMIT_CPU on the worker",
+                "memory: QuickJS allocator limit; RLIMIT_AS on the worker",
                 "stack: QuickJS native stack limit",
+                "cancellation: the worker process is killed",
             ],
         })
     }
 }
 
-/// Why the interrupt handler stopped the script.
+/// Why the interrupt handler stopped the script (cancellation kills the worker instead).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
     Timeout,
-    Cancelled,
 }
 
 /// A runtime and its context that no script has run in yet, with `console` installed (writing
@@ -161,7 +157,7 @@ fn free_used() {
     drop(used);
 }
 
-/// What a script thread does once its answer has gone out: frees the last run's runtime and
+/// What the worker does once its answer has gone out: frees the last run's runtime and
 /// prepares the next run's.
 pub fn between_runs() {
     free_used();
@@ -198,18 +194,6 @@ fn pristine() -> Result<Pristine, Failure> {
         runtime,
         streams,
     })
-}
-
-/// Walks this thread's spare (QuickJS's own count of its objects), so a run about to take it finds
-/// it in the processor's cache: after a while idle, a small script's run is mostly cache misses.
-pub fn touch_spare() {
-    SPARE.with(|spare| {
-        if let Ok(slot) = spare.try_borrow() {
-            if let Some(pristine) = slot.as_ref() {
-                std::hint::black_box(pristine.runtime.memory_usage());
-            }
-        }
-    });
 }
 
 /// Makes this thread's spare for its next run, unless it has one.
@@ -269,19 +253,11 @@ pub fn run(job: Job) -> Outcome {
     runtime.set_max_stack_size(job.limits.max_stack_bytes);
     {
         let stop = stop.clone();
-        let cancel = job.cancel.clone();
-        let lifecycle = job.lifecycle.clone();
         runtime.set_interrupt_handler(Some(Box::new(move || {
             if stop.get().is_some() {
                 return true;
             }
-            let reason = if cancel.is_cancelled() || lifecycle.is_abandoned() {
-                Some(Stop::Cancelled)
-            } else if Instant::now() >= deadline {
-                Some(Stop::Timeout)
-            } else {
-                None
-            };
+            let reason = (Instant::now() >= deadline).then_some(Stop::Timeout);
             stop.set(reason);
             reason.is_some()
         })));
@@ -344,7 +320,6 @@ fn finalize(raw: Raw, stop: Option<Stop>, near_limit: bool, limits: &Limits) -> 
                 ),
             )
         }
-        Some(Stop::Cancelled) => return Failure::new(ErrorKind::Cancelled, "the run was cancelled; the script was stopped"),
         None => {}
     }
     match raw {
@@ -563,8 +538,6 @@ mod tests {
                 memory_bytes,
                 max_stack_bytes: MAX_STACK_BYTES,
             },
-            cancel: CancellationToken::new(),
-            lifecycle: super::super::Lifecycle::new(),
             output: cheng_node::Output::off(),
         }
     }
@@ -574,8 +547,8 @@ mod tests {
     }
 
     /// Runs `script` on a prepared spare (checking it was the one used), on a thread with a
-    /// script thread's stack (the QuickJS limit must fit in it) that ran a script before, as a
-    /// pooled thread has.
+    /// worker's stack (the QuickJS limit must fit in it) that ran a script before, as a
+    /// worker has.
     fn run_on_spare(script: &str, memory_bytes: usize, timeout: Duration) -> Outcome {
         let script = script.to_string();
         let thread = std::thread::Builder::new()

@@ -1,15 +1,17 @@
-//! `tools/code_js`: JavaScript in an in-process QuickJS sandbox.
+//! `tools/code_js`: JavaScript in QuickJS, inside a jailed worker process.
 //!
-//! Each call gets a fresh QuickJS runtime and context, so one script can never see another's
-//! state, on a script thread of cheng's own (reused across calls), so the async engine never waits
-//! on JavaScript — except for the first few hundred microseconds, which the caller waits out on
-//! its processor (`wait_on_cpu`): a small script is done by then, and its answer then costs no
-//! wake-up. A caller that announces the run ([`Node::prepare`]) gets the script thread awake for
-//! it. The thread prepares the next call's runtime and context after a call
-//! (`engine::prepare_spare`); a runtime that ran a script is never used again. The sandbox is
-//! the language itself: there is no `std`/`os` module, no module loader, no `require`, no
-//! `fetch`, no timers — only ECMAScript built-ins and a `console` whose output is captured
-//! (head+tail, 1 MiB per stream).
+//! QuickJS is C; a memory-safety bug in it must not hand a script cheng's process (the
+//! approver, the sessions, the server's pipes). So scripts run in worker processes
+//! (`cheng-sandbox-init __js-worker`, [`worker`]) that jail themselves before their first job:
+//! an empty root in new namespaces (or Landlock with no rights), no network, a system call
+//! allowlist (`cheng_exec::sandbox::jail`), with RLIMIT_AS and RLIMIT_CPU set from `memory_mb`
+//! and `timeout_ms` for each job. cheng keeps a small pool of them started ([`workers`]), so a
+//! call pays a pipe round trip, not a process start; a worker that crashes, overruns or is
+//! killed is replaced and only its call fails. Each call still gets a fresh QuickJS runtime and
+//! context, so one script can never see another's state. Inside, the sandbox is the language
+//! itself: there is no `std`/`os` module, no module loader, no `require`, no `fetch`, no timers
+//! — only ECMAScript built-ins and a `console` whose output is captured (head+tail, 1 MiB per
+//! stream) and passed on live.
 //!
 //! Decisions where the reference page is silent (documented in the node reference):
 //! - `input` is a global holding the JSON input; the value of the script's final expression is
@@ -23,13 +25,12 @@
 //!   than 128 levels (serde_json's own parse limit) fail with `LOCAL_EXECUTOR_SCRIPT_ERROR` naming
 //!   the path (`result.a.b is a function`). A `BigInt` becomes its decimal string (`12345678901234567890n` →
 //!   `"12345678901234567890"`): JSON numbers lose precision beyond 2^53 and `JSON.stringify` throws.
-//! - Limits: `timeout_ms` via the QuickJS interrupt handler (which also stops the script on
-//!   cancellation), `memory_mb` (1–2048) via the QuickJS allocator limit, and a 4 MiB native stack
-//!   limit (about 6,000 nested JavaScript calls) so deep recursion is a clear error. A built-in
-//!   operation that never reaches the interrupt check (a few array built-ins over huge sparse
-//!   lengths) is bounded too: one second after the deadline the node returns
-//!   `LOCAL_EXECUTOR_TIMED_OUT` and abandons the thread, which runs until that operation ends; while
-//!   four such threads are still running, new runs fail with `LOCAL_EXECUTOR_SANDBOX_UNAVAILABLE`.
+//! - Limits: `timeout_ms` via the QuickJS interrupt handler, `memory_mb` (1–2048) via the QuickJS
+//!   allocator limit, and a 4 MiB native stack limit (about 6,000 nested JavaScript calls) so deep
+//!   recursion is a clear error. A built-in operation that never reaches the interrupt check (a
+//!   few array built-ins over huge sparse lengths) is bounded too: one second after the deadline
+//!   the worker is killed and the node returns `LOCAL_EXECUTOR_TIMED_OUT`. A cancellation kills
+//!   the worker at once.
 //! - Result limit: at most 16 MiB of compact JSON text (`crate::result`), checked from below while
 //!   converting (a string's length before its text is copied) and exactly afterwards; past it,
 //!   `LOCAL_EXECUTOR_OUTPUT_LIMIT` naming the limit.
@@ -38,10 +39,10 @@ mod console;
 mod convert;
 mod engine;
 mod lint;
-mod pool;
+mod wire;
+pub mod worker;
+mod workers;
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cheng_node::{
@@ -53,6 +54,7 @@ use serde_json::{json, Value};
 use crate::ports;
 
 pub use engine::{Failure, Limits, Outcome, MAX_STACK_BYTES};
+pub use workers::use_executable;
 
 /// The node's public id.
 pub const ID: &str = "tools/code_js";
@@ -60,9 +62,9 @@ pub const ID: &str = "tools/code_js";
 pub const GATE: &str = "CHENG_ENABLE_CODE_JS";
 
 const MAX_TIMEOUT_MS: i64 = 300_000;
-/// QuickJS allocates inside cheng's own process: keep the ceiling well below a host's memory.
+/// Each worker may hold this much besides itself: keep the ceiling well below a host's memory.
 const MAX_MEMORY_MB: i64 = 2048;
-/// How long after the deadline the engine waits for a script stuck in a native operation.
+/// How long after the deadline cheng waits for a script stuck in a native operation.
 const ABANDON_GRACE: Duration = Duration::from_secs(1);
 
 static INPUTS: &[PortSpec] = &[
@@ -140,14 +142,6 @@ impl Node for CodeJs {
         &SPEC
     }
 
-    /// The script thread that will take the run stops sleeping (see `pool`). On one processor
-    /// its waiting could only hold up the thread that hands the run over: not done there.
-    fn prepare(&self) {
-        if several_processors() && STUCK_THREADS.load(Ordering::Acquire) < MAX_STUCK_THREADS {
-            pool::wake();
-        }
-    }
-
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let script = input::opt_str(&input, "script")
             .ok_or_else(|| {
@@ -164,8 +158,7 @@ impl Node for CodeJs {
             .map_err(|e| {
                 NodeError::invalid_input(format!("input could not be serialised as JSON: {e}"))
             })?;
-        let (outcome, warnings) = execute(Arc::new(script), input_json, limits, ctx).await;
-        Ok(outputs(outcome, warnings))
+        Ok(execute(script, input_json, limits, ctx).await)
     }
 }
 
@@ -182,244 +175,169 @@ fn limits_from(input: &Values) -> Result<Limits, NodeError> {
     })
 }
 
-/// Script threads abandoned inside a native operation that are still running, process-wide.
-static STUCK_THREADS: AtomicUsize = AtomicUsize::new(0);
-/// Beyond this many stuck threads new runs are refused rather than letting them eat every core.
-const MAX_STUCK_THREADS: usize = 4;
-
-const RUNNING: u8 = 0;
-const FINISHED: u8 = 1;
-const ABANDONED: u8 = 2;
-
-/// Who lets go of a script thread first: the thread finishing, or its caller abandoning it. The
-/// interrupt handler reads `ABANDONED` as "stop"; an abandoned thread is counted until it ends.
-#[derive(Clone)]
-pub(crate) struct Lifecycle(Arc<AtomicU8>);
-
-impl Lifecycle {
-    fn new() -> Self {
-        Lifecycle(Arc::new(AtomicU8::new(RUNNING)))
-    }
-
-    pub(crate) fn is_abandoned(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == ABANDONED
-    }
-
-    /// The caller stops waiting (deadline, cancellation, or its future was dropped).
-    fn abandon(&self) {
-        if self
-            .0
-            .compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            STUCK_THREADS.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// The script thread is done.
-    fn finish(&self) {
-        if self
-            .0
-            .compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            STUCK_THREADS.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-}
-
-/// Abandons the thread if the caller goes away before it finished.
-struct AbandonOnDrop(Lifecycle);
-
-impl Drop for AbandonOnDrop {
-    fn drop(&mut self) {
-        self.0.abandon();
-    }
-}
-
-/// Runs the script on a script thread and waits for it, never longer than the deadline plus a
-/// grace period (a native operation may not reach the interrupt check in time); also the lint's
-/// warnings, found while the script thread wakes up and runs.
-///
-/// Script threads are cheng's own rather than tokio's blocking pool: their stack size is ours to
-/// choose (the QuickJS stack limit must fit inside it whatever runtime embeds cheng), and a script
-/// abandoned in a native loop does not hold up the runtime's shutdown, which waits for
-/// blocking-pool tasks.
-async fn execute(
-    script: Arc<String>,
-    input_json: String,
-    limits: Limits,
-    ctx: &RunContext,
-) -> (Outcome, Vec<String>) {
+/// Runs the script in a worker and waits for its answer, never longer than the deadline plus a
+/// grace period (a native operation may not reach the interrupt check in time): then, or on
+/// cancellation, the worker is killed.
+async fn execute(script: String, input_json: String, limits: Limits, ctx: &RunContext) -> Values {
     let started = Instant::now();
-    let stuck = STUCK_THREADS.load(Ordering::Acquire);
-    if stuck >= MAX_STUCK_THREADS {
-        let outcome = Outcome::failed(
-            Failure::new(
-                ErrorKind::SandboxUnavailable,
-                format!(
-                    "{stuck} earlier scripts are stuck inside built-in operations that cannot be interrupted and \
-still hold a thread each; new JavaScript runs are refused until they end or cheng restarts"
-                ),
-            ),
-            limits,
-            started,
-        );
-        return (outcome, lint::warnings(&script));
-    }
-    let lifecycle = Lifecycle::new();
-    let _guard = AbandonOnDrop(lifecycle.clone());
-    let job = engine::Job {
-        script: Arc::clone(&script),
+    let job = wire::Job {
+        script,
         input_json,
-        limits,
-        cancel: ctx.cancel.clone(),
-        lifecycle: lifecycle.clone(),
-        output: ctx.output.clone(),
+        timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+        memory_bytes: limits.memory_bytes,
+        max_stack_bytes: limits.max_stack_bytes,
+        live: ctx.output.is_on(),
     };
-    let (send, mut receive) = tokio::sync::oneshot::channel();
-    let task = Box::new(move || {
-        let lifecycle = job.lifecycle.clone();
-        let outcome = engine::run(job);
-        lifecycle.finish();
-        // The receiver is gone only when the caller stopped waiting; nothing to report then.
-        let _ = send.send(outcome);
-    });
-    let spawned = pool::run(task, engine::THREAD_STACK_BYTES);
-    // Looked over here, while the script thread wakes up, rather than before the hand-off.
-    let warnings = lint::warnings(&script);
-    if let Err(e) = spawned {
-        let outcome = Outcome::failed(
-            Failure::new(
-                ErrorKind::SandboxUnavailable,
-                format!("could not start the JavaScript thread: {e}"),
-            ),
+    let payload = match serde_json::to_vec(&job) {
+        Ok(payload) => payload,
+        Err(e) => {
+            let failure = Failure::new(
+                ErrorKind::Internal,
+                format!("the job could not be written: {e}"),
+            );
+            return failed(failure, limits, started, &Jail::default(), Vec::new());
+        }
+    };
+    let mut worker = match workers::take().await {
+        Ok(worker) => worker,
+        Err(e) => {
+            let failure = Failure::new(e.kind, e.message);
+            return failed(
+                failure,
+                limits,
+                started,
+                &Jail::default(),
+                lint::warnings(&job.script),
+            );
+        }
+    };
+    let layers = Jail {
+        pid: Some(worker.pid_number),
+        layers: worker.layers.clone(),
+    };
+    if let Err(e) = worker.limit(&limits) {
+        let failure = Failure::new(e.kind, e.message);
+        return failed(
+            failure,
             limits,
             started,
+            &layers,
+            lint::warnings(&job.script),
         );
-        return (outcome, warnings);
     }
-    if let Some(outcome) = wait_on_cpu(&mut receive, limits, started) {
-        return (outcome, warnings);
+    enum Ending {
+        Answer(Result<Box<wire::Done>, workers::Broken>),
+        Deadline,
+        Cancelled,
     }
-    (wait(receive, limits, started, ctx).await, warnings)
-}
-
-/// How long the caller keeps its thread on the processor waiting for the outcome before it
-/// parks: most scripts given to this node are done within it.
-const WAIT_ON_CPU: Duration = Duration::from_micros(400);
-
-/// The outcome when the script thread delivers it within [`WAIT_ON_CPU`], waited for without
-/// leaving the processor; `None` to wait as usual.
-///
-/// A parked caller is woken through the async runtime's reactor, which on an idle machine costs
-/// tens of microseconds (the waking thread's system call, then the sleeping processor's wake-up)
-/// — as much as a small script takes to run. The thread yields on every turn, so a script thread
-/// sharing its processor is not held up; with a single processor it does not wait at all.
-fn wait_on_cpu(
-    receive: &mut tokio::sync::oneshot::Receiver<Outcome>,
-    limits: Limits,
-    started: Instant,
-) -> Option<Outcome> {
-    use tokio::sync::oneshot::error::TryRecvError;
-    if !several_processors() {
-        return None;
-    }
-    let until = Instant::now() + WAIT_ON_CPU;
-    loop {
-        match receive.try_recv() {
-            Ok(outcome) => return Some(outcome),
-            Err(TryRecvError::Closed) => return Some(ended_without_result(limits, started)),
-            Err(TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
-            Err(TryRecvError::Empty) => return None,
+    let warnings = lint::warnings(&job.script);
+    let ending = tokio::select! {
+        answer = worker.exchange(&payload, &ctx.output) => Ending::Answer(answer.map(Box::new)),
+        _ = tokio::time::sleep_until((started + limits.timeout + ABANDON_GRACE).into()) => Ending::Deadline,
+        _ = ctx.cancel.cancelled() => Ending::Cancelled,
+    };
+    let failure = match ending {
+        Ending::Answer(Ok(done)) => {
+            workers::give_back(worker);
+            return answered(*done, &layers, warnings);
         }
-    }
-}
-
-/// Whether this process may run on more than one processor (looked up once).
-fn several_processors() -> bool {
-    static PROCESSORS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PROCESSORS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from)) > 1
-}
-
-fn ended_without_result(limits: Limits, started: Instant) -> Outcome {
-    Outcome::failed(
-        Failure::new(
-            ErrorKind::Internal,
-            "the JavaScript thread ended without a result",
-        ),
-        limits,
-        started,
-    )
-}
-
-/// Waits for the script thread's outcome (see [`execute`]).
-async fn wait(
-    mut receive: tokio::sync::oneshot::Receiver<Outcome>,
-    limits: Limits,
-    started: Instant,
-    ctx: &RunContext,
-) -> Outcome {
-    let give_up = tokio::time::sleep(limits.timeout + ABANDON_GRACE);
-    tokio::pin!(give_up);
-    let cancel = ctx.cancel.clone();
-    let mut cancel_deadline: Option<Instant> = None;
-    loop {
-        // After a cancellation, give the script the same grace to notice it.
-        let grace_until = cancel_deadline;
-        let cancel_grace = async move {
-            match grace_until {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            finished = &mut receive => {
-                return finished.unwrap_or_else(|_| ended_without_result(limits, started));
-            }
-            _ = &mut give_up => {
-                return Outcome::failed(Failure::new(ErrorKind::TimedOut, format!(
-                    "the script did not stop within timeout_ms={} (it is stuck inside a built-in operation \
-        that cannot be interrupted); its thread was abandoned and stops at its next interrupt check",
+        Ending::Answer(Err(workers::Broken::Ended)) => workers::ended(worker.end().await, &limits),
+        Ending::Answer(Err(workers::Broken::Malformed(why))) => {
+            drop(worker);
+            Failure::new(
+                ErrorKind::Internal,
+                format!("the JavaScript worker's answer was not understood ({why}); it was replaced, run the script again"),
+            )
+        }
+        Ending::Deadline => {
+            drop(worker);
+            Failure::new(
+                ErrorKind::TimedOut,
+                format!(
+                    "the script ran longer than timeout_ms={} inside a built-in operation that cannot be interrupted; \
+                     its worker process was killed and replaced. Raise timeout_ms (at most 300000) or do less work",
                     limits.timeout.as_millis()
-                )), limits, started);
-            }
-            _ = cancel.cancelled(), if cancel_deadline.is_none() => {
-                cancel_deadline = Some(Instant::now() + ABANDON_GRACE);
-            }
-            _ = cancel_grace => {
-                return Outcome::failed(Failure::new(ErrorKind::Cancelled,
-                    "the run was cancelled; the script's thread was abandoned and stops at its next interrupt check"),
-                    limits, started);
-            }
+                ),
+            )
         }
+        Ending::Cancelled => {
+            drop(worker);
+            Failure::new(
+                ErrorKind::Cancelled,
+                "the run was cancelled; the script's worker process was killed",
+            )
+        }
+    };
+    failed(failure, limits, started, &layers, warnings)
+}
+
+/// The worker a call ran in, for `metrics.worker`.
+#[derive(Default)]
+struct Jail {
+    pid: Option<i32>,
+    layers: std::sync::Arc<Vec<String>>,
+}
+
+/// What `metrics.worker` says: how the script was isolated.
+fn worker_metrics(jail: &Jail) -> Value {
+    json!({
+        "process": "a jailed worker process (cheng-sandbox-init __js-worker), replaced after a crash, a timeout, a cancellation or a memory kill",
+        "pid": jail.pid,
+        "layers": *jail.layers,
+        "rlimits": ["RLIMIT_AS: its address space at the call + 2 × memory_mb + 256 MiB", "RLIMIT_CPU: its CPU time so far + timeout_ms + 3 s"],
+    })
+}
+
+/// The outputs of a call that got the worker's answer.
+fn answered(done: wire::Done, layers: &Jail, mut warnings: Vec<String>) -> Values {
+    let mut metrics = done.metrics;
+    if let Some(m) = metrics.as_object_mut() {
+        m.insert("worker".into(), worker_metrics(layers));
     }
+    warnings.extend(done.warnings);
+    let result = done.result.map_err(|(code, message)| {
+        NodeError::new(
+            ErrorKind::from_code(&code).unwrap_or(ErrorKind::Internal),
+            message,
+        )
+    });
+    outputs(result, metrics, done.stdout, done.stderr, warnings)
+}
+
+/// The outputs of a call that ended without an answer.
+fn failed(
+    failure: Failure,
+    limits: Limits,
+    started: Instant,
+    layers: &Jail,
+    warnings: Vec<String>,
+) -> Values {
+    let mut metrics = Outcome::failed(failure.clone(), limits, started).metrics_json();
+    if let Some(m) = metrics.as_object_mut() {
+        m.insert("worker".into(), worker_metrics(layers));
+    }
+    let result = Err(NodeError::new(failure.kind, failure.message));
+    outputs(result, metrics, String::new(), String::new(), warnings)
 }
 
 /// The output object: every port present, `null` where it does not apply.
-fn outputs(outcome: Outcome, mut warnings: Vec<String>) -> Values {
-    let metrics = outcome.metrics_json();
-    let Outcome {
-        result,
-        stdout,
-        stderr,
-        warnings: found_running,
-        ..
-    } = outcome;
-    warnings.extend(found_running);
+fn outputs(
+    result: Result<Value, NodeError>,
+    metrics: Value,
+    stdout: String,
+    stderr: String,
+    warnings: Vec<String>,
+) -> Values {
     let (value, result) = match result {
         Ok(value) => (value, Ok(())),
-        Err(failed) => (
-            Value::Null,
-            Err(NodeError::new(failed.kind, failed.message)),
-        ),
+        Err(e) => (Value::Null, Err(e)),
     };
     let mut out = Values::new();
     out.insert("result".into(), value);
     out.insert("isolation_level".into(), json!("quickjs"));
     out.insert("metrics".into(), metrics);
-    out.insert("stdout".into(), Value::String(stdout.text));
-    out.insert("stderr".into(), Value::String(stderr.text));
+    out.insert("stdout".into(), Value::String(stdout));
+    out.insert("stderr".into(), Value::String(stderr));
     out.insert(
         "warnings".into(),
         Value::Array(warnings.into_iter().map(Value::String).collect()),

@@ -17,6 +17,7 @@ fn context() -> RunContext {
 }
 
 async fn run_with(ctx: &RunContext, input: Value) -> Values {
+    super::sandbox_support::use_js_worker();
     let registry = Registry::from_inventory_with(|_| true);
     let node = registry
         .get(ID)

@@ -1,5 +1,5 @@
-//! tools/code_js: every call starts from a runtime no script has touched, although script threads
-//! prepare the next call's runtime ahead (the attack: leave state behind for the next call).
+//! tools/code_js: every call starts from a runtime no script has touched, although its worker
+//! prepares the next call's runtime ahead (the attack: leave state behind for the next call).
 
 // Links the node crate so its inventory registration is present.
 use cheng_nodes_code as _;
@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 const ID: &str = "tools/code_js";
 
 async fn run(input: Value) -> Values {
+    super::sandbox_support::use_js_worker();
     let registry = Registry::from_inventory_with(|_| true);
     let node = registry
         .get(ID)

@@ -68,6 +68,7 @@ async fn code_shell_passes_the_sandboxed_scripts_output_on() {
 #[cfg(feature = "js")]
 #[tokio::test]
 async fn code_js_passes_console_lines_on() {
+    super::sandbox_support::use_js_worker();
     let (_d, ws) = workspace();
     let registry = cheng_node::Registry::from_inventory_with(|_| true);
     let node = registry

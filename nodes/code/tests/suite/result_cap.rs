@@ -357,6 +357,7 @@ mod js {
     use super::*;
 
     async fn run_js(input: Value) -> Values {
+        crate::suite::sandbox_support::use_js_worker();
         let registry = Registry::from_inventory_with(|_| true);
         let node = registry
             .get("tools/code_js")

@@ -137,3 +137,26 @@ pub async fn run_approved_by(
 }
 
 pub use cheng_test_support::assert_cut_to;
+
+/// code_js runs scripts in the helper's worker mode (`cheng-sandbox-init __js-worker`): the one
+/// `cargo build -p cheng-cli` puts in this test binary's target directory (scripts/test builds
+/// it before the tests). Missing, the tests fail with the command that builds it.
+#[cfg(feature = "js")]
+pub fn use_js_worker() {
+    static FOUND: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let path = FOUND.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let helper = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .map(|profile| profile.join(cheng_exec::sandbox::init::HELPER_NAME))
+            .expect("the target directory");
+        assert!(
+            helper.is_file(),
+            "{} is missing: build it with `cargo build -p cheng-cli --bin cheng-sandbox-init`",
+            helper.display()
+        );
+        helper
+    });
+    cheng_nodes_code::js::use_executable(path.clone());
+}
