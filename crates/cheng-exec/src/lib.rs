@@ -22,9 +22,14 @@
 //! let spec = spec.output(ctx.output.clone());
 //! ```
 //!
-//! A runnable example:
+//! An example. Every run starts a per-run reaper, the `cheng-sandbox-init` helper's `__reaper`
+//! mode, so the program needs that helper beside it (as `cargo install` puts it beside `cheng`)
+//! or named with [`sandbox::init::use_helper`]; without one, `run` fails closed with
+//! `Termination::SpawnFailed` rather than run a command nothing could clean up after. The doc
+//! tests compile it but cannot run it (rustdoc's binary has no helper beside it); the CLI tests
+//! run the same calls through the installed layout.
 //!
-//! ```
+//! ```no_run
 //! use cheng_exec::{run, ProcessSpec, Termination};
 //! use cheng_node::CancellationToken;
 //!
