@@ -73,7 +73,8 @@ pub enum Command {
 
 const RUN_EXAMPLES: &str = "Examples:
   cheng run workspace_git --set operation=diff                 # the patch, in the current directory
-  cheng run workspace_shell -w ~/proj --set command=cargo --set 'args:=[\"test\"]'
+  cheng run workspace_shell -w ~/proj -- cargo test            # command=cargo, args=[\"test\"]
+  cheng run workspace_shell --set command=cargo --set args+=test --set args+=--release
   cheng run code_shell --set script=@build.sh --config-set allow_network:=true
   cat input.json | cheng run workspace_markdown --input @- --json
   cheng run workspace_shell --input '{\"command\":\"ls\"}' --approve --quiet";
@@ -165,6 +166,10 @@ pub struct RunArgs {
     /// `cheng run --session NAME`. Without it each run stands alone.
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    /// After `--`, the program and its arguments, for nodes with `command` and `args` ports
+    /// (`cheng run workspace_shell -- cargo test` sets command=cargo, args=["test"]).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command_line: Vec<String>,
 }
 
 #[derive(Args)]
@@ -208,9 +213,9 @@ pub struct ServeArgs {
     /// Speak MCP over stdin/stdout (one JSON-RPC message per line; logs go to stderr).
     #[arg(long, required = true)]
     pub stdio: bool,
-    /// The workspace root; every path a tool touches resolves inside it.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
+    /// The workspace root; every path a tool touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
     /// The tools to offer: the exposed_tools JSON array tools/runtime takes (default: every
     /// registered node with its default config).
     #[arg(long, value_name = "FILE")]

@@ -25,6 +25,7 @@ mod complete;
 mod generate;
 mod graph_schema;
 mod listing;
+mod live;
 mod out;
 mod policy;
 mod render;
@@ -88,8 +89,19 @@ fn main() -> ExitCode {
 
 /// `cheng serve --stdio`.
 fn serving(args: args::ServeArgs) -> Exit {
+    let (workspace, source) = set::workspace(args.workspace.as_deref());
+    if args.workspace.is_none() {
+        // stdout is the protocol; say on stderr which directory the tools will touch.
+        out::errln!(
+            "cheng serve: workspace {} ({source})",
+            workspace
+                .canonicalize()
+                .unwrap_or_else(|_| workspace.clone())
+                .display()
+        );
+    }
     let options = cheng_mcp::ServeOptions {
-        workspace: args.workspace,
+        workspace,
         tools: args.tools,
         jobs: args
             .jobs

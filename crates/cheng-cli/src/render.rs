@@ -127,11 +127,20 @@ pub fn style(choice: ColorChoice) -> Style {
 }
 
 /// `cheng run`'s text: the summary line (green or red) on stderr, the payload on stdout, then
-/// the command's stderr, warnings and truncation notes on stderr.
-pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
+/// the command's stderr, warnings and truncation notes on stderr. With `shown.output` the
+/// process's streams were shown live as they arrived: the rest follows them, the summary last.
+pub fn node(node_type: &str, out: &Values, style: Style, shown: crate::live::Shown) -> Text {
     let success = out.get("success").and_then(Value::as_bool).unwrap_or(false);
-    let line = summary_line(out);
-    let view = view::render(node_type, out, style);
+    let line = if shown.output {
+        view::summary_line_after_live(out)
+    } else {
+        summary_line(out)
+    };
+    let view = if shown.output {
+        view::render_after_live(node_type, out, style)
+    } else {
+        view::render(node_type, out, style)
+    };
     let mut text = Text {
         head: format!(
             "{}\n",
@@ -151,12 +160,23 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
             style.yellow(&format!("warning: {warning}"))
         );
     }
+    if shown.dropped {
+        let _ = writeln!(
+            text.tail,
+            "{}",
+            style.dim(
+                "(live output stopped at the run's bound; --json shows the captured head and tail)"
+            )
+        );
+    }
     for (flag, what) in [
         ("stdout_truncated", "stdout"),
         ("stderr_truncated", "stderr"),
         ("preview_truncated", "preview"),
     ] {
-        if out.get(flag).and_then(Value::as_bool) == Some(true) {
+        // Shown live in full, the streams were not truncated for the person watching.
+        let seen_whole = shown.output && !shown.dropped && what != "preview";
+        if !seen_whole && out.get(flag).and_then(Value::as_bool) == Some(true) {
             let _ = writeln!(
                 text.tail,
                 "{}",
@@ -165,6 +185,10 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
                 ))
             );
         }
+    }
+    if shown.output {
+        // After the output it sums up, as a command run by hand ends with its own last words.
+        text.tail.push_str(&std::mem::take(&mut text.head));
     }
     text
 }

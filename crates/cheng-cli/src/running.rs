@@ -24,9 +24,14 @@ pub fn run(args: RunArgs) -> Exit {
     };
     let registry = Registry::from_inventory();
     let node_type = set::node_type(&registry, &args.node_type);
-    if let Some(node) = registry.get(&node_type) {
-        set::typed_text(node.spec(), &args.set, &mut inputs);
-        set::typed_text(node.spec(), &args.config_set, &mut config);
+    let spec = registry.get(&node_type).map(|node| node.spec());
+    if let Some(spec) = spec {
+        set::typed_text(spec, &args.set, &mut inputs);
+        set::typed_text(spec, &args.config_set, &mut config);
+        if let Err(e) = set::command_line(spec, &args.command_line, &mut inputs) {
+            complain(e);
+            return Exit::Usage;
+        }
     }
     if args.fail_on.is_some()
         && registry
@@ -45,6 +50,13 @@ pub fn run(args: RunArgs) -> Exit {
         return Exit::Usage;
     };
     let workspace_root = options.workspace.clone();
+    // On a terminal, a process's output is shown as it arrives rather than after it exits.
+    let echo =
+        live_echo(&args, spec, &inputs).then(|| crate::live::Echo::new(options.events.clone()));
+    let options = match &echo {
+        Some(echo) => options.events(echo.clone()),
+        None => options,
+    };
     let scope = match &args.session {
         // One node, one call: nothing it leaves in its scope is seen again (sessions, freshness).
         None => ScopeKind::Call,
@@ -85,6 +97,11 @@ pub fn run(args: RunArgs) -> Exit {
             for hint in config_hints(&errors, &requested) {
                 errln!("{hint}");
             }
+            if let Some(spec) = spec {
+                for hint in array_hints(spec, &errors, &requested) {
+                    errln!("{hint}");
+                }
+            }
             Exit::Usage
         }
         Ok(Ok(result)) => {
@@ -103,7 +120,10 @@ pub fn run(args: RunArgs) -> Exit {
                 _ if args.output.format == render::Format::Diff && !args.output.json => {
                     print_diff(&workspace_root, &result.outputs)
                 }
-                Some(style) => render::node(&node_type, &result.outputs, style).print(),
+                Some(style) => {
+                    let shown = echo.as_ref().map(|e| e.shown()).unwrap_or_default();
+                    render::node(&node_type, &result.outputs, style, shown).print()
+                }
                 None => print_json(&Value::Object(result.outputs)),
             };
             match failing {
@@ -263,6 +283,47 @@ fn config_hints(errors: &[ValidationError], requested: &Values) -> Vec<String> {
             } else {
                 format!("  hint: as the node's author, raise the cap with --config {config} (or --config-set {config_set})")
             })
+        })
+        .collect()
+}
+
+/// Whether `cheng run` shows the node's process output live: text on a terminal, for a node
+/// whose view is that output (shell, tests run, code nodes).
+fn live_echo(args: &RunArgs, spec: Option<&cheng_node::NodeSpec>, inputs: &Values) -> bool {
+    use std::io::IsTerminal;
+    let Some(spec) = spec else {
+        return false;
+    };
+    if args.output.text_style().is_none()
+        || args.output.format == render::Format::Diff
+        || !std::io::stdout().is_terminal()
+    {
+        return false;
+    }
+    let default = spec
+        .input("operation")
+        .and_then(|p| p.default)
+        .and_then(|d| serde_json::from_str::<Value>(d).ok());
+    let operation = inputs
+        .get("operation")
+        .or(default.as_ref())
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    cheng_node::view::is_process_output(spec.id, operation)
+}
+
+/// For a string given where an array of strings is expected: how to give the array.
+fn array_hints(
+    spec: &cheng_node::NodeSpec,
+    errors: &[ValidationError],
+    requested: &Values,
+) -> Vec<String> {
+    errors
+        .iter()
+        .filter(|e| e.kind == ValidationErrorKind::WrongType)
+        .filter_map(|e| {
+            let port = e.port.as_deref()?;
+            set::array_hint(spec, port, requested.get(port)?)
         })
         .collect()
 }

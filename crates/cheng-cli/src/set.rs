@@ -53,13 +53,40 @@ pub fn read_stdin() -> Result<String, String> {
 }
 
 /// Applies `--set`-style assignments (`flag` names the flag in messages) on top of `values`:
-/// `port=text` sets a string, `port=@FILE` the file's text, `port:=JSON` a JSON value. A port
-/// may be set once per flag; `--set` overrides what `--input` gave.
+/// `port=text` sets a string, `port=@FILE` the file's text, `port:=JSON` a JSON value and
+/// `port+=TEXT` appends a string to an array port (repeatable: `--set args+=test --set
+/// args+=--release`; it extends the array `--input` gave, if any). Otherwise a port may be set
+/// once per flag; `--set` overrides what `--input` gave.
 pub fn apply(flag: &str, assignments: &[String], values: &mut Values) -> Result<(), String> {
-    let mut seen = std::collections::BTreeSet::new();
+    let mut set = std::collections::BTreeSet::new();
+    let mut appended = std::collections::BTreeSet::new();
     for assignment in assignments {
+        if let Some((port, item)) = parse_append(flag, assignment)? {
+            if set.contains(&port) {
+                return Err(format!(
+                    "{flag} {port} is both set and appended to (+=); use one or the other"
+                ));
+            }
+            let entry = values
+                .entry(port.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            let Value::Array(array) = entry else {
+                return Err(format!(
+                    "{flag} {port}+=…: --input gave {port} as {}; += appends to an array",
+                    cheng_node::text::json_kind(entry)
+                ));
+            };
+            array.push(item);
+            appended.insert(port);
+            continue;
+        }
         let (port, value) = parse(flag, assignment)?;
-        if !seen.insert(port.clone()) {
+        if appended.contains(&port) {
+            return Err(format!(
+                "{flag} {port} is both set and appended to (+=); use one or the other"
+            ));
+        }
+        if !set.insert(port.clone()) {
             return Err(format!("{flag} {port} is given twice; set each port once (the last one is not silently taken)"));
         }
         values.insert(port, value);
@@ -75,7 +102,7 @@ pub fn typed_text(spec: &NodeSpec, assignments: &[String], values: &mut Values) 
         let Some((port, text)) = assignment.split_once('=') else {
             continue;
         };
-        if port.ends_with(':') || text.starts_with('@') {
+        if port.ends_with(':') || port.ends_with('+') || text.starts_with('@') {
             continue;
         }
         let typed = match spec.input(port).map(|p| p.ty) {
@@ -91,6 +118,85 @@ pub fn typed_text(spec: &NodeSpec, assignments: &[String], values: &mut Values) 
             values.insert(port.to_string(), value);
         }
     }
+}
+
+/// `cheng run NODE -- PROGRAM ARGS...`: sets the node's `command` and `args` ports, which must
+/// exist and not be set otherwise.
+pub fn command_line(spec: &NodeSpec, words: &[String], values: &mut Values) -> Result<(), String> {
+    let Some((program, args)) = words.split_first() else {
+        return Ok(());
+    };
+    let takes = |port: &str, ty: fn(&PortType) -> bool| spec.input(port).is_some_and(|p| ty(&p.ty));
+    if !takes("command", |t| *t == PortType::String)
+        || !takes("args", |t| matches!(t, PortType::Array(PortType::String)))
+    {
+        return Err(format!(
+            "`-- {program} …`: {} has no command and args ports; set its inputs with --set PORT=VALUE (see `cheng describe {}`)",
+            spec.id, spec.id
+        ));
+    }
+    for port in ["command", "args"] {
+        if values.contains_key(port) {
+            return Err(format!(
+                "{port} is given both after `--` and with --set or --input; give the command one way"
+            ));
+        }
+    }
+    values.insert("command".into(), Value::String(program.clone()));
+    values.insert(
+        "args".into(),
+        Value::Array(args.iter().cloned().map(Value::String).collect()),
+    );
+    Ok(())
+}
+
+/// For a string given to an array-of-strings port (`--set args=test`): how to give an array.
+pub fn array_hint(spec: &NodeSpec, port: &str, given: &Value) -> Option<String> {
+    let ty = spec.input(port).map(|p| p.ty)?;
+    if !matches!(ty, PortType::Array(PortType::String)) {
+        return None;
+    }
+    let Value::String(text) = given else {
+        return None;
+    };
+    let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    let json = serde_json::to_string(&words).ok()?;
+    let appends: Vec<String> = words
+        .iter()
+        .map(|w| {
+            format!(
+                "--set {}",
+                cheng_node::text::shell_quote(&format!("{port}+={w}"))
+            )
+        })
+        .collect();
+    Some(format!(
+        "  hint: {port} is an array of strings: --set {} (or {})",
+        cheng_node::text::shell_quote(&format!("{port}:={json}")),
+        appends.join(" ")
+    ))
+}
+
+/// `port+=TEXT` (or `port+=@FILE`): the port and the string to append; `None` for any other
+/// assignment.
+fn parse_append(flag: &str, assignment: &str) -> Result<Option<(String, Value)>, String> {
+    let Some((key, text)) = assignment.split_once('=') else {
+        return Ok(None);
+    };
+    let Some(port) = key.strip_suffix('+') else {
+        return Ok(None);
+    };
+    if port.is_empty() {
+        return Err(format!(
+            "{flag} {assignment:?}: the port name before `+=` is empty"
+        ));
+    }
+    let item = match text.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("{flag} {port}+=@{path}: cannot read the file: {e}"))?,
+        None => text.to_string(),
+    };
+    Ok(Some((port.to_string(), Value::String(item))))
 }
 
 /// One `port=value` / `port=@FILE` / `port:=JSON`.

@@ -7,7 +7,8 @@
 //! counted), `spec.timeout` bounds its whole lifetime (SIGTERM to the group, SIGKILL after
 //! `spec.kill_grace`), and the given cancellation token kills it. Callers take what arrived with
 //! [`LiveProcess::collect`], write with [`LiveProcess::write`] and interrupt with
-//! [`LiveProcess::interrupt`] (SIGINT to the group).
+//! [`LiveProcess::interrupt`] (SIGINT to the group). Each chunk also goes to `spec.output` as it
+//! is read, for an owner that shows it live.
 //!
 //! Dropping the handle kills the process group and everything it started, synchronously asked of
 //! the reaper (SIGKILL) before the supervising task reaps it; if the runtime is gone too, the
@@ -17,6 +18,7 @@ use crate::capture::{Stream, MAX_READ_BUFFER};
 use crate::reaper;
 use crate::spawn::{self, Child};
 use crate::{ProcessSpec, Termination};
+use cheng_node::output::{Output, OutputStream};
 use cheng_node::text::{Bounded, HeadTail};
 use std::io;
 use std::os::fd::OwnedFd;
@@ -127,6 +129,7 @@ impl LiveProcess {
         let kill = CancellationToken::new();
         let task = Supervisor {
             shared: Arc::clone(&shared),
+            live: spec.output.clone(),
             signals: signal_rx,
             kill: kill.clone(),
             owner: cancel,
@@ -259,6 +262,7 @@ impl Drop for LiveProcess {
 
 struct Supervisor {
     shared: Arc<Shared>,
+    live: Output,
     signals: mpsc::UnboundedReceiver<u8>,
     kill: CancellationToken,
     owner: CancellationToken,
@@ -281,6 +285,8 @@ impl Supervisor {
         let mut reader = Reader {
             shared: Arc::clone(&self.shared),
             buf: vec![0u8; 16 * 1024],
+            live: self.live.clone(),
+            offsets: [0, 0],
         };
         let (mut out_open, mut err_open) = (stdout.is_some(), stderr.is_some());
         let lifetime = tokio::time::sleep(self.lifetime);
@@ -292,8 +298,8 @@ impl Supervisor {
                 () = self.owner.cancelled() => break Stop::Killed,
                 () = &mut lifetime => break Stop::Lifetime,
                 Some(byte) = self.signals.recv() => child.signal(byte),
-                ready = readable(&stdout), if out_open => out_open = ready && reader.read(stdout.as_ref()),
-                ready = readable(&stderr), if err_open => err_open = ready && reader.read(stderr.as_ref()),
+                ready = readable(&stdout), if out_open => out_open = ready && reader.read(stdout.as_ref(), OutputStream::Stdout),
+                ready = readable(&stderr), if err_open => err_open = ready && reader.read(stderr.as_ref(), OutputStream::Stderr),
                 () = child.exited() => break Stop::Exited,
             }
         };
@@ -319,8 +325,8 @@ impl Supervisor {
         let drain_until = tokio::time::Instant::now() + spawn::DRAIN_AFTER_EXIT;
         while out_open || err_open {
             tokio::select! {
-                ready = readable(&stdout), if out_open => out_open = ready && reader.read(stdout.as_ref()),
-                ready = readable(&stderr), if err_open => err_open = ready && reader.read(stderr.as_ref()),
+                ready = readable(&stdout), if out_open => out_open = ready && reader.read(stdout.as_ref(), OutputStream::Stdout),
+                ready = readable(&stderr), if err_open => err_open = ready && reader.read(stderr.as_ref(), OutputStream::Stderr),
                 () = tokio::time::sleep_until(drain_until) => break,
             }
         }
@@ -348,11 +354,15 @@ async fn readable(stream: &Option<Stream>) -> bool {
 struct Reader {
     shared: Arc<Shared>,
     buf: Vec<u8>,
+    /// The owner's live output (`spec.output`): each chunk is also passed on as it is read.
+    live: Output,
+    /// Bytes of stdout and stderr passed on so far.
+    offsets: [u64; 2],
 }
 
 impl Reader {
     /// Reads what the pipe holds into the pending buffer; `false` at end of file or on an error.
-    fn read(&mut self, stream: Option<&Stream>) -> bool {
+    fn read(&mut self, stream: Option<&Stream>, which: OutputStream) -> bool {
         let Some(stream) = stream else { return false };
         let mut open = true;
         let mut got = false;
@@ -363,6 +373,9 @@ impl Reader {
                     break;
                 }
                 Ok(n) => {
+                    let offset = &mut self.offsets[usize::from(which == OutputStream::Stderr)];
+                    self.live.chunk(which, &self.buf[..n], *offset);
+                    *offset += n as u64;
                     let mut state = self.shared.lock();
                     state.pending.push(&self.buf[..n]);
                     state.total += n as u64;

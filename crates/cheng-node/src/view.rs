@@ -62,43 +62,119 @@ pub struct View {
     pub warnings: Vec<String>,
 }
 
-/// The view of `out`, the outputs of a `node_type` run.
-pub fn render(node_type: &str, out: &Values, style: Style) -> View {
-    let operation = s(out, "operation").unwrap_or("");
-    let mut view = View::default();
-    view.payload = match (node_type, operation) {
-        ("tools/workspace_git", "diff" | "show") => patch(s(out, "stdout").unwrap_or(""), style),
-        ("tools/workspace_git", "status") => git_status(out),
-        ("tools/workspace_git", "log") => git_log(out, style),
-        ("tools/workspace_git", "branch") => git_branches(out, style),
-        ("tools/workspace_markdown", "outline") => outline(out.get("outline")),
-        ("tools/workspace_markdown", "format_suggestions") => edits(out, style),
-        ("tools/workspace_markdown", _) => findings(out, style),
-        ("tools/workspace_preview", _) => s(out, "preview").unwrap_or("").to_string(),
-        ("tools/workspace_tests", "detect") => projects(out),
-        ("tools/runtime", _) => json_block(out.get("result")),
+/// What a node's view shows, by node type and operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A patch in this output (coloured on a terminal).
+    Patch(&'static str),
+    GitStatus,
+    GitLog,
+    GitBranches,
+    Outline,
+    Edits,
+    Findings,
+    /// This output's text as it is.
+    Text(&'static str),
+    Projects,
+    /// This output as a JSON block.
+    Json(&'static str),
+    Nothing,
+    /// A session's `output` (stdout and stderr interleaved), which may be shown live.
+    SessionOutput,
+    /// The process's own stdout and stderr (and a code node's `result`).
+    Process,
+}
+
+fn kind(node_type: &str, operation: &str) -> Kind {
+    match (node_type, operation) {
+        ("tools/workspace_git", "diff" | "show") => Kind::Patch("stdout"),
+        ("tools/workspace_git", "status") => Kind::GitStatus,
+        ("tools/workspace_git", "log") => Kind::GitLog,
+        ("tools/workspace_git", "branch") => Kind::GitBranches,
+        ("tools/workspace_markdown", "outline") => Kind::Outline,
+        ("tools/workspace_markdown", "format_suggestions") => Kind::Edits,
+        ("tools/workspace_markdown", _) => Kind::Findings,
+        ("tools/workspace_preview", _) => Kind::Text("preview"),
+        ("tools/workspace_tests", "detect") => Kind::Projects,
+        ("tools/runtime", _) => Kind::Json("result"),
         // File reads and searches: what the model sees (the `L{n}: ` lines, the paths, the tree).
         ("tools/read_file" | "tools/grep" | "tools/glob" | "tools/list_dir", _) => {
-            s(out, "content").unwrap_or("").to_string()
+            Kind::Text("content")
         }
         // File changes: the diff that was approved and written.
-        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => {
-            patch(s(out, "diff").unwrap_or(""), style)
-        }
-        ("tools/delete_path", _) => String::new(),
+        ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => Kind::Patch("diff"),
+        ("tools/delete_path", _) => Kind::Nothing,
+        // A session's start: what the process wrote (live on a terminal: a single run waits
+        // for the command).
+        ("tools/exec_command", _) => Kind::SessionOutput,
         // Sessions: what the process wrote since the last call.
-        ("tools/exec_command" | "tools/write_stdin", _) => {
-            s(out, "output").unwrap_or("").to_string()
-        }
-        _ => {
-            // Shell, tests run, code nodes: the command's own streams, as they were, and a code
-            // node's `result` after what the script printed.
-            view.stderr = s(out, "stderr").unwrap_or("").to_string();
-            let mut payload = s(out, "stdout").unwrap_or("").to_string();
+        ("tools/write_stdin", _) => Kind::Text("output"),
+        // Shell, tests run, code nodes.
+        _ => Kind::Process,
+    }
+}
+
+/// Whether the view of a `node_type` run with this `operation` is the process's own stdout and
+/// stderr: a terminal may show those live as they arrive, and then [`render_after_live`]
+/// instead of [`render`].
+pub fn is_process_output(node_type: &str, operation: &str) -> bool {
+    matches!(
+        kind(node_type, operation),
+        Kind::Process | Kind::SessionOutput
+    )
+}
+
+/// The view of `out`, the outputs of a `node_type` run.
+pub fn render(node_type: &str, out: &Values, style: Style) -> View {
+    view(node_type, out, style, false)
+}
+
+/// The view of `out` once its process's stdout and stderr were shown live: what remains (a code
+/// node's `result`, the warnings).
+pub fn render_after_live(node_type: &str, out: &Values, style: Style) -> View {
+    view(node_type, out, style, true)
+}
+
+fn view(node_type: &str, out: &Values, style: Style, streams_shown: bool) -> View {
+    let operation = s(out, "operation").unwrap_or("");
+    let mut view = View::default();
+    view.payload = match kind(node_type, operation) {
+        Kind::Patch(key) => patch(s(out, key).unwrap_or(""), style),
+        Kind::GitStatus => git_status(out),
+        Kind::GitLog => git_log(out, style),
+        Kind::GitBranches => git_branches(out, style),
+        Kind::Outline => outline(out.get("outline")),
+        Kind::Edits => edits(out, style),
+        Kind::Findings => findings(out, style),
+        Kind::Text(key) => s(out, key).unwrap_or("").to_string(),
+        Kind::Projects => projects(out),
+        Kind::Json(key) => json_block(out.get(key)),
+        Kind::Nothing => String::new(),
+        Kind::SessionOutput if streams_shown => String::new(),
+        Kind::SessionOutput => s(out, "output").unwrap_or("").to_string(),
+        Kind::Process => {
+            // The command's own streams, as they were, and a code node's `result` after what
+            // the script printed.
+            let (stdout, stderr) = if streams_shown {
+                ("", "")
+            } else {
+                (
+                    s(out, "stdout").unwrap_or(""),
+                    s(out, "stderr").unwrap_or(""),
+                )
+            };
+            view.stderr = stderr.to_string();
+            let mut payload = stdout.to_string();
             if node_type.starts_with("tools/code_") {
                 let result = json_block(out.get("result"));
                 if !result.is_empty() {
-                    if !payload.is_empty() {
+                    let printed = !payload.is_empty()
+                        || (streams_shown
+                            && out
+                                .get("stdout")
+                                .and_then(Value::as_str)
+                                .is_some_and(|t| !t.is_empty()));
+                    if printed {
                         payload = line_ended(&payload);
                         payload.push_str("result: ");
                     }
@@ -141,6 +217,16 @@ pub fn summary_line(out: &Values) -> String {
                 None => "ok".to_string(),
             }
         }
+    }
+}
+
+/// [`summary_line`] once the output was shown live: without a session's closing `Output:`
+/// section, which repeats it.
+pub fn summary_line_after_live(out: &Values) -> String {
+    let line = summary_line(out);
+    match line.find("\nOutput:\n") {
+        Some(end) => line[..end].to_string(),
+        None => line,
     }
 }
 
@@ -352,5 +438,52 @@ fn json_block(value: Option<&Value>) -> String {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn values(v: Value) -> Values {
+        match v {
+            Value::Object(map) => map,
+            _ => Values::new(),
+        }
+    }
+
+    #[test]
+    fn only_process_views_are_shown_live() {
+        assert!(is_process_output("tools/workspace_shell", ""));
+        assert!(is_process_output("tools/workspace_tests", "run"));
+        assert!(is_process_output("tools/code_python", ""));
+        assert!(is_process_output("tools/exec_command", ""));
+        assert!(!is_process_output("tools/write_stdin", ""));
+        assert!(!is_process_output("tools/workspace_tests", "detect"));
+        assert!(!is_process_output("tools/workspace_git", "diff"));
+        assert!(!is_process_output("tools/read_file", ""));
+    }
+
+    #[test]
+    fn after_live_output_a_code_node_shows_its_result_only() {
+        let out = values(json!({"stdout": "printed\n", "stderr": "warned\n", "result": 2}));
+        let whole = render("tools/code_python", &out, Style::plain());
+        assert_eq!(whole.payload, "printed\nresult: 2\n");
+        assert_eq!(whole.stderr, "warned\n");
+        let rest = render_after_live("tools/code_python", &out, Style::plain());
+        assert_eq!(rest.payload, "result: 2\n");
+        assert_eq!(rest.stderr, "");
+
+        let silent = values(json!({"stdout": "", "result": 2}));
+        assert_eq!(
+            render_after_live("tools/code_python", &silent, Style::plain()).payload,
+            "2\n"
+        );
+        let shell = values(json!({"stdout": "x\n", "stderr": "y\n"}));
+        assert_eq!(
+            render_after_live("tools/workspace_shell", &shell, Style::plain()),
+            View::default()
+        );
     }
 }

@@ -26,11 +26,25 @@ impl McpPipe {
 
     /// [`McpPipe::start`] with environment variables set for the server (e.g. a node's gate).
     pub fn start_with_env(workspace: &Path, extra: &[&str], env: &[(&str, &str)]) -> McpPipe {
-        let mut child = cheng()
-            .args(["serve", "--stdio", "--workspace"])
+        let mut cmd = cheng();
+        cmd.args(["serve", "--stdio", "--workspace"])
             .arg(workspace)
             .args(extra)
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        McpPipe::spawn(cmd)
+    }
+
+    /// `cheng serve --stdio` started in `dir`, with no `--workspace`.
+    pub fn start_in(dir: &Path) -> McpPipe {
+        let mut cmd = cheng();
+        cmd.args(["serve", "--stdio"])
+            .current_dir(dir)
+            .env_remove("CHENG_WORKSPACE");
+        McpPipe::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: std::process::Command) -> McpPipe {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -38,6 +38,7 @@ mod sessions;
 mod setuid_audit;
 mod shell;
 mod term_bugs;
+mod terminal;
 mod tests_node;
 mod text_output;
 mod truncation;

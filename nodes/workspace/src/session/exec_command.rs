@@ -101,7 +101,14 @@ impl Node for ExecCommand {
         let plan = Plan::from_input(ctx, &input)?;
         let keeps = keeps_sessions(ctx.scope.kind());
         let call_started = Instant::now();
-        let (process, hold) = plan.start(ctx)?;
+        // A single run waits for the command: its output is passed on live as it arrives (the
+        // terminal shows it); a kept session's output is taken by the calls that ask for it.
+        let live = if keeps {
+            cheng_node::Output::off()
+        } else {
+            ctx.output.clone()
+        };
+        let (process, hold) = plan.start(ctx, live)?;
         if !keeps {
             // Nowhere to keep it: no writer will ever come, so stdin is closed; wait for the exit.
             process.close_stdin().await;
@@ -266,6 +273,7 @@ impl Plan {
     fn start(
         &self,
         ctx: &RunContext,
+        live: cheng_node::Output,
     ) -> Result<(LiveProcess, Option<Box<dyn std::any::Any + Send + Sync>>), NodeError> {
         let lifetime = Duration::from_millis(self.max_session_ms);
         if self.sandbox {
@@ -278,6 +286,7 @@ impl Plan {
             request.timeout = lifetime;
             request.stdout_cap = RETAINED_CAP;
             request.stderr_cap = RETAINED_CAP;
+            request.output = live;
             let sandbox = cheng_exec::sandbox::Sandbox::prepare(request)?;
             let (process, hold) = sandbox.start_live(ctx.cancel.clone())?;
             return Ok((process, Some(hold)));
@@ -285,7 +294,8 @@ impl Plan {
         let spec = ProcessSpec::new(&self.argv[0], &self.argv[1..], self.cwd.clone())
             .env(self.env(cheng_exec::env::base()))
             .timeout(lifetime)
-            .caps(RETAINED_CAP, RETAINED_CAP);
+            .caps(RETAINED_CAP, RETAINED_CAP)
+            .output(live);
         let process = LiveProcess::start(spec, ctx.cancel.clone())
             .map_err(|message| NodeError::new(ErrorKind::SpawnFailed, message))?;
         Ok((process, None))
