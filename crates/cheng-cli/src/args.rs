@@ -1,6 +1,7 @@
 //! Command-line flags (clap derive).
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap_complete::engine::ArgValueCompleter;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -36,7 +37,7 @@ pub enum Command {
     )]
     Describe {
         /// A node type such as tools/workspace_shell (or just workspace_shell).
-        #[arg(value_name = "TYPE")]
+        #[arg(value_name = "TYPE", add = ArgValueCompleter::new(crate::complete::node_ids))]
         node_type: String,
         /// Print the spec and its JSON Schemas as JSON instead of Markdown.
         #[arg(long)]
@@ -57,7 +58,8 @@ pub enum Command {
     },
     /// Serve every node as MCP tools (stdio; both protocol generations).
     Serve(ServeArgs),
-    /// Print a shell completion script: `cheng completions bash > /etc/bash_completion.d/cheng`.
+    /// Print a shell completion script (node ids and ports included): `cheng completions bash >
+    /// /etc/bash_completion.d/cheng`, or `source <(cheng completions bash)` in ~/.bashrc.
     Completions {
         /// The shell to complete for.
         #[arg(value_enum)]
@@ -129,7 +131,7 @@ pub struct ApprovalArgs {
 #[derive(Args)]
 pub struct RunArgs {
     /// A node type such as tools/workspace_shell.
-    #[arg(value_name = "TYPE")]
+    #[arg(value_name = "TYPE", add = ArgValueCompleter::new(crate::complete::node_ids))]
     pub node_type: String,
     /// The workspace root; every path the node touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
     #[arg(long, short = 'w', value_name = "DIR")]
@@ -139,13 +141,13 @@ pub struct RunArgs {
     pub input: Option<String>,
     /// Set one input port: PORT=TEXT (a string), PORT=@FILE (a file's text) or PORT:=JSON (any
     /// JSON value); repeatable, applied over --input.
-    #[arg(long = "set", short = 's', value_name = "PORT=VALUE")]
+    #[arg(long = "set", short = 's', value_name = "PORT=VALUE", add = ArgValueCompleter::new(crate::complete::input_ports))]
     pub set: Vec<String>,
     /// The author's config (author-only ports, ceilings) as a JSON object, @FILE or @-.
     #[arg(long, value_name = "JSON|@FILE|@-")]
     pub config: Option<String>,
     /// Set one config port, like --set: PORT=TEXT, PORT=@FILE or PORT:=JSON; repeatable.
-    #[arg(long = "config-set", value_name = "PORT=VALUE")]
+    #[arg(long = "config-set", value_name = "PORT=VALUE", add = ArgValueCompleter::new(crate::complete::config_ports))]
     pub config_set: Vec<String>,
     #[command(flatten)]
     pub approval: ApprovalArgs,

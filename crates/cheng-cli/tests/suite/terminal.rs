@@ -220,3 +220,70 @@ fn exec_command_streams_at_a_terminal_and_ctrl_c_ends_it() {
         text(&left.stdout)
     );
 }
+
+/// What bash offers after sourcing `cheng completions bash`, for the words typed so far (the
+/// last one is the word being completed).
+fn bash_completes(words: &[&str]) -> Vec<String> {
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_cheng"))
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let quoted: Vec<String> = words.iter().map(|w| super::tty::quote(w)).collect();
+    let script = format!(
+        "source <(cheng completions bash) || exit 3\n\
+         COMP_WORDS=({words}); COMP_CWORD={last}; COMP_TYPE=9\n\
+         _clap_complete_cheng cheng {current} {previous}\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words = quoted.join(" "),
+        last = words.len() - 1,
+        current = quoted[words.len() - 1],
+        previous = quoted[words.len().saturating_sub(2)],
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("PATH", path)
+        .env_remove("CHENG_COMPLETE")
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn bash_completes_node_ids_and_ports_and_keeps_maintainer_commands_out() {
+    assert_eq!(
+        bash_completes(&["cheng", "run", "workspace_g"]),
+        ["workspace_git"]
+    );
+    assert_eq!(
+        bash_completes(&["cheng", "describe", "tools/workspace_sh"]),
+        ["tools/workspace_shell"]
+    );
+    assert_eq!(
+        bash_completes(&["cheng", "run", "workspace_git", "--set", "op"]),
+        ["operation="]
+    );
+    assert!(
+        bash_completes(&["cheng", "run", "workspace_git", "--set", "operation="])
+            .contains(&"operation=diff".to_string())
+    );
+    let ports = bash_completes(&["cheng", "run", "workspace_shell", "--set", ""]);
+    assert!(ports.contains(&"command=".to_string()), "{ports:?}");
+    assert!(
+        !ports.iter().any(|p| p.starts_with("command_whitelist")),
+        "author-only port offered to --set: {ports:?}"
+    );
+    assert_eq!(
+        bash_completes(&["cheng", "s"]),
+        ["serve"],
+        "schemas is a maintainer command"
+    );
+    assert!(bash_completes(&["cheng", ""])
+        .iter()
+        .all(|c| c != "docs" && c != "schemas"));
+}
