@@ -91,8 +91,13 @@ pub fn definition(tool: &Tool) -> Value {
 }
 
 /// Output ports are `null` when they do not apply (e.g. `error` on success); clients validate
-/// `structuredContent` against the schema, so every property also admits `null`.
+/// `structuredContent` against the schema, so every typed property also admits `null`. No
+/// `$schema`: each client validates in its own dialect, and the keywords used mean the same in
+/// draft-07 and 2020-12.
 fn nullable_outputs(mut schema: Value) -> Value {
+    if let Value::Object(root) = &mut schema {
+        root.remove("$schema");
+    }
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for property in properties.values_mut() {
             let Some(obj) = property.as_object_mut() else {

@@ -4,6 +4,11 @@
 //! ([`cheng_node::schema::input_schema`]): author and engine ports never appear, so the agent is
 //! never invited to set what the engine would refuse. The description says when a person
 //! approves each call, so the agent knows to explain itself (`purpose`) and to expect a wait.
+//!
+//! The parameters are written in the subset every function-calling dialect accepts (OpenAI's
+//! strict mode, Gemini's, MCP clients validating with draft-07): no `$schema` (the keywords used
+//! mean the same in draft-07 and 2020-12), one `type` on every property. `docs/guides/mcp.md`
+//! lists the rules; the CLI suite's schema_portability test checks them on every tool.
 
 use crate::outcome::{Outcome, Status};
 use crate::toolkit::{Tool, Toolkit};
@@ -23,9 +28,9 @@ pub fn function(tool: &Tool) -> Value {
     })
 }
 
-/// The node's agent-facing input schema minus the ports the author preset.
+/// The node's agent-facing input schema minus the ports the author preset, portable.
 pub fn parameters(tool: &Tool) -> Value {
-    let mut parameters = schema::input_schema(tool.spec);
+    let mut parameters = portable(schema::input_schema(tool.spec));
     if tool.presets.is_empty() {
         return parameters;
     }
@@ -36,6 +41,37 @@ pub fn parameters(tool: &Tool) -> Value {
         required.retain(|name| !name.as_str().is_some_and(|n| tool.presets.contains_key(n)));
     }
     parameters
+}
+
+/// Offered to a model as an object: an `any` port has no single JSON type, and a property
+/// without one is rejected or guessed at by function-calling dialects.
+const ANY_AS_OBJECT: &str =
+    "(Give a JSON object; wrap any other value in one, e.g. {\"values\": [1, 2]}.)";
+
+/// An input schema (as in `schemas/`, for canvases and editors: 2020-12, `any` ports untyped) in
+/// the portable subset models are given: without `$schema`, an untyped (`any`) property offered
+/// as a JSON object.
+pub fn portable(mut schema: Value) -> Value {
+    if let Value::Object(root) = &mut schema {
+        root.remove("$schema");
+    }
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            let Value::Object(property) = property else {
+                continue;
+            };
+            if property.contains_key("type") || property.contains_key("enum") {
+                continue;
+            }
+            property.insert("type".into(), json!("object"));
+            let described = match property.get("description").and_then(Value::as_str) {
+                Some(text) => format!("{text} {ANY_AS_OBJECT}"),
+                None => ANY_AS_OBJECT.to_string(),
+            };
+            property.insert("description".into(), Value::String(described));
+        }
+    }
+    schema
 }
 
 fn description(tool: &Tool) -> String {
@@ -93,6 +129,18 @@ mod tests {
     };
 
     #[test]
+    fn an_any_port_is_offered_as_an_object() {
+        let schema = portable(json!({"$schema": "x", "type": "object", "properties": {
+            "input": {"description": "Any JSON"}, "n": {"type": "integer"}}}));
+        assert_eq!(schema.get("$schema"), None);
+        assert_eq!(schema["properties"]["input"]["type"], "object");
+        assert!(schema["properties"]["input"]["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Any JSON (Give a JSON object")));
+        assert_eq!(schema["properties"]["n"], json!({"type": "integer"}));
+    }
+
+    #[test]
     fn approval_is_stated_in_the_description() {
         let tool = Tool {
             name: "g".into(),
@@ -106,7 +154,10 @@ mod tests {
             f["function"]["description"],
             "Does things. A person approves each call with operation run or write before it runs."
         );
-        assert_eq!(f["function"]["parameters"], schema::input_schema(&GATED));
+        // The node's input schema, in the portable subset (no `$schema`).
+        let expected = schema::input_schema(&GATED);
+        assert!(expected.get("$schema").is_some());
+        assert_eq!(f["function"]["parameters"], portable(expected));
         assert_eq!(f["type"], "function");
     }
 }

@@ -69,7 +69,7 @@ mod functions;
 mod outcome;
 mod toolkit;
 
-pub use functions::{function, parameters};
+pub use functions::{function, parameters, portable};
 pub use outcome::Status;
 pub use toolkit::{Entry, Tool, Toolkit};
 

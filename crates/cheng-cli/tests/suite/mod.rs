@@ -32,6 +32,7 @@ mod sandbox_init;
 mod sandbox_signals;
 mod sandbox_startup;
 mod schema_meta;
+mod schema_portability;
 mod search;
 mod seccomp;
 mod sessions;

@@ -85,8 +85,10 @@ fn list_tools_matches_the_committed_input_schemas() {
         let text =
             std::fs::read_to_string(repo_root().join("schemas").join(file)).expect("schema file");
         let schema: Value = serde_json::from_str(&text).expect("schema JSON");
+        // The committed input schema, in the portable subset models are given.
         assert_eq!(
-            out["functions"][i]["function"]["parameters"], schema["input"],
+            out["functions"][i]["function"]["parameters"],
+            cheng_nodes_runtime::portable(schema["input"].clone()),
             "{file}"
         );
     }

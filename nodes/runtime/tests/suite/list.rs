@@ -36,7 +36,7 @@ async fn functions_are_exactly_the_agent_facing_input_schemas() {
         assert_eq!(function["type"], "function");
         assert_eq!(
             function["function"]["parameters"],
-            schema::input_schema(spec),
+            cheng_nodes_runtime::portable(schema::input_schema(spec)),
             "{id}"
         );
         assert_eq!(
