@@ -9,6 +9,8 @@
 //! `--sortr=modified` (sorting makes ripgrep search on one thread). glob: the node's `**/*.rs`
 //! (default limit 100, and limit 2000) against `ignore::WalkBuilder::new(DIR).build()` keeping
 //! the `.rs` files, both in this process. The sets found are checked equal before timing.
+//! grep's `content` mode (matched lines with line numbers) is timed against `rg --line-number
+//! --no-heading --with-filename` in the same way, after checking both report the same lines.
 //!
 //! One warm-up run each (the tree then sits in the page cache), then `CHENG_BENCH_RUNS` (default
 //! 15) interleaved timed rounds. Wall-clock medians and minimums in milliseconds, and CPU time:
@@ -136,9 +138,29 @@ fn parse_list(root: &Path, stdout: &[u8]) -> BTreeSet<String> {
 }
 
 fn rg(root: &Path, sort: bool) -> BTreeSet<String> {
+    parse_list(root, &rg_output(root, sort, &["--files-with-matches"]))
+}
+
+/// ripgrep's matched lines (`path:line:text`), as a set of `path:line` with `path` relative.
+fn rg_lines(root: &Path) -> BTreeSet<String> {
+    let out = rg_output(
+        root,
+        false,
+        &["--line-number", "--no-heading", "--with-filename"],
+    );
+    String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| {
+            let l = l.strip_prefix(&format!("{}/", root.display())).unwrap_or(l);
+            let mut parts = l.splitn(3, ':');
+            format!("{}:{}", parts.next().unwrap(), parts.next().unwrap())
+        })
+        .collect()
+}
+
+fn rg_output(root: &Path, sort: bool, mode: &[&str]) -> Vec<u8> {
     let mut cmd = Command::new("rg");
-    cmd.args([
-        "--files-with-matches",
+    cmd.args(mode).args([
         "--no-require-git",
         "--no-messages",
         "--threads",
@@ -151,45 +173,76 @@ fn rg(root: &Path, sort: bool) -> BTreeSet<String> {
         .arg(root)
         .stdin(Stdio::null())
         .stderr(Stdio::null());
-    let out = cmd.output().expect("rg runs (install ripgrep)");
-    parse_list(root, &out.stdout)
+    cmd.output().expect("rg runs (install ripgrep)").stdout
 }
 
 /// The node's search, once, in a child process (this benchmark started again).
 fn node_grep_child(root: &Path) -> BTreeSet<String> {
+    parse_list(root, &node_child_output(root, "files"))
+}
+
+/// The node's content-mode search, once, in a child process: `path:line` of each matched line.
+fn node_grep_lines_child(root: &Path) -> BTreeSet<String> {
+    String::from_utf8_lossy(&node_child_output(root, "content"))
+        .lines()
+        .map(|l| {
+            let mut parts = l.splitn(3, ':');
+            format!("{}:{}", parts.next().unwrap(), parts.next().unwrap())
+        })
+        .collect()
+}
+
+fn node_child_output(root: &Path, mode: &str) -> Vec<u8> {
     let out = Command::new(std::env::current_exe().unwrap())
         .env(CHILD, root)
+        .env(CHILD_MODE, mode)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
     assert!(out.status.success(), "the child search failed");
-    parse_list(root, &out.stdout)
+    out.stdout
 }
 
-/// Set in the child: the tree to search.
+/// Set in the child: the tree to search, and `files` or `content`.
 const CHILD: &str = "CHENG_SEARCH_BENCH_CHILD";
+const CHILD_MODE: &str = "CHENG_SEARCH_BENCH_MODE";
 
 fn node_grep(scope: &ReadScope) -> Vec<String> {
+    grep_with(scope, grep::View::default())["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Content mode: the node's result lines (`path:line:text`).
+fn node_grep_content(scope: &ReadScope) -> String {
+    let view = grep::View {
+        mode: grep::Mode::Content,
+        ..grep::View::default()
+    };
+    grep_with(scope, view)["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn grep_with(scope: &ReadScope, view: grep::View) -> cheng_node::Values {
     let request = grep::Request {
         pattern: PATTERN.to_string(),
         include: None,
         path: None,
         limit: 2000,
-        view: grep::View::default(),
+        view,
     };
     let budget = Budget::new(
         CancellationToken::new(),
         Duration::from_secs(600),
         "grep search",
     );
-    let out = grep::grep(scope, &request, &budget).unwrap();
-    out["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+    grep::grep(scope, &request, &budget).unwrap()
 }
 
 fn node_glob(scope: &ReadScope, limit: usize) -> usize {
@@ -244,8 +297,12 @@ fn main() {
     if let Some(root) = std::env::var_os(CHILD) {
         let scope = ReadScope::workspace(Path::new(&root));
         let root = Path::new(&root);
-        for file in node_grep(&scope) {
-            println!("{}", root.join(file).display());
+        if std::env::var(CHILD_MODE).as_deref() == Ok("content") {
+            println!("{}", node_grep_content(&scope));
+        } else {
+            for file in node_grep(&scope) {
+                println!("{}", root.join(file).display());
+            }
         }
         return;
     }
@@ -296,6 +353,13 @@ fn main() {
         "the node and ripgrep find the same files"
     );
     assert_eq!(rg(&root, true), expected);
+    let lines = rg_lines(&root);
+    assert_eq!(lines.len(), needles);
+    assert_eq!(
+        node_grep_lines_child(&root),
+        lines,
+        "the node and ripgrep report the same lines"
+    );
     let rs = bare_walk(&root);
     assert_eq!(
         node_glob(&scope, 100),
@@ -305,6 +369,7 @@ fn main() {
 
     let child_cpu = || children_ticks() as f64 * tick_ms;
     let thread_cpu = || thread_cpu_ns() as f64 / 1e6;
+    let (mut content, mut rg_content) = (Samples::default(), Samples::default());
     let (mut node, mut rg_par, mut rg_sorted, mut glob100, mut glob2000, mut walk) = (
         Samples::default(),
         Samples::default(),
@@ -322,6 +387,12 @@ fn main() {
         });
         rg_sorted.time(child_cpu, || {
             rg(&root, true);
+        });
+        content.time(child_cpu, || {
+            node_grep_lines_child(&root);
+        });
+        rg_content.time(child_cpu, || {
+            rg_lines(&root);
         });
         glob100.time(thread_cpu, || {
             node_glob(&scope, 100);
@@ -355,6 +426,12 @@ fn main() {
         &rg_sorted,
         Some(&rg_par),
     );
+    row("rg --line-number (baseline)", &rg_content, None);
+    row(
+        &format!("tools/grep `{PATTERN}` output_mode content"),
+        &content,
+        Some(&rg_content),
+    );
     row("bare ignore walk (baseline)", &walk, None);
     row("tools/glob `**/*.rs` (limit 100)", &glob100, Some(&walk));
     row("tools/glob `**/*.rs` (limit 2000)", &glob2000, Some(&walk));
@@ -368,6 +445,13 @@ fn main() {
         "grep within 1.5x rg: wall {} ({grep_wall:.2}x), CPU {} ({grep_cpu:.2}x)",
         verdict(grep_wall),
         verdict(grep_cpu)
+    );
+    let content_wall = median(content.wall.clone()) / median(rg_content.wall.clone());
+    let content_cpu = content.cpu_per_run() / rg_content.cpu_per_run();
+    println!(
+        "grep content mode within 1.5x rg: wall {} ({content_wall:.2}x), CPU {} ({content_cpu:.2}x)",
+        verdict(content_wall),
+        verdict(content_cpu)
     );
     println!(
         "glob within 1.5x the bare walk: wall {} ({glob_wall:.2}x), CPU {} ({glob_cpu:.2}x)",
