@@ -5,6 +5,7 @@
 //! not in the registry) with its default config, named after the last segment of its id.
 
 use cheng_engine::Engine;
+use cheng_node::policy::Policy;
 use cheng_node::{schema, ApprovalRule, Effects, NodeSpec};
 use cheng_nodes_runtime::{function, Tool, Toolkit};
 use serde_json::{json, Map, Value};
@@ -56,7 +57,7 @@ impl Catalog {
         let tools = toolkit
             .tools()
             .map(|tool| Offered {
-                definition: definition(tool),
+                definition: definition(tool, engine.policy()),
                 tool: tool.clone(),
             })
             .collect();
@@ -75,10 +76,11 @@ impl Catalog {
     }
 }
 
-/// The MCP tool definition of `tool`: the runtime's own function (description and parameters,
-/// so the two never disagree), plus the output schema and hints from the node's effects.
-pub fn definition(tool: &Tool) -> Value {
-    let function = function(tool);
+/// The MCP tool definition of `tool` under the operator's `policy`: the runtime's own function
+/// (description and parameters, so the two never disagree), plus the output schema and hints
+/// from the node's effects.
+pub fn definition(tool: &Tool, policy: &Policy) -> Value {
+    let function = function(tool, policy);
     let function = &function["function"];
     json!({
         "name": tool.name,
@@ -119,9 +121,12 @@ fn nullable_outputs(mut schema: Value) -> Value {
 }
 
 /// `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` from the node's declared
-/// effects (and, for sandboxed nodes, whether the author let calls reach the network).
+/// effects (and, for sandboxed nodes, whether the author granted a capability that reaches
+/// beyond the machine, such as the network).
 pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
-    let network = config.get("allow_network") == Some(&Value::Bool(true));
+    let network = spec.inputs.iter().any(|p| {
+        p.capability.is_some_and(|c| c.open_world) && config.get(p.name) == Some(&Value::Bool(true))
+    });
     let (read_only, destructive, idempotent, open_world) = match spec.effects {
         Effects::ReadOnly => (true, false, true, false),
         Effects::Sandboxed => (false, false, false, network),
