@@ -143,3 +143,56 @@ pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
         "openWorldHint": open_world,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::capability::{Capability, Kind, FILESYSTEM, NETWORK};
+    use cheng_node::{Audience, PortSpec, PortType};
+
+    /// A capability reaching beyond the machine that no node of cheng declares.
+    const RADIO: Capability = Capability {
+        name: "the radio",
+        key: "allow_radio",
+        opens: "transmitting",
+        kind: Kind::Request,
+        open_world: true,
+    };
+
+    static SANDBOXED: NodeSpec = NodeSpec {
+        id: "test/sandboxed",
+        title: "Sandboxed",
+        description: "",
+        category: "test",
+        inputs: &[
+            PortSpec::input("allow_network", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&NETWORK),
+            PortSpec::input("allow_filesystem", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&FILESYSTEM),
+            PortSpec::input("radio", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&RADIO),
+        ],
+        outputs: &[],
+        gate: None,
+        effects: Effects::Sandboxed,
+    };
+
+    fn open_world(config: Value) -> Value {
+        let config = config.as_object().cloned().unwrap_or_default();
+        annotations(&SANDBOXED, &config)["openWorldHint"].clone()
+    }
+
+    /// The hint follows the capabilities that reach beyond the machine, whatever their port is
+    /// called, and only when the author granted one.
+    #[test]
+    fn an_author_granted_open_world_capability_sets_the_hint() {
+        assert_eq!(open_world(json!({})), json!(false));
+        assert_eq!(open_world(json!({"allow_network": "ask"})), json!(false));
+        assert_eq!(open_world(json!({"allow_filesystem": true})), json!(false));
+        assert_eq!(open_world(json!({"allow_network": true})), json!(true));
+        assert_eq!(open_world(json!({"radio": true})), json!(true));
+    }
+}

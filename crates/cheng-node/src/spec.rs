@@ -438,6 +438,43 @@ mod tests {
     }
 
     #[test]
+    fn capability_ports_must_fit_their_capability() {
+        use crate::capability::{NETWORK, SHELL_SYNTAX};
+        static SPEC: NodeSpec = NodeSpec {
+            id: "test/caps",
+            title: "Caps",
+            description: "",
+            category: "test",
+            inputs: &[
+                // A capped switch the operator could not decide.
+                PortSpec::input("allow_x", PortType::Boolean, "").audience(Audience::Capped),
+                // A request capability on an author port, a switch one on a capped port.
+                PortSpec::input("allow_y", PortType::Boolean, "")
+                    .audience(Audience::Author)
+                    .capability(&NETWORK),
+                PortSpec::input("allow_z", PortType::Boolean, "")
+                    .audience(Audience::Capped)
+                    .capability(&SHELL_SYNTAX),
+                // Both fit (the control).
+                PortSpec::input("allow_network", PortType::Boolean, "")
+                    .audience(Audience::Capped)
+                    .capability(&NETWORK),
+                PortSpec::input("allow_shell_string", PortType::Boolean, "")
+                    .audience(Audience::Author)
+                    .capability(&SHELL_SYNTAX),
+            ],
+            outputs: &[],
+            gate: None,
+            effects: Effects::ReadOnly,
+        };
+        let problems = SPEC.problems();
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        for (problem, port) in problems.iter().zip(["allow_x", "allow_y", "allow_z"]) {
+            assert!(problem.contains(&format!("`{port}`")), "{problem}");
+        }
+    }
+
+    #[test]
     fn every_reference_default_parses() {
         for text in ["\"\"", "[]", "null", "{}", "false", "5000"] {
             let port = PortSpec::input("x", PortType::Any, "").default(text);
