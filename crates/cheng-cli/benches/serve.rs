@@ -202,7 +202,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let engine = Engine::new(Registry::from_inventory());
+    let engine = Engine::new(
+        Registry::from_inventory(),
+        cheng_node::policy::Policy::builtin(),
+    );
     let in_process = || {
         let options = RunOptions::new(&ws).expect("options");
         let inputs = input.as_object().cloned().unwrap_or_default();

@@ -2,13 +2,13 @@
 
 use crate::{complain, out, Exit};
 use cheng_engine::{catalog, Engine, Graph, ValidationErrorKind};
+use cheng_node::policy::Policy;
 use cheng_node::{schema, Lookup, NodeSpec, Registry};
 use serde_json::Value;
 
-pub fn nodes(json: bool) -> Exit {
+pub fn nodes(json: bool, policy: &Policy) -> Exit {
     let registry = Registry::from_inventory();
     // What the operator's policy disables is not offered (run and describe still name the rule).
-    let policy = cheng_node::policy::current();
     let specs: Vec<&NodeSpec> = registry
         .specs()
         .filter(|s| policy.disabled(s.id).is_none())
@@ -37,7 +37,7 @@ pub fn nodes(json: bool) -> Exit {
     out::print(&text)
 }
 
-pub fn describe(node_type: &str, json: bool) -> Exit {
+pub fn describe(node_type: &str, json: bool, policy: &Policy) -> Exit {
     let registry = Registry::from_inventory();
     let node_type = &crate::set::node_type(&registry, node_type);
     let spec = match registry.lookup(node_type) {
@@ -45,11 +45,11 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
         // Its page says which variable registers it; `run` keeps refusing it.
         Lookup::Gated(_) => match Registry::from_inventory_with(|_| true).get(node_type) {
             Some(node) => node.spec(),
-            None => return unknown_type(registry, node_type),
+            None => return unknown_type(registry, node_type, policy),
         },
-        Lookup::Unknown => return unknown_type(registry, node_type),
+        Lookup::Unknown => return unknown_type(registry, node_type, policy),
     };
-    if let Some(source) = cheng_node::policy::current().disabled(spec.id) {
+    if let Some(source) = policy.disabled(spec.id) {
         complain(format!(
             "note: {} is disabled by the operator's policy ({source}); `cheng run` refuses it",
             spec.id
@@ -57,19 +57,16 @@ pub fn describe(node_type: &str, json: bool) -> Exit {
     }
     if json {
         let mut value = catalog::node_json(spec);
-        value["schemas"] = schema::node_schemas_with(spec, &cheng_node::policy::current());
+        value["schemas"] = schema::node_schemas_with(spec, policy);
         print_json(&value)
     } else {
-        out::print(&catalog::node_markdown_with(
-            spec,
-            &cheng_node::policy::current(),
-        ))
+        out::print(&catalog::node_markdown_with(spec, policy))
     }
 }
 
 /// The engine's own message for an unknown or gated type (with its suggestions).
-fn unknown_type(registry: Registry, node_type: &str) -> Exit {
-    let engine = Engine::new(registry);
+fn unknown_type(registry: Registry, node_type: &str, policy: &Policy) -> Exit {
+    let engine = Engine::new(registry, policy.clone());
     if let Err(errors) = engine.validate(&Graph::single(
         node_type,
         Default::default(),

@@ -61,27 +61,30 @@ fn main() -> ExitCode {
         cli.command,
         args::Command::Schemas(_) | args::Command::Docs(_)
     );
-    if !generating {
-        if let Err(exit) = policy::load_and_install(cli.policy.as_deref()) {
-            return ExitCode::from(exit as u8);
+    let policy = if generating {
+        std::sync::Arc::new(cheng_node::policy::Policy::builtin())
+    } else {
+        match policy::load(cli.policy.as_deref()) {
+            Ok(policy) => policy,
+            Err(exit) => return ExitCode::from(exit as u8),
         }
-    }
-    if let Err(exit) = policy::check_approve_flag(&cli.command) {
+    };
+    if let Err(exit) = policy::check_approve_flag(&cli.command, &policy) {
         return ExitCode::from(exit as u8);
     }
     let exit = match cli.command {
         args::Command::Policy {
             command: args::PolicyCommand::Show,
-        } => policy::show(),
-        args::Command::Nodes { json } => listing::nodes(json),
-        args::Command::Describe { node_type, json } => listing::describe(&node_type, json),
-        args::Command::Run(run) => running::run(run),
+        } => policy::show(&policy),
+        args::Command::Nodes { json } => listing::nodes(json, &policy),
+        args::Command::Describe { node_type, json } => listing::describe(&node_type, json, &policy),
+        args::Command::Run(run) => running::run(run, policy),
         args::Command::Graph { command } => match command {
-            args::GraphCommand::Run(run) => running::graph_run(run),
-            args::GraphCommand::Check { file } => running::graph_check(&file),
+            args::GraphCommand::Run(run) => running::graph_run(run, policy),
+            args::GraphCommand::Check { file } => running::graph_check(&file, policy),
             args::GraphCommand::New { file } => graph_schema::new_graph(&file),
         },
-        args::Command::Serve(serve) => serving(serve),
+        args::Command::Serve(serve) => serving(serve, policy),
         args::Command::Completions { shell } => complete::print(shell),
         args::Command::Schemas(gen) => generate::schemas(&gen),
         args::Command::Docs(gen) => generate::docs(&gen),
@@ -89,8 +92,8 @@ fn main() -> ExitCode {
     ExitCode::from(exit as u8)
 }
 
-/// `cheng serve --stdio`.
-fn serving(args: args::ServeArgs) -> Exit {
+/// `cheng serve --stdio`, under the operator's `policy`.
+fn serving(args: args::ServeArgs, policy: std::sync::Arc<cheng_node::policy::Policy>) -> Exit {
     let (workspace, source) = set::workspace(args.workspace.as_deref());
     if args.workspace.is_none() {
         // stdout is the protocol; say on stderr which directory the tools will touch.
@@ -114,6 +117,7 @@ fn serving(args: args::ServeArgs) -> Exit {
             cheng_node::Decision::Denied
         },
         max_message: args.max_message.max(1024),
+        policy,
     };
     match cheng_mcp::serve_stdio(options) {
         Ok(()) => Exit::Ok,

@@ -4,25 +4,23 @@
 
 use crate::args::Command;
 use crate::{complain, Exit};
-use cheng_node::policy::{self, Policy};
+use cheng_node::policy::Policy;
 use cheng_node::Registry;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Every node type the policy may name: gated ones too (a policy may cover them in advance).
 fn all_specs() -> Vec<&'static cheng_node::NodeSpec> {
     Registry::from_inventory_with(|_| true).specs().collect()
 }
 
-/// Loads the policy, checks the names it uses and installs it for the process. A bad policy, or
-/// a user policy that would loosen the machine's, is a startup error (exit 2) naming the file and
-/// the key: never a silent default.
-pub fn load_and_install(flag: Option<&Path>) -> Result<(), Exit> {
+/// Loads the policy and checks the names it uses; the command is then run under it (every
+/// engine it builds is given it). A bad policy, or a user policy that would loosen the
+/// machine's, is a startup error (exit 2) naming the file and the key: never a silent default.
+pub fn load(flag: Option<&Path>) -> Result<Arc<Policy>, Exit> {
     let loaded = Policy::load(flag).and_then(|p| p.check_names(all_specs()).map(|()| p));
     match loaded {
-        Ok(p) => {
-            policy::install(p);
-            Ok(())
-        }
+        Ok(p) => Ok(Arc::new(p)),
         Err(e) => {
             complain(e);
             Err(Exit::Usage)
@@ -32,7 +30,7 @@ pub fn load_and_install(flag: Option<&Path>) -> Result<(), Exit> {
 
 /// `--approve` where the operator's policy sets `honour_approve_flag = false`: a usage error
 /// before anything runs.
-pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
+pub fn check_approve_flag(command: &Command, policy: &Policy) -> Result<(), Exit> {
     let approve = match command {
         Command::Run(run) => run.approval.approve,
         Command::Graph {
@@ -41,7 +39,7 @@ pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
         Command::Serve(serve) => serve.approval.approve,
         _ => false,
     };
-    let (honoured, source) = policy::current().honour_approve_flag();
+    let (honoured, source) = policy.honour_approve_flag();
     if approve && !honoured {
         complain(format!(
             "--approve is not honoured on this machine: the operator's policy sets honour_approve_flag = false ({source}); \
@@ -53,6 +51,6 @@ pub fn check_approve_flag(command: &Command) -> Result<(), Exit> {
 }
 
 /// `cheng policy show`.
-pub fn show() -> Exit {
-    crate::out::print(&policy::current().show(all_specs()))
+pub fn show(policy: &Policy) -> Exit {
+    crate::out::print(&policy.show(all_specs()))
 }

@@ -8,13 +8,14 @@ use cheng_engine::{
     Engine, EventSink, Graph, GraphStatus, JsonlSink, NodeStatus, NullSink, RunOptions,
     ValidationError, ValidationErrorKind,
 };
+use cheng_node::policy::Policy;
 use cheng_node::{CancellationToken, Registry, Scope, ScopeKind, Values};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub fn run(args: RunArgs) -> Exit {
+pub fn run(args: RunArgs, policy: Arc<Policy>) -> Exit {
     let (mut config, mut inputs) = match run_values(&args) {
         Ok(values) => values,
         Err(e) => {
@@ -78,7 +79,7 @@ pub fn run(args: RunArgs) -> Exit {
         vec![node_type.clone()],
     );
     let options = options.approver(approver).scope(Scope::new(scope));
-    let engine = Engine::new(registry);
+    let engine = Engine::new(registry, policy);
     let requested = inputs.clone();
     let outcome = {
         let node_type = node_type.clone();
@@ -153,8 +154,8 @@ pub fn run(args: RunArgs) -> Exit {
     }
 }
 
-pub fn graph_run(args: GraphRunArgs) -> Exit {
-    let engine = Engine::new(Registry::from_inventory());
+pub fn graph_run(args: GraphRunArgs, policy: Arc<Policy>) -> Exit {
+    let engine = Engine::new(Registry::from_inventory(), policy);
     let Some(graph) = load(&args.file) else {
         return Exit::Usage;
     };
@@ -206,8 +207,8 @@ pub fn graph_run(args: GraphRunArgs) -> Exit {
     }
 }
 
-pub fn graph_check(file: &Path) -> Exit {
-    let engine = Engine::new(Registry::from_inventory());
+pub fn graph_check(file: &Path, policy: Arc<Policy>) -> Exit {
+    let engine = Engine::new(Registry::from_inventory(), policy);
     let Some(graph) = load(file) else {
         return Exit::Usage;
     };

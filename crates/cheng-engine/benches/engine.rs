@@ -52,7 +52,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let engine = Engine::new(Registry::new().with(Noop));
+    let engine = Engine::new(
+        Registry::new().with(Noop),
+        cheng_node::policy::Policy::builtin(),
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     println!(
         "engine overhead per node (best of 3; {} jobs)",

@@ -11,10 +11,9 @@
 //! names the file the card was made from.
 
 use crate::events::{now, Event, EventSink};
-use cheng_node::policy::capability_opens;
 use cheng_node::{
     async_trait, ApprovalRequest, Approver, CancellationToken, CapabilityRequest, Decision,
-    Effects, Node, NodeError, PathIdentity, RunContext, Values,
+    Effects, Node, NodeError, PathIdentity, PortSpec, RunContext, Values,
 };
 use std::sync::Arc;
 use std::time::Instant;
@@ -58,13 +57,20 @@ impl Approver for RunApprover {
     }
 }
 
+/// What approving a capability port opens, as its capability declares it.
+pub(crate) fn opens(port: &PortSpec) -> &'static str {
+    port.capability
+        .map_or("a capability beyond the node's defaults", |c| c.opens)
+}
+
 /// The one card a run of `node` with `input` asks a person about before it starts, if any.
-/// `asked`: the capabilities the input requests that are left on "ask".
+/// `asked`: the capability ports the input requests that are left on "ask"; each shows on the
+/// card as its port name and what its capability opens.
 pub(crate) fn approval_card(
     node: &dyn Node,
     ctx: &RunContext,
     input: &Values,
-    asked: &[&'static str],
+    asked: &[&'static PortSpec],
 ) -> Result<Option<ApprovalRequest>, NodeError> {
     let spec = node.spec();
     let gated = spec.effects.requires_approval(input);
@@ -75,9 +81,9 @@ pub(crate) fn approval_card(
     let mut card = node.approval_request(ctx, input)?;
     card.capabilities = asked
         .iter()
-        .map(|name| CapabilityRequest {
-            name: (*name).to_string(),
-            opens: capability_opens(name).to_string(),
+        .map(|port| CapabilityRequest {
+            name: port.name.to_string(),
+            opens: opens(port).to_string(),
         })
         .collect();
     if !gated && card.capabilities.is_empty() && card.requested_paths.is_empty() {

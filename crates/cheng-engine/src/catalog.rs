@@ -3,7 +3,8 @@
 //!
 //! Everything here is a pure function of the specs, so generated files are deterministic.
 
-use cheng_node::policy::{Capability, Policy};
+use cheng_node::capability::Setting;
+use cheng_node::policy::Policy;
 use cheng_node::{ApprovalRule, Effects, ErrorKind, NodeSpec, PortSpec, PortType};
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -138,11 +139,12 @@ pub fn node_markdown_with(spec: &NodeSpec, policy: &Policy) -> String {
             (None, _) => {}
         }
         if cheng_node::check::is_capability(port) {
-            let (operator, source) = policy.capability(spec.id, port.name);
+            let key = port.capability.map_or(port.name, |c| c.key);
+            let (operator, source) = policy.setting(spec.id, key);
             let settings = match operator {
-                Capability::Grant => "author: `true` grants, `\"ask\"` (default) asks a person per run, `false` refuses".to_string(),
-                Capability::Ask => format!("author: `\"ask\"` (default) or `false`; the operator forbids `true` ({source})"),
-                Capability::Deny => format!("refused: the operator set it to `false` ({source})"),
+                Setting::Grant => "author: `true` grants, `\"ask\"` (default) asks a person per run, `false` refuses".to_string(),
+                Setting::Ask => format!("author: `\"ask\"` (default) or `false`; the operator forbids `true` ({source})"),
+                Setting::Deny => format!("refused: the operator set it to `false` ({source})"),
             };
             limits.push(settings);
         }

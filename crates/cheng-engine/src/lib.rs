@@ -32,7 +32,7 @@
 //!     }
 //! }
 //!
-//! let engine = Engine::new(Registry::new().with(Upper));
+//! let engine = Engine::new(Registry::new().with(Upper), policy::Policy::builtin());
 //! let graph = Graph::from_json(r#"{"version": 1,
 //!     "nodes": [{"id": "a", "type": "test/upper", "inputs": {"text": "hi"}},
 //!               {"id": "b", "type": "test/upper"}],
@@ -74,22 +74,24 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// An engine under the installed operator policy ([`cheng_node::policy::current`]).
-    pub fn new(registry: Registry) -> Self {
+    /// An engine over `registry` under the operator's effective `policy` (what the CLI or server
+    /// loaded; [`Policy::builtin`] for the built-in defaults). Every graph it validates and every
+    /// node it runs sees this policy and no other: it is handed to each node in its
+    /// `RunContext`, so engines under different policies can share a process.
+    pub fn new(registry: Registry, policy: impl Into<Arc<Policy>>) -> Self {
         Engine {
             registry,
-            policy: cheng_node::policy::current(),
+            policy: policy.into(),
         }
-    }
-
-    /// The same engine under another operator policy.
-    pub fn with_policy(mut self, policy: Policy) -> Self {
-        self.policy = Arc::new(policy);
-        self
     }
 
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The policy, shared (for an engine a node builds for its own calls, and for schemas).
+    pub fn policy_arc(&self) -> Arc<Policy> {
+        Arc::clone(&self.policy)
     }
 
     pub fn registry(&self) -> &Registry {

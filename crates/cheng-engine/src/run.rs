@@ -10,12 +10,11 @@ use crate::live::{Budget, NodeOutput};
 use crate::ports::check_value;
 use crate::validate::{Prepared, PreparedNode, ValidatedGraph};
 use cheng_node::check::{asked_capabilities, resolve_request};
-use cheng_node::policy::capability_opens;
 use cheng_node::policy::Policy;
 use cheng_node::Output;
 use cheng_node::{
     Approver, Audience, CancellationToken, Decision, ErrorKind, FixedApprover, Node, NodeError,
-    NodeSpec, RunContext, Scope, ScopeKind, Values,
+    NodeSpec, PortSpec, RunContext, Scope, ScopeKind, Values,
 };
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -311,6 +310,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
                 scope: options.scope.clone(),
                 output: Output::off(),
                 approved_card: None,
+                policy: Arc::clone(&graph.policy),
             };
             // Live output only when somebody reads events.
             let live = events.enabled().then(|| {
@@ -529,7 +529,7 @@ async fn execute(
     node: Arc<dyn Node>,
     ctx: RunContext,
     input: Result<Values, NodeError>,
-    asked: Vec<&'static str>,
+    asked: Vec<&'static PortSpec>,
     live: Option<Arc<NodeOutput>>,
 ) -> Finished {
     let start = Instant::now();
@@ -596,7 +596,7 @@ async fn execute(
 }
 
 /// Why nothing ran, and for requested capabilities which setting would grant them.
-fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&str]) -> String {
+fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&'static PortSpec]) -> String {
     // A single-node run's id is its type: name it once.
     let who = if node_id == spec.id {
         spec.id.to_string()
@@ -608,11 +608,11 @@ fn denied_message(spec: &NodeSpec, node_id: &str, asked: &[&str]) -> String {
     }
     let what: Vec<String> = asked
         .iter()
-        .map(|name| format!("{name}=true ({})", capability_opens(name)))
+        .map(|port| format!("{}=true ({})", port.name, crate::approval::opens(port)))
         .collect();
     let config: Vec<String> = asked
         .iter()
-        .map(|name| format!("\"{name}\": true"))
+        .map(|port| format!("\"{}\": true", port.name))
         .collect();
     format!(
         "{who} requested {}, which a person must approve for this run, and it was not approved; nothing ran. \

@@ -13,9 +13,10 @@
 use crate::error::{did_you_mean, suggestions, ValidationError, ValidationErrorKind as Kind};
 use crate::graph::{Edge, Graph, GraphNode};
 use crate::ports::{check_value, edge_compatible};
+use cheng_node::capability::Setting;
 use cheng_node::check::{check_operator, is_capability, resolve_request, Place};
 use cheng_node::engine_ports::EnginePort;
-use cheng_node::policy::{Capability, Policy};
+use cheng_node::policy::Policy;
 use cheng_node::{Audience, Lookup, Node, NodeSpec, PortSpec, Registry, Values};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -363,10 +364,10 @@ fn static_input(
         }
         // A capability switch: the author's `true` / "ask" / `false`; only `true` turns it on.
         if is_capability(port) {
-            match Capability::from_json(value) {
+            match Setting::from_json(value) {
                 Some(setting) => match check_operator(policy, spec.id, port, value, Place::Config) {
                     Ok(()) => {
-                        values.insert(name.clone(), Value::Bool(setting == Capability::Grant));
+                        values.insert(name.clone(), Value::Bool(setting == Setting::Grant));
                     }
                     Err(message) => errors.push(ValidationError::port(Kind::AboveCap, &gnode.id, port.name, message)),
                 },

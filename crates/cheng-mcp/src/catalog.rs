@@ -5,6 +5,7 @@
 //! not in the registry) with its default config, named after the last segment of its id.
 
 use cheng_engine::Engine;
+use cheng_node::policy::Policy;
 use cheng_node::{schema, ApprovalRule, Effects, NodeSpec};
 use cheng_nodes_runtime::{function, Tool, Toolkit};
 use serde_json::{json, Map, Value};
@@ -56,7 +57,7 @@ impl Catalog {
         let tools = toolkit
             .tools()
             .map(|tool| Offered {
-                definition: definition(tool),
+                definition: definition(tool, engine.policy()),
                 tool: tool.clone(),
             })
             .collect();
@@ -75,10 +76,11 @@ impl Catalog {
     }
 }
 
-/// The MCP tool definition of `tool`: the runtime's own function (description and parameters,
-/// so the two never disagree), plus the output schema and hints from the node's effects.
-pub fn definition(tool: &Tool) -> Value {
-    let function = function(tool);
+/// The MCP tool definition of `tool` under the operator's `policy`: the runtime's own function
+/// (description and parameters, so the two never disagree), plus the output schema and hints
+/// from the node's effects.
+pub fn definition(tool: &Tool, policy: &Policy) -> Value {
+    let function = function(tool, policy);
     let function = &function["function"];
     json!({
         "name": tool.name,
@@ -124,9 +126,12 @@ fn nullable_outputs(mut schema: Value) -> Value {
 }
 
 /// `readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint` from the node's declared
-/// effects (and, for sandboxed nodes, whether the author let calls reach the network).
+/// effects (and, for sandboxed nodes, whether the author granted a capability that reaches
+/// beyond the machine, such as the network).
 pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
-    let network = config.get("allow_network") == Some(&Value::Bool(true));
+    let network = spec.inputs.iter().any(|p| {
+        p.capability.is_some_and(|c| c.open_world) && config.get(p.name) == Some(&Value::Bool(true))
+    });
     let (read_only, destructive, idempotent, open_world) = match spec.effects {
         Effects::ReadOnly => (true, false, true, false),
         Effects::Sandboxed => (false, false, false, network),
@@ -142,4 +147,57 @@ pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
         "idempotentHint": idempotent,
         "openWorldHint": open_world,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cheng_node::capability::{Capability, Kind, FILESYSTEM, NETWORK};
+    use cheng_node::{Audience, PortSpec, PortType};
+
+    /// A capability reaching beyond the machine that no node of cheng declares.
+    const RADIO: Capability = Capability {
+        name: "the radio",
+        key: "allow_radio",
+        opens: "transmitting",
+        kind: Kind::Request,
+        open_world: true,
+    };
+
+    static SANDBOXED: NodeSpec = NodeSpec {
+        id: "test/sandboxed",
+        title: "Sandboxed",
+        description: "",
+        category: "test",
+        inputs: &[
+            PortSpec::input("allow_network", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&NETWORK),
+            PortSpec::input("allow_filesystem", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&FILESYSTEM),
+            PortSpec::input("radio", PortType::Boolean, "")
+                .audience(Audience::Capped)
+                .capability(&RADIO),
+        ],
+        outputs: &[],
+        gate: None,
+        effects: Effects::Sandboxed,
+    };
+
+    fn open_world(config: Value) -> Value {
+        let config = config.as_object().cloned().unwrap_or_default();
+        annotations(&SANDBOXED, &config)["openWorldHint"].clone()
+    }
+
+    /// The hint follows the capabilities that reach beyond the machine, whatever their port is
+    /// called, and only when the author granted one.
+    #[test]
+    fn an_author_granted_open_world_capability_sets_the_hint() {
+        assert_eq!(open_world(json!({})), json!(false));
+        assert_eq!(open_world(json!({"allow_network": "ask"})), json!(false));
+        assert_eq!(open_world(json!({"allow_filesystem": true})), json!(false));
+        assert_eq!(open_world(json!({"allow_network": true})), json!(true));
+        assert_eq!(open_world(json!({"radio": true})), json!(true));
+    }
 }

@@ -23,11 +23,13 @@ pub mod transport;
 
 use catalog::Catalog;
 use cheng_engine::Engine;
+use cheng_node::policy::Policy;
 use cheng_node::{Decision, Registry};
 use rmcp::ServiceExt;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What `cheng serve --stdio` was asked for.
@@ -41,6 +43,9 @@ pub struct ServeOptions {
     pub fallback: Decision,
     /// The largest message accepted, in bytes.
     pub max_message: usize,
+    /// The operator's effective policy (loaded by the CLI): the engine every call runs through
+    /// is built with it.
+    pub policy: Arc<Policy>,
 }
 
 /// How long running calls get to wind down after stdin closes.
@@ -97,7 +102,7 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
             options.workspace.display()
         ));
     }
-    let engine = Engine::new(Registry::from_inventory());
+    let engine = Engine::new(Registry::from_inventory(), options.policy);
     let catalog = load_catalog(&engine, options.tools.as_deref())?;
     for warning in &catalog.warnings {
         eprintln!("cheng serve: warning: {warning}");

@@ -321,6 +321,7 @@ impl Server {
             scope: self.scope.clone(),
             output: cheng_node::Output::off(),
             approved_card: None,
+            policy: self.engine.policy_arc(),
         };
         Ok(validated
             .planned_card(&tool.name, &card_ctx)

@@ -4,7 +4,8 @@
 //! at run time, values arriving over edges; nodes use it through [`crate::input`], so what a node
 //! reads can never disagree with what the engine accepted.
 
-use crate::policy::{Capability, Policy};
+use crate::capability::{Capability, Kind, Setting};
+use crate::policy::{Policy, Source};
 use crate::text::json_kind as kind_of;
 use crate::{Audience, NodeSpec, PortSpec, PortType};
 use serde_json::Value;
@@ -74,10 +75,65 @@ pub enum Place {
     Inputs,
 }
 
-/// Whether a capped port is one of the capability switches (a boolean the author sets to
-/// `true`, `"ask"` or `false`).
+/// Whether a port is a capability switch an agent may request (a capped boolean declaring a
+/// [`Kind::Request`] capability, which the author sets to `true`, `"ask"` or `false`).
 pub fn is_capability(port: &PortSpec) -> bool {
-    port.audience == Audience::Capped && port.ty == crate::PortType::Boolean
+    port.capability.is_some_and(|c| c.kind == Kind::Request)
+        && port.audience == Audience::Capped
+        && port.ty == crate::PortType::Boolean
+}
+
+/// The operator's file to edit, for messages: the machine policy when there is one.
+fn policy_file(policy: &Policy) -> String {
+    policy.path().map_or_else(
+        || {
+            format!(
+                "{} (the machine policy; a file named by --policy or ${} can only tighten it)",
+                crate::policy::SYSTEM_PATH,
+                crate::policy::ENV_VAR
+            )
+        },
+        |p| p.display().to_string(),
+    )
+}
+
+/// The refusal of a capability the operator's policy does not name at all.
+fn unknown_capability(policy: &Policy, node_type: &str, what: &str, cap: &Capability) -> String {
+    let settings = match cap.kind {
+        Kind::Request => "true or \"ask\"",
+        Kind::Switch => "true",
+    };
+    format!(
+        "{what}: it needs the capability `{}` ({}), which the operator's policy does not name, so it is refused; \
+         the machine's operator can allow it with `{} = {settings}` under [nodes.\"{node_type}\"] in {}",
+        cap.key,
+        cap.name,
+        cap.key,
+        policy_file(policy)
+    )
+}
+
+/// Whether the operator's policy allows `cap` outright (`true`) for this node type; else a
+/// message that starts with `what` and names the key that would allow it. The one check for a
+/// capability an author switches on, and for a node that checks one itself
+/// ([`crate::RunContext::require_capability`]).
+pub fn check_capability(
+    policy: &Policy,
+    node_type: &str,
+    what: &str,
+    cap: &Capability,
+) -> Result<(), String> {
+    match policy.setting(node_type, cap.key) {
+        (Setting::Grant, _) => Ok(()),
+        (_, Source::Unknown) => Err(unknown_capability(policy, node_type, what, cap)),
+        (_, source) => Err(format!(
+            "{what}, but the operator's policy does not allow {} ({source}); \
+             the machine's operator can add `{} = true` under [nodes.\"{node_type}\"] in {}",
+            cap.name,
+            cap.key,
+            policy_file(policy)
+        )),
+    }
 }
 
 /// The effective ceiling of an integer port before any author config: the lower of the spec's
@@ -113,51 +169,45 @@ pub fn check_operator(
             return Err(format!("{name} {n}{where_} is above the operator's limit {max} ({source}); use at most {max}"));
         }
     }
+    let Some(cap) = port.capability else {
+        return Ok(());
+    };
+    let (operator, source) = policy.setting(node_type, cap.key);
     if is_capability(port) {
-        let (operator, source) = policy.capability(node_type, name);
-        if let Some(asked) = Capability::from_json(value).filter(|c| *c > operator) {
+        if let Some(asked) = Setting::from_json(value).filter(|c| *c > operator) {
+            if source == Source::Unknown {
+                let what = format!(
+                    "{name} {}{where_}",
+                    if place == Place::Inputs {
+                        "true"
+                    } else {
+                        asked.as_str()
+                    }
+                );
+                return Err(unknown_capability(policy, node_type, &what, cap));
+            }
             let asked = if place == Place::Inputs {
-                Capability::Ask
+                Setting::Ask
             } else {
                 asked
             };
-            if place == Place::Config || operator == Capability::Deny {
+            if place == Place::Config || operator == Setting::Deny {
                 return Err(format!(
                     "{name} {}{where_} is above the operator's limit {} ({source}); the machine's operator does not allow it{}",
                     if place == Place::Inputs { "true".to_string() } else { asked.as_str().to_string() },
                     operator.as_str(),
-                    if operator == Capability::Ask { ", set \"ask\" so that a person approves each run" } else { "" },
+                    if operator == Setting::Ask { ", set \"ask\" so that a person approves each run" } else { "" },
                 ));
             }
         }
-    }
-    if name == "read_roots" && value.as_array().is_some_and(|roots| !roots.is_empty()) {
-        let (allowed, source) = policy.read_roots(node_type);
-        if !allowed {
-            return Err(format!(
-                "read_roots{where_} names read-only roots outside the workspace, but the operator's policy forbids them ({source}); \
-                 remove read_roots, or ask the machine's operator to allow them (`read_roots = true`)"
-            ));
-        }
-    }
-    if name == "allow_shell_string" && value == &Value::Bool(true) {
-        let (allowed, source) = policy.shell_syntax(node_type);
-        if !allowed {
-            let file = policy.path().map_or_else(
-                || {
-                    format!(
-                        "{} (the machine policy; a file named by --policy or ${} can only tighten it)",
-                        crate::policy::SYSTEM_PATH,
-                        crate::policy::ENV_VAR
-                    )
-                },
-                |p| p.display().to_string(),
-            );
-            return Err(format!(
-                "allow_shell_string is on{where_}, but the operator's policy does not allow raw shell syntax ({source}); \
-                 the machine's operator must add `shell_syntax = true` under [nodes.\"{node_type}\"] in {file}"
-            ));
-        }
+    } else if cap.used_by(value) {
+        // An author's switch: only the operator's `true` allows it.
+        let is = if value.is_boolean() {
+            "is on"
+        } else {
+            "is set"
+        };
+        check_capability(policy, node_type, &format!("{name} {is}{where_}"), cap)?;
     }
     Ok(())
 }
@@ -169,12 +219,13 @@ pub fn capability_setting(
     node_type: &str,
     port: &PortSpec,
     config: Option<&Value>,
-) -> (Capability, String) {
-    let author = config.and_then(Capability::from_json);
-    let (operator, source) = policy.capability(node_type, port.name);
+) -> (Setting, String) {
+    let author = config.and_then(Setting::from_json);
+    let key = port.capability.map_or(port.name, |c| c.key);
+    let (operator, source) = policy.setting(node_type, key);
     match author {
         Some(a) if a <= operator => (a, "the node's author (the node's config)".into()),
-        None if operator >= Capability::Ask => (Capability::Ask, "the default (\"ask\")".into()),
+        None if operator >= Setting::Ask => (Setting::Ask, "the default (\"ask\")".into()),
         _ => (operator, format!("the operator's policy ({source})")),
     }
 }
@@ -198,7 +249,7 @@ pub fn resolve_request(
     match requested {
         Value::Bool(true) if is_capability(port) => {
             let (setting, layer) = capability_setting(policy, node_type, port, config);
-            if setting == Capability::Deny {
+            if setting == Setting::Deny {
                 return Err(format!(
                     "{name}=true was requested, but {layer} sets {name} to false, so it is refused without asking; \
                      the node's author can set \"{name}\": \"ask\" (a person approves each run) or true in the node's config"
@@ -217,18 +268,18 @@ pub fn resolve_request(
 }
 
 /// The capability switches this (validated, assembled) input turns on that a person must
-/// approve: requested `true` while their effective setting is `"ask"`.
+/// approve: requested `true` while their effective setting is `"ask"`. The ports are returned:
+/// each names its capability, which says how it shows on the card.
 pub fn asked_capabilities(
     policy: &Policy,
     spec: &NodeSpec,
     config: &crate::Values,
     input: &crate::Values,
-) -> Vec<&'static str> {
+) -> Vec<&'static PortSpec> {
     spec.inputs
         .iter()
         .filter(|p| is_capability(p) && input.get(p.name) == Some(&Value::Bool(true)))
-        .filter(|p| capability_setting(policy, spec.id, p, config.get(p.name)).0 == Capability::Ask)
-        .map(|p| p.name)
+        .filter(|p| capability_setting(policy, spec.id, p, config.get(p.name)).0 == Setting::Ask)
         .collect()
 }
 
@@ -243,7 +294,8 @@ mod tests {
         .max(600000);
     const NET: PortSpec = PortSpec::input("allow_network", PortType::Boolean, "")
         .default("false")
-        .audience(Audience::Capped);
+        .audience(Audience::Capped)
+        .capability(&crate::capability::NETWORK);
     const LIMIT: PortSpec = PortSpec::input("memory_mb", PortType::Integer, "")
         .default("256")
         .audience(Audience::Capped);
@@ -316,7 +368,8 @@ mod tests {
         const ROOTS: PortSpec =
             PortSpec::input("read_roots", PortType::Array(&PortType::String), "")
                 .default("[]")
-                .audience(Audience::Author);
+                .audience(Audience::Author)
+                .capability(&crate::capability::READ_ROOTS);
         let op = Policy::from_toml_str("[all]\nread_roots = false\n", "/p.toml").unwrap();
         let err = check_operator(
             &op,
@@ -327,7 +380,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.contains("operator's policy forbids") && err.contains("/p.toml"),
+            err.contains("operator's policy does not allow read-only roots")
+                && err.contains("/p.toml"),
             "{err}"
         );
         assert!(check_operator(&op, "tools/read_file", &ROOTS, &json!([]), Place::Config).is_ok());

@@ -34,6 +34,7 @@
 //! assert_eq!(schema["properties"]["text"]["type"], "string");
 //! ```
 
+pub mod capability;
 pub mod check;
 pub mod display;
 pub mod engine_ports;

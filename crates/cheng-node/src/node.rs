@@ -1,5 +1,7 @@
 //! The `Node` trait and what a node receives when it runs.
 
+use crate::capability::Capability;
+use crate::policy::Policy;
 use crate::{NodeError, NodeSpec};
 use async_trait::async_trait;
 use serde::Serialize;
@@ -143,6 +145,9 @@ pub struct RunContext {
     /// The card a person approved for this run (`None` when none was asked): what `run` must
     /// stay true to ([`ApprovalRequest::basis`]).
     pub approved_card: Option<Arc<ApprovalRequest>>,
+    /// The operator's effective policy this run is under: the one its engine was built with
+    /// (what the CLI or server loaded). Nodes read it here, never from anywhere global.
+    pub policy: Arc<Policy>,
 }
 
 impl RunContext {
@@ -157,7 +162,29 @@ impl RunContext {
             scope: crate::Scope::new(crate::ScopeKind::Call),
             output: crate::Output::off(),
             approved_card: None,
+            policy: Arc::new(Policy::builtin()),
         }
+    }
+
+    /// The same context under another operator policy (tests and embedding).
+    pub fn under(mut self, policy: Arc<Policy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The operator's effective policy for this run (`ctx.policy().read_paths(ctx.node_type)`).
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// `Ok` when the operator's policy allows `capability` for this node type outright, else
+    /// `LOCAL_EXECUTOR_POLICY_DENIED` naming the capability and the policy key that would allow
+    /// it. For a node that checks a capability itself; a port declaring one is checked by the
+    /// engine before `run`.
+    pub fn require_capability(&self, capability: &Capability) -> Result<(), NodeError> {
+        let what = format!("{} uses {}", self.node_type, capability.name);
+        crate::check::check_capability(&self.policy, self.node_type, &what, capability)
+            .map_err(NodeError::policy_denied)
     }
 
     /// Asks the approver; `Err(APPROVAL_DENIED)` naming `what` unless approved.

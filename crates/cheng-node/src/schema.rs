@@ -4,7 +4,8 @@
 //! `config` only what the node's author sets (Author and Capped ports), `output` every output.
 //! Engine ports appear in neither input nor config.
 
-use crate::policy::{Capability, Policy};
+use crate::capability::Setting;
+use crate::policy::Policy;
 use crate::{NodeSpec, PortSpec, PortType};
 use serde_json::{json, Map, Value};
 
@@ -35,17 +36,18 @@ pub fn port_type_schema(ty: &PortType) -> Value {
 
 fn port_schema(spec: &NodeSpec, port: &PortSpec, policy: &Policy, side: Side) -> Value {
     if side == Side::Config && crate::check::is_capability(port) {
-        let (operator, _) = policy.capability(spec.id, port.name);
+        let key = port.capability.map_or(port.name, |c| c.key);
+        let (operator, _) = policy.setting(spec.id, key);
         let allowed: Vec<Value> = [
-            (Capability::Grant, json!(true)),
-            (Capability::Ask, json!("ask")),
-            (Capability::Deny, json!(false)),
+            (Setting::Grant, json!(true)),
+            (Setting::Ask, json!("ask")),
+            (Setting::Deny, json!(false)),
         ]
         .into_iter()
         .filter(|(c, _)| *c <= operator)
         .map(|(_, v)| v)
         .collect();
-        let default = if operator >= Capability::Ask {
+        let default = if operator >= Setting::Ask {
             json!("ask")
         } else {
             json!(false)
@@ -122,9 +124,10 @@ pub const CAPABILITY_NOTE: &str = "(Capability: requesting true asks a person to
 pub const CAPABILITY_CONFIG_NOTE: &str = "(Author setting: true grants it without asking, \"ask\" (default) lets an agent request it with a person approving each run, false refuses it.)";
 
 /// What an agent sees: only Llm and Capped ports (Capped ones say so in their description),
-/// with the effective bounds of the installed policy ([`crate::policy::current`]).
+/// under the built-in policy (what the published files show; [`input_schema_with`] renders an
+/// operator's effective bounds).
 pub fn input_schema(spec: &NodeSpec) -> Value {
-    input_schema_with(spec, &crate::policy::current())
+    input_schema_with(spec, &Policy::builtin())
 }
 
 /// [`input_schema`] under an explicit operator policy.
@@ -155,9 +158,9 @@ pub fn input_schema_with(spec: &NodeSpec, policy: &Policy) -> Value {
     schema
 }
 
-/// What the node's author may set in `config`: Author and Capped ports.
+/// What the node's author may set in `config`: Author and Capped ports, under the built-in policy.
 pub fn config_schema(spec: &NodeSpec) -> Value {
-    config_schema_with(spec, &crate::policy::current())
+    config_schema_with(spec, &Policy::builtin())
 }
 
 /// [`config_schema`] under an explicit operator policy.
@@ -224,11 +227,23 @@ mod tests {
                 .control(Control::Switch),
             PortSpec::input("allow_net", PortType::Boolean, "capped")
                 .default("false")
-                .audience(Audience::Capped),
+                .audience(Audience::Capped)
+                .capability(&NET),
         ],
         outputs: &[PortSpec::output("success", PortType::Boolean, "ok")],
         gate: None,
         effects: Effects::ReadOnly,
+    };
+
+    use crate::capability::NETWORK as NET;
+
+    /// A capability the built-in policy does not know.
+    const GPU: crate::capability::Capability = crate::capability::Capability {
+        name: "the GPU",
+        key: "allow_gpu",
+        opens: "the host's GPU",
+        kind: crate::capability::Kind::Request,
+        open_world: false,
     };
 
     #[test]
@@ -272,22 +287,36 @@ mod tests {
         assert!(!props(&output_schema(&SPEC)).is_empty());
         // The operator's bounds are the published ones.
         let policy = Policy::from_toml_str(
-            "[all]\nmax = { timeout_ms = 1000 }\nallow_net = false\n",
+            "[all]\nmax = { timeout_ms = 1000 }\nallow_network = \"ask\"\n",
             "/p.toml",
-        );
-        assert!(
-            policy.is_err(),
-            "allow_net is not a capability the policy knows"
-        );
-        let policy =
-            Policy::from_toml_str("[all]\nmax = { timeout_ms = 1000 }\n", "/p.toml").unwrap();
+        )
+        .unwrap();
         assert_eq!(
             input_schema_with(&SPEC, &policy)["properties"]["timeout_ms"]["maximum"],
             1000
         );
         assert_eq!(
             config_schema_with(&SPEC, &policy)["properties"]["allow_net"]["enum"],
-            json!([true, "ask", false])
+            json!(["ask", false])
+        );
+        // A capability the policy does not name: the author can only say false.
+        static UNKNOWN: NodeSpec = NodeSpec {
+            id: "test/unknown",
+            title: "Unknown",
+            description: "",
+            category: "test",
+            inputs: &[PortSpec::input("allow_gpu", PortType::Boolean, "gpu")
+                .default("false")
+                .audience(Audience::Capped)
+                .capability(&GPU)],
+            outputs: &[],
+            gate: None,
+            effects: Effects::ReadOnly,
+        };
+        let gpu = &config_schema(&UNKNOWN)["properties"]["allow_gpu"];
+        assert_eq!(
+            (&gpu["enum"], &gpu["default"]),
+            (&json!([false]), &json!(false))
         );
         let all = node_schemas(&SPEC);
         assert_eq!(all["id"], "test/schema");

@@ -45,6 +45,9 @@ impl NodeSpec {
                     self.id, port.name
                 ));
             }
+            if let Some(problem) = capability_problem(port) {
+                problems.push(format!("{}: {problem}", self.id));
+            }
             match (port.default, port.default_value()) {
                 (Some(text), None) => problems.push(format!(
                     "{}: default of `{}` is not JSON: {text}",
@@ -73,6 +76,26 @@ impl NodeSpec {
     /// The last path segment of the id, used for file names: `workspace_shell`.
     pub fn short_name(&self) -> &'static str {
         self.id.rsplit('/').next().unwrap_or(self.id)
+    }
+}
+
+/// What is wrong with a port's capability: a capped switch without one (the operator could not
+/// decide it), or one on a port its kind does not fit.
+fn capability_problem(port: &PortSpec) -> Option<String> {
+    use crate::capability::Kind;
+    let name = port.name;
+    let switch = port.audience == Audience::Capped && port.ty == PortType::Boolean;
+    match port.capability.map(|c| c.kind) {
+        None if switch => Some(format!(
+            "capped switch `{name}` declares no capability; the operator's policy could not decide it"
+        )),
+        Some(Kind::Request) if !switch => Some(format!(
+            "`{name}` declares a capability an agent requests, which needs a capped boolean port"
+        )),
+        Some(Kind::Switch) if port.audience != Audience::Author => Some(format!(
+            "`{name}` declares a capability its author switches on, which needs an author port"
+        )),
+        _ => None,
     }
 }
 
@@ -244,6 +267,9 @@ pub struct PortSpec {
     pub description: &'static str,
     pub audience: Audience,
     pub control: Option<Control>,
+    /// What setting this port opens beyond the node's defaults, decided by the operator's
+    /// policy (see [`crate::capability`]).
+    pub capability: Option<&'static crate::capability::Capability>,
 }
 
 impl PortSpec {
@@ -260,6 +286,7 @@ impl PortSpec {
             description,
             audience: Audience::Llm,
             control: None,
+            capability: None,
         }
     }
 
@@ -306,6 +333,12 @@ impl PortSpec {
     }
     pub const fn control(mut self, control: Control) -> Self {
         self.control = Some(control);
+        self
+    }
+    /// Declares the capability this port opens: the engine checks it against the operator's
+    /// policy, and an `"ask"` goes on the run's approval card.
+    pub const fn capability(mut self, capability: &'static crate::capability::Capability) -> Self {
+        self.capability = Some(capability);
         self
     }
 
@@ -402,6 +435,43 @@ mod tests {
             "{}",
             problems[4]
         );
+    }
+
+    #[test]
+    fn capability_ports_must_fit_their_capability() {
+        use crate::capability::{NETWORK, SHELL_SYNTAX};
+        static SPEC: NodeSpec = NodeSpec {
+            id: "test/caps",
+            title: "Caps",
+            description: "",
+            category: "test",
+            inputs: &[
+                // A capped switch the operator could not decide.
+                PortSpec::input("allow_x", PortType::Boolean, "").audience(Audience::Capped),
+                // A request capability on an author port, a switch one on a capped port.
+                PortSpec::input("allow_y", PortType::Boolean, "")
+                    .audience(Audience::Author)
+                    .capability(&NETWORK),
+                PortSpec::input("allow_z", PortType::Boolean, "")
+                    .audience(Audience::Capped)
+                    .capability(&SHELL_SYNTAX),
+                // Both fit (the control).
+                PortSpec::input("allow_network", PortType::Boolean, "")
+                    .audience(Audience::Capped)
+                    .capability(&NETWORK),
+                PortSpec::input("allow_shell_string", PortType::Boolean, "")
+                    .audience(Audience::Author)
+                    .capability(&SHELL_SYNTAX),
+            ],
+            outputs: &[],
+            gate: None,
+            effects: Effects::ReadOnly,
+        };
+        let problems = SPEC.problems();
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        for (problem, port) in problems.iter().zip(["allow_x", "allow_y", "allow_z"]) {
+            assert!(problem.contains(&format!("`{port}`")), "{problem}");
+        }
     }
 
     #[test]

@@ -35,8 +35,8 @@ use cheng_exec::sandbox::channel::Channel;
 use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{
-    async_trait, failure, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec,
-    PortSpec, PortType, RunContext, Values,
+    async_trait, capability, failure, Audience, Control, Effects, ErrorKind, Node, NodeError,
+    NodeSpec, PortSpec, PortType, RunContext, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -65,7 +65,8 @@ const INPUTS: &[PortSpec] = &[
     PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files to the workspace")
         .default("false")
         .audience(Audience::Capped)
-        .control(Control::Switch),
+        .control(Control::Switch)
+        .capability(&capability::FILESYSTEM),
     PortSpec::input(
         "allow_full_disk_readonly",
         PortType::Boolean,
@@ -73,7 +74,8 @@ const INPUTS: &[PortSpec] = &[
     )
     .default("false")
     .audience(Audience::Capped)
-    .control(Control::Switch),
+    .control(Control::Switch)
+    .capability(&capability::FULL_DISK_READONLY),
     ports::REQUEST_READ_PATHS,
     PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.")
         .default("5000")

@@ -102,7 +102,7 @@ fn path_identity(path: &str, id: Identity) -> cheng_node::PathIdentity {
 /// The operator's `read_paths` for this node type, canonicalised: mounted read-only in every run
 /// without asking. One that cannot be opened fails the run (the policy is wrong, not the input).
 fn operator_paths(ctx: &RunContext) -> Result<Vec<PathBuf>, NodeError> {
-    let (paths, source) = cheng_node::policy::current().read_paths(ctx.node_type);
+    let (paths, source) = ctx.policy().read_paths(ctx.node_type);
     paths
         .iter()
         .map(|path| {

@@ -17,8 +17,8 @@
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
 use cheng_node::{
-    async_trait, failure, Audience, Control, Effects, Node, NodeError, NodeSpec, PortSpec,
-    PortType, RunContext, Values,
+    async_trait, capability, failure, Audience, Control, Effects, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -40,7 +40,8 @@ const INPUTS: &[PortSpec] = &[
     PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files in the workspace")
         .default("false")
         .audience(Audience::Capped)
-        .control(Control::Switch),
+        .control(Control::Switch)
+        .capability(&capability::FILESYSTEM),
     PortSpec::input(
         "allow_full_disk_readonly",
         PortType::Boolean,
@@ -48,12 +49,14 @@ const INPUTS: &[PortSpec] = &[
     )
     .default("false")
     .audience(Audience::Capped)
-    .control(Control::Switch),
+    .control(Control::Switch)
+    .capability(&capability::FULL_DISK_READONLY),
     ports::REQUEST_READ_PATHS,
     PortSpec::input("allow_network", PortType::Boolean, "Whether network access is allowed (curl, HTTP requests etc. need true)")
         .default("false")
         .audience(Audience::Capped)
-        .control(Control::Switch),
+        .control(Control::Switch)
+        .capability(&capability::NETWORK),
     PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default 5000 ms, max 300000 ms.")
         .default("5000")
         .min(sandboxed::MIN_TIMEOUT_MS)

@@ -34,7 +34,8 @@ pub const READ_ROOTS: PortSpec = PortSpec::input(
     "Absolute host directories the node may also read (never write); the operator's policy can forbid them (read_roots = false)",
 )
 .default("[]")
-.audience(Audience::Author);
+.audience(Audience::Author)
+.capability(&cheng_node::capability::READ_ROOTS);
 
 /// Whether the path is to be read or written (created, replaced, deleted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,9 +62,14 @@ fn main() {
         return;
     };
     let options = options.jobs(1);
-    let direct = Engine::new(Registry::new().with(Noop));
-    let via =
-        Engine::new(Registry::new().with(ToolRuntime::with_registry(Registry::new().with(Noop))));
+    let direct = Engine::new(
+        Registry::new().with(Noop),
+        cheng_node::policy::Policy::builtin(),
+    );
+    let via = Engine::new(
+        Registry::new().with(ToolRuntime::with_registry(Registry::new().with(Noop))),
+        cheng_node::policy::Policy::builtin(),
+    );
     let config = object(json!({"exposed_tools": [{"type": "bench/noop", "name": "noop"}]}));
     let call = object(
         json!({"action": "execute", "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}),
@@ -72,9 +77,12 @@ fn main() {
     let dry = object(
         json!({"action": "execute", "dry_run": true, "tool_call": {"name": "noop", "arguments": {"x": "hi"}}}),
     );
-    let inventory = Engine::new(Registry::new().with(ToolRuntime::with_registry(
-        Registry::from_inventory_with(|_| false),
-    )));
+    let inventory = Engine::new(
+        Registry::new().with(ToolRuntime::with_registry(Registry::from_inventory_with(
+            |_| false,
+        ))),
+        cheng_node::policy::Policy::builtin(),
+    );
     let toolkit = object(json!({"exposed_tools": [
         {"type": "tools/workspace_git"}, {"type": "tools/workspace_shell"}, {"type": "tools/workspace_tests"},
         {"type": "tools/workspace_markdown"}, {"type": "tools/workspace_preview"}]}));

@@ -168,6 +168,7 @@ fn plan(validated: &ValidatedGraph, tool: &Tool, ctx: &RunContext) -> Outcome {
         scope: ctx.scope.clone(),
         output: cheng_node::Output::off(),
         approved_card: None,
+        policy: Arc::clone(&ctx.policy),
     };
     let approval = match validated.planned_card(&tool.name, &card_ctx) {
         Ok(card) => card,

@@ -1,8 +1,8 @@
 //! `list_tools`: one LLM function per usable entry.
 //!
 //! A function's `parameters` are exactly the node's agent-facing input schema
-//! ([`cheng_node::schema::input_schema`]): author and engine ports never appear, so the agent is
-//! never invited to set what the engine would refuse. The description says when a person
+//! ([`cheng_node::schema::input_schema_with`] under the run's policy): author and engine ports
+//! never appear, so the agent is never invited to set what the engine would refuse. The description says when a person
 //! approves each call, so the agent knows to explain itself (`purpose`) and to expect a wait.
 //!
 //! The parameters are written in the subset every function-calling dialect accepts (OpenAI's
@@ -12,25 +12,27 @@
 
 use crate::outcome::{Outcome, Status};
 use crate::toolkit::{Tool, Toolkit};
+use cheng_node::policy::Policy;
 use cheng_node::{schema, ApprovalRule, Effects, ErrorKind};
 use serde_json::{json, Value};
 
-/// The function an agent sees for `tool`:
+/// The function an agent sees for `tool` under the operator's `policy` (its effective bounds):
 /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
-pub fn function(tool: &Tool) -> Value {
+pub fn function(tool: &Tool, policy: &Policy) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": tool.name,
             "description": description(tool),
-            "parameters": parameters(tool),
+            "parameters": parameters(tool, policy),
         }
     })
 }
 
-/// The node's agent-facing input schema minus the ports the author preset, portable.
-pub fn parameters(tool: &Tool) -> Value {
-    let mut parameters = portable(schema::input_schema(tool.spec));
+/// The node's agent-facing input schema under `policy`, minus the ports the author preset,
+/// portable.
+pub fn parameters(tool: &Tool, policy: &Policy) -> Value {
+    let mut parameters = portable(schema::input_schema_with(tool.spec, policy));
     if tool.presets.is_empty() {
         return parameters;
     }
@@ -99,7 +101,7 @@ fn description(tool: &Tool) -> String {
 }
 
 /// The `list_tools` outcome: functions for the usable entries, every entry's problems.
-pub(crate) fn list_tools(toolkit: &Toolkit) -> Outcome {
+pub(crate) fn list_tools(toolkit: &Toolkit, policy: &Policy) -> Outcome {
     let errors = toolkit.errors();
     let mut outcome = if errors.is_empty() {
         Outcome::new(Status::Ok)
@@ -107,7 +109,7 @@ pub(crate) fn list_tools(toolkit: &Toolkit) -> Outcome {
         // The author must fix the curation; the agent retrying cannot help.
         Outcome::refused(Status::Error, ErrorKind::InvalidInput, true, errors)
     };
-    outcome.functions = Some(toolkit.tools().map(function).collect());
+    outcome.functions = Some(toolkit.tools().map(|t| function(t, policy)).collect());
     outcome.warnings = toolkit.warnings();
     outcome
 }
@@ -149,7 +151,7 @@ mod tests {
             config: Values::new(),
             presets: Values::new(),
         };
-        let f = function(&tool);
+        let f = function(&tool, &Policy::builtin());
         assert_eq!(
             f["function"]["description"],
             "Does things. A person approves each call with operation run or write before it runs."

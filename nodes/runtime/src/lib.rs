@@ -48,7 +48,9 @@
 //! }
 //!
 //! let tools = Registry::new().with(Upper);
-//! let engine = Engine::new(Registry::new().with(ToolRuntime::with_registry(tools)));
+//! // The tool calls run under the engine's policy (here the built-in defaults).
+//! let runtime = Registry::new().with(ToolRuntime::with_registry(tools));
+//! let engine = Engine::new(runtime, policy::Policy::builtin());
 //! let config = json!({"exposed_tools": [{"type": "test/upper", "name": "shout"}]});
 //! let call = json!({"action": "execute", "tool_call": {"name": "shout", "arguments": {"text": "hi"}}});
 //! let dir = tempfile::tempdir().unwrap();
@@ -80,6 +82,7 @@ use cheng_node::{
 };
 use outcome::Outcome;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The node type id.
 pub const ID: &str = "tools/runtime";
@@ -162,7 +165,8 @@ impl Node for ToolRuntime {
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        let engine = Engine::new(self.registry());
+        // The tool calls run under this run's policy: the one its own engine was built with.
+        let engine = Engine::new(self.registry(), Arc::clone(&ctx.policy));
         let entries: &[Value] = match input.get("exposed_tools") {
             Some(Value::Array(entries)) => entries,
             _ => &[],
@@ -173,7 +177,7 @@ impl Node for ToolRuntime {
         let outcome = match input::opt_str(&input, "action").unwrap_or("list_tools") {
             "execute" => execute::execute(&engine, &toolkit, ctx, tool_call, dry_run).await,
             _ => {
-                let mut outcome = functions::list_tools(&toolkit);
+                let mut outcome = functions::list_tools(&toolkit, ctx.policy());
                 if tool_call.is_some() {
                     outcome.warnings.push(
                         "tool_call is ignored when action=list_tools; use action=execute to run it"

@@ -356,11 +356,11 @@ fn check_presets(
     }
 }
 
-/// The author turned on an `allow_*` switch: worth saying what the caller may now do.
+/// The author turned on a capability switch: worth saying what the caller may now do.
 fn switch_warnings(at: &str, spec: &NodeSpec, config: &Values) -> Vec<String> {
     spec.inputs
         .iter()
-        .filter(|p| p.ty == PortType::Boolean && p.name.starts_with("allow_") && config.get(p.name) == Some(&Value::Bool(true)))
+        .filter(|p| p.ty == PortType::Boolean && p.capability.is_some() && config.get(p.name) == Some(&Value::Bool(true)))
         .map(|p| match p.audience {
             Audience::Capped => format!("{at}: config.{} is true, so a caller that requests it gets it without a person being asked", p.name),
             _ => format!("{at}: config.{} is on for every call of this tool", p.name),

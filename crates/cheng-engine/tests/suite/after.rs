@@ -10,7 +10,10 @@ use std::sync::atomic::Ordering;
 fn after_runs_a_node_only_once_the_named_one_finished() {
     for (after, peak) in [(json!(null), 2), (json!(["a"]), 1)] {
         let sleep = Sleep::default();
-        let engine = Engine::new(Registry::new().with(sleep.clone()));
+        let engine = Engine::new(
+            Registry::new().with(sleep.clone()),
+            cheng_node::policy::Policy::builtin(),
+        );
         let (_dir, options) = workspace();
         let result = run(
             &engine,

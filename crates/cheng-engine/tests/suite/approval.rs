@@ -8,7 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn gated_engine(node: Gated) -> Engine {
-    Engine::new(Registry::new().with(node).with(Echo))
+    Engine::new(
+        Registry::new().with(node).with(Echo),
+        cheng_node::policy::Policy::builtin(),
+    )
 }
 
 #[test]

@@ -10,7 +10,10 @@ use std::time::Duration;
 #[test]
 fn cancelling_stops_running_nodes_and_marks_pending_ones() {
     let sleep = Sleep::default();
-    let engine = Engine::new(Registry::new().with(sleep.clone()).with(Echo));
+    let engine = Engine::new(
+        Registry::new().with(sleep.clone()).with(Echo),
+        cheng_node::policy::Policy::builtin(),
+    );
     let cancel = CancellationToken::new();
     let (_dir, options) = workspace();
     let graph = graph(json!({"version": 1, "nodes": [
@@ -55,7 +58,10 @@ fn cancelling_while_waiting_for_approval_runs_nothing() {
     }
     let node = Gated::default();
     let runs = node.runs.clone();
-    let engine = Engine::new(Registry::new().with(node));
+    let engine = Engine::new(
+        Registry::new().with(node),
+        cheng_node::policy::Policy::builtin(),
+    );
     let cancel = CancellationToken::new();
     let (_dir, options) = workspace();
     let validated = engine

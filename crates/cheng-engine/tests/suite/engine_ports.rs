@@ -41,7 +41,10 @@ impl Node for Unknown {
 
 #[test]
 fn an_engine_port_the_engine_does_not_fill_is_refused_at_validation() {
-    let engine = Engine::new(registry().with(Unknown));
+    let engine = Engine::new(
+        registry().with(Unknown),
+        cheng_node::policy::Policy::builtin(),
+    );
     let errs = errors_of(
         &engine,
         json!({"version": 1, "nodes": [{"id": "u", "type": "test/unknown_engine_port"}]}),

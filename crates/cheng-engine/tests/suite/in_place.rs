@@ -37,7 +37,10 @@ impl Node for Panics {
 }
 
 fn engine() -> Engine {
-    Engine::new(registry().with(Panics).with(Sleep::default()))
+    Engine::new(
+        registry().with(Panics).with(Sleep::default()),
+        cheng_node::policy::Policy::builtin(),
+    )
 }
 
 /// The attack: a node panics while it runs in the caller's task (at its first poll and after

@@ -111,7 +111,13 @@ fn engine(events: &Arc<MemorySink>) -> (Engine, Arc<AtomicBool>) {
         events: events.clone(),
         saw_output_on: on.clone(),
     };
-    (Engine::new(Registry::new().with(node)), on)
+    (
+        Engine::new(
+            Registry::new().with(node),
+            cheng_node::policy::Policy::builtin(),
+        ),
+        on,
+    )
 }
 
 /// (stream, offset, bytes, text) of every output_chunk of `node`.

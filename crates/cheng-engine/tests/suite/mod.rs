@@ -7,6 +7,7 @@ mod engine_ports;
 mod in_place;
 mod inject;
 mod live_output;
+mod policy;
 mod schedule;
 mod serial;
 mod validation;

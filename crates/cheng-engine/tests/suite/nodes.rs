@@ -29,10 +29,12 @@ pub static ECHO: NodeSpec = NodeSpec {
         PortSpec::input("allow_shell_string", PortType::Boolean, "Author switch")
             .default("false")
             .audience(Audience::Author)
-            .control(Control::Switch),
+            .control(Control::Switch)
+            .capability(&capability::SHELL_SYNTAX),
         PortSpec::input("allow_network", PortType::Boolean, "Capped switch")
             .default("false")
-            .audience(Audience::Capped),
+            .audience(Audience::Capped)
+            .capability(&capability::NETWORK),
         PortSpec::input("memory_mb", PortType::Integer, "Capped integer")
             .default("256")
             .max(4096)
@@ -256,7 +258,7 @@ pub fn registry() -> Registry {
 }
 
 pub fn engine() -> Engine {
-    Engine::new(registry())
+    Engine::new(registry(), cheng_node::policy::Policy::builtin())
 }
 
 /// An engine whose operator policy lets authors turn on raw shell syntax (`allow_shell_string`).
@@ -266,7 +268,7 @@ pub fn shell_engine() -> Engine {
         "/test/policy.toml",
     );
     match policy {
-        Ok(policy) => engine().with_policy(policy),
+        Ok(policy) => Engine::new(registry(), policy),
         Err(e) => panic!("{e}"),
     }
 }

@@ -51,7 +51,10 @@ fn failed_nodes_skip_their_dependents_transitively_with_a_reason() {
 #[test]
 fn dependents_start_only_after_their_upstream_finished() {
     let sleep = Sleep::default();
-    let engine = Engine::new(Registry::new().with(sleep.clone()).with(Echo));
+    let engine = Engine::new(
+        Registry::new().with(sleep.clone()).with(Echo),
+        cheng_node::policy::Policy::builtin(),
+    );
     let (_dir, options) = workspace();
     let result = run(
         &engine,
@@ -70,7 +73,10 @@ fn dependents_start_only_after_their_upstream_finished() {
 fn at_most_jobs_nodes_run_at_once() {
     for jobs in [1, 3] {
         let sleep = Sleep::default();
-        let engine = Engine::new(Registry::new().with(sleep.clone()));
+        let engine = Engine::new(
+            Registry::new().with(sleep.clone()),
+            cheng_node::policy::Policy::builtin(),
+        );
         let nodes: Vec<Value> = (0..12)
             .map(|i| json!({"id": format!("s{i}"), "type": "test/sleep", "inputs": {"ms": 20}}))
             .collect();
@@ -163,7 +169,10 @@ fn a_jsonl_log_holds_all_five_event_kinds_each_with_timestamp_and_the_durations(
     let path = dir.path().join("events.jsonl");
     let file_sink: Arc<dyn cheng_engine::EventSink> = Arc::new(JsonlSink::create(&path).unwrap());
     let (_ws, options) = workspace();
-    let engine = Engine::new(registry().with(Gated::default()));
+    let engine = Engine::new(
+        registry().with(Gated::default()),
+        cheng_node::policy::Policy::builtin(),
+    );
     run(
         &engine,
         json!({"version": 1, "nodes": [{"id": "g", "type": "test/gated", "inputs": {"purpose": "log it"}},

@@ -83,7 +83,10 @@ fn approving(options: RunOptions) -> RunOptions {
 #[test]
 fn serial_nodes_of_one_graph_never_overlap() {
     let writer = Writer::default();
-    let engine = Engine::new(Registry::new().with(writer.clone()));
+    let engine = Engine::new(
+        Registry::new().with(writer.clone()),
+        cheng_node::policy::Policy::builtin(),
+    );
     let (_dir, options) = workspace();
     let result = run(&engine, graph_of(3), approving(options));
     assert_eq!(result.status, GraphStatus::Succeeded);
@@ -97,7 +100,10 @@ fn serial_nodes_of_one_graph_never_overlap() {
 #[test]
 fn concurrent_runs_on_one_workspace_never_overlap_and_other_workspaces_do() {
     let writer = Writer::default();
-    let engine = Engine::new(Registry::new().with(writer.clone()));
+    let engine = Engine::new(
+        Registry::new().with(writer.clone()),
+        cheng_node::policy::Policy::builtin(),
+    );
     let validated = engine.validate(&graph(graph_of(1))).unwrap();
     let (_dir, options) = workspace();
     let (_other_dir, other) = workspace();
@@ -153,7 +159,10 @@ impl Approver for Patient {
 #[test]
 fn the_lock_is_not_held_while_a_person_decides() {
     let writer = Writer::default();
-    let engine = Engine::new(Registry::new().with(writer.clone()));
+    let engine = Engine::new(
+        Registry::new().with(writer.clone()),
+        cheng_node::policy::Policy::builtin(),
+    );
     let slow = engine
         .validate(&graph(
             json!({"version": 1, "nodes": [{"id": "slow", "type": "test/writer"}]}),

@@ -42,7 +42,7 @@ fn unknown_type_suggests_close_ids() {
 fn gated_type_names_the_variable() {
     let registry = Registry::from_inventory_with(|_| false);
     let errs = errors_of(
-        &Engine::new(registry),
+        &Engine::new(registry, cheng_node::policy::Policy::builtin()),
         one_node(json!({"id": "g", "type": "test/gate_var"})),
     );
     let e = only(&errs, K::GatedType);
@@ -52,7 +52,7 @@ fn gated_type_names_the_variable() {
     );
     // With the variable "set" the same graph validates.
     let registry = Registry::from_inventory_with(|var| var == "CHENG_ENABLE_TEST_GATE");
-    assert!(Engine::new(registry)
+    assert!(Engine::new(registry, cheng_node::policy::Policy::builtin())
         .validate(&graph(one_node(
             json!({"id": "g", "type": "test/gate_var"})
         )))
@@ -456,6 +456,7 @@ fn every_validation_error_kind_is_produced_and_names_its_node_and_port() {
             .with(Echo)
             .with(Needs)
             .with(Fail),
+        cheng_node::policy::Policy::builtin(),
     );
     for &kind in K::ALL {
         let (text, node, port) = case_for(kind);

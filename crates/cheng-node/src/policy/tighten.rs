@@ -1,7 +1,7 @@
 //! A user policy may only tighten the machine policy: the one comparison every key goes
 //! through ([`check_tightens`]), run whenever both files are loaded.
 
-use super::{Layer, Policy, PolicyError, Rules, Source, CAPABILITIES, ENV_VAR};
+use super::{Layer, Policy, PolicyError, Rules, Source, ENV_VAR};
 
 /// Refuses a user policy that would loosen the machine policy: every value the user policy sets
 /// is compared with the machine policy's effective value (its file, else the built-in default)
@@ -35,20 +35,6 @@ pub(super) fn check_tightens(machine: &Layer, user: &Layer) -> Result<(), Policy
         bool::to_string,
     );
     check.key(
-        "shell_syntax",
-        |r| r.shell_syntax,
-        Policy::shell_syntax,
-        |user, machine| *user && !machine,
-        bool::to_string,
-    );
-    check.key(
-        "read_roots",
-        |r| r.read_roots,
-        Policy::read_roots,
-        |user, machine| *user && !machine,
-        bool::to_string,
-    );
-    check.key(
         "env_allow",
         |r| r.env_allow.clone(),
         Policy::env_allow,
@@ -71,11 +57,20 @@ pub(super) fn check_tightens(machine: &Layer, user: &Layer) -> Result<(), Policy
             )
         },
     );
-    for name in CAPABILITIES {
+    // Every capability key the user policy sets (false < "ask" < true), against the machine's
+    // setting: its file, the built-in default, or false for a key neither knows.
+    let keys: std::collections::BTreeSet<&String> = user
+        .file
+        .all
+        .iter()
+        .chain(user.file.nodes.values())
+        .flat_map(|r| r.capabilities.keys())
+        .collect();
+    for key in keys {
         check.key(
-            name,
-            |r| r.capability(name),
-            |p, id| p.capability(id, name),
+            key,
+            |r| r.capabilities.get(key).copied(),
+            |p, id| p.setting(id, key),
             |user, machine| user > machine,
             |c| c.as_str().to_string(),
         );

@@ -102,7 +102,10 @@ impl Ws {
     }
 
     pub fn apply_with(&self, patch: &str, config: Value, approver: Arc<Recorder>) -> NodeResult {
-        let engine = Engine::new(Registry::new().with(ApplyPatch));
+        let engine = Engine::new(
+            Registry::new().with(ApplyPatch),
+            cheng_node::policy::Policy::builtin(),
+        );
         let options = RunOptions::new(&self.root)
             .unwrap()
             .approver(approver)

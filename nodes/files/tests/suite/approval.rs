@@ -96,7 +96,10 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn another_file_is_written_while_a_person_decides() {
     let (_d, ws) = temp_workspace();
-    let engine = Engine::new(Registry::new().with(WriteFile));
+    let engine = Engine::new(
+        Registry::new().with(WriteFile),
+        cheng_node::policy::Policy::builtin(),
+    );
     let scope = Scope::new(ScopeKind::Graph);
     let slow = engine.validate(&write("a.txt", "a\n")).unwrap();
     let quick = engine.validate(&write("b.txt", "b\n")).unwrap();
@@ -122,7 +125,10 @@ fn another_file_is_written_while_a_person_decides() {
 fn a_file_another_write_changed_while_its_card_was_shown_is_not_written() {
     let (_d, ws) = temp_workspace();
     std::fs::write(ws.join("a.txt"), "count = 1\nname = x\n").unwrap();
-    let engine = Engine::new(Registry::new().with(EditFile).with(WriteFile));
+    let engine = Engine::new(
+        Registry::new().with(EditFile).with(WriteFile),
+        cheng_node::policy::Policy::builtin(),
+    );
     // One agent (one scope) that read the file: its own writes keep the freshness gate content.
     let scope = Scope::new(ScopeKind::Graph);
     let mut c = ctx(&ReadFile, &ws, ScopeKind::Graph);

@@ -91,7 +91,10 @@ fn two_agents_editing_one_file_at_once_one_wins_the_other_is_refused() {
         ok(&ReadFile, &c, json!({"file_path": "a.txt"}));
     }
     // Then both edit at once, each from what it read.
-    let engine = Engine::new(Registry::new().with(ReadFile).with(EditFile));
+    let engine = Engine::new(
+        Registry::new().with(ReadFile).with(EditFile),
+        cheng_node::policy::Policy::builtin(),
+    );
     let edit = |old: &str, new: &str| -> Graph {
         Graph::from_value(&json!({"version": 1, "nodes": [
             {"id": "edit", "type": "tools/edit_file", "inputs": {"file_path": "a.txt", "old": old, "new": new}}

@@ -59,7 +59,8 @@ pub static ECHO: NodeSpec = NodeSpec {
             .audience(Audience::Capped),
         PortSpec::input("allow_net", PortType::Boolean, "Capped switch")
             .default("false")
-            .audience(Audience::Capped),
+            .audience(Audience::Capped)
+            .capability(&cheng_node::capability::NETWORK),
         PortSpec::sandbox_root(),
     ],
     outputs: &[PortSpec::output(
@@ -150,16 +151,20 @@ pub fn tools(gate_open: bool) -> Registry {
 
 /// An engine whose only node is a runtime over `tools` (what the CLI does, minus the env).
 ///
-/// The process's operator policy (which the runtime's inner engine uses) lets authors turn on
-/// raw shell syntax, as a machine whose operator allowed it would.
+/// Its operator policy (which the runtime's inner engine inherits through the run's context)
+/// lets authors turn on raw shell syntax, as a machine whose operator allowed it would.
 pub fn engine(tools: Registry) -> Engine {
-    if let Ok(policy) = cheng_node::policy::Policy::from_toml_str(
+    let policy = match cheng_node::policy::Policy::from_toml_str(
         "[all]\nshell_syntax = true\n",
         "/test/policy.toml",
     ) {
-        cheng_node::policy::install(policy);
-    }
-    Engine::new(Registry::new().with(ToolRuntime::with_registry(tools)))
+        Ok(policy) => policy,
+        Err(e) => panic!("{e}"),
+    };
+    Engine::new(
+        Registry::new().with(ToolRuntime::with_registry(tools)),
+        policy,
+    )
 }
 
 /// Answers with a fixed decision and records every request.

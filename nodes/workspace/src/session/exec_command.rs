@@ -213,7 +213,7 @@ impl Plan {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Object(vars)) => {
                 let env = cheng_exec::env::validate(vars)?;
-                check_env_allowed(ctx.node_type, vars.keys())?;
+                check_env_allowed(ctx, vars.keys())?;
                 env
             }
             Some(_) => {

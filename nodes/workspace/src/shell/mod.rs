@@ -70,7 +70,8 @@ const TIMEOUT_MS: PortSpec = crate::program::timeout_ms(
 pub(crate) const ALLOW_SHELL_STRING: PortSpec = PortSpec::input("allow_shell_string", PortType::Boolean, "Static opt-in for raw shell strings (author-only; default off). Raw shell syntax (pipes, redirection, variables) is disabled unless this is on.")
     .default("false")
     .audience(Audience::Author)
-    .control(Control::Switch);
+    .control(Control::Switch)
+    .capability(&cheng_node::capability::SHELL_SYNTAX);
 
 pub struct WorkspaceShell;
 
@@ -192,10 +193,10 @@ fn env_name_matches(pattern: &str, name: &str) -> bool {
 /// Every name in `env` must be on the baseline or on the operator's `env_allow` for this node.
 /// (Loader and hook variables were refused before this, whatever any list says.)
 pub(crate) fn check_env_allowed<'a>(
-    node_type: &str,
+    ctx: &RunContext,
     names: impl Iterator<Item = &'a String>,
 ) -> Result<(), NodeError> {
-    let policy = cheng_node::policy::current();
+    let (policy, node_type) = (ctx.policy(), ctx.node_type);
     let (allowed, source) = policy.env_allow(node_type);
     for name in names {
         let listed = ENV_BASELINE.iter().any(|p| env_name_matches(p, name))
@@ -230,7 +231,7 @@ impl Plan {
             None | Some(Value::Null) => cheng_exec::env::base(),
             Some(Value::Object(vars)) => {
                 let env = cheng_exec::env::build(vars)?;
-                check_env_allowed(ctx.node_type, vars.keys())?;
+                check_env_allowed(ctx, vars.keys())?;
                 env
             }
             Some(_) => {
