@@ -50,7 +50,12 @@ pub fn check_approve_flag(command: &Command, policy: &Policy) -> Result<(), Exit
     Ok(())
 }
 
-/// `cheng policy show`.
+/// `cheng policy show`: every node type, those gated off in this environment marked as such.
 pub fn show(policy: &Policy) -> Exit {
-    crate::out::print(&policy.show(all_specs()))
+    let registry = Registry::from_inventory();
+    let gated_off = |spec: &cheng_node::NodeSpec| match registry.lookup(spec.id) {
+        cheng_node::Lookup::Gated(var) => Some(var),
+        _ => None,
+    };
+    crate::out::print(&policy.show_marking(all_specs(), gated_off))
 }

@@ -287,3 +287,30 @@ fn bash_completes_node_ids_and_ports_and_keeps_maintainer_commands_out() {
         .iter()
         .all(|c| c != "docs" && c != "schemas"));
 }
+
+/// `cheng policy show` lists every node type; one gated off here says so and how to offer it.
+#[test]
+fn policy_show_marks_node_types_gated_off() {
+    let show = |gate: Option<&str>| {
+        let mut cmd = cheng();
+        cmd.args(["policy", "show"]);
+        if let Some(var) = gate {
+            cmd.env(var, "1");
+        }
+        let out = cmd.output().expect("cheng runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let mark = "[nodes.\"tools/code_python\"]\n  # not offered here: CHENG_ENABLE_CODE_PYTHON is unset (set CHENG_ENABLE_CODE_PYTHON=1 to register it)";
+    let without = show(None);
+    assert!(without.contains(mark), "{without}");
+    assert!(
+        !without.contains("[nodes.\"tools/workspace_shell\"]\n  # not offered"),
+        "{without}"
+    );
+    let with = show(Some("CHENG_ENABLE_CODE_PYTHON"));
+    assert!(
+        with.contains("[nodes.\"tools/code_python\"]\n  disabled"),
+        "{with}"
+    );
+}

@@ -8,6 +8,16 @@ impl Policy {
     /// The text `cheng policy show` prints: both layers, then every effective value and where it
     /// came from; where the user policy tightened a value, the machine policy's beside it.
     pub fn show<'a>(&self, specs: impl IntoIterator<Item = &'a NodeSpec>) -> String {
+        self.show_marking(specs, |_| None)
+    }
+
+    /// [`Policy::show`], with a comment under each node type `gated_off` names the unset gate
+    /// variable of (a node type this process does not offer: its values apply once it is set).
+    pub fn show_marking<'a>(
+        &self,
+        specs: impl IntoIterator<Item = &'a NodeSpec>,
+        gated_off: impl Fn(&NodeSpec) -> Option<&'static str>,
+    ) -> String {
         let mut out = String::new();
         if self.machine.is_none() && self.user.is_none() {
             out.push_str(&format!(
@@ -80,6 +90,11 @@ impl Policy {
         );
         for spec in specs {
             out.push_str(&format!("\n[nodes.\"{}\"]\n", spec.id));
+            if let Some(var) = gated_off(spec) {
+                out.push_str(&format!(
+                    "  # not offered here: {var} is unset (set {var}=1 to register it); these values apply once it is\n"
+                ));
+            }
             let mut beside = machine.as_ref().map(|m| m.shown(spec).into_iter());
             for shown in self.shown(spec) {
                 let machine_shown = beside.as_mut().and_then(Iterator::next);
