@@ -8,8 +8,12 @@ mod live_output;
 mod protect;
 #[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "python")]
+mod python_memory;
+mod read_paths;
 mod result_cap;
 mod sandbox_support;
 mod seccomp;
 mod shell;
 mod view;
+mod write_boundary;
