@@ -35,8 +35,8 @@ use cheng_exec::sandbox::channel::Channel;
 use cheng_exec::sandbox::CgroupV2;
 use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{
-    async_trait, capability, failure, Audience, Control, Effects, ErrorKind, Node, NodeError,
-    NodeSpec, PortSpec, PortType, RunContext, Values,
+    async_trait, capability, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
+    RunContext, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -56,43 +56,32 @@ const ENVELOPE_BYTES: usize = 64;
 const REMEDY: &str = "return less, or write the data to a file in the workspace (allow_filesystem) and return its path";
 
 const INPUTS: &[PortSpec] = &[
-    PortSpec::input("input", PortType::Any, "JSON input exposed to the script as the input variable").default("null"),
-    PortSpec::input("script", PortType::String, "[Required] Python 3 script. Example: result = sum(input['values'])")
-        .default("null")
-        .required()
-        .control(Control::CodeEditor),
+    ports::input("JSON input exposed to the script as the input variable"),
+    ports::script("[Required] Python 3 script. Example: result = sum(input['values'])"),
     ports::WORKING_SUBDIR,
-    PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files to the workspace")
-        .default("false")
-        .audience(Audience::Capped)
-        .control(Control::Switch)
-        .capability(&capability::FILESYSTEM),
-    PortSpec::input(
+    ports::switch(
+        "allow_filesystem",
+        "Whether the script may write files to the workspace",
+        &capability::FILESYSTEM,
+    ),
+    ports::switch(
         "allow_full_disk_readonly",
-        PortType::Boolean,
         "Whether the script may read the whole disk (for disk-wide search and file lookup). Writing is still forbidden.",
-    )
-    .default("false")
-    .audience(Audience::Capped)
-    .control(Control::Switch)
-    .capability(&capability::FULL_DISK_READONLY),
+        &capability::FULL_DISK_READONLY,
+    ),
     ports::REQUEST_READ_PATHS,
-    PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.")
-        .default("5000")
-        .min(sandboxed::MIN_TIMEOUT_MS)
-        .max(sandboxed::MAX_TIMEOUT_MS)
-        .audience(Audience::Capped)
-        .control(Control::Number),
-    PortSpec::input(
+    ports::limit(
+        "timeout_ms",
+        "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.",
+        "5000",
+        (sandboxed::MIN_TIMEOUT_MS, sandboxed::MAX_TIMEOUT_MS),
+    ),
+    ports::limit(
         "memory_mb",
-        PortType::Integer,
         "Memory limit (MB). Enforced hard through cgroup v2 when available, otherwise falls back to prlimit. Default: 128 MB.",
-    )
-    .default("128")
-    .min(sandboxed::MEMORY_MIN)
-    .max(sandboxed::MEMORY_MAX)
-    .audience(Audience::Capped)
-    .control(Control::Number),
+        "128",
+        (sandboxed::MEMORY_MIN, sandboxed::MEMORY_MAX),
+    ),
 ];
 
 const OUTPUTS: &[PortSpec] = &[

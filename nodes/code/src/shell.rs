@@ -17,8 +17,8 @@
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
 use cheng_node::{
-    async_trait, capability, failure, Audience, Control, Effects, Node, NodeError, NodeSpec,
-    PortSpec, PortType, RunContext, Values,
+    async_trait, capability, failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType,
+    RunContext, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -30,45 +30,37 @@ pub const ENV_INPUT_MAX: usize = 120 * 1024;
 pub struct CodeShell;
 
 const INPUTS: &[PortSpec] = &[
-    PortSpec::input("input", PortType::Any, "Input data (any JSON), available to the script through the $INPUT environment variable")
-        .default("null"),
-    PortSpec::input("script", PortType::String, "[Required] Shell script. Example: curl -s 'wttr.in/Tokyo?format=3'")
-        .default("null")
-        .required()
-        .control(Control::CodeEditor),
+    ports::input("Input data (any JSON), available to the script through the $INPUT environment variable"),
+    ports::script("[Required] Shell script. Example: curl -s 'wttr.in/Tokyo?format=3'"),
     ports::WORKING_SUBDIR,
-    PortSpec::input("allow_filesystem", PortType::Boolean, "Whether the script may write files in the workspace")
-        .default("false")
-        .audience(Audience::Capped)
-        .control(Control::Switch)
-        .capability(&capability::FILESYSTEM),
-    PortSpec::input(
+    ports::switch(
+        "allow_filesystem",
+        "Whether the script may write files in the workspace",
+        &capability::FILESYSTEM,
+    ),
+    ports::switch(
         "allow_full_disk_readonly",
-        PortType::Boolean,
         "Whether the script may read the whole disk (for disk-wide search / file lookup). Writing still requires allow_filesystem.",
-    )
-    .default("false")
-    .audience(Audience::Capped)
-    .control(Control::Switch)
-    .capability(&capability::FULL_DISK_READONLY),
+        &capability::FULL_DISK_READONLY,
+    ),
     ports::REQUEST_READ_PATHS,
-    PortSpec::input("allow_network", PortType::Boolean, "Whether network access is allowed (curl, HTTP requests etc. need true)")
-        .default("false")
-        .audience(Audience::Capped)
-        .control(Control::Switch)
-        .capability(&capability::NETWORK),
-    PortSpec::input("timeout_ms", PortType::Integer, "Timeout in milliseconds. Default 5000 ms, max 300000 ms.")
-        .default("5000")
-        .min(sandboxed::MIN_TIMEOUT_MS)
-        .max(sandboxed::MAX_TIMEOUT_MS)
-        .audience(Audience::Capped)
-        .control(Control::Number),
-    PortSpec::input("memory_mb", PortType::Integer, "Memory limit (MB), enforced with prlimit under Bubblewrap. Default 128 MB.")
-        .default("128")
-        .min(sandboxed::MEMORY_MIN)
-        .max(sandboxed::MEMORY_MAX)
-        .audience(Audience::Capped)
-        .control(Control::Number),
+    ports::switch(
+        "allow_network",
+        "Whether network access is allowed (curl, HTTP requests etc. need true)",
+        &capability::NETWORK,
+    ),
+    ports::limit(
+        "timeout_ms",
+        "Timeout in milliseconds. Default 5000 ms, max 300000 ms.",
+        "5000",
+        (sandboxed::MIN_TIMEOUT_MS, sandboxed::MAX_TIMEOUT_MS),
+    ),
+    ports::limit(
+        "memory_mb",
+        "Memory limit (MB), enforced with prlimit under Bubblewrap. Default 128 MB.",
+        "128",
+        (sandboxed::MEMORY_MIN, sandboxed::MEMORY_MAX),
+    ),
 ];
 
 const OUTPUTS: &[PortSpec] = &[

@@ -46,8 +46,7 @@ mod workers;
 use std::time::{Duration, Instant};
 
 use cheng_node::{
-    failure, input, Audience, Control, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
-    PortType, RunContext, Values,
+    failure, input, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, RunContext, Values,
 };
 use serde_json::{json, Value};
 
@@ -68,40 +67,22 @@ const MAX_MEMORY_MB: i64 = 2048;
 const ABANDON_GRACE: Duration = Duration::from_secs(1);
 
 static INPUTS: &[PortSpec] = &[
-    PortSpec::input(
-        "input",
-        PortType::Any,
-        "JSON input exposed to the script as the input variable",
-    )
-    .default("null"),
-    PortSpec::input(
-        "script",
-        PortType::String,
+    ports::input("JSON input exposed to the script as the input variable"),
+    ports::script(
         "[Required] JavaScript script. The value of the final expression is returned as result.",
-    )
-    .default("null")
-    .required()
-    .control(Control::CodeEditor),
-    PortSpec::input(
+    ),
+    ports::limit(
         "timeout_ms",
-        PortType::Integer,
         "Timeout (milliseconds). Default: 5000 ms. Maximum: 300000 ms.",
-    )
-    .default("5000")
-    .min(1)
-    .max(MAX_TIMEOUT_MS)
-    .audience(Audience::Capped)
-    .control(Control::Number),
-    PortSpec::input(
+        "5000",
+        (1, MAX_TIMEOUT_MS),
+    ),
+    ports::limit(
         "memory_mb",
-        PortType::Integer,
         "Memory limit (MB). QuickJS enforces this as an internal soft limit. Default: 128 MB.",
-    )
-    .default("128")
-    .min(1)
-    .max(MAX_MEMORY_MB)
-    .audience(Audience::Capped)
-    .control(Control::Number),
+        "128",
+        (1, MAX_MEMORY_MB),
+    ),
 ];
 
 static OUTPUTS: &[PortSpec] = &[
@@ -349,6 +330,7 @@ fn outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cheng_node::{Audience, Control};
 
     #[test]
     fn spec_is_verbatim_from_the_reference_page() {
