@@ -36,7 +36,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::output("bytes", PortType::Integer, "Bytes of the files removed"),
         PortSpec::output("warnings", PortType::Array(&PortType::String), "What the caller should know"),
         failure::success("Whether the path was deleted"),
-        PortSpec::output("summary", PortType::String, "Human-readable summary"),
+        crate::writer::SUMMARY_OUTPUT,
         failure::ERROR_KIND,
         failure::TERMINAL,
         failure::ERROR,

@@ -12,8 +12,27 @@ use crate::files::{self, Loaded};
 use crate::freshness::{Freshness, Ledger};
 use crate::policy::Target;
 use crate::syntax::Verdict;
-use cheng_node::{failure, ApprovalRequest, NodeError, RunContext, Values};
+use cheng_node::{failure, ApprovalRequest, NodeError, PortSpec, PortType, RunContext, Values};
 use serde_json::json;
+
+/// Output ports every file change reports (write_file, edit_file; delete_path the last two).
+pub const TAG_OUTPUT: PortSpec = PortSpec::output(
+    "tag",
+    PortType::String,
+    "Content tag of the file as written (FNV-1a, 8 hex digits)",
+);
+pub const DIFF_OUTPUT: PortSpec = PortSpec::output(
+    "diff",
+    PortType::String,
+    "Unified diff of the change (bounded)",
+);
+pub const WARNINGS_OUTPUT: PortSpec = PortSpec::output(
+    "warnings",
+    PortType::Array(&PortType::String),
+    "What the caller should know (e.g. the freshness gate was off)",
+);
+pub const SUMMARY_OUTPUT: PortSpec =
+    PortSpec::output("summary", PortType::String, "Human-readable summary");
 
 /// A change computed in memory, ready to be approved and written.
 #[derive(Debug, Clone)]
