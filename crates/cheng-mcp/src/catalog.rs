@@ -126,9 +126,8 @@ pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
         Effects::ReadOnly => (true, false, true, false),
         Effects::Sandboxed => (false, false, false, network),
         Effects::Approval(ApprovalRule::Always) => (false, true, false, true),
-        Effects::Approval(ApprovalRule::Operations(_)) | Effects::Serial(_) => {
-            (false, true, false, false)
-        }
+        Effects::Approval(ApprovalRule::Operations(_) | ApprovalRule::Switch(_))
+        | Effects::Serial(_) => (false, true, false, false),
     };
     json!({
         "title": spec.title,

@@ -53,6 +53,11 @@ fn description(tool: &Tool) -> String {
             "A person approves each call with operation {} before it runs.",
             ops.join(" or ")
         )),
+        // The author's switch decides, so the model is told only when a person will be asked.
+        Effects::Approval(ApprovalRule::Switch(port))
+        | Effects::Serial(ApprovalRule::Switch(port)) => (tool.config.get(port)
+            == Some(&serde_json::Value::Bool(true)))
+        .then(|| "A person approves each call before it runs.".to_string()),
     };
     let base = tool.description.trim_end();
     match note {
