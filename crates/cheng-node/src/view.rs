@@ -86,6 +86,12 @@ pub fn render(node_type: &str, out: &Values, style: Style) -> View {
             patch(s(out, "diff").unwrap_or(""), style)
         }
         ("tools/delete_path", _) => String::new(),
+        // A skill's whole SKILL.md, the notes listing, a note's text: what the model asked for.
+        ("tools/skill" | "tools/notes_list" | "tools/notes_read", _) => {
+            s(out, "content").unwrap_or("").to_string()
+        }
+        // The summary line says what was written.
+        ("tools/notes_write", _) => String::new(),
         // Sessions: what the process wrote since the last call.
         ("tools/exec_command" | "tools/write_stdin", _) => {
             s(out, "output").unwrap_or("").to_string()

@@ -37,6 +37,7 @@ mod seccomp;
 mod sessions;
 mod setuid_audit;
 mod shell;
+mod skill_notes;
 mod term_bugs;
 mod tests_node;
 mod text_output;
