@@ -367,6 +367,27 @@ mod tests {
     }
 
     #[test]
+    fn switch_rule_asks_only_when_the_switch_is_true() {
+        let effects = Effects::Approval(ApprovalRule::Switch("sensitive"));
+        for (input, asks) in [
+            (json!({"sensitive": true}), true),
+            (json!({"sensitive": false}), false),
+            (json!({"sensitive": "true"}), false),
+            (json!({}), false),
+        ] {
+            assert_eq!(
+                effects.requires_approval(input.as_object().unwrap()),
+                asks,
+                "{input}"
+            );
+        }
+        assert_eq!(
+            effects.describe(),
+            "approval-gated (when sensitive is true)"
+        );
+    }
+
+    #[test]
     fn problems_name_unknown_engine_ports_bad_defaults_and_failure_ports() {
         static BAD: NodeSpec = NodeSpec {
             id: "test/bad",

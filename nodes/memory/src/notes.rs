@@ -40,6 +40,7 @@ const NOTES_DIR: PortSpec = PortSpec::input(
     PortType::String,
     "The notes directory (absolute path, or ~/…; created when missing): one note per file, NAME.md",
 )
+.required()
 .audience(Audience::Author);
 
 const NAME: PortSpec = PortSpec::input(

@@ -44,7 +44,7 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::Array(&PortType::String),
             "Skill directories, in order (absolute paths, or ~/…): each subdirectory holding a SKILL.md is a skill (frontmatter name, else the directory's name, and description); the first directory wins on a name clash",
         )
-        .default("[]")
+        .required()
         .audience(Audience::Author),
     ],
     outputs: &[
@@ -78,6 +78,10 @@ impl Node for Skill {
     }
 
     fn description_for(&self, config: &Values) -> String {
+        // Unconfigured (a node listing): the node's own description, no catalogue.
+        if !config.contains_key("skill_dirs") {
+            return DESCRIPTION.to_string();
+        }
         let dirs = input::string_list(config, "skill_dirs").unwrap_or_default();
         describe(&Catalogue::scan(&dirs))
     }

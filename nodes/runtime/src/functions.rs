@@ -114,4 +114,34 @@ mod tests {
         assert_eq!(f["function"]["parameters"], schema::input_schema(&GATED));
         assert_eq!(f["type"], "function");
     }
+
+    static SWITCHED: NodeSpec = NodeSpec {
+        id: "test/switched",
+        title: "Switched",
+        description: "Writes things.",
+        category: "test",
+        inputs: &[],
+        outputs: &[],
+        gate: None,
+        effects: Effects::Approval(ApprovalRule::Switch("sensitive")),
+    };
+
+    #[test]
+    fn a_switched_approval_is_stated_only_when_the_author_turned_it_on() {
+        let tool = |on: bool| Tool {
+            name: "s".into(),
+            spec: &SWITCHED,
+            description: SWITCHED.description.into(),
+            config: Values::from_iter([("sensitive".to_string(), serde_json::json!(on))]),
+            presets: Values::new(),
+        };
+        assert_eq!(
+            function(&tool(true))["function"]["description"],
+            "Writes things. A person approves each call before it runs."
+        );
+        assert_eq!(
+            function(&tool(false))["function"]["description"],
+            "Writes things."
+        );
+    }
 }

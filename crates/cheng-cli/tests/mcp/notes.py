@@ -61,6 +61,14 @@ async def main():
             ports = set(tool.input_schema.get("properties", {}))
             assert not ports & {"skill_dirs", "notes_dir", "notes_write_sensitive"}, f"{name} offers an author port: {ports}"
 
+        # The author's ports cannot be set by a call (the control: the same call without them runs).
+        for tool, args in [("skill", {"name": "deploy", "skill_dirs": ["/etc"]}), ("notes_read", {"name": "x", "notes_dir": "/etc"}),
+                           ("notes_write", {"name": "x", "content": "x", "notes_write_sensitive": False})]:
+            result, _ = await call(c, tool, args)
+            port = next(k for k in args if k not in ("name", "content"))
+            assert result.is_error and f"port `{port}`" in text(result), f"{tool} accepted {port}: {text(result)}"
+        assert CARDS == [] and note_files() == [], "a refused call ran"
+
         # A call loads the whole SKILL.md.
         result, out = await call(c, "skill", {"name": "deploy"})
         assert not result.is_error, text(result)

@@ -334,3 +334,52 @@ fn a_note_cannot_forge_its_approval_card() {
         "{forged}"
     );
 }
+
+/// Without `--tools` the server has no directories to give these tools: it does not offer them,
+/// says so on stderr, and offers them once a tools file configures them.
+#[test]
+fn the_default_server_offers_them_only_when_configured() {
+    use super::mcp_pipe::McpPipe;
+    let (_dirs, home, ws) = home();
+    let names = |args: &[&str]| -> Vec<String> {
+        let home = home.to_str().expect("utf-8");
+        let mut server = McpPipe::start_with_env(&ws, args, &[("HOME", home)]);
+        server.initialize();
+        server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        let tools = server.answer(1)["result"]["tools"].clone();
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let default = names(&[]);
+    assert!(default.iter().any(|n| n == "read_file"), "{default:?}");
+    for tool in ["skill", "notes_list", "notes_read", "notes_write"] {
+        assert!(
+            !default.iter().any(|n| n == tool),
+            "{tool} offered unconfigured: {default:?}"
+        );
+    }
+    let out = cheng()
+        .args(["serve", "--stdio", "--workspace"])
+        .arg(&ws)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("cheng serve runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "tools/notes_write needs its author's config (notes_dir); not offered without --tools"
+        ),
+        "{stderr}"
+    );
+    let tools = home.join("tools.json");
+    std::fs::write(&tools, guide_blocks("json").concat()).expect("write tools");
+    let configured = names(&["--tools", tools.to_str().expect("utf-8")]);
+    assert_eq!(
+        configured,
+        ["skill", "notes_list", "notes_read", "notes_write"]
+    );
+}
