@@ -38,7 +38,7 @@ macro_rules! worth_a_note {
 const NOTES_DIR: PortSpec = PortSpec::input(
     "notes_dir",
     PortType::String,
-    "The notes directory (absolute path, or ~/…; created when missing): one note per file, NAME.md",
+    "The notes directory (absolute path, or ~/…; created by the first write): one note per file, NAME.md",
 )
 .required()
 .audience(Audience::Author);
@@ -152,7 +152,7 @@ impl Node for NotesList {
     }
 
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
-        let store = open(&input)?;
+        let store = open(&input, false)?;
         blocking(move || list(&store)).await
     }
 }
@@ -165,7 +165,7 @@ impl Node for NotesRead {
 
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let name = note_name(&input)?;
-        let store = open(&input)?;
+        let store = open(&input, false)?;
         blocking(move || read(&store, &name)).await
     }
 }
@@ -197,7 +197,7 @@ impl Node for NotesWrite {
     async fn run(&self, _ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let name = note_name(&input)?;
         let content = content(&input)?.to_string();
-        let store = open(&input)?;
+        let store = open(&input, true)?;
         blocking(move || write(&store, &name, &content)).await
     }
 }
@@ -229,9 +229,16 @@ fn notes_dir(input: &Values) -> Result<PathBuf, NodeError> {
         .map_err(|problem| NodeError::invalid_input(format!("notes_dir: {problem}")))
 }
 
-fn open(input: &Values) -> Result<DirStore, NodeError> {
+/// The author's store: opened for reading (a missing directory holds no notes yet), or for
+/// writing (created when missing).
+fn open(input: &Values, write: bool) -> Result<DirStore, NodeError> {
     let dir = notes_dir(input)?;
-    DirStore::open(&dir).map_err(|e| {
+    let opened = if write {
+        DirStore::create(&dir)
+    } else {
+        DirStore::open(&dir)
+    };
+    opened.map_err(|e| {
         NodeError::new(
             ErrorKind::NotFound,
             format!(

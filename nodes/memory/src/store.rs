@@ -111,17 +111,25 @@ impl NotesStore for MemoryStore {
 /// writes' temporary files, other extensions) are not notes.
 #[derive(Debug)]
 pub struct DirStore {
-    fs: WorkspaceFs,
+    /// `None` while the directory does not exist: no notes yet (reading never creates it).
+    fs: Option<WorkspaceFs>,
 }
 
 impl DirStore {
-    /// Opens `dir`, creating it (and its parents) when missing.
+    /// Opens `dir` for reading; a missing directory is an empty store.
     pub fn open(dir: &Path) -> std::io::Result<DirStore> {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
+        match WorkspaceFs::open(dir) {
+            Ok(fs) => Ok(DirStore { fs: Some(fs) }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DirStore { fs: None }),
+            Err(e) => Err(e),
         }
+    }
+
+    /// Opens `dir` for writing, creating it (and its parents) when missing.
+    pub fn create(dir: &Path) -> std::io::Result<DirStore> {
+        std::fs::create_dir_all(dir)?;
         Ok(DirStore {
-            fs: WorkspaceFs::open(dir)?,
+            fs: Some(WorkspaceFs::open(dir)?),
         })
     }
 
@@ -132,7 +140,10 @@ impl DirStore {
     /// The file's size and its first `limit` bytes as text with its modification time; `None`
     /// when missing. A whole read (`limit` of [`MAX_NOTE_BYTES`]) of a larger file is refused.
     fn load(&self, file: &Path, limit: usize) -> std::io::Result<Option<(u64, Note)>> {
-        let opened = match self.fs.open_read(file) {
+        let Some(fs) = &self.fs else {
+            return Ok(None);
+        };
+        let opened = match fs.open_read(file) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
@@ -167,7 +178,10 @@ impl DirStore {
 impl NotesStore for DirStore {
     fn list(&self) -> std::io::Result<Vec<NoteInfo>> {
         let mut notes = Vec::new();
-        for entry in self.fs.read_dir(Path::new("."))? {
+        let Some(fs) = &self.fs else {
+            return Ok(notes);
+        };
+        for entry in fs.read_dir(Path::new("."))? {
             if entry.kind != Kind::File || notes.len() >= MAX_LISTED {
                 continue;
             }
@@ -199,8 +213,14 @@ impl NotesStore for DirStore {
 
     fn write(&self, name: &NoteName, content: &str) -> std::io::Result<bool> {
         let file = Self::file(name);
-        let created = !self.fs.exists(&file)?;
-        self.fs.write(&file, content.as_bytes())?;
+        let Some(fs) = &self.fs else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the notes directory does not exist (a store opened for reading)",
+            ));
+        };
+        let created = !fs.exists(&file)?;
+        fs.write(&file, content.as_bytes())?;
         Ok(created)
     }
 }
@@ -241,7 +261,13 @@ mod tests {
     fn the_dir_store_keeps_one_file_per_note() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("notes");
-        exercise(&DirStore::open(&root).unwrap());
+        // Reading a missing directory is an empty store and does not create it.
+        let reader = DirStore::open(&root).unwrap();
+        assert!(reader.list().unwrap().is_empty());
+        assert_eq!(reader.read(&name("a")).unwrap(), None);
+        assert!(reader.write(&name("a"), "x").is_err());
+        assert!(!root.exists());
+        exercise(&DirStore::create(&root).unwrap());
         assert_eq!(
             std::fs::read_to_string(root.join("a.md")).unwrap(),
             "replaced\nbody"

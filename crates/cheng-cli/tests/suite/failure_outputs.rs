@@ -150,13 +150,9 @@ fn cases(id: &str, ws: &Path) -> Option<(Value, Value, Value)> {
             json!({"name": "deploy"}),
             json!({"name": "no-such-skill"}),
         ),
-        // No agent input, so one config cannot both succeed and fail: a notes directory that
-        // cannot be made shows the failure; the suite's notes tests show its successes.
-        "tools/notes_list" => (
-            json!({"notes_dir": ws.join("README.md").join("notes")}),
-            Value::Null,
-            none,
-        ),
+        // No agent input, so one config cannot both succeed and fail: a relative notes
+        // directory shows the failure; skill_notes.rs shows its successes.
+        "tools/notes_list" => (json!({"notes_dir": "notes"}), Value::Null, none),
         "tools/notes_read" => (notes, json!({"name": "setup"}), json!({"name": "../x"})),
         "tools/notes_write" => (
             notes,
