@@ -185,9 +185,18 @@ impl Node for NotesWrite {
         let content = content(input)?;
         let dir = notes_dir(input)?;
         let mut card = ApprovalRequest::new(ctx, format!("notes_write {name}"));
+        // Whether the write replaces a note (what it held is lost); unknown when unreadable.
+        let replaces = DirStore::open(&dir)
+            .and_then(|store| store.read(&name))
+            .ok()
+            .flatten();
+        let verb = match replaces {
+            Some(old) => format!("replace note {name} ({} bytes now)", old.content.len()),
+            None => format!("create note {name}"),
+        };
         // Raw here: every card renderer shows it through the display escaper.
         card.details = Some(format!(
-            "note {name} in {} ({} bytes):\n{content}",
+            "{verb} in {} with {} bytes:\n{content}",
             dir.display(),
             content.len()
         ));

@@ -93,7 +93,7 @@ async def main():
         assert not result.is_error and out["count"] == 0, out
         result, out = await call(c, "notes_write", {"name": "build-setup", "content": "Build with cargo\nthen test\n"})
         assert not result.is_error and out["created"] is True, text(result)
-        assert len(CARDS) == 1 and "build-setup" in CARDS[0] and "Build with cargo" in CARDS[0], CARDS
+        assert len(CARDS) == 1 and "create note build-setup" in CARDS[0] and "Build with cargo" in CARDS[0], CARDS
         result, out = await call(c, "notes_list", {})
         assert out["count"] == 1 and out["notes"][0]["name"] == "build-setup", out
         assert out["notes"][0]["preview"] == "Build with cargo" and out["notes"][0]["modified"], out
@@ -102,6 +102,7 @@ async def main():
         assert not result.is_error and out["content"] == "Build with cargo\nthen test\n", out
         result, out = await call(c, "notes_write", {"name": "build-setup", "content": "Replaced\n"})
         assert not result.is_error and out["created"] is False, out
+        assert "replace note build-setup (27 bytes now)" in CARDS[-1], CARDS[-1]
         # Declined on the card: nothing is written.
         result, out = await call(c, "notes_write", {"name": "declined", "content": "DECLINE ME"})
         assert result.is_error and out["error_kind"] == "LOCAL_EXECUTOR_APPROVAL_DENIED", out

@@ -95,11 +95,9 @@ impl Approver for Counting {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
         self.0.fetch_add(1, Ordering::SeqCst);
         assert_eq!(request.command_display, "notes_write plan");
-        assert!(request
-            .details
-            .as_deref()
-            .unwrap_or("")
-            .ends_with(":\nthe text"));
+        let details = request.details.as_deref().unwrap_or("");
+        assert!(details.starts_with("create note plan in "), "{details}");
+        assert!(details.ends_with(" with 8 bytes:\nthe text"), "{details}");
         self.1
     }
 }
