@@ -14,7 +14,17 @@ pub fn nodes(json: bool, policy: &Policy) -> Exit {
         .filter(|s| policy.disabled(s.id).is_none())
         .collect();
     if json {
-        let all: Vec<Value> = specs.iter().map(|s| catalog::node_json(s)).collect();
+        // A node's own description with no author config (a toolkit's may say more).
+        let all: Vec<Value> = specs
+            .iter()
+            .map(|s| {
+                let mut value = catalog::node_json(s);
+                if let Some(node) = registry.get(s.id) {
+                    value["description"] = node.description_for(&Default::default()).into();
+                }
+                value
+            })
+            .collect();
         return print_json(&Value::Array(all));
     }
     let width = specs.iter().map(|s| s.id.len()).max().unwrap_or(0);

@@ -9,6 +9,7 @@
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
 use cheng_nodes_files as _;
+use cheng_nodes_memory as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 

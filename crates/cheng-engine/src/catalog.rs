@@ -61,6 +61,9 @@ fn effects_json(effects: &Effects) -> Value {
         Effects::Approval(ApprovalRule::Operations(ops)) => ("approval", Some(*ops)),
         Effects::Serial(ApprovalRule::Always) => ("approval", None),
         Effects::Serial(ApprovalRule::Operations(ops)) => ("approval", Some(*ops)),
+        Effects::Approval(ApprovalRule::Switch(_)) | Effects::Serial(ApprovalRule::Switch(_)) => {
+            ("approval", None)
+        }
     };
     let mut obj = json!({ "kind": kind, "description": effects.describe() });
     if effects.serial() {
@@ -68,6 +71,11 @@ fn effects_json(effects: &Effects) -> Value {
     }
     if let Some(ops) = operations {
         obj["operations"] = json!(ops);
+    }
+    if let Effects::Approval(ApprovalRule::Switch(port))
+    | Effects::Serial(ApprovalRule::Switch(port)) = effects
+    {
+        obj["switch"] = json!(port);
     }
     obj
 }
@@ -99,6 +107,9 @@ fn approval_line(effects: &Effects) -> String {
         Effects::Approval(ApprovalRule::Operations(ops)) => format!(
             "asked before runs whose `operation` is {}; other operations run without approval",
             ops.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(" or ")
+        ),
+        Effects::Approval(ApprovalRule::Switch(port)) => format!(
+            "asked before every run when the author sets `{port}` to true; otherwise never asked"
         ),
         Effects::Serial(rule) => format!(
             "{}; runs one at a time per workspace (never alongside another file-changing node, in a graph or across server calls)",

@@ -34,8 +34,19 @@ impl Catalog {
             .into_iter()
             .filter(|id| *id != cheng_nodes_runtime::ID)
             .partition(|id| engine.policy().disabled(id).is_none());
+        // A node that needs its author's config (a required author port: the skill and notes
+        // directories) has no default to run with; --tools gives it one.
+        let (offered, unconfigured): (Vec<&str>, Vec<&str>) = offered
+            .into_iter()
+            .partition(|id| author_ports_needed(engine, id).is_empty());
         let entries: Vec<Value> = offered.into_iter().map(|id| json!({"type": id})).collect();
         let mut catalog = Catalog::from_entries(engine, &entries)?;
+        for id in unconfigured {
+            catalog.warnings.push(format!(
+                "{id} needs its author's config ({}); not offered without --tools",
+                author_ports_needed(engine, id).join(", ")
+            ));
+        }
         for id in disabled {
             if let Some(source) = engine.policy().disabled(id) {
                 catalog.warnings.push(format!(
@@ -74,6 +85,18 @@ impl Catalog {
     pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.tool.name.as_str()).collect()
     }
+}
+
+/// The required author ports of node type `id`, which no default config fills.
+fn author_ports_needed(engine: &Engine, id: &str) -> Vec<&'static str> {
+    engine.registry().get(id).map_or_else(Vec::new, |node| {
+        node.spec()
+            .inputs
+            .iter()
+            .filter(|p| p.required && p.audience == cheng_node::Audience::Author)
+            .map(|p| p.name)
+            .collect()
+    })
 }
 
 /// The MCP tool definition of `tool` under the operator's `policy`: the runtime's own function
@@ -136,9 +159,8 @@ pub fn annotations(spec: &NodeSpec, config: &Map<String, Value>) -> Value {
         Effects::ReadOnly => (true, false, true, false),
         Effects::Sandboxed => (false, false, false, network),
         Effects::Approval(ApprovalRule::Always) => (false, true, false, true),
-        Effects::Approval(ApprovalRule::Operations(_)) | Effects::Serial(_) => {
-            (false, true, false, false)
-        }
+        Effects::Approval(ApprovalRule::Operations(_) | ApprovalRule::Switch(_))
+        | Effects::Serial(_) => (false, true, false, false),
     };
     json!({
         "title": spec.title,

@@ -18,6 +18,14 @@ pub type Values = Map<String, Value>;
 pub trait Node: Send + Sync + 'static {
     fn spec(&self) -> &'static NodeSpec;
 
+    /// The description a model reads for this node under the author's `config` (tools/list, a
+    /// toolkit's functions, `cheng nodes --json`). Computed once when a toolkit is built, so it
+    /// stays stable for the toolkit's life; most nodes have one fixed description.
+    fn description_for(&self, config: &Values) -> String {
+        let _ = config;
+        self.spec().description.to_string()
+    }
+
     /// What a person must approve before `run`, for inputs the spec's `effects` gate.
     ///
     /// The engine calls this only when `spec().effects.requires_approval(input)`, asks the

@@ -109,6 +109,9 @@ impl Node for StaticNode {
     fn spec(&self) -> &'static NodeSpec {
         self.0.spec()
     }
+    fn description_for(&self, config: &crate::Values) -> String {
+        self.0.description_for(config)
+    }
     fn approval_request(
         &self,
         ctx: &crate::RunContext,

@@ -121,6 +121,9 @@ pub enum ApprovalRule {
     Always,
     /// Runs whose `operation` input is one of these (e.g. workspace_tests `run`).
     Operations(&'static [&'static str]),
+    /// Runs whose boolean input of this name is `true`: an author switch such as notes_write's
+    /// `notes_write_sensitive` (the author decides whether a person is asked).
+    Switch(&'static str),
 }
 
 impl Effects {
@@ -134,6 +137,10 @@ impl Effects {
                 .get("operation")
                 .and_then(|v| v.as_str())
                 .is_some_and(|op| ops.contains(&op)),
+            Effects::Approval(ApprovalRule::Switch(port))
+            | Effects::Serial(ApprovalRule::Switch(port)) => {
+                input.get(*port).and_then(|v| v.as_bool()) == Some(true)
+            }
         }
     }
 
@@ -145,8 +152,14 @@ impl Effects {
             Effects::Approval(ApprovalRule::Operations(ops)) => {
                 format!("approval-gated (operation: {})", ops.join(", "))
             }
+            Effects::Approval(ApprovalRule::Switch(port)) => {
+                format!("approval-gated (when {port} is true)")
+            }
             Effects::Serial(ApprovalRule::Always) => {
                 "approval-gated (every run), one at a time per workspace".to_string()
+            }
+            Effects::Serial(ApprovalRule::Switch(port)) => {
+                format!("approval-gated (when {port} is true), one at a time per workspace")
             }
             Effects::Serial(ApprovalRule::Operations(ops)) => {
                 format!(
@@ -384,6 +397,27 @@ mod tests {
         let detect = json!({"operation": "detect"});
         assert!(effects.requires_approval(run.as_object().unwrap()));
         assert!(!effects.requires_approval(detect.as_object().unwrap()));
+    }
+
+    #[test]
+    fn switch_rule_asks_only_when_the_switch_is_true() {
+        let effects = Effects::Approval(ApprovalRule::Switch("sensitive"));
+        for (input, asks) in [
+            (json!({"sensitive": true}), true),
+            (json!({"sensitive": false}), false),
+            (json!({"sensitive": "true"}), false),
+            (json!({}), false),
+        ] {
+            assert_eq!(
+                effects.requires_approval(input.as_object().unwrap()),
+                asks,
+                "{input}"
+            );
+        }
+        assert_eq!(
+            effects.describe(),
+            "approval-gated (when sensitive is true)"
+        );
     }
 
     #[test]

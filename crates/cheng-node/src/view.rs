@@ -104,6 +104,10 @@ fn kind(node_type: &str, operation: &str) -> Kind {
         // File changes: the diff that was approved and written.
         ("tools/write_file" | "tools/edit_file" | "tools/apply_patch", _) => Kind::Patch("diff"),
         ("tools/delete_path", _) => Kind::Nothing,
+        // A skill's whole SKILL.md, the notes listing, a note's text: what the model asked for.
+        ("tools/skill" | "tools/notes_list" | "tools/notes_read", _) => Kind::Text("content"),
+        // The summary line says what was written.
+        ("tools/notes_write", _) => Kind::Nothing,
         // A session's start: what the process wrote (live on a terminal: a single run waits
         // for the command).
         ("tools/exec_command", _) => Kind::SessionOutput,

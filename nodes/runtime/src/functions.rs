@@ -91,6 +91,11 @@ fn description(tool: &Tool) -> String {
             "A person approves each call with operation {} before it runs.",
             ops.join(" or ")
         )),
+        // The author's switch decides, so the model is told only when a person will be asked.
+        Effects::Approval(ApprovalRule::Switch(port))
+        | Effects::Serial(ApprovalRule::Switch(port)) => (tool.config.get(port)
+            == Some(&serde_json::Value::Bool(true)))
+        .then(|| "A person approves each call before it runs.".to_string()),
     };
     let base = tool.description.trim_end();
     match note {
@@ -161,5 +166,35 @@ mod tests {
         assert!(expected.get("$schema").is_some());
         assert_eq!(f["function"]["parameters"], portable(expected));
         assert_eq!(f["type"], "function");
+    }
+
+    static SWITCHED: NodeSpec = NodeSpec {
+        id: "test/switched",
+        title: "Switched",
+        description: "Writes things.",
+        category: "test",
+        inputs: &[],
+        outputs: &[],
+        gate: None,
+        effects: Effects::Approval(ApprovalRule::Switch("sensitive")),
+    };
+
+    #[test]
+    fn a_switched_approval_is_stated_only_when_the_author_turned_it_on() {
+        let tool = |on: bool| Tool {
+            name: "s".into(),
+            spec: &SWITCHED,
+            description: SWITCHED.description.into(),
+            config: Values::from_iter([("sensitive".to_string(), serde_json::json!(on))]),
+            presets: Values::new(),
+        };
+        assert_eq!(
+            function(&tool(true), &Policy::builtin())["function"]["description"],
+            "Writes things. A person approves each call before it runs."
+        );
+        assert_eq!(
+            function(&tool(false), &Policy::builtin())["function"]["description"],
+            "Writes things."
+        );
     }
 }

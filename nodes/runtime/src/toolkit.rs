@@ -257,7 +257,7 @@ fn parse_entry(engine: &Engine, index: usize, value: &Value) -> Entry {
     entry.tool = Some(Tool {
         name,
         spec,
-        description: description.unwrap_or_else(|| spec.description.to_string()),
+        description: description.unwrap_or_else(|| node.description_for(&config)),
         config,
         presets,
     });

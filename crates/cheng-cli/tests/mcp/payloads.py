@@ -2,11 +2,13 @@
 checks that the text content carries the tool's payload, the same text `cheng run --format text`
 prints, then the summary.
 
-Usage: payloads.py CHENG WORKSPACE MODE CASES_JSON_FILE
+Usage: payloads.py CHENG WORKSPACE MODE CASES_JSON_FILE [TOOLS_JSON_FILE]
 CASES_JSON_FILE holds [{tool, arguments, expect, start?}], written by the test: `expect` is the
 payload the CLI printed for the same call on a twin workspace (`{WORKSPACE}` standing for the
 workspace's path); `start` is a call whose
 `session_id` the case's arguments take (write_stdin). Every tool listed must have a case.
+TOOLS_JSON_FILE, when given, is the server's `--tools` file (the author's config of the tools
+that need one, such as skill and the notes tools).
 Success prints "ok <mode>: <n> tools".
 """
 
@@ -22,6 +24,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 CHENG, WORKSPACE, MODE, CASES = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+TOOLS = ["--tools", sys.argv[5]] if len(sys.argv) > 5 else []
 
 
 async def accept(_ctx, _p):
@@ -35,7 +38,7 @@ def text(result):
 async def main():
     with open(CASES) as f:
         cases = json.load(f)
-    params = StdioServerParameters(command=CHENG, args=["serve", "--stdio", "--workspace", WORKSPACE], env=dict(os.environ))
+    params = StdioServerParameters(command=CHENG, args=["serve", "--stdio", "--workspace", WORKSPACE, *TOOLS], env=dict(os.environ))
     async with Client(params, mode=MODE, elicitation_callback=accept) as client:
         listed = {t.name for t in (await client.list_tools()).tools}
         missing = listed - {c["tool"] for c in cases}

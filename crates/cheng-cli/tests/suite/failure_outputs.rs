@@ -11,6 +11,7 @@ use std::path::Path;
 use cheng_nodes_code as _;
 use cheng_nodes_documents as _;
 use cheng_nodes_files as _;
+use cheng_nodes_memory as _;
 use cheng_nodes_runtime as _;
 use cheng_nodes_workspace as _;
 
@@ -51,8 +52,9 @@ fn every_registered_spec_is_sound() {
 
 /// One run that succeeds and one that fails, per node id: `(config, success input, failure input)`.
 /// A node without a case fails the test: every new node must show its failure outputs here.
-fn cases(id: &str) -> Option<(Value, Value, Value)> {
+fn cases(id: &str, ws: &Path) -> Option<(Value, Value, Value)> {
     let none = json!({});
+    let notes = json!({"notes_dir": ws.join("notes")});
     Some(match id {
         "tools/workspace_shell" => (
             none,
@@ -142,6 +144,21 @@ fn cases(id: &str) -> Option<(Value, Value, Value)> {
             json!({"script": "1 + 1"}),
             json!({"script": "throw new Error('no')"}),
         ),
+        // tools/skill and the notes tools (the skill and the note are made by the test).
+        "tools/skill" => (
+            json!({"skill_dirs": [ws.join("skills")]}),
+            json!({"name": "deploy"}),
+            json!({"name": "no-such-skill"}),
+        ),
+        // No agent input, so one config cannot both succeed and fail: a relative notes
+        // directory shows the failure; skill_notes.rs shows its successes.
+        "tools/notes_list" => (json!({"notes_dir": "notes"}), Value::Null, none),
+        "tools/notes_read" => (notes, json!({"name": "setup"}), json!({"name": "../x"})),
+        "tools/notes_write" => (
+            notes,
+            json!({"name": "learned", "content": "x"}),
+            json!({"name": ".hidden", "content": "x"}),
+        ),
         "tools/runtime" => (
             json!({"exposed_tools": [{"type": "tools/workspace_markdown"}]}),
             json!({"action": "list_tools"}),
@@ -194,11 +211,15 @@ fn every_node_fills_the_failure_outputs_the_same_way() {
     let (_dir, ws) = temp_workspace();
     std::fs::write(ws.join("README.md"), "# Title\n\nText.\n").expect("write");
     std::fs::write(ws.join("scratch.txt"), "delete me\n").expect("write");
+    std::fs::create_dir_all(ws.join("skills/deploy")).expect("mkdir");
+    std::fs::write(ws.join("skills/deploy/SKILL.md"), "# Deploy\n").expect("write");
+    std::fs::create_dir_all(ws.join("notes")).expect("mkdir");
+    std::fs::write(ws.join("notes/setup.md"), "how\n").expect("write");
     if on_path("git") {
         git(&ws, &["init", "-q"]);
     }
     for id in all_nodes().ids() {
-        let Some((config, ok, bad)) = cases(id) else {
+        let Some((config, ok, bad)) = cases(id, &ws) else {
             panic!("{id} has no success/failure case in tests/suite/failure_outputs.rs; add one");
         };
         if !runnable(id) {

@@ -402,5 +402,10 @@ fn forbidden_ports() -> Value {
         "workspace_tests": ["sandbox_root"],
         "write_file": ["read_tracking", "sandbox_root"],
         "write_stdin": [],
+        // tools/skill and the notes tools: their directories and switch are the author's.
+        "skill": ["skill_dirs"],
+        "notes_list": ["notes_dir"],
+        "notes_read": ["notes_dir"],
+        "notes_write": ["notes_dir", "notes_write_sensitive"],
     })
 }

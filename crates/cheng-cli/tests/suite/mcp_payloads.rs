@@ -33,6 +33,17 @@ fn fixture(ws: &Path) {
         "package.json",
         "{\"name\": \"fixture\", \"scripts\": {\"test\": \"echo ok\"}}\n",
     );
+    // tools/skill's and the notes tools' directories (their config names them: author_config).
+    std::fs::create_dir_all(ws.join("skills/deploy")).expect("mkdir");
+    std::fs::create_dir_all(ws.join("notes")).expect("mkdir");
+    write(
+        "skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Ship a release\n---\n# Deploy\n\nTag, build, upload.\n",
+    );
+    write(
+        "notes/setup.md",
+        "Build with cargo build -p x\nthen test.\n",
+    );
     git(ws, &["init", "-q", "-b", "main", "."]);
     git(ws, &["add", "-A"]);
     git(ws, &["commit", "-q", "-m", "The fixture's first commit"]);
@@ -111,7 +122,56 @@ fn calls() -> Vec<(&'static str, Value)> {
             json!({"input": "*** Begin Patch\n*** Add File: patched.txt\n+added by a patch\n*** End Patch\n"}),
         ),
         ("delete_path", json!({"path": "scratch.txt"})),
+        // tools/skill and the notes tools (configured by author_config).
+        ("skill", json!({"name": "deploy"})),
+        ("notes_list", json!({})),
+        ("notes_read", json!({"name": "setup"})),
+        (
+            "notes_write",
+            json!({"name": "learned", "content": "a fact worth keeping\n"}),
+        ),
     ]
+}
+
+/// The author's config for the tools that need one: the skill and notes directories in `ws`.
+fn author_config(ws: &Path, tool: &str) -> Option<Value> {
+    match tool {
+        "skill" => Some(json!({"skill_dirs": [ws.join("skills")]})),
+        "notes_list" | "notes_read" | "notes_write" => Some(json!({"notes_dir": ws.join("notes")})),
+        _ => None,
+    }
+}
+
+/// The server's `--tools` file for `ws`: every node the server would offer by default, with
+/// [`author_config`] where a tool needs one.
+fn tools_file(dir: &Path, ws: &Path) -> std::path::PathBuf {
+    let out = cheng()
+        .env("CHENG_ENABLE_CODE_PYTHON", "1")
+        .env("CHENG_ENABLE_CODE_JS", "1")
+        .args(["nodes", "--json"])
+        .output()
+        .expect("cheng runs");
+    let nodes: Value = serde_json::from_slice(&out.stdout).expect("nodes --json is JSON");
+    let entries: Vec<Value> = nodes
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|n| n["id"].as_str())
+        .filter(|id| *id != "tools/runtime")
+        .map(|id| {
+            let short = id.rsplit('/').next().unwrap_or(id);
+            match author_config(ws, short) {
+                Some(config) => json!({"type": id, "config": config}),
+                None => json!({"type": id}),
+            }
+        })
+        .collect();
+    let path = dir.join(format!(
+        "tools-{}.json",
+        ws.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::write(&path, Value::Array(entries).to_string()).expect("write tools");
+    path
 }
 
 /// The payload `cheng run --format text` prints for `tool` with `arguments` in `ws`.
@@ -122,6 +182,11 @@ fn cli_payload(ws: &Path, tool: &str, arguments: &Value) -> String {
         .args(["run", &format!("tools/{tool}"), "--workspace"])
         .arg(ws)
         .args(["--input", &arguments.to_string(), "--approve", "--quiet"])
+        .args(
+            author_config(ws, tool)
+                .map(|config| vec!["--config".to_string(), config.to_string()])
+                .unwrap_or_default(),
+        )
         .args(["--format", "text", "--color", "never"])
         .output()
         .expect("cheng runs");
@@ -152,7 +217,7 @@ fn cases(dir: &Path, fixture_ws: &Path) -> std::path::PathBuf {
         let expect = case["expect"].as_str().unwrap_or("");
         let tool = case["tool"].as_str().unwrap_or("");
         assert!(
-            !expect.is_empty() || tool == "delete_path",
+            !expect.is_empty() || tool == "delete_path" || tool == "notes_write",
             "{tool} printed no payload at the terminal: {case}"
         );
     }
@@ -191,6 +256,7 @@ fn the_python_sdk_reads_every_payload_in_the_text_content() {
                 .arg(&ws)
                 .arg(mode)
                 .arg(&cases)
+                .arg(tools_file(&dir, &ws))
                 .env("CHENG_ENABLE_CODE_PYTHON", "1")
                 .env("CHENG_ENABLE_CODE_JS", "1"),
             Duration::from_secs(300),
@@ -234,6 +300,7 @@ fn the_typescript_sdk_reads_every_payload_in_the_text_content() {
             .arg(env!("CARGO_BIN_EXE_cheng"))
             .arg(&ws)
             .arg(&cases)
+            .arg(tools_file(&dir, &ws))
             .env("CHENG_ENABLE_CODE_PYTHON", "1")
             .env("CHENG_ENABLE_CODE_JS", "1"),
         Duration::from_secs(300),

@@ -38,6 +38,7 @@ mod seccomp;
 mod sessions;
 mod setuid_audit;
 mod shell;
+mod skill_notes;
 mod term_bugs;
 mod terminal;
 mod tests_node;

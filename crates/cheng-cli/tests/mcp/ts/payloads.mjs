@@ -2,19 +2,21 @@
 // and checks that the text content carries the tool's payload (the text `cheng run --format
 // text` prints for the same call), then the summary. The cases are those of payloads.py.
 //
-// Usage: node payloads.mjs CHENG WORKSPACE CASES_JSON_FILE; success prints "ok: <n> tools".
+// Usage: node payloads.mjs CHENG WORKSPACE CASES_JSON_FILE [TOOLS_JSON_FILE] (the server's
+// --tools file); success prints "ok: <n> tools".
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
-const [cheng, workspace, casesFile] = process.argv.slice(2);
+const [cheng, workspace, casesFile, toolsFile] = process.argv.slice(2);
+const tools = toolsFile ? ["--tools", toolsFile] : [];
 const cases = JSON.parse(readFileSync(casesFile, "utf8"));
 
 const client = new Client({ name: "cheng-payloads", version: "1.0.0" }, { capabilities: { elicitation: {} } });
 client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: {} }));
-const transport = new StdioClientTransport({ command: cheng, args: ["serve", "--stdio", "--workspace", workspace], env: process.env, stderr: "inherit" });
+const transport = new StdioClientTransport({ command: cheng, args: ["serve", "--stdio", "--workspace", workspace, ...tools], env: process.env, stderr: "inherit" });
 await client.connect(transport);
 
 const text = (result) => result.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
