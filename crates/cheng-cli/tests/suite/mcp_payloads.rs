@@ -144,7 +144,7 @@ fn author_config(ws: &Path, tool: &str) -> Option<Value> {
 
 /// The server's `--tools` file for `ws`: every node the server would offer by default, with
 /// [`author_config`] where a tool needs one.
-fn tools_file(dir: &Path, ws: &Path) -> std::path::PathBuf {
+pub(super) fn tools_file(dir: &Path, ws: &Path) -> std::path::PathBuf {
     let out = cheng()
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
         .env("CHENG_ENABLE_CODE_JS", "1")

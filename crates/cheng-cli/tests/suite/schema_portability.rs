@@ -9,12 +9,15 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// Every tool, the gated code executors included.
+/// Every tool, the gated code executors and those needing an author's config included.
 fn tools() -> Vec<Value> {
     let ws = tempfile::tempdir().expect("workspace");
+    let dir = tempfile::tempdir().expect("tools file directory");
+    let file = super::mcp_payloads::tools_file(dir.path(), ws.path());
+    let file = file.to_str().expect("utf-8 path");
     let mut server = McpPipe::start_with_env(
         ws.path(),
-        &[],
+        &["--tools", file],
         &[
             ("CHENG_ENABLE_CODE_PYTHON", "1"),
             ("CHENG_ENABLE_CODE_JS", "1"),
@@ -28,7 +31,14 @@ fn tools() -> Vec<Value> {
         .cloned()
         .unwrap_or_default();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    for expected in ["workspace_shell", "code_python", "code_js", "read_file"] {
+    for expected in [
+        "workspace_shell",
+        "code_python",
+        "code_js",
+        "read_file",
+        "skill",
+        "notes_write",
+    ] {
         assert!(
             names.contains(&expected),
             "{expected} not listed: {names:?}"
