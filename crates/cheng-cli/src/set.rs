@@ -170,11 +170,18 @@ pub fn array_hint(spec: &NodeSpec, port: &str, given: &Value) -> Option<String> 
             )
         })
         .collect();
-    Some(format!(
-        "  hint: {port} is an array of strings: --set {} (or {})",
-        cheng_node::text::shell_quote(&format!("{port}:={json}")),
-        appends.join(" ")
-    ))
+    let as_json = format!(
+        "--set {}",
+        cheng_node::text::shell_quote(&format!("{port}:={json}"))
+    );
+    Some(if appends.is_empty() {
+        format!("  hint: {port} is an array of strings: {as_json}")
+    } else {
+        format!(
+            "  hint: {port} is an array of strings: {as_json} (or {})",
+            appends.join(" ")
+        )
+    })
 }
 
 /// `port+=TEXT` (or `port+=@FILE`): the port and the string to append; `None` for any other
@@ -356,6 +363,27 @@ mod tests {
         })
         .unwrap();
         assert_eq!(values["command"], json!("ls"));
+    }
+
+    #[test]
+    fn appends_build_an_array_and_strings_to_arrays_get_a_hint() {
+        let mut values = Values::new();
+        apply(
+            "--set",
+            &["args+=a".into(), "args+=b c".into()],
+            &mut values,
+        )
+        .unwrap();
+        assert_eq!(values["args"], json!(["a", "b c"]));
+        let e = apply("--set", &["+=x".into()], &mut values).unwrap_err();
+        assert!(e.contains("the port name before `+=` is empty"), "{e}");
+        let registry = Registry::from_inventory_with(|_| false);
+        let spec = registry.get("tools/workspace_shell").unwrap().spec();
+        assert_eq!(
+            array_hint(spec, "args", &json!("")).as_deref(),
+            Some("  hint: args is an array of strings: --set 'args:=[]'")
+        );
+        assert_eq!(array_hint(spec, "command", &json!("x")), None);
     }
 
     #[test]
