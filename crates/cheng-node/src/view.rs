@@ -86,6 +86,14 @@ pub fn render(node_type: &str, out: &Values, style: Style) -> View {
             patch(s(out, "diff").unwrap_or(""), style)
         }
         ("tools/delete_path", _) => String::new(),
+        // run_command: the level's stdout (the warning lines at `warning`, none at `error`).
+        ("tools/run_command", _) => {
+            view.stderr = s(out, "stderr").unwrap_or("").to_string();
+            s(out, "stdout")
+                .or_else(|| s(out, "stdout_warnings"))
+                .unwrap_or("")
+                .to_string()
+        }
         // Sessions: what the process wrote since the last call.
         ("tools/exec_command" | "tools/write_stdin", _) => {
             s(out, "output").unwrap_or("").to_string()
@@ -117,6 +125,10 @@ pub fn render(node_type: &str, out: &Values, style: Style) -> View {
         .filter_map(Value::as_str)
         .map(str::to_string)
         .collect();
+    // run_command's hint when its output was cut is for the reader, like a warning.
+    if let Some(note) = s(out, "truncation_note") {
+        view.warnings.push(note.to_string());
+    }
     view
 }
 
@@ -352,5 +364,41 @@ fn json_block(value: Option<&Value>) -> String {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outputs(value: Value) -> Values {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn run_command_shows_its_levels_stdout_and_the_truncation_note() {
+        let info = outputs(json!({
+            "stdout": "...[omitted 3 bytes]\ntail", "stderr": "e\n",
+            "truncation_note": "Output was truncated.", "stdout_warnings": null,
+        }));
+        let view = render("tools/run_command", &info, Style::plain());
+        assert_eq!(view.payload, "...[omitted 3 bytes]\ntail\n");
+        assert_eq!(view.stderr, "e\n");
+        assert_eq!(view.warnings, vec!["Output was truncated.".to_string()]);
+
+        let warning = outputs(json!({
+            "stdout": null, "stdout_warnings": "warning: x", "stderr": "",
+            "truncation_note": null,
+        }));
+        let view = render("tools/run_command", &warning, Style::plain());
+        assert_eq!(view.payload, "warning: x\n");
+        assert!(view.warnings.is_empty());
+
+        let error = outputs(json!({"stdout": null, "stdout_warnings": null, "stderr": "boom"}));
+        assert_eq!(
+            render("tools/run_command", &error, Style::plain()).payload,
+            ""
+        );
     }
 }

@@ -2,5 +2,6 @@ mod common;
 mod git;
 mod git_confinement;
 mod live_output;
+mod run_command;
 mod shell;
 mod workspace_tests;
