@@ -38,6 +38,7 @@ fn nodes_lists_every_registered_node_sorted() {
         "tools/grep",
         "tools/list_dir",
         "tools/read_file",
+        "tools/run_command",
         "tools/runtime",
         "tools/workspace_git",
         "tools/workspace_markdown",
