@@ -397,7 +397,7 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::os::unix::fs::symlink("..", root.join("up")).unwrap();
         std::fs::write(root.join("file"), "").unwrap();
-        let label = |given: Option<&str>| resolve_working_dir(&root, given).map(|(p, s)| (p, s));
+        let label = |given: Option<&str>| resolve_working_dir(&root, given);
         assert_eq!(label(None).unwrap(), (root.clone(), Scope::Workspace));
         assert_eq!(label(Some(".")).unwrap(), (root.clone(), Scope::Workspace));
         assert_eq!(
