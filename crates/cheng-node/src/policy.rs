@@ -53,6 +53,10 @@ use tighten::check_tightens;
 /// The machine policy: read whenever it exists; a user policy may only tighten it.
 pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
 
+/// Node types that are raw shell themselves (no `allow_shell_string` switch to turn it on): the
+/// operator's `shell_syntax` decides whether they run at all, and `policy show` lists it for them.
+pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
+
 /// The environment variable naming a user policy file.
 pub const ENV_VAR: &str = "CHENG_POLICY";
 
@@ -558,7 +562,7 @@ impl Policy {
             ),
         };
         push(&mut shown, "disabled", disabled.to_string(), &source);
-        if spec.input("allow_shell_string").is_some() {
+        if spec.input("allow_shell_string").is_some() || RAW_SHELL_NODES.contains(&spec.id) {
             let (allowed, source) = self.shell_syntax(spec.id);
             push(&mut shown, "shell_syntax", allowed.to_string(), &source);
         }

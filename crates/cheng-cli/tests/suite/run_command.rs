@@ -44,6 +44,20 @@ fn the_default_policy_refuses_raw_shell_before_any_card_and_nothing_runs() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(out["success"], true, "{out}");
     assert!(ws.join("ran").exists());
+
+    // `policy show` lists the rule under the node, with where it came from.
+    let shown =
+        super::support::run_cheng(&["policy", "show", "--policy", policy.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let section = text
+        .split("[nodes.\"tools/run_command\"]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_default();
+    assert!(
+        section.contains("shell_syntax = true") && section.contains(policy.to_str().unwrap()),
+        "{text}"
+    );
 }
 
 #[test]
