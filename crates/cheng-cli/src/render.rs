@@ -151,12 +151,14 @@ pub fn node(node_type: &str, out: &Values, style: Style) -> Text {
             style.yellow(&format!("warning: {warning}"))
         );
     }
+    // run_command's cuts are tail or head cuts whose markers are in the text itself.
+    let markers_shown = node_type == "tools/run_command";
     for (flag, what) in [
         ("stdout_truncated", "stdout"),
         ("stderr_truncated", "stderr"),
         ("preview_truncated", "preview"),
     ] {
-        if out.get(flag).and_then(Value::as_bool) == Some(true) {
+        if !markers_shown && out.get(flag).and_then(Value::as_bool) == Some(true) {
             let _ = writeln!(
                 text.tail,
                 "{}",

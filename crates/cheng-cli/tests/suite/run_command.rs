@@ -185,3 +185,30 @@ fn the_python_sdk_is_offered_run_command_approves_it_and_is_refused_by_default()
         );
     }
 }
+
+#[test]
+fn the_terminal_shows_the_levels_text_with_its_marker_and_the_note() {
+    let (dir, ws) = temp_workspace();
+    let policy = allowing(dir.path());
+    let out = super::support::cheng()
+        .args(["run", RUN, "--workspace"])
+        .arg(&ws)
+        .args(["--policy", policy.to_str().unwrap(), "--approve", "--quiet"])
+        .args(["--format", "text", "--color", "never", "--input"])
+        .arg(json!({"command": "head -c 600000 /dev/zero | tr '\\0' x; printf END"}).to_string())
+        .output()
+        .expect("cheng runs");
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.starts_with("...[omitted 88003 bytes]\nxxx") && stdout.ends_with("xEND\n"),
+        "{}",
+        &stdout[..60]
+    );
+    assert!(
+        stderr.contains("warning: Output was truncated. Use output_level=\"error\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("head and tail kept"), "{stderr}");
+}

@@ -262,7 +262,7 @@ impl WarnLines {
 
     fn push(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            let (part, ended) = match bytes.iter().position(|b| *b == b'\n') {
+            let (part, ended) = match memchr::memchr(b'\n', bytes) {
                 Some(at) => (&bytes[..at], true),
                 None => (bytes, false),
             };
@@ -277,11 +277,22 @@ impl WarnLines {
         }
     }
 
-    fn scan(&mut self, part: &[u8]) {
-        for byte in part {
+    fn scan(&mut self, mut part: &[u8]) {
+        while let Some((&byte, rest)) = part.split_first() {
             if self.progress == WARN.len() {
                 return;
             }
+            if self.progress == 0 {
+                // Nothing spelt yet: jump to the next `w` (most bytes of a log are not one).
+                match memchr::memchr2(b'w', b'W', part) {
+                    Some(at) => part = &part[at..],
+                    None => return,
+                }
+                self.progress = 1;
+                part = &part[1..];
+                continue;
+            }
+            part = rest;
             let byte = byte.to_ascii_lowercase();
             // `warn` has no repeated prefix: a mismatch restarts at 0, or at 1 on a `w`.
             self.progress = if byte == WARN[self.progress] {
@@ -310,7 +321,9 @@ impl WarnLines {
             self.out.push(kept);
             self.count += 1;
         }
-        self.line = Tail::new(self.line.max);
+        // Reuse the line's buffer: a log has many short lines.
+        self.line.buf.clear();
+        self.line.total = 0;
         self.progress = 0;
     }
 
