@@ -169,6 +169,8 @@ pub fn node(node_type: &str, out: &Values, style: Style, shown: crate::live::Sho
             )
         );
     }
+    // run_command's cuts are tail or head cuts whose markers are in the text itself.
+    let markers_shown = node_type == "tools/run_command";
     for (flag, what) in [
         ("stdout_truncated", "stdout"),
         ("stderr_truncated", "stderr"),
@@ -176,7 +178,7 @@ pub fn node(node_type: &str, out: &Values, style: Style, shown: crate::live::Sho
     ] {
         // Shown live in full, the streams were not truncated for the person watching.
         let seen_whole = shown.output && !shown.dropped && what != "preview";
-        if !seen_whole && out.get(flag).and_then(Value::as_bool) == Some(true) {
+        if !seen_whole && !markers_shown && out.get(flag).and_then(Value::as_bool) == Some(true) {
             let _ = writeln!(
                 text.tail,
                 "{}",

@@ -65,6 +65,10 @@ use tighten::check_tightens;
 /// The machine policy: read whenever it exists; a user policy may only tighten it.
 pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
 
+/// Node types that are raw shell themselves (no `allow_shell_string` switch to turn it on): the
+/// operator's `shell_syntax` decides whether they run at all, and `policy show` lists it for them.
+pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
+
 /// The environment variable naming a user policy file.
 pub const ENV_VAR: &str = "CHENG_POLICY";
 

@@ -81,6 +81,8 @@ enum Kind {
     Nothing,
     /// A session's `output` (stdout and stderr interleaved), which may be shown live.
     SessionOutput,
+    /// run_command's shaped streams: the level's stdout (or its warning lines) and stderr.
+    RunCommand,
     /// The process's own stdout and stderr (and a code node's `result`).
     Process,
 }
@@ -111,6 +113,8 @@ fn kind(node_type: &str, operation: &str) -> Kind {
         // A session's start: what the process wrote (live on a terminal: a single run waits
         // for the command).
         ("tools/exec_command", _) => Kind::SessionOutput,
+        // run_command: the level's stdout (the warning lines at `warning`, none at `error`).
+        ("tools/run_command", _) => Kind::RunCommand,
         // Sessions: what the process wrote since the last call.
         ("tools/write_stdin", _) => Kind::Text("output"),
         // Shell, tests run, code nodes.
@@ -154,6 +158,13 @@ fn view(node_type: &str, out: &Values, style: Style, streams_shown: bool) -> Vie
         Kind::Projects => projects(out),
         Kind::Json(key) => json_block(out.get(key)),
         Kind::Nothing => String::new(),
+        Kind::RunCommand => {
+            view.stderr = s(out, "stderr").unwrap_or("").to_string();
+            s(out, "stdout")
+                .or_else(|| s(out, "stdout_warnings"))
+                .unwrap_or("")
+                .to_string()
+        }
         Kind::SessionOutput if streams_shown => String::new(),
         Kind::SessionOutput => s(out, "output").unwrap_or("").to_string(),
         Kind::Process => {
@@ -197,6 +208,10 @@ fn view(node_type: &str, out: &Values, style: Style, streams_shown: bool) -> Vie
         .filter_map(Value::as_str)
         .map(str::to_string)
         .collect();
+    // run_command's hint when its output was cut is for the reader, like a warning.
+    if let Some(note) = s(out, "truncation_note") {
+        view.warnings.push(note.to_string());
+    }
     view
 }
 
@@ -488,6 +503,36 @@ mod tests {
         assert_eq!(
             render_after_live("tools/workspace_shell", &shell, Style::plain()),
             View::default()
+        );
+    }
+
+    fn outputs(value: Value) -> Values {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn run_command_shows_its_levels_stdout_and_the_truncation_note() {
+        let info = outputs(json!({
+            "stdout": "...[omitted 3 bytes]\ntail", "stderr": "e\n",
+            "truncation_note": "Output was truncated.", "stdout_warnings": null,
+        }));
+        let view = render("tools/run_command", &info, Style::plain());
+        assert_eq!(view.payload, "...[omitted 3 bytes]\ntail\n");
+        assert_eq!(view.stderr, "e\n");
+        assert_eq!(view.warnings, vec!["Output was truncated.".to_string()]);
+
+        let warning = outputs(json!({
+            "stdout": null, "stdout_warnings": "warning: x", "stderr": "",
+            "truncation_note": null,
+        }));
+        let view = render("tools/run_command", &warning, Style::plain());
+        assert_eq!(view.payload, "warning: x\n");
+        assert!(view.warnings.is_empty());
+
+        let error = outputs(json!({"stdout": null, "stdout_warnings": null, "stderr": "boom"}));
+        assert_eq!(
+            render("tools/run_command", &error, Style::plain()).payload,
+            ""
         );
     }
 }

@@ -41,6 +41,7 @@ fn nodes_lists_every_registered_node_sorted() {
         "tools/notes_read",
         "tools/notes_write",
         "tools/read_file",
+        "tools/run_command",
         "tools/runtime",
         "tools/skill",
         "tools/workspace_git",

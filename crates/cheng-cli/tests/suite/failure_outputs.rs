@@ -121,6 +121,13 @@ fn cases(id: &str, ws: &Path) -> Option<(Value, Value, Value)> {
             json!({"script": "echo 1"}),
             json!({"script": "exit 3"}),
         ),
+        // Raw shell: the policy these runs get allows it for run_command (and changes nothing
+        // else); under the built-in default every call is refused (suite/run_command.rs).
+        "tools/run_command" => (
+            none,
+            json!({"command": "true | cat"}),
+            json!({"command": "exit 3"}),
+        ),
         "tools/exec_command" => (
             none,
             json!({"command": "true"}),
@@ -178,8 +185,10 @@ fn runnable(id: &str) -> bool {
     }
 }
 
-fn run(id: &str, ws: &Path, config: &Value, input: &Value) -> Value {
+/// `policy`: the operator's policy of every run (raw shell allowed for run_command only).
+fn run(id: &str, ws: &Path, policy: &Path, config: &Value, input: &Value) -> Value {
     let out = cheng()
+        .env("CHENG_POLICY", policy)
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
         .env("CHENG_ENABLE_CODE_JS", "1")
         .args([
@@ -209,6 +218,13 @@ fn run(id: &str, ws: &Path, config: &Value, input: &Value) -> Value {
 #[test]
 fn every_node_fills_the_failure_outputs_the_same_way() {
     let (_dir, ws) = temp_workspace();
+    let (_p, policy_dir) = temp_workspace();
+    let policy = policy_dir.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[nodes.\"tools/run_command\"]\nshell_syntax = true\n",
+    )
+    .expect("write policy");
     std::fs::write(ws.join("README.md"), "# Title\n\nText.\n").expect("write");
     std::fs::write(ws.join("scratch.txt"), "delete me\n").expect("write");
     std::fs::create_dir_all(ws.join("skills/deploy")).expect("mkdir");
@@ -226,7 +242,7 @@ fn every_node_fills_the_failure_outputs_the_same_way() {
             continue;
         }
         if !ok.is_null() {
-            let out = run(id, &ws, &config, &ok);
+            let out = run(id, &ws, &policy, &config, &ok);
             let four = |out: &Value| {
                 [
                     &out["success"],
@@ -243,7 +259,7 @@ fn every_node_fills_the_failure_outputs_the_same_way() {
             );
         }
 
-        let out = run(id, &ws, &config, &bad);
+        let out = run(id, &ws, &policy, &config, &bad);
         assert_eq!(out["success"], false, "{id} failure: {out}");
         let code = out["error_kind"].as_str().unwrap_or_default();
         let kind = ErrorKind::from_code(code).unwrap_or_else(|| {

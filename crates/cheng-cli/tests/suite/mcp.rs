@@ -395,6 +395,7 @@ fn forbidden_ports() -> Value {
         "grep": ["read_roots", "sandbox_root"],
         "list_dir": ["read_roots", "sandbox_root"],
         "read_file": ["read_roots", "read_tracking", "sandbox_root"],
+        "run_command": ["sandbox_root", "scope_policy"],
         "workspace_git": ["sandbox_root"],
         "workspace_markdown": ["sandbox_root"],
         "workspace_preview": ["sandbox_root"],

@@ -98,6 +98,11 @@ fn calls() -> Vec<(&'static str, Value)> {
             "exec_command",
             json!({"command": "echo", "args": ["the session says hi"]}),
         ),
+        // Raw shell: the operator's policy for these runs allows it (policy()).
+        (
+            "run_command",
+            json!({"command": "echo noise; echo 'warning: the shell line says hi' | tr a-z A-Z", "output_level": "warning"}),
+        ),
         ("code_shell", json!({"script": "echo the sandbox says hi"})),
         (
             "code_python",
@@ -174,9 +179,22 @@ pub(super) fn tools_file(dir: &Path, ws: &Path) -> std::path::PathBuf {
     path
 }
 
+/// The operator's policy for every run here: raw shell allowed for run_command (it is off by
+/// default), nothing else changed. Written into `dir`, named by `$CHENG_POLICY`.
+fn policy(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("policy.toml");
+    std::fs::write(
+        &path,
+        "[nodes.\"tools/run_command\"]\nshell_syntax = true\n",
+    )
+    .expect("write policy");
+    path
+}
+
 /// The payload `cheng run --format text` prints for `tool` with `arguments` in `ws`.
-fn cli_payload(ws: &Path, tool: &str, arguments: &Value) -> String {
+fn cli_payload(ws: &Path, tool: &str, arguments: &Value, policy: &Path) -> String {
     let out = cheng()
+        .env("CHENG_POLICY", policy)
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
         .env("CHENG_ENABLE_CODE_JS", "1")
         .args(["run", &format!("tools/{tool}"), "--workspace"])
@@ -204,11 +222,12 @@ fn cli_payload(ws: &Path, tool: &str, arguments: &Value) -> String {
 /// what `cat` echoes).
 fn cases(dir: &Path, fixture_ws: &Path) -> std::path::PathBuf {
     let (_keep, cli_ws) = twin(fixture_ws);
+    let policy = policy(dir);
     let mut cases: Vec<Value> = calls()
         .into_iter()
         .map(|(tool, arguments)| {
             // The workspace's own path differs between twins: the clients put theirs back.
-            let expect = cli_payload(&cli_ws, tool, &arguments)
+            let expect = cli_payload(&cli_ws, tool, &arguments, &policy)
                 .replace(&cli_ws.display().to_string(), "{WORKSPACE}");
             json!({"tool": tool, "arguments": arguments, "expect": expect})
         })
@@ -257,6 +276,7 @@ fn the_python_sdk_reads_every_payload_in_the_text_content() {
                 .arg(mode)
                 .arg(&cases)
                 .arg(tools_file(&dir, &ws))
+                .env("CHENG_POLICY", dir.join("policy.toml"))
                 .env("CHENG_ENABLE_CODE_PYTHON", "1")
                 .env("CHENG_ENABLE_CODE_JS", "1"),
             Duration::from_secs(300),
@@ -301,6 +321,7 @@ fn the_typescript_sdk_reads_every_payload_in_the_text_content() {
             .arg(&ws)
             .arg(&cases)
             .arg(tools_file(&dir, &ws))
+            .env("CHENG_POLICY", dir.join("policy.toml"))
             .env("CHENG_ENABLE_CODE_PYTHON", "1")
             .env("CHENG_ENABLE_CODE_JS", "1"),
         Duration::from_secs(300),

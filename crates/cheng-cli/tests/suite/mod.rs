@@ -27,6 +27,7 @@ mod mcp_payloads;
 mod mcp_pipe;
 mod policy;
 mod preview;
+mod run_command;
 mod runtime;
 mod sandbox_init;
 mod sandbox_signals;

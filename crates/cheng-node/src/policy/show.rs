@@ -125,6 +125,11 @@ impl Policy {
             .iter()
             .filter_map(|p| p.capability.map(|c| c.key))
             .collect();
+        // A node that is raw shell itself has no switch declaring it: the operator's
+        // `shell_syntax` decides whether it runs at all.
+        if super::RAW_SHELL_NODES.contains(&spec.id) {
+            keys.push(crate::capability::SHELL_SYNTAX.key);
+        }
         keys.dedup();
         for key in keys {
             let (setting, source) = self.setting(spec.id, key);
