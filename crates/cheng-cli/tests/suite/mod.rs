@@ -15,6 +15,7 @@ mod files_mcp;
 mod forged_cards;
 mod format_diff;
 mod git;
+mod graph_cli;
 mod git_confinement;
 mod inputs;
 mod js_worker;
