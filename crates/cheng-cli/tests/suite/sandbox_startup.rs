@@ -4,7 +4,7 @@
 //! what that could open up: the init step's descriptor reaching the script, or the executable
 //! behind it being writable from inside.
 
-use super::code_shell::{run_unprivileged, unprivileged_sandbox_works};
+use super::code_shell_unprivileged::{run_unprivileged, unprivileged_sandbox_works};
 use super::support::*;
 use serde_json::json;
 use std::path::Path;
@@ -69,7 +69,7 @@ fn the_init_steps_descriptor_never_reaches_the_script_unprivileged() {
     }
     // uid 65534 owns the workspace; in its user namespace the script runs as that same uid, the
     // owner of nothing cheng runs from, and must not reach the init step's descriptor either.
-    let (_d, ws) = super::code_shell::nobody_dir("/tmp");
+    let (_d, ws) = super::code_shell_unprivileged::nobody_dir("/tmp");
     let (code, out, stdout, stderr) = run_unprivileged(
         "tools/code_shell",
         &ws,

@@ -1,7 +1,7 @@
 //! The sandbox's seccomp filter through the real `cheng` binary (whose init step runs under it):
 //! the setuid-root attack from the security report, as root and as an unprivileged caller.
 
-use super::code_shell::{nobody_dir, run_unprivileged, unprivileged_sandbox_works};
+use super::code_shell_unprivileged::{nobody_dir, run_unprivileged, unprivileged_sandbox_works};
 use super::support::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
