@@ -4,7 +4,6 @@ use super::support::*;
 
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 const SHELL: &str = "tools/workspace_shell";
 
@@ -670,4 +669,3 @@ fn a_misspelt_operation_is_one_error_with_a_suggestion() {
     );
     assert!(!stderr.contains("missing"), "{stderr}");
 }
-

@@ -61,7 +61,9 @@ fn a_missing_python_fails_closed() {
 /// closed naming python3; an interpreter it cannot reach is SANDBOX_UNAVAILABLE, never a crash.
 #[test]
 fn unprivileged_code_python_works_or_fails_closed() {
-    use super::code_shell_unprivileged::{nobody_dir, run_unprivileged, unprivileged_sandbox_works};
+    use super::code_shell_unprivileged::{
+        nobody_dir, run_unprivileged, unprivileged_sandbox_works,
+    };
     if !unprivileged_sandbox_works() {
         return;
     }

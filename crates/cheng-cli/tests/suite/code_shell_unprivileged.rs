@@ -1,7 +1,7 @@
 //! tools/code_shell with cheng not running as root, through the real binary.
 
 use super::support::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 // ---------------------------------------------------------------------------------------------
 // cheng not running as root: bwrap creates a user namespace, RLIMIT_NPROC is set inside it.

@@ -4,7 +4,7 @@
 use super::support::*;
 
 use serde_json::{json, Value};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 const SHELL: &str = "tools/workspace_shell";

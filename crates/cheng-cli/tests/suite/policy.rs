@@ -531,4 +531,3 @@ fn disabled_nodes_are_not_listed() {
         "{stderr}"
     );
 }
-

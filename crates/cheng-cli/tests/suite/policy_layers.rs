@@ -2,10 +2,10 @@
 //! mounted without asking, and a user policy that may only tighten the machine policy (refused
 //! when it would loosen it, listed beside it by `policy show` when it tightens).
 
-use super::policy::{events_of, policy_file};
+use super::policy::policy_file;
 use super::support::*;
-use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use serde_json::json;
+use std::path::Path;
 
 const CODE: &str = "tools/code_shell";
 const SHELL: &str = "tools/workspace_shell";
