@@ -4,8 +4,10 @@
 //! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `fds`
 //! (closing inherited descriptors), `reaper` (the per-run child subreaper), `spawn`
 //! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
-//! `live` (a process that outlives the call that started it, with writable stdin),
-//! and `sandbox` (bubblewrap, limits, Landlock, seccomp, the init step) for the sandboxed executors.
+//! `live` (a process that outlives the call that started it, with writable stdin) and `helper`
+//! (finding the helper program the reaper runs as). The sandbox for the code executors
+//! (bubblewrap, limits, Landlock, seccomp, the init step) is the `cheng-sandbox` crate, built on
+//! this one.
 //!
 //! The public API (stable; other crates build on it):
 //!
@@ -24,7 +26,7 @@
 //!
 //! An example. Every run starts a per-run reaper, the `cheng-sandbox-init` helper's `__reaper`
 //! mode, so the program needs that helper beside it (as `cargo install` puts it beside `cheng`)
-//! or named with [`sandbox::init::use_helper`]; without one, `run` fails closed with
+//! or named with [`helper::use_helper`]; without one, `run` fails closed with
 //! `Termination::SpawnFailed` rather than run a command nothing could clean up after. The doc
 //! tests compile it but cannot run it (rustdoc's binary has no helper beside it); the CLI tests
 //! run the same calls through the installed layout.
@@ -52,14 +54,12 @@ pub mod capture;
 pub mod env;
 pub mod fds;
 pub mod flock;
+pub mod helper;
 pub mod kill;
 pub mod live;
 pub mod reaper;
 pub mod session;
 pub mod spawn;
-
-// The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
-pub mod sandbox;
 
 pub use spawn::{run, run_with_stdout_bytes};
 

@@ -3,7 +3,7 @@
 //! [`RunGroup::create`] makes a child group with a unique name, writes `memory.max` (and
 //! `memory.swap.max` 0, `memory.oom.group` 1, `pids.max` where the files and controllers exist),
 //! and opens the child's `cgroup.procs`. The spawn writes "0" to that descriptor between fork
-//! and exec ([`crate::ProcessSpec::cgroup_procs`]), so bwrap and everything it starts are in the
+//! and exec ([`cheng_exec::ProcessSpec::cgroup_procs`]), so bwrap and everything it starts are in the
 //! group before any of it runs. [`RunGroup::finish`] reads `memory.events` (oom_kill) and
 //! `memory.peak`, then removes the group.
 //!
@@ -158,7 +158,7 @@ impl RunGroup {
         &self.dir
     }
 
-    /// The open `cgroup.procs` of the group, for [`crate::ProcessSpec::cgroup_procs`].
+    /// The open `cgroup.procs` of the group, for [`cheng_exec::ProcessSpec::cgroup_procs`].
     pub fn procs(&self) -> Arc<OwnedFd> {
         self.procs.clone()
     }
@@ -500,12 +500,12 @@ mod tests {
         );
     }
 
-    fn run(spec: crate::ProcessSpec) -> crate::ProcessOutput {
+    fn run(spec: cheng_exec::ProcessSpec) -> cheng_exec::ProcessOutput {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(crate::run(
+        rt.block_on(cheng_exec::run(
             spec,
             &tokio_util::sync::CancellationToken::new(),
         ))
@@ -516,7 +516,7 @@ mod tests {
         let parent = fake("memory pids\n", "memory pids\n", "");
         let group = RunGroup::create(parent.path(), LIMITS, &mut Vec::new()).unwrap();
         let dir = group.dir().to_path_buf();
-        let mut spec = crate::ProcessSpec::new("/bin/sh", ["-c", "echo ran"], "/");
+        let mut spec = cheng_exec::ProcessSpec::new("/bin/sh", ["-c", "echo ran"], "/");
         spec.cgroup_procs = Some(group.procs());
         let out = run(spec);
         assert!(out.success(), "{out:?}");
@@ -539,14 +539,18 @@ mod tests {
             .unwrap();
         let marker = tempfile::tempdir().unwrap();
         let flag = marker.path().join("ran");
-        let mut spec = crate::ProcessSpec::new(
+        let mut spec = cheng_exec::ProcessSpec::new(
             "/bin/sh",
             ["-c".to_string(), format!("touch '{}'", flag.display())],
             "/",
         );
         spec.cgroup_procs = Some(Arc::new(OwnedFd::from(full)));
         let out = run(spec);
-        assert_eq!(out.termination, crate::Termination::SpawnFailed, "{out:?}");
+        assert_eq!(
+            out.termination,
+            cheng_exec::Termination::SpawnFailed,
+            "{out:?}"
+        );
         assert!(!flag.exists(), "the program ran outside its group");
     }
 
