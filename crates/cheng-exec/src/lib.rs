@@ -33,7 +33,7 @@
 //!
 //! ```no_run
 //! use cheng_exec::{run, ProcessSpec, Termination};
-//! use cheng_node::CancellationToken;
+//! use tokio_util::sync::CancellationToken;
 //!
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 //! let spec = ProcessSpec::new("echo", ["hello"], std::env::temp_dir());
@@ -67,10 +67,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cheng_node::text::{human_bytes, human_duration_ms};
-use cheng_node::ErrorKind;
+use cheng_io::text::{human_bytes, human_duration_ms};
+use cheng_io::ErrorKind;
 
-pub use cheng_node::text::Bounded;
+pub use cheng_io::text::Bounded;
 
 /// Default per-stream capture cap (1 MiB).
 pub const DEFAULT_STREAM_CAP: usize = 1 << 20;
@@ -103,7 +103,7 @@ pub struct ProcessSpec {
     pub inherit_fds: Vec<(std::sync::Arc<std::os::fd::OwnedFd>, std::os::fd::RawFd)>,
     /// Live output: every chunk of stdout and stderr is passed here as it is read (stream,
     /// bytes, byte offset), besides the bounded capture. Off by default.
-    pub output: cheng_node::Output,
+    pub output: cheng_io::Output,
 }
 
 /// One setrlimit applied to the child (soft = hard = value).
@@ -207,12 +207,12 @@ impl ProcessSpec {
             rlimits: Vec::new(),
             cgroup_procs: None,
             inherit_fds: Vec::new(),
-            output: cheng_node::Output::off(),
+            output: cheng_io::Output::off(),
         }
     }
 
     /// Passes stdout and stderr chunks to `output` as they are read (see [`capture::Live`]).
-    pub fn output(mut self, output: cheng_node::Output) -> Self {
+    pub fn output(mut self, output: cheng_io::Output) -> Self {
         self.output = output;
         self
     }
@@ -358,8 +358,8 @@ mod tests {
             termination,
             signal: None,
             duration: Duration::from_millis(3200),
-            stdout: cheng_node::text::head_tail(b"", 10),
-            stderr: cheng_node::text::head_tail(&[b'x'; 4198], 1 << 20),
+            stdout: cheng_io::text::head_tail(b"", 10),
+            stderr: cheng_io::text::head_tail(&[b'x'; 4198], 1 << 20),
             spawn_error: None,
             usage: None,
         }
