@@ -398,4 +398,19 @@ mod tests {
         );
         assert_eq!(signal_name(9), "SIGKILL (9)");
     }
+
+    #[test]
+    fn the_process_layer_depends_on_neither_the_node_api_nor_the_sandbox() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps = manifest
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap();
+        // The control: the section read is the real one.
+        assert!(deps.contains("cheng-io.workspace"), "{deps}");
+        for crate_name in ["cheng-node", "cheng-sandbox"] {
+            assert!(!deps.contains(crate_name), "{crate_name} in {deps}");
+        }
+    }
 }

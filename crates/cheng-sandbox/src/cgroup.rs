@@ -16,6 +16,18 @@
 //! its only member, cheng first moves itself into the leaf [`SUPERVISOR`] (the pattern systemd
 //! documents for delegated services); other members make the cgroup limit unavailable.
 //!
+//! Why this is not `cgroups-rs` (the crate the design names): it cannot do what a run needs.
+//! Its cgroup v2 hierarchy is fixed at `/sys/fs/cgroup` (no other mount, no fake tree for the
+//! unit tests below), it takes the controller list from that root rather than from the
+//! delegated parent, and creating a group writes `+controller` into the `cgroup.subtree_control`
+//! of the root and of every ancestor on the way, outside the delegated subtree cheng is allowed
+//! to touch (errors ignored). Placement is by pid after the process exists (`add_task`), so
+//! the child would run before it is in the group, or through its `Command` extension, which
+//! allocates and writes a path in `pre_exec`; cheng's spawn goes through the per-run reaper,
+//! which is handed the group's open `cgroup.procs` descriptor and writes "0" to it before exec,
+//! and cgroups-rs exposes no such descriptor. Nor does it move cheng into a supervisor leaf.
+//! The few files written here are the whole protocol, so they stay hand-written.
+//!
 //! [`CgroupV2::Delegated`]: super::limits::CgroupV2::Delegated
 
 use std::fs::OpenOptions;
