@@ -19,9 +19,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
 use cheng_node::{Decision, Node, RunContext};
 use cheng_nodes_code::{python::CodePython, shell::CodeShell};
+use cheng_sandbox::{seccomp, Sandbox, SandboxRequest};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -274,8 +274,8 @@ fn get<'a>(results: &'a [(String, Series)], name: &str) -> &'a Series {
 fn main() {
     // Like `cheng`: this binary can be the sandbox's init step, and the helper built beside
     // `cheng` is what runs inside.
-    cheng_exec::sandbox::init::use_helper(HELPER);
-    cheng_exec::sandbox::init::run_if_requested();
+    cheng_exec::helper::use_helper(HELPER);
+    cheng_sandbox::init::run_if_requested();
     // Orphans of the bare runs come back here to be reaped and counted (see `reap_orphans`).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };

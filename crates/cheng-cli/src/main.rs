@@ -53,7 +53,7 @@ pub enum Exit {
 fn main() -> ExitCode {
     // Re-executed as a sandbox launcher? That path never returns.
     cheng_exec::reaper::run_if_requested();
-    cheng_exec::sandbox::init::run_if_requested();
+    cheng_sandbox::init::run_if_requested();
     // A shell asking for completions (the script `cheng completions` prints)? Answers and exits.
     complete::answer_if_asked();
     let cli = args::Cli::parse();

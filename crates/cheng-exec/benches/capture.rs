@@ -10,10 +10,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use cheng_exec::{ProcessSpec, Termination};
-use cheng_node::CancellationToken;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 const CAP: usize = 1 << 20;
 const ROUNDS: usize = 5;
@@ -52,7 +52,7 @@ fn main() {
         let spec = ProcessSpec::new("dd", argv, std::env::temp_dir())
             .caps(CAP, CAP)
             .timeout(Duration::from_secs(600))
-            .output(cheng_node::Output::new(seen.clone()));
+            .output(cheng_io::Output::new(seen.clone()));
         let started = Instant::now();
         let out = rt.block_on(cheng_exec::run(spec, &CancellationToken::new()));
         let took = started.elapsed();
@@ -110,11 +110,11 @@ fn main() {
     let rate = |d: Duration| gib / d.as_secs_f64();
     println!(
         "capture of {} from `dd if=/dev/zero bs=1M {blocks}`, best of {ROUNDS}:",
-        cheng_node::text::human_bytes(bytes)
+        cheng_io::text::human_bytes(bytes)
     );
     println!(
         "  cheng_exec::run (cap {} per stream): {:>6.2} GiB/s  ({:?})",
-        cheng_node::text::human_bytes(CAP as u64),
+        cheng_io::text::human_bytes(CAP as u64),
         rate(captured),
         captured
     );
@@ -173,8 +173,8 @@ fn main() {
 #[derive(Default)]
 struct Counter(std::sync::atomic::AtomicU64);
 
-impl cheng_node::OutputSink for Counter {
-    fn chunk(&self, _stream: cheng_node::OutputStream, bytes: &[u8], offset: u64) {
+impl cheng_io::OutputSink for Counter {
+    fn chunk(&self, _stream: cheng_io::OutputStream, bytes: &[u8], offset: u64) {
         assert_eq!(
             offset,
             self.0.load(std::sync::atomic::Ordering::Relaxed),

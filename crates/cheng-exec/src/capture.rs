@@ -7,11 +7,11 @@
 //! flood costs few wake-ups.
 //!
 //! Live output: a drain may also pass each chunk, as it is read, to an
-//! [`Output`](cheng_node::Output) handle (stream, bytes, byte offset). The handle sees the bytes
+//! [`Output`](cheng_io::Output) handle (stream, bytes, byte offset). The handle sees the bytes
 //! as they pass; nothing more is kept, so memory stays bounded by the cap either way.
 
-use cheng_node::output::{Output, OutputStream};
-use cheng_node::text::HeadTail;
+use cheng_io::output::{Output, OutputStream};
+use cheng_io::text::HeadTail;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::net::unix::pipe;
@@ -309,7 +309,7 @@ mod tests {
     #[derive(Default)]
     struct Keep(std::sync::Mutex<Vec<(OutputStream, Vec<u8>, u64)>>);
 
-    impl cheng_node::OutputSink for Keep {
+    impl cheng_io::OutputSink for Keep {
         fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
             self.0
                 .lock()

@@ -14,7 +14,7 @@
 //! lifts the rule, and the caller can always succeed by dropping the variable, so the error is
 //! not terminal.
 
-use cheng_node::NodeError;
+use cheng_io::InvalidInput;
 use serde_json::{Map, Value};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -109,7 +109,7 @@ pub fn base_from(
 /// The base environment plus the node's `env` input (which replaces base values of the same name).
 ///
 /// Errors name the variable and the rule; see the module documentation for the denylist.
-pub fn build(user: &Map<String, Value>) -> Result<Vec<(OsString, OsString)>, NodeError> {
+pub fn build(user: &Map<String, Value>) -> Result<Vec<(OsString, OsString)>, InvalidInput> {
     let user = validate(user)?;
     let mut env = base();
     for (name, value) in user {
@@ -120,9 +120,9 @@ pub fn build(user: &Map<String, Value>) -> Result<Vec<(OsString, OsString)>, Nod
 }
 
 /// Checks the node's `env` input and returns the variables in order.
-pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, NodeError> {
+pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, InvalidInput> {
     if user.len() > MAX_USER_VARS {
-        return Err(NodeError::invalid_input(format!(
+        return Err(InvalidInput::new(format!(
             "env has {} variables; at most {MAX_USER_VARS} are accepted",
             user.len()
         )));
@@ -134,27 +134,25 @@ pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, Node
         let value = match value {
             Value::String(s) => s,
             other => {
-                return Err(NodeError::invalid_input(format!(
+                return Err(InvalidInput::new(format!(
                     "env.{name} must be a string, got {}; quote it, e.g. \"{name}\": \"{}\"",
-                    cheng_node::text::json_kind(other),
+                    cheng_io::text::json_kind(other),
                     other.to_string().trim_matches('"')
                 )))
             }
         };
         if value.contains('\0') {
-            return Err(NodeError::invalid_input(format!(
-                "env.{name} contains a NUL byte"
-            )));
+            return Err(InvalidInput::new(format!("env.{name} contains a NUL byte")));
         }
         if value.len() > MAX_VALUE_BYTES {
-            return Err(NodeError::invalid_input(format!(
+            return Err(InvalidInput::new(format!(
                 "env.{name} is {} bytes; a value may be at most {MAX_VALUE_BYTES} bytes",
                 value.len()
             )));
         }
         total += name.len() + value.len() + 2;
         if total > MAX_TOTAL_BYTES {
-            return Err(NodeError::invalid_input(format!(
+            return Err(InvalidInput::new(format!(
                 "env is larger than {MAX_TOTAL_BYTES} bytes in all; pass large data in a file instead"
             )));
         }
@@ -164,25 +162,23 @@ pub fn validate(user: &Map<String, Value>) -> Result<Vec<(String, String)>, Node
 }
 
 /// Rejects malformed names and names on the denylist.
-fn check_name(name: &str) -> Result<(), NodeError> {
+fn check_name(name: &str) -> Result<(), InvalidInput> {
     if name.is_empty() {
-        return Err(NodeError::invalid_input(
-            "env has a variable with an empty name",
-        ));
+        return Err(InvalidInput::new("env has a variable with an empty name"));
     }
     if name.len() > MAX_NAME_BYTES {
-        return Err(NodeError::invalid_input(format!(
+        return Err(InvalidInput::new(format!(
             "env has a variable name of {} bytes; at most {MAX_NAME_BYTES} are accepted",
             name.len()
         )));
     }
     if name.contains('=') || name.contains('\0') {
-        return Err(NodeError::invalid_input(format!(
+        return Err(InvalidInput::new(format!(
             "env variable name {name:?} is invalid: names may not contain '=' or NUL"
         )));
     }
     if let Some(reason) = denied_reason(name) {
-        return Err(NodeError::invalid_input(format!(
+        return Err(InvalidInput::new(format!(
             "env.{name} may not be set: {reason}. Remove it from env"
         )));
     }
@@ -332,7 +328,7 @@ mod tests {
             "GIT_EXEC_PATH",
         ] {
             let err = build(&map(json!({ name: "x" }))).unwrap_err();
-            assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{name}");
+            assert_eq!(err.kind(), cheng_io::ErrorKind::InvalidInput, "{name}");
             assert!(err.message.contains(name), "{name}: {}", err.message);
             assert!(err.message.contains("may not be set"), "{}", err.message);
         }
@@ -357,7 +353,7 @@ mod tests {
         );
         for bad in ["", "A=B", "A\0B"] {
             let err = build(&map(json!({ bad: "x" }))).unwrap_err();
-            assert_eq!(err.kind, cheng_node::ErrorKind::InvalidInput, "{bad:?}");
+            assert_eq!(err.kind(), cheng_io::ErrorKind::InvalidInput, "{bad:?}");
         }
         let err = build(&map(json!({"A": "x\0y"}))).unwrap_err();
         assert!(err.message.contains("NUL"));

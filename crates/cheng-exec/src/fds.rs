@@ -5,7 +5,7 @@
 //! `exec 7>file`, an MCP host's pipes or sockets, a log file); `exec` would hand them to every
 //! program cheng runs. Both places that exec untrusted programs close them first: the per-run
 //! reaper ([`crate::reaper`]) for every host process and for bwrap, and the sandbox init step
-//! ([`crate::sandbox::init`]) inside the sandbox.
+//! (the `cheng-sandbox` crate's `init`) inside the sandbox.
 //!
 //! Everything here is async-signal-safe (system calls on stack buffers: no allocation, no
 //! locks), so it may run between fork and exec.

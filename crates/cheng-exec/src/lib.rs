@@ -4,8 +4,10 @@
 //! `capture` (head+tail bounded stdout/stderr), `kill` (process-group termination), `fds`
 //! (closing inherited descriptors), `reaper` (the per-run child subreaper), `spawn`
 //! (argv only, never a shell unless the caller builds `sh -c` itself, supervision to the end),
-//! `live` (a process that outlives the call that started it, with writable stdin),
-//! and `sandbox` (bubblewrap, limits, Landlock, seccomp, the init step) for the sandboxed executors.
+//! `live` (a process that outlives the call that started it, with writable stdin) and `helper`
+//! (finding the helper program the reaper runs as). The sandbox for the code executors
+//! (bubblewrap, limits, Landlock, seccomp, the init step) is the `cheng-sandbox` crate, built on
+//! this one.
 //!
 //! The public API (stable; other crates build on it):
 //!
@@ -24,14 +26,14 @@
 //!
 //! An example. Every run starts a per-run reaper, the `cheng-sandbox-init` helper's `__reaper`
 //! mode, so the program needs that helper beside it (as `cargo install` puts it beside `cheng`)
-//! or named with [`sandbox::init::use_helper`]; without one, `run` fails closed with
+//! or named with [`helper::use_helper`]; without one, `run` fails closed with
 //! `Termination::SpawnFailed` rather than run a command nothing could clean up after. The doc
 //! tests compile it but cannot run it (rustdoc's binary has no helper beside it); the CLI tests
 //! run the same calls through the installed layout.
 //!
 //! ```no_run
 //! use cheng_exec::{run, ProcessSpec, Termination};
-//! use cheng_node::CancellationToken;
+//! use tokio_util::sync::CancellationToken;
 //!
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 //! let spec = ProcessSpec::new("echo", ["hello"], std::env::temp_dir());
@@ -52,14 +54,12 @@ pub mod capture;
 pub mod env;
 pub mod fds;
 pub mod flock;
+pub mod helper;
 pub mod kill;
 pub mod live;
 pub mod reaper;
 pub mod session;
 pub mod spawn;
-
-// The sandbox for the code executors (bubblewrap, limits, Landlock, the init step).
-pub mod sandbox;
 
 pub use spawn::{run, run_with_stdout_bytes};
 
@@ -67,10 +67,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cheng_node::text::{human_bytes, human_duration_ms};
-use cheng_node::ErrorKind;
+use cheng_io::text::{human_bytes, human_duration_ms};
+use cheng_io::ErrorKind;
 
-pub use cheng_node::text::Bounded;
+pub use cheng_io::text::Bounded;
 
 /// Default per-stream capture cap (1 MiB).
 pub const DEFAULT_STREAM_CAP: usize = 1 << 20;
@@ -103,7 +103,7 @@ pub struct ProcessSpec {
     pub inherit_fds: Vec<(std::sync::Arc<std::os::fd::OwnedFd>, std::os::fd::RawFd)>,
     /// Live output: every chunk of stdout and stderr is passed here as it is read (stream,
     /// bytes, byte offset), besides the bounded capture. Off by default.
-    pub output: cheng_node::Output,
+    pub output: cheng_io::Output,
 }
 
 /// One setrlimit applied to the child (soft = hard = value).
@@ -207,12 +207,12 @@ impl ProcessSpec {
             rlimits: Vec::new(),
             cgroup_procs: None,
             inherit_fds: Vec::new(),
-            output: cheng_node::Output::off(),
+            output: cheng_io::Output::off(),
         }
     }
 
     /// Passes stdout and stderr chunks to `output` as they are read (see [`capture::Live`]).
-    pub fn output(mut self, output: cheng_node::Output) -> Self {
+    pub fn output(mut self, output: cheng_io::Output) -> Self {
         self.output = output;
         self
     }
@@ -358,8 +358,8 @@ mod tests {
             termination,
             signal: None,
             duration: Duration::from_millis(3200),
-            stdout: cheng_node::text::head_tail(b"", 10),
-            stderr: cheng_node::text::head_tail(&[b'x'; 4198], 1 << 20),
+            stdout: cheng_io::text::head_tail(b"", 10),
+            stderr: cheng_io::text::head_tail(&[b'x'; 4198], 1 << 20),
             spawn_error: None,
             usage: None,
         }
@@ -397,5 +397,20 @@ mod tests {
             Some(ErrorKind::Cancelled)
         );
         assert_eq!(signal_name(9), "SIGKILL (9)");
+    }
+
+    #[test]
+    fn the_process_layer_depends_on_neither_the_node_api_nor_the_sandbox() {
+        let manifest = include_str!("../Cargo.toml");
+        let deps = manifest
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .unwrap();
+        // The control: the section read is the real one.
+        assert!(deps.contains("cheng-io.workspace"), "{deps}");
+        for crate_name in ["cheng-node", "cheng-sandbox"] {
+            assert!(!deps.contains(crate_name), "{crate_name} in {deps}");
+        }
     }
 }

@@ -21,8 +21,8 @@ use crate::reaper::{self, Stage, StartError};
 use crate::{
     ProcessOutput, ProcessSpec, RawOutput, ResourceUsage, Rlimit, RlimitResource, Termination,
 };
-use cheng_node::output::OutputStream;
-use cheng_node::text::HeadTail;
+use cheng_io::output::OutputStream;
+use cheng_io::text::HeadTail;
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

@@ -42,7 +42,8 @@ mod error;
 pub mod failure;
 pub mod input;
 mod node;
-pub mod output;
+/// Live output handles (`cheng_io::output`, shared with the process layer).
+pub use cheng_io::output;
 pub mod paths;
 pub mod policy;
 mod registry;
@@ -52,7 +53,7 @@ mod spec;
 pub mod text;
 pub mod view;
 
-pub use error::{ErrorKind, NodeError};
+pub use error::{ErrorKind, InvalidInput, NodeError};
 pub use node::{
     ApprovalRequest, Approver, CapabilityRequest, Decision, FixedApprover, Node, PathIdentity,
     RunContext, Values,

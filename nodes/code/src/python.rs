@@ -11,7 +11,7 @@
 //!   reads `input`, compiles the script as `<script>`, runs it with `input` bound, and writes
 //!   `result` (or the error) as JSON to a channel it opened before the script started. The
 //!   script's own stdout and stderr stay its own. The channel is a FIFO
-//!   (`cheng_exec::sandbox::channel`): nothing the script writes to it is stored on the host,
+//!   (`cheng_sandbox::channel`): nothing the script writes to it is stored on the host,
 //!   and cheng keeps at most the result limit of it.
 //! - **Result limit**: the result's JSON text may be at most 16 MiB
 //!   (`crate::result::RESULT_LIMIT_BYTES`, a documented constant, not a port); a larger one, or
@@ -31,13 +31,13 @@
 use crate::ports;
 use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
-use cheng_exec::sandbox::channel::Channel;
-use cheng_exec::sandbox::CgroupV2;
-use cheng_exec::sandbox::IO_DIR;
 use cheng_node::{
     async_trait, capability, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
     RunContext, Values,
 };
+use cheng_sandbox::channel::Channel;
+use cheng_sandbox::CgroupV2;
+use cheng_sandbox::IO_DIR;
 use serde_json::Value;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

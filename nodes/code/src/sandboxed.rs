@@ -13,7 +13,7 @@
 //!   card (`requested_paths`, with any capability left on "ask"). Run without the engine, the node
 //!   asks once per path itself; a denial is `LOCAL_EXECUTOR_APPROVAL_DENIED` naming the path.
 //!   Each is opened once when it is resolved, before it is asked about
-//!   (`cheng_exec::sandbox::PinnedPath`), and mounted from that descriptor: replacing the path
+//!   (`cheng_sandbox::PinnedPath`), and mounted from that descriptor: replacing the path
 //!   afterwards (a symlink to another directory) changes nothing the sandbox sees. The card
 //!   records which directory each path named and each per-path request what was opened, so the
 //!   engine's approval of the card covers a request only for the same directory.
@@ -24,13 +24,13 @@
 //! - **Defaults and ranges** of `timeout_ms`, `memory_mb` and the switches are the spec's: the
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
-use cheng_exec::sandbox::{Identity, PinnedPath, Sandbox, SandboxRequest, SandboxRun};
-use cheng_exec::sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use cheng_exec::{ProcessOutput, Termination};
 use cheng_node::{
     failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext,
     Values,
 };
+use cheng_sandbox::{Identity, PinnedPath, Sandbox, SandboxRequest, SandboxRun};
+use cheng_sandbox::{MAX_MEMORY_MB, MIN_MEMORY_MB};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -283,15 +283,15 @@ impl SandboxPorts {
     }
 }
 
-/// A private per-run directory (mounted read-only at `cheng_exec::sandbox::IO_DIR`) for the
+/// A private per-run directory (mounted read-only at `cheng_sandbox::IO_DIR`) for the
 /// input file, the runner and the result channel, on a tmpfs where there is one
-/// (`cheng_exec::sandbox::io_parent`). Readable by the sandbox uid inside a root-only parent,
+/// (`cheng_sandbox::io_parent`). Readable by the sandbox uid inside a root-only parent,
 /// so nobody else on the host can reach it.
 pub fn io_dir() -> Result<(tempfile::TempDir, PathBuf), NodeError> {
     use std::os::unix::fs::PermissionsExt;
     let parent = tempfile::Builder::new()
         .prefix("cheng-sandbox-")
-        .tempdir_in(cheng_exec::sandbox::io_parent())
+        .tempdir_in(cheng_sandbox::io_parent())
         .map_err(|e| {
             NodeError::internal(format!("cannot create the sandbox I/O directory: {e}"))
         })?;

@@ -1,7 +1,7 @@
 //! `tools/code_shell`: a shell script run by `sh` inside the bubblewrap sandbox.
 //!
 //! Decisions where the reference page is silent (the sandbox itself is described in `sandboxed` and
-//! `cheng_exec::sandbox`):
+//! `cheng_sandbox`):
 //!
 //! - **Input**: `input` serialised as JSON is in `$INPUT` when it is at most [`ENV_INPUT_MAX`]
 //!   bytes (Linux refuses longer single environment strings) and always in the file named by
@@ -11,7 +11,7 @@
 //! - **Warnings** come from a look at the script before it runs (network tools with
 //!   `allow_network` off, writes into the workspace with `allow_filesystem` off, `sudo`/`su`, an
 //!   empty script) and from the sandbox (what it could not enforce here).
-//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_exec::sandbox::SandboxLimits`); min 16, max 4096 (the
+//! - **memory_mb** is enforced as RLIMIT_AS (see `cheng_sandbox::SandboxLimits`); min 16, max 4096 (the
 //!   reference page names no maximum; docs/guides/policy.md).
 
 use crate::ports;
@@ -135,7 +135,7 @@ impl Node for CodeShell {
         request.io_dir = Some(io);
         request.env.push((
             "INPUT_FILE".into(),
-            format!("{}/input.json", cheng_exec::sandbox::IO_DIR).into(),
+            format!("{}/input.json", cheng_sandbox::IO_DIR).into(),
         ));
         if json.len() <= ENV_INPUT_MAX {
             request.env.push(("INPUT".into(), json.into()));

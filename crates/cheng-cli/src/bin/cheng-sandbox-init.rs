@@ -3,7 +3,7 @@
 //! bubblewrap runs it as the first program inside every code_shell / code_python sandbox; it
 //! sets the rlimits, drops to the run's uid, clears capabilities, sets no_new_privs, applies
 //! Landlock, closes every descriptor above 2 and executes the command
-//! (`cheng_exec::sandbox::init`). `cheng` uses it when it sits next to the `cheng` binary
+//! (`cheng_sandbox::init`). `cheng` uses it when it sits next to the `cheng` binary
 //! (`cargo build` and `cargo install --path crates/cheng-cli` put it there) and otherwise runs
 //! the same step from its own, much larger binary. It links little besides that step, so it
 //! starts in a fraction of the time.
@@ -20,5 +20,5 @@ fn main() {
     cheng_exec::reaper::run_if_requested();
     #[cfg(feature = "js")]
     cheng_nodes_code::js::worker::run_if_requested();
-    cheng_exec::sandbox::init::main()
+    cheng_sandbox::init::main()
 }

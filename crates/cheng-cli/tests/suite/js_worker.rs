@@ -1,7 +1,7 @@
 //! tools/code_js's worker processes through `cheng serve`: a crash, an overrun, a memory bomb
 //! or a kill from outside ends one call, the worker is replaced, and the server goes on; the
 //! jail is reported in `metrics.worker`, and without a filesystem layer nothing runs. (The jail
-//! itself is attacked in cheng-exec's suite, jail.rs.)
+//! itself is attacked in cheng-sandbox's suite, jail.rs.)
 
 use super::mcp_pipe::McpPipe;
 use super::support::temp_workspace;

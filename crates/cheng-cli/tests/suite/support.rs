@@ -141,7 +141,7 @@ pub fn bwrap_works() -> bool {
 }
 
 /// Sends `signal` (`INT`, `KILL`, …) to process `pid` with kill(1), so the tests need no
-/// `unsafe` (the workspace forbids it outside cheng-exec). Whether kill(1) succeeded.
+/// `unsafe` (the workspace forbids it outside cheng-exec and cheng-sandbox). Whether kill(1) succeeded.
 pub fn send_signal(pid: impl std::fmt::Display, signal: &str) -> bool {
     Command::new("kill")
         .arg(format!("-{signal}"))

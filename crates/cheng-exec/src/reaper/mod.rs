@@ -8,7 +8,7 @@
 //! nothing that says which run it came from. So each run gets its own subreaper.
 //!
 //! The reaper is an ordinary program: the helper executable beside `cheng`
-//! ([`crate::sandbox::init::HELPER_NAME`]) in its reaper mode ([`REAPER_ARG`], see [`program`]),
+//! ([`crate::helper::HELPER_NAME`]) in its reaper mode ([`REAPER_ARG`], see [`program`]),
 //! started with `std::process::Command` (which uses `posix_spawn`), in a process group of its
 //! own so that a Ctrl-C meant for cheng cannot kill it before it has cleaned up. What it gets:
 //!
@@ -194,8 +194,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// running binary itself when it serves the reaper mode (`cheng` does, through
 /// [`run_if_requested`]).
 fn reaper_programs() -> io::Result<Vec<PathBuf>> {
-    let mut programs: Vec<PathBuf> = crate::sandbox::init::helper_or_self().into_iter().collect();
-    if let Some(me) = crate::sandbox::init::self_if_launcher() {
+    let mut programs: Vec<PathBuf> = crate::helper::helper_or_self().into_iter().collect();
+    if let Some(me) = crate::helper::self_if_launcher() {
         if !programs.contains(&me) {
             programs.push(me);
         }
@@ -204,7 +204,7 @@ fn reaper_programs() -> io::Result<Vec<PathBuf>> {
         return Err(io::Error::other(format!(
             "the helper program {} was not found next to the running program; install it \
              beside cheng (cargo install --path crates/cheng-cli installs both)",
-            crate::sandbox::init::HELPER_NAME
+            crate::helper::HELPER_NAME
         )));
     }
     Ok(programs)

@@ -9,8 +9,8 @@
 
 use super::support::*;
 use cheng_exec::{ProcessSpec, Termination};
-use cheng_node::CancellationToken;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Pids of live (non-zombie) processes whose argv is exactly `argv`.
 fn processes(argv: &[&str]) -> Vec<i32> {

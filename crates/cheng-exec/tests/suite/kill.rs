@@ -3,8 +3,8 @@
 use super::support::*;
 use cheng_exec::kill::live_group_members;
 use cheng_exec::{ProcessSpec, Termination};
-use cheng_node::CancellationToken;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Pids printed one per line by a script.
 fn pids(text: &str) -> Vec<i32> {
@@ -30,7 +30,7 @@ fn timeout_kills_the_backgrounded_grandchild_too() {
     let pids = pids(&out.stdout.text);
     assert_eq!(pids.len(), 2, "{}", out.stdout.text);
     assert_all_gone(&pids);
-    assert_eq!(out.error_kind(), Some(cheng_node::ErrorKind::TimedOut));
+    assert_eq!(out.error_kind(), Some(cheng_io::ErrorKind::TimedOut));
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn cancellation_kills_the_group() {
         cheng_exec::run(sh("echo $$; sleep 1000 & echo $!; sleep 1000"), &token).await
     });
     assert_eq!(out.termination, Termination::Cancelled);
-    assert_eq!(out.error_kind(), Some(cheng_node::ErrorKind::Cancelled));
+    assert_eq!(out.error_kind(), Some(cheng_io::ErrorKind::Cancelled));
     assert_all_gone(&pids(&out.stdout.text));
 }
 

@@ -2,7 +2,6 @@ mod capture;
 mod descendants;
 mod env;
 mod fd_hygiene;
-mod jail;
 mod kill;
 mod spawn;
 mod support;

@@ -196,7 +196,7 @@ fn resource_usage_is_reported() {
 fn many_runs_in_parallel_do_not_mix_up_children() {
     let rt = runtime();
     let outs = rt.block_on(async {
-        let token = cheng_node::CancellationToken::new();
+        let token = tokio_util::sync::CancellationToken::new();
         let runs = (0..16).map(|i| {
             let token = token.clone();
             tokio::spawn(async move {
@@ -220,7 +220,7 @@ fn stdout_bytes_are_kept_exactly_when_asked() {
     let spec = sh(r"printf 'a\377\000b'; printf 'x%.0s' $(seq 1 100)").caps(16, 1024);
     let raw = runtime().block_on(cheng_exec::run_with_stdout_bytes(
         spec,
-        &cheng_node::CancellationToken::new(),
+        &tokio_util::sync::CancellationToken::new(),
     ));
     assert_eq!(raw.output.exit_code, Some(0));
     assert_eq!(
@@ -241,7 +241,7 @@ fn stdout_bytes_are_kept_exactly_when_asked() {
     );
     let raw = runtime().block_on(cheng_exec::run_with_stdout_bytes(
         missing,
-        &cheng_node::CancellationToken::new(),
+        &tokio_util::sync::CancellationToken::new(),
     ));
     assert_eq!(raw.output.termination, Termination::SpawnFailed);
     assert!(raw.stdout_bytes.is_empty());

@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use cheng_exec::{ProcessOutput, ProcessSpec};
-use cheng_node::CancellationToken;
 pub use cheng_test_support::eventually;
+use tokio_util::sync::CancellationToken;
 
 /// A multi-threaded runtime like the CLI's.
 pub fn runtime() -> tokio::runtime::Runtime {

@@ -4,7 +4,7 @@
 //! approver, the sessions, the server's pipes). So scripts run in worker processes
 //! (`cheng-sandbox-init __js-worker`, [`worker`]) that jail themselves before their first job:
 //! an empty root in new namespaces (or Landlock with no rights), no network, a system call
-//! allowlist (`cheng_exec::sandbox::jail`), with RLIMIT_AS and RLIMIT_CPU set from `memory_mb`
+//! allowlist (`cheng_sandbox::jail`), with RLIMIT_AS and RLIMIT_CPU set from `memory_mb`
 //! and `timeout_ms` for each job. cheng keeps a small pool of them started ([`workers`]), so a
 //! call pays a pipe round trip, not a process start; a worker that crashes, overruns or is
 //! killed is replaced and only its call fails. Each call still gets a fresh QuickJS runtime and

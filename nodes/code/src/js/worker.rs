@@ -1,7 +1,7 @@
 //! The JavaScript worker process: `cheng-sandbox-init __js-worker`, started by cheng's pool
 //! (`super::workers`) with its stdin and stdout as pipes to cheng.
 //!
-//! It prepares the first QuickJS runtime, jails itself (`cheng_exec::sandbox::jail`: no
+//! It prepares the first QuickJS runtime, jails itself (`cheng_sandbox::jail`: no
 //! filesystem, no network, a system call allowlist) and says so ([`wire::Ready`] with the
 //! jail's layers), then runs one job after another, each on a fresh runtime
 //! (`super::engine`), until its stdin closes. Everything a script could reach through a bug in
@@ -36,7 +36,7 @@ fn serve() -> i32 {
     // What needs more of the system than the jail allows happens before it: the first runtime.
     engine::prepare_spare();
     let mut input = std::io::stdin().lock();
-    let ready = match cheng_exec::sandbox::jail::enter() {
+    let ready = match cheng_sandbox::jail::enter() {
         Ok(layers) => wire::Ready {
             layers,
             cpu_ns: cpu_ns(),

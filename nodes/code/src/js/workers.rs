@@ -60,11 +60,11 @@ fn executable() -> Result<PathBuf, NodeError> {
                 .and_then(|p| p.canonicalize())
                 .map_err(|e| format!("the running binary's path is unknown ({e})"))?;
             let dir = exe.parent().unwrap_or(&exe).to_path_buf();
-            let helper = dir.join(cheng_exec::sandbox::init::HELPER_NAME);
+            let helper = dir.join(cheng_exec::helper::HELPER_NAME);
             if helper.is_file() {
                 Ok(helper)
             } else {
-                Err(format!("{} is not in {}", cheng_exec::sandbox::init::HELPER_NAME, dir.display()))
+                Err(format!("{} is not in {}", cheng_exec::helper::HELPER_NAME, dir.display()))
             }
         })
         .clone()
@@ -74,7 +74,7 @@ fn executable() -> Result<PathBuf, NodeError> {
                 format!(
                     "code_js runs scripts in a jailed worker process (`{} {}`), and {why}; nothing ran. \
                      Install it beside cheng (`cargo install --path crates/cheng-cli` installs both)",
-                    cheng_exec::sandbox::init::HELPER_NAME,
+                    cheng_exec::helper::HELPER_NAME,
                     super::worker::ARG
                 ),
             )
@@ -150,8 +150,8 @@ async fn start() -> Result<Worker, NodeError> {
         .stderr(Stdio::null())
         // Out of the terminal's process group: a Ctrl-C is cheng's to handle.
         .process_group(0);
-    if let Some(switch) = std::env::var_os(cheng_exec::sandbox::jail::WITHOUT_ENV) {
-        cmd.env(cheng_exec::sandbox::jail::WITHOUT_ENV, switch);
+    if let Some(switch) = std::env::var_os(cheng_sandbox::jail::WITHOUT_ENV) {
+        cmd.env(cheng_sandbox::jail::WITHOUT_ENV, switch);
     }
     cheng_exec::fds::close_inherited_on_exec(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {

@@ -3,8 +3,8 @@
 //! checks the host.
 
 use super::sandbox_support::*;
-use cheng_exec::sandbox::mounts::PROTECTED_NAMES;
 use cheng_nodes_code::shell::CodeShell;
+use cheng_sandbox::mounts::PROTECTED_NAMES;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -248,7 +248,7 @@ async fn only_the_result_channel_is_writable_in_the_io_directory() {
     // EROFS by name, not any OSError: the directory is root-owned 0755 and the script runs
     // unprivileged, so a writable mount would refuse these with EACCES.
     let script = "import errno, os\nblocked = []\nfor p in ['/run/cheng-io/runner.py', '/run/cheng-io/input.json', '/run/cheng-io/new.txt']:\n    try:\n        open(p, 'w').write('x')\n    except OSError as e:\n        blocked.append([os.path.basename(p), errno.errorcode.get(e.errno, str(e.errno))])\nresult = blocked";
-    let big = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    let big = "x".repeat(cheng_sandbox::mounts::COPY_MAX_BYTES as usize + 1);
     // Copies in the read-only root (a small input) and a read-only bind (a large one).
     for input in [json!({"k": "v"}), json!(big)] {
         let out = run(&CodePython, &ws, json!({"script": script, "input": input})).await;

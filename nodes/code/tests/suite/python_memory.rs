@@ -2,9 +2,9 @@
 //! replaces RLIMIT_AS and is removed after the run, an unusable one falls back and says so.
 
 use super::sandbox_support::*;
-use cheng_exec::sandbox::CgroupV2;
-use cheng_exec::sandbox::{Sandbox, SandboxRequest};
 use cheng_nodes_code::python::CodePython;
+use cheng_sandbox::CgroupV2;
+use cheng_sandbox::{Sandbox, SandboxRequest};
 use serde_json::json;
 
 /// A fake delegated cgroup v2 group (a plain directory with the interface files a real one has).
@@ -31,14 +31,11 @@ fn leftover_groups(parent: &std::path::Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .filter(|n| n.starts_with(cheng_exec::sandbox::cgroup::RUN_PREFIX))
+        .filter(|n| n.starts_with(cheng_sandbox::cgroup::RUN_PREFIX))
         .collect()
 }
 
-async fn sandboxed_ulimit(
-    ws: &std::path::Path,
-    cgroup: CgroupV2,
-) -> cheng_exec::sandbox::SandboxRun {
+async fn sandboxed_ulimit(ws: &std::path::Path, cgroup: CgroupV2) -> cheng_sandbox::SandboxRun {
     let mut req = SandboxRequest::new(
         ws.to_path_buf(),
         vec!["/bin/sh".into(), "-c".into(), "ulimit -v".into()],

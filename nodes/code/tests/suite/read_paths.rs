@@ -3,9 +3,9 @@
 
 use super::sandbox_support::*;
 use super::shell::outside_dir;
-use cheng_exec::sandbox::{Sandbox, SandboxRequest};
 use cheng_node::{Decision, ErrorKind};
 use cheng_nodes_code::shell::CodeShell;
+use cheng_sandbox::{Sandbox, SandboxRequest};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;

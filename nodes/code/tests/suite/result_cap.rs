@@ -180,7 +180,7 @@ mod python {
         if !sandbox_available() {
             return;
         }
-        let parent = cheng_exec::sandbox::io_parent();
+        let parent = cheng_sandbox::io_parent();
         let (_d, ws) = workspace();
         // Everything else in the exchange directory is read-only; the channel is the one way in.
         let script = format!(
@@ -450,7 +450,7 @@ mod js {
 /// store what the script writes on the host, up to RLIMIT_FSIZE.
 #[tokio::test]
 async fn a_regular_output_file_is_refused_and_a_channel_accepted() {
-    use cheng_exec::sandbox::{channel::Channel, Sandbox, SandboxRequest};
+    use cheng_sandbox::{channel::Channel, Sandbox, SandboxRequest};
     if !sandbox_available() {
         return;
     }

@@ -49,7 +49,7 @@ pub async fn run(node: &dyn Node, workspace: &Path, input: Value) -> Values {
 /// Whether the sandbox can be built here (see [`require_or_skip`]): CI installs bubblewrap, and
 /// there a silent skip would turn every attack test into one that cannot fail.
 pub fn sandbox_available() -> bool {
-    let ok = cheng_exec::sandbox::check_available().is_ok();
+    let ok = cheng_sandbox::check_available().is_ok();
     require_or_skip_that(
         "a bubblewrap that can create namespaces (apt-get install bubblewrap)",
         ok,
@@ -149,7 +149,7 @@ pub fn use_js_worker() {
         let helper = exe
             .parent()
             .and_then(|deps| deps.parent())
-            .map(|profile| profile.join(cheng_exec::sandbox::init::HELPER_NAME))
+            .map(|profile| profile.join(cheng_exec::helper::HELPER_NAME))
             .expect("the target directory");
         assert!(
             helper.is_file(),

@@ -461,7 +461,7 @@ fn fake_bwrap(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
 /// bwrap gets the whole program on descriptor 3 with `--seccomp 3`, freshly for every start.
 #[tokio::test]
 async fn bwrap_gets_the_whole_program_on_fd_3_for_every_run() {
-    use cheng_exec::sandbox::{seccomp, Sandbox, SandboxRequest};
+    use cheng_sandbox::{seccomp, Sandbox, SandboxRequest};
     let (_d, ws) = workspace();
     let fake = fake_bwrap(
         &ws,
@@ -485,7 +485,7 @@ async fn bwrap_gets_the_whole_program_on_fd_3_for_every_run() {
 /// A bwrap without `--seccomp`, or one that cannot install the filter, stops the run.
 #[tokio::test]
 async fn a_bwrap_that_refuses_the_filter_fails_closed() {
-    use cheng_exec::sandbox::{Sandbox, SandboxRequest};
+    use cheng_sandbox::{Sandbox, SandboxRequest};
     let (_d, ws) = workspace();
     let cancel = cheng_node::CancellationToken::new();
     for line in [

@@ -2,9 +2,9 @@
 //! the host afterwards.
 
 use super::sandbox_support::*;
-use cheng_exec::sandbox::{Sandbox, SandboxRequest};
 use cheng_node::{Decision, ErrorKind};
 use cheng_nodes_code::shell::CodeShell;
+use cheng_sandbox::{Sandbox, SandboxRequest};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -419,7 +419,7 @@ async fn the_io_directory_is_read_only_inside() {
     let script = "echo forged > \"$INPUT_FILE\"; echo x > /run/cheng-io/new.txt; mkdir /run/cheng-io/d; wc -c < \"$INPUT_FILE\"";
     // Both ways the directory reaches the sandbox: copies in the read-only root (a small input)
     // and a read-only bind of the host directory (an input past the copy limit).
-    let big = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    let big = "x".repeat(cheng_sandbox::mounts::COPY_MAX_BYTES as usize + 1);
     for input in [json!({"k": "v"}), json!(big)] {
         let out = run(
             &CodeShell,
@@ -554,10 +554,10 @@ async fn no_per_run_directory_outlives_its_run() {
         return;
     }
     let (_d, ws) = workspace();
-    let parent = cheng_exec::sandbox::io_parent();
+    let parent = cheng_sandbox::io_parent();
     // The run's own I/O directory, found from inside through $INPUT_FILE's mount source (an
     // input past the copy limit, so that the directory is bound, not copied into the view).
-    let input = "x".repeat(cheng_exec::sandbox::mounts::COPY_MAX_BYTES as usize + 1);
+    let input = "x".repeat(cheng_sandbox::mounts::COPY_MAX_BYTES as usize + 1);
     let out = run(
         &CodeShell,
         &ws,

@@ -277,7 +277,7 @@ impl Plan {
     ) -> Result<(LiveProcess, Option<Box<dyn std::any::Any + Send + Sync>>), NodeError> {
         let lifetime = Duration::from_millis(self.max_session_ms);
         if self.sandbox {
-            let mut request = cheng_exec::sandbox::SandboxRequest::new(
+            let mut request = cheng_sandbox::SandboxRequest::new(
                 ctx.workspace.clone(),
                 self.argv.iter().map(OsString::from).collect(),
             );
@@ -287,7 +287,7 @@ impl Plan {
             request.stdout_cap = RETAINED_CAP;
             request.stderr_cap = RETAINED_CAP;
             request.output = live;
-            let sandbox = cheng_exec::sandbox::Sandbox::prepare(request)?;
+            let sandbox = cheng_sandbox::Sandbox::prepare(request)?;
             let (process, hold) = sandbox.start_live(ctx.cancel.clone())?;
             return Ok((process, Some(hold)));
         }

@@ -1,4 +1,4 @@
-//! The cost of protecting a writable workspace ([`cheng_exec::sandbox::mounts::protect`]): the
+//! The cost of protecting a writable workspace ([`cheng_sandbox::mounts::protect`]): the
 //! top-level names plus the bounded walk for nested repositories, on workspaces of 10 000 and
 //! 100 000 files (warm page cache, 100 files per directory, a nested repository every 1 000 files).
 //!
@@ -6,7 +6,7 @@
 //! a plain recursive `std::fs::read_dir` walk of the same tree (the least any walk costs), and a
 //! bare `bwrap ... true` start (what one sandboxed run costs at least).
 //!
-//! The audit after a writable run ([`cheng_exec::sandbox::audit::audit`]) on the same trees,
+//! The audit after a writable run ([`cheng_sandbox::audit::audit`]) on the same trees,
 //! twice: after a run that changed nothing (each regular file is stat'ed, nothing else), and
 //! after one that wrote every file (each is also asked for its `security.capability` attribute).
 //!
@@ -14,8 +14,8 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use cheng_exec::sandbox::audit::{audit, Since};
-use cheng_exec::sandbox::mounts::protect;
+use cheng_sandbox::audit::{audit, Since};
+use cheng_sandbox::mounts::protect;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //! The mount must not be visible on the host: a dedicated thread unshares its mount namespace,
 //! replaces each path with its idmapped clone there, and starts bwrap from that thread, so only
 //! bwrap (and the sandbox it builds from that view) sees it. The namespace disappears with bwrap.
-//! bwrap is started through [`crate::run`] like every other process: its per-run reaper is cloned
+//! bwrap is started through [`cheng_exec::run`] like every other process: its per-run reaper is cloned
 //! from that thread (so it shares the thread's mount namespace), and it passes bwrap only stdin,
 //! stdout, stderr and the run's declared descriptors.
 //!
@@ -19,7 +19,7 @@
 //! on the descriptor number the plan gave the read path, in place of the original descriptor.
 
 use super::pinned::{Identity, PinnedPath};
-use crate::{ProcessOutput, ProcessSpec};
+use cheng_exec::{ProcessOutput, ProcessSpec};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -367,7 +367,7 @@ pub fn start_live_with_idmaps(
     spec: ProcessSpec,
     cancel: CancellationToken,
     prepared: Vec<(IdmapTarget, Arc<OwnedFd>)>,
-) -> Result<crate::live::LiveProcess, String> {
+) -> Result<cheng_exec::live::LiveProcess, String> {
     let runtime = tokio::runtime::Handle::try_current()
         .map_err(|e| format!("a session needs the async runtime: {e}"))?;
     std::thread::Builder::new()
@@ -375,7 +375,7 @@ pub fn start_live_with_idmaps(
         .spawn(move || {
             let spec = with_descriptors(spec, enter_private_namespace(&prepared)?);
             let _entered = runtime.enter();
-            crate::live::LiveProcess::start(spec, cancel)
+            cheng_exec::live::LiveProcess::start(spec, cancel)
         })
         .map_err(|e| format!("cannot start the sandbox thread: {e}"))?
         .join()
@@ -401,7 +401,7 @@ pub async fn run_with_idmaps(
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start the sandbox runtime: {e}"))?;
-                Ok(runtime.block_on(crate::run(spec, &cancel)))
+                Ok(runtime.block_on(cheng_exec::run(spec, &cancel)))
             })();
             let _ = tx.send(result);
         })

@@ -3,7 +3,7 @@
 //! [`RunGroup::create`] makes a child group with a unique name, writes `memory.max` (and
 //! `memory.swap.max` 0, `memory.oom.group` 1, `pids.max` where the files and controllers exist),
 //! and opens the child's `cgroup.procs`. The spawn writes "0" to that descriptor between fork
-//! and exec ([`crate::ProcessSpec::cgroup_procs`]), so bwrap and everything it starts are in the
+//! and exec ([`cheng_exec::ProcessSpec::cgroup_procs`]), so bwrap and everything it starts are in the
 //! group before any of it runs. [`RunGroup::finish`] reads `memory.events` (oom_kill) and
 //! `memory.peak`, then removes the group.
 //!
@@ -15,6 +15,18 @@
 //! controllers for its children. A delegated group usually holds cheng itself, so when cheng is
 //! its only member, cheng first moves itself into the leaf [`SUPERVISOR`] (the pattern systemd
 //! documents for delegated services); other members make the cgroup limit unavailable.
+//!
+//! Why this is not `cgroups-rs` (the crate the design names): it cannot do what a run needs.
+//! Its cgroup v2 hierarchy is fixed at `/sys/fs/cgroup` (no other mount, no fake tree for the
+//! unit tests below), it takes the controller list from that root rather than from the
+//! delegated parent, and creating a group writes `+controller` into the `cgroup.subtree_control`
+//! of the root and of every ancestor on the way, outside the delegated subtree cheng is allowed
+//! to touch (errors ignored). Placement is by pid after the process exists (`add_task`), so
+//! the child would run before it is in the group, or through its `Command` extension, which
+//! allocates and writes a path in `pre_exec`; cheng's spawn goes through the per-run reaper,
+//! which is handed the group's open `cgroup.procs` descriptor and writes "0" to it before exec,
+//! and cgroups-rs exposes no such descriptor. Nor does it move cheng into a supervisor leaf.
+//! The few files written here are the whole protocol, so they stay hand-written.
 //!
 //! [`CgroupV2::Delegated`]: super::limits::CgroupV2::Delegated
 
@@ -158,7 +170,7 @@ impl RunGroup {
         &self.dir
     }
 
-    /// The open `cgroup.procs` of the group, for [`crate::ProcessSpec::cgroup_procs`].
+    /// The open `cgroup.procs` of the group, for [`cheng_exec::ProcessSpec::cgroup_procs`].
     pub fn procs(&self) -> Arc<OwnedFd> {
         self.procs.clone()
     }
@@ -500,12 +512,12 @@ mod tests {
         );
     }
 
-    fn run(spec: crate::ProcessSpec) -> crate::ProcessOutput {
+    fn run(spec: cheng_exec::ProcessSpec) -> cheng_exec::ProcessOutput {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(crate::run(
+        rt.block_on(cheng_exec::run(
             spec,
             &tokio_util::sync::CancellationToken::new(),
         ))
@@ -516,7 +528,7 @@ mod tests {
         let parent = fake("memory pids\n", "memory pids\n", "");
         let group = RunGroup::create(parent.path(), LIMITS, &mut Vec::new()).unwrap();
         let dir = group.dir().to_path_buf();
-        let mut spec = crate::ProcessSpec::new("/bin/sh", ["-c", "echo ran"], "/");
+        let mut spec = cheng_exec::ProcessSpec::new("/bin/sh", ["-c", "echo ran"], "/");
         spec.cgroup_procs = Some(group.procs());
         let out = run(spec);
         assert!(out.success(), "{out:?}");
@@ -539,14 +551,18 @@ mod tests {
             .unwrap();
         let marker = tempfile::tempdir().unwrap();
         let flag = marker.path().join("ran");
-        let mut spec = crate::ProcessSpec::new(
+        let mut spec = cheng_exec::ProcessSpec::new(
             "/bin/sh",
             ["-c".to_string(), format!("touch '{}'", flag.display())],
             "/",
         );
         spec.cgroup_procs = Some(Arc::new(OwnedFd::from(full)));
         let out = run(spec);
-        assert_eq!(out.termination, crate::Termination::SpawnFailed, "{out:?}");
+        assert_eq!(
+            out.termination,
+            cheng_exec::Termination::SpawnFailed,
+            "{out:?}"
+        );
         assert!(!flag.exists(), "the program ran outside its group");
     }
 

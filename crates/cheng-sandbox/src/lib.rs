@@ -5,7 +5,7 @@
 //! run's facts (making the masking placeholders and the cgroup group it needs), then calls the
 //! pure `plan::plan`, which decides the whole command line, its mounts and every limit from those
 //! facts alone (and is unit-tested with facts built by hand). [`Sandbox::run`] runs the plan
-//! through [`crate::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and
+//! through [`cheng_exec::run`] (timeout, per-run reaper, descriptor hygiene, bounded capture) and
 //! reports what was enforced.
 //!
 //! The view: system directories read-only ([`mounts::system_view`], small world-readable /etc
@@ -46,6 +46,7 @@ pub(crate) mod limits;
 pub mod mounts;
 pub mod pinned;
 pub(crate) mod plan;
+mod run_facts;
 pub mod seccomp;
 
 pub use bwrap::{Mount, BWRAP_ENV};
@@ -53,7 +54,7 @@ pub use host::HostFacts;
 pub use limits::{CgroupV2, SandboxLimits, MAX_MEMORY_MB, MIN_MEMORY_MB};
 pub use pinned::{Identity, PinnedPath};
 
-use crate::{ProcessOutput, ProcessSpec};
+use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::{ErrorKind, NodeError};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -68,17 +69,8 @@ pub const IO_DIR: &str = "/run/cheng-io";
 /// running at the same time); the ids have no /etc/passwd entry.
 pub const SANDBOX_UID_BASE: u32 = 1_900_000_000;
 /// How many distinct sandbox uids one cheng process cycles through.
-const SANDBOX_UID_SLOTS: u32 = 4096;
+pub(crate) const SANDBOX_UID_SLOTS: u32 = 4096;
 
-/// A uid (= gid) for one run: distinct per process and per concurrent run, never root.
-fn sandbox_ids() -> (u32, u32) {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let slot = NEXT.fetch_add(1, Ordering::Relaxed) % SANDBOX_UID_SLOTS;
-    let process = (std::process::id() % 20_000) * SANDBOX_UID_SLOTS;
-    let id = SANDBOX_UID_BASE + (process + slot) % 200_000_000;
-    (id, id)
-}
 /// Where per-run I/O directories go: /dev/shm when it is a tmpfs, else the temp directory.
 ///
 /// Why: creating and removing a directory on a disk file system can cost milliseconds (ext4
@@ -99,12 +91,6 @@ pub fn io_parent() -> PathBuf {
             }
         })
         .clone()
-}
-
-/// Whether others may list and enter `dir` (r-x for "other").
-fn world_listable(dir: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o005 == 0o005)
 }
 
 fn is_tmpfs(path: &Path) -> bool {
@@ -197,8 +183,8 @@ impl SandboxRequest {
             ],
             timeout: Duration::from_secs(5),
             memory_mb: 128,
-            stdout_cap: crate::DEFAULT_STREAM_CAP,
-            stderr_cap: crate::DEFAULT_STREAM_CAP,
+            stdout_cap: cheng_exec::DEFAULT_STREAM_CAP,
+            stderr_cap: cheng_exec::DEFAULT_STREAM_CAP,
             bwrap: None,
             use_launcher: true,
             memory_cgroup: None,
@@ -266,11 +252,11 @@ pub struct Sandbox {
     init: Option<(PathBuf, std::os::fd::RawFd)>,
     request: SandboxRequest,
     /// rlimits set on bwrap before it is executed; empty when the init step sets them inside.
-    rlimits: Vec<crate::Rlimit>,
+    rlimits: Vec<cheng_exec::Rlimit>,
     /// The run's cgroup v2 group, and the command line and rlimits (with RLIMIT_AS) to use if
     /// the sandbox cannot join it.
     group: Option<cgroup::RunGroup>,
-    fallback: Option<(Vec<OsString>, Vec<crate::Rlimit>)>,
+    fallback: Option<(Vec<OsString>, Vec<cheng_exec::Rlimit>)>,
     /// Removes the masking placeholders when dropped (after the run, or when the run or the
     /// prepared sandbox is dropped without finishing).
     protections: mounts::Placeholders,
@@ -303,118 +289,11 @@ fn unavailable(message: impl Into<String>) -> NodeError {
     NodeError::new(ErrorKind::SandboxUnavailable, message)
 }
 
-/// Finds out what the plan needs to know about this run's paths, and makes what must exist
-/// before bwrap starts: the masking placeholders of a writable boundary and the run's cgroup
-/// group. Returns the facts and the two guards (dropping them undoes what was made).
-fn gather_run(
-    request: &SandboxRequest,
-    host: &HostFacts,
-) -> Result<
-    (
-        plan::RunFacts,
-        mounts::Placeholders,
-        Option<cgroup::RunGroup>,
-    ),
-    NodeError,
-> {
-    let mut warnings = Vec::new();
-    let ids = sandbox_ids();
-    let closed = if request.full_disk_readonly && host.root {
-        let bound = request
-            .extra_ro
-            .iter()
-            .map(PathBuf::as_path)
-            .chain(request.read_paths.iter().map(PinnedPath::path))
-            .chain(std::iter::once(request.boundary.as_path()));
-        closed_ancestors(bound)
-    } else {
-        Vec::new()
-    };
-    let protections = if request.writable {
-        mounts::protect(&request.boundary, &mut warnings).map_err(|e| {
-            unavailable(format!(
-                "cannot prepare the protected metadata of {}: {e}; nothing ran",
-                request.boundary.display()
-            ))
-        })?
-    } else {
-        mounts::Placeholders::default()
-    };
-    if let Some(io) = &request.io_dir {
-        for name in &request.io_outputs {
-            use std::os::unix::fs::FileTypeExt;
-            let fifo =
-                std::fs::symlink_metadata(io.join(name)).is_ok_and(|m| m.file_type().is_fifo());
-            if !fifo {
-                return Err(NodeError::internal(format!(
-                    "the sandbox output {name} is not a FIFO made by cheng_exec::sandbox::channel; a regular file would store what the script writes on the host"
-                )));
-            }
-        }
-    }
-    let (memory, group) = match &request.memory_cgroup {
-        Some(CgroupV2::Delegated(parent)) => {
-            let limits = SandboxLimits::with_memory_mb(request.memory_mb);
-            let group_limits = cgroup::GroupLimits {
-                memory_bytes: limits.memory_bytes,
-                pids: limits.nproc,
-            };
-            match cgroup::RunGroup::create(parent, group_limits, &mut warnings) {
-                Ok(group) => (plan::MemoryFact::Group(group.describe()), Some(group)),
-                Err(why) => (plan::MemoryFact::GroupFailed(why), None),
-            }
-        }
-        Some(CgroupV2::Unavailable(why)) => (plan::MemoryFact::Unavailable(why.clone()), None),
-        None => (plan::MemoryFact::Rlimit, None),
-    };
-    let etc_copies = if request.full_disk_readonly {
-        None
-    } else {
-        etc_copies::for_run(host.root, &host.system_view)
-    };
-    let io_copies = match &request.io_dir {
-        Some(io) if request.io_outputs.is_empty() && !request.full_disk_readonly => {
-            plan::io_copies(io)
-        }
-        _ => None,
-    };
-    let mut owners = Vec::new();
-    let boundary_listable = world_listable(&request.boundary);
-    if host.root {
-        let boundary_needed = request.writable || !boundary_listable;
-        if boundary_needed {
-            let path = &request.boundary;
-            let target = idmap::IdmapTarget::for_path(path)
-                .map_err(|e| unavailable(format!("cannot inspect {}: {e}", path.display())))?;
-            owners.push(target);
-        }
-        // A read path's owner as it was when it was opened (never looked up by path again).
-        owners.extend(
-            request
-                .read_paths
-                .iter()
-                .map(idmap::IdmapTarget::for_pinned),
-        );
-    }
-    let facts = plan::RunFacts {
-        ids,
-        closed_ancestors: closed,
-        boundary_listable,
-        owners,
-        protections: protections.list().to_vec(),
-        io_copies,
-        etc_copies,
-        warnings,
-        memory,
-    };
-    Ok((facts, protections, group))
-}
-
 impl Sandbox {
     /// Checks bwrap and builds the command line. Fails closed with SANDBOX_UNAVAILABLE.
     ///
     /// Three steps: the host's facts ([`HostFacts::gather`]), this run's facts and the
-    /// placeholders and cgroup group it needs (`gather_run`), then the pure [`plan::plan`].
+    /// placeholders and cgroup group it needs (`run_facts::gather`), then the pure [`plan::plan`].
     pub fn prepare(request: SandboxRequest) -> Result<Sandbox, NodeError> {
         let setup_started = Instant::now();
         if request.command.is_empty() {
@@ -430,7 +309,7 @@ impl Sandbox {
         }
         // Fail closed: no filter, no run (the program is compiled once per process).
         seccomp::program_bytes(request.network)?;
-        let (facts, protections, group) = gather_run(&request, &host)?;
+        let (facts, protections, group) = run_facts::gather(&request, &host)?;
         let plan = plan::plan(&request, &host, &facts)?;
         Ok(Sandbox {
             root: host.root,
@@ -516,7 +395,7 @@ impl Sandbox {
             .await;
         let mut report = None;
         if let Some(group) = group {
-            let join_failed = matches!(&result, Ok((out, _)) if out.termination == crate::Termination::SpawnFailed);
+            let join_failed = matches!(&result, Ok((out, _)) if out.termination == cheng_exec::Termination::SpawnFailed);
             match (join_failed, self.fallback.take()) {
                 (true, Some((args, rlimits))) => {
                     // The spawn fails closed before exec when the child cannot join its group:
@@ -557,7 +436,7 @@ impl Sandbox {
             Some(Err(e)) => return Err(NodeError::new(ErrorKind::OutputLimit, e.to_string())),
             None => {}
         }
-        if output.termination == crate::Termination::Exited && output.exit_code != Some(0) {
+        if output.termination == cheng_exec::Termination::Exited && output.exit_code != Some(0) {
             // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
             // namespaces here at all (a stand-in binary, a policy that kills it). The probe
             // (once per process) tells which.
@@ -593,7 +472,7 @@ impl Sandbox {
     fn spec(
         &self,
         args: Vec<OsString>,
-        rlimits: Vec<crate::Rlimit>,
+        rlimits: Vec<cheng_exec::Rlimit>,
         procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     ) -> Result<ProcessSpec, String> {
         let spec = ProcessSpec::new(&self.bwrap, args, "/")
@@ -639,7 +518,7 @@ impl Sandbox {
         })
     }
 
-    /// Starts the plan as a long-lived process ([`crate::live::LiveProcess`], a session) with
+    /// Starts the plan as a long-lived process ([`cheng_exec::live::LiveProcess`], a session) with
     /// `request.timeout` as its lifetime, killed when `cancel` fires or the handle drops. Returns
     /// it with what must live as long as it does (this sandbox: its masking placeholders).
     ///
@@ -651,7 +530,7 @@ impl Sandbox {
         cancel: CancellationToken,
     ) -> Result<
         (
-            crate::live::LiveProcess,
+            cheng_exec::live::LiveProcess,
             Box<dyn std::any::Any + Send + Sync>,
         ),
         NodeError,
@@ -665,7 +544,7 @@ impl Sandbox {
             .spec(self.args.clone(), self.rlimits.clone(), None)
             .map_err(|e| unavailable(format!("{e}; nothing ran")))?;
         let process = if self.idmaps.is_empty() {
-            crate::live::LiveProcess::start(spec, cancel)
+            cheng_exec::live::LiveProcess::start(spec, cancel)
         } else {
             let prepared = idmap::prepare(&self.idmaps, self.ids).map_err(|e| {
                 unavailable(format!(
@@ -683,7 +562,7 @@ impl Sandbox {
     async fn attempt(
         &self,
         args: Vec<OsString>,
-        rlimits: Vec<crate::Rlimit>,
+        rlimits: Vec<cheng_exec::Rlimit>,
         procs: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
         cancel: &CancellationToken,
         idmaps: &[(idmap::IdmapTarget, std::sync::Arc<std::os::fd::OwnedFd>)],
@@ -691,7 +570,7 @@ impl Sandbox {
         let spec = self.spec(args, rlimits, procs)?;
         let setup = self.setup_started.elapsed();
         if idmaps.is_empty() {
-            Ok((crate::run(spec, cancel).await, setup))
+            Ok((cheng_exec::run(spec, cancel).await, setup))
         } else {
             idmap::run_with_idmaps(spec, cancel, idmaps.to_vec())
                 .await
@@ -703,28 +582,6 @@ impl Sandbox {
 /// How memory_mb reads when it is enforced as RLIMIT_AS.
 fn rlimit_as_phrase(memory_mb: u64) -> String {
     format!("RLIMIT_AS {memory_mb} MiB (address space, not resident memory)")
-}
-
-/// For each path, its topmost ancestor others may not enter (no `o+x`), without duplicates or
-/// one inside another.
-fn closed_ancestors<'a>(paths: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out: Vec<PathBuf> = Vec::new();
-    for path in paths {
-        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
-        ancestors.reverse();
-        let closed = ancestors
-            .into_iter()
-            .filter(|dir| *dir != Path::new("/"))
-            .find(|dir| std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 == 0));
-        if let Some(dir) = closed {
-            if !out.iter().any(|o| dir.starts_with(o)) {
-                out.retain(|o| !o.starts_with(dir));
-                out.push(dir.to_path_buf());
-            }
-        }
-    }
-    out
 }
 
 /// bwrap's or the init step's own failure (as opposed to the program's), from the output.
@@ -746,38 +603,5 @@ fn setup_failure(out: &ProcessOutput) -> Option<String> {
             Some(format!("the sandbox init step failed: {line}; nothing ran"))
         }
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn the_topmost_ancestor_others_cannot_enter_is_found_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir_all(root.join("home/lib/python")).unwrap();
-        std::fs::create_dir_all(root.join("home/ws")).unwrap();
-        std::fs::create_dir_all(root.join("open/inner")).unwrap();
-        std::fs::set_permissions(root.join("home"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
-        // A closed directory deeper inside an already closed one adds nothing.
-        std::fs::set_permissions(
-            root.join("home/lib"),
-            std::fs::Permissions::from_mode(0o700),
-        )
-        .unwrap();
-        let paths = [
-            root.join("home/lib/python"),
-            root.join("home/ws"),
-            root.join("open/inner"),
-        ];
-        assert_eq!(
-            closed_ancestors(paths.iter().map(PathBuf::as_path)),
-            [root.join("home")]
-        );
     }
 }

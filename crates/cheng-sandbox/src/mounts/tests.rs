@@ -103,7 +103,7 @@ fn entries_of_several_components_pin_their_directory_or_mask_it_whole() {
 
 #[test]
 fn the_sandbox_guide_lists_exactly_the_protected_names() {
-    let guide = include_str!("../../../../../docs/guides/sandbox.md");
+    let guide = include_str!("../../../../docs/guides/sandbox.md");
     let table = guide
         .split("| Name | Why a write there is dangerous | From |")
         .nth(1)

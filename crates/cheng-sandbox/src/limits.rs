@@ -9,7 +9,7 @@
 //!   `memory` controller and is not the root of the hierarchy (a delegated subtree); the
 //!   per-run groups are made by `sandbox::cgroup`. cgroup v1 hierarchies are never touched.
 
-use crate::{Rlimit, RlimitResource};
+use cheng_exec::{Rlimit, RlimitResource};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Performs one attack from inside the worker jail (`cheng_exec::sandbox::jail`) and prints
+//! Performs one attack from inside the worker jail (`cheng_sandbox::jail`) and prints
 //! whether the system let it through: `jail_probe [--without-jail | --filesystem-only] ATTACK` with ATTACK one of
 //! `open` (read /etc/passwd), `list` (list /), `socket` (a UDP socket on loopback), `fork`,
 //! `exec` (run /bin/true), `write PATH`. Prints `jail: LAYER` for each layer, then `allowed` or
@@ -15,9 +15,9 @@ fn main() {
     };
     if jailed {
         let entered = if filesystem_only {
-            cheng_exec::sandbox::jail::filesystem().map(|layer| vec![layer])
+            cheng_sandbox::jail::filesystem().map(|layer| vec![layer])
         } else {
-            cheng_exec::sandbox::jail::enter()
+            cheng_sandbox::jail::enter()
         };
         match entered {
             Ok(layers) => {

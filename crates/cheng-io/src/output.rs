@@ -1,6 +1,6 @@
 //! Live output: the bytes a node's process writes, passed on while it runs.
 //!
-//! The engine gives every node an [`Output`] in its [`crate::RunContext`]; a node that runs a
+//! The engine gives every node an [`Output`] in its `RunContext` (cheng-node); a node that runs a
 //! process hands it to `cheng_exec` (`ProcessSpec::output`), which calls it with each chunk as
 //! it is read, besides keeping its bounded head+tail capture. Where the chunks go (run events,
 //! MCP progress notifications) is the engine's business; with nobody listening the handle is

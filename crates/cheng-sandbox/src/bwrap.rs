@@ -106,7 +106,7 @@ fn probe_cache() -> &'static Mutex<ProbeCache> {
 
 fn probe_uncached(bwrap: &Path, flags: &[&str]) -> Result<(), NodeError> {
     let mut cmd = Command::new(bwrap);
-    crate::fds::close_inherited_on_exec(&mut cmd);
+    cheng_exec::fds::close_inherited_on_exec(&mut cmd);
     let output = cmd
         .args(flags)
         .args([
@@ -235,7 +235,7 @@ impl Bwrap {
     }
 
     /// A read-only bind of what descriptor `fd` names (which must be open in bwrap; see
-    /// [`crate::ProcessSpec::inherit_fds`]) at `dest`. bwrap checks that what it mounted is the
+    /// [`cheng_exec::ProcessSpec::inherit_fds`]) at `dest`. bwrap checks that what it mounted is the
     /// descriptor's file (device and inode) and closes the descriptor after mounting. `source`
     /// names what the descriptor holds, for [`Bwrap::mounts`].
     pub fn ro_bind_fd(&mut self, fd: std::os::fd::RawFd, source: &Path, dest: &Path) -> &mut Self {
@@ -280,7 +280,7 @@ impl Bwrap {
     }
 
     /// A file at `dest` with the given mode holding what bwrap reads from descriptor `fd`
-    /// (which must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]). `source` names
+    /// (which must be open in bwrap; see [`cheng_exec::ProcessSpec::inherit_fds`]). `source` names
     /// what the descriptor holds, for [`Bwrap::mounts`].
     pub fn file(
         &mut self,
@@ -337,7 +337,7 @@ impl Bwrap {
     }
 
     /// The seccomp program bwrap reads from descriptor `fd` and applies just before it executes
-    /// the command (the descriptor must be open in bwrap; see [`crate::ProcessSpec::inherit_fds`]).
+    /// the command (the descriptor must be open in bwrap; see [`cheng_exec::ProcessSpec::inherit_fds`]).
     pub fn seccomp(&mut self, fd: std::os::fd::RawFd) -> &mut Self {
         let fd = fd.to_string();
         self.push(&["--seccomp".as_ref(), fd.as_ref()])

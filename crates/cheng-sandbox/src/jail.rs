@@ -54,7 +54,7 @@ pub const WORKER_SYSCALLS: &[i64] = &[
 /// Enters the jail (see the module documentation) and returns its layers as `metrics` reports
 /// them. On an error the process must not go on to run anything.
 pub fn enter() -> Result<Vec<String>, String> {
-    super::super::fds::close_all_above_stderr();
+    cheng_exec::fds::close_all_above_stderr();
     let mut layers = vec![filesystem()?];
     layers.push(system_calls()?);
     Ok(layers)

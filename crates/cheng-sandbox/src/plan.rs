@@ -15,7 +15,7 @@ use super::limits::SandboxLimits;
 use super::mounts::{self, Protection, SystemEntry};
 use super::pinned::PinnedPath;
 use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, IO_DIR};
-use crate::{Rlimit, RlimitResource};
+use cheng_exec::{Rlimit, RlimitResource};
 use cheng_node::{ErrorKind, NodeError};
 use std::ffi::OsString;
 use std::os::fd::RawFd;

@@ -1,4 +1,4 @@
-//! The worker jail (`cheng_exec::sandbox::jail`): each attack performed from inside it by the
+//! The worker jail (`cheng_sandbox::jail`): each attack performed from inside it by the
 //! `jail_probe` example, with the same attack outside it as the positive control.
 
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ fn probe() -> PathBuf {
 fn attack(args: &[&str], without: &str) -> String {
     let out = Command::new(probe())
         .args(args)
-        .env(cheng_exec::sandbox::jail::WITHOUT_ENV, without)
+        .env(cheng_sandbox::jail::WITHOUT_ENV, without)
         .output()
         .expect("the probe runs");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -95,10 +95,7 @@ fn each_filesystem_layer_hides_the_host_on_its_own() {
 fn without_namespaces_and_landlock_the_jail_fails_closed() {
     let out = Command::new(probe())
         .arg("open")
-        .env(
-            cheng_exec::sandbox::jail::WITHOUT_ENV,
-            "namespaces,landlock",
-        )
+        .env(cheng_sandbox::jail::WITHOUT_ENV, "namespaces,landlock")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();

@@ -16,7 +16,7 @@ fn the_program_compiles_and_bwrap_gets_it_on_fd_3() {
         assert_eq!(read, program_bytes(network).unwrap());
     }
     assert_ne!(program_bytes(false).unwrap(), program_bytes(true).unwrap());
-    let mut b = crate::sandbox::bwrap::Bwrap::new();
+    let mut b = crate::bwrap::Bwrap::new();
     b.seccomp(SECCOMP_FD);
     let args: Vec<String> = b
         .args()

@@ -2,7 +2,7 @@
 //! with or without bubblewrap.
 
 use super::*;
-use crate::sandbox::{SandboxRequest, SANDBOX_PATH};
+use crate::{SandboxRequest, SANDBOX_PATH};
 
 const INIT: &str = "/opt/cheng/cheng-sandbox-init";
 const SANDBOX_IDS: (u32, u32) = (1_900_000_007, 1_900_000_007);

@@ -239,7 +239,7 @@ fn make_for_process(view: &[SystemEntry]) -> Option<(EtcCopies, std::fs::File)> 
         .create_new(true)
         .open(&lock_path)
         .ok()?;
-    if !crate::flock::try_lock_exclusive(&lock).ok()? {
+    if !cheng_exec::flock::try_lock_exclusive(&lock).ok()? {
         return None;
     }
     let opened = lock.metadata().ok()?;
@@ -280,7 +280,7 @@ fn remove_orphans(base: &Path) {
         let Ok(lock) = std::fs::OpenOptions::new().write(true).open(&path) else {
             continue;
         };
-        if crate::flock::try_lock_exclusive(&lock).unwrap_or(false) {
+        if cheng_exec::flock::try_lock_exclusive(&lock).unwrap_or(false) {
             // Its process is gone: the directory first, then the lock (a directory without a
             // lock is never left for a live process).
             let _ = std::fs::remove_dir_all(base.join(dir_name));
@@ -350,7 +350,7 @@ mod tests {
         std::fs::write(dir("etc-1-1.lock"), b"").unwrap();
         // etc-2-2: a live process holds its lock.
         let held = std::fs::File::create(dir("etc-2-2.lock")).unwrap();
-        assert!(crate::flock::try_lock_exclusive(&held).unwrap());
+        assert!(cheng_exec::flock::try_lock_exclusive(&held).unwrap());
         // etc-3-3: no lock file at all.
         remove_orphans(base.path());
         assert!(!dir("etc-1-1").exists() && !dir("etc-1-1.lock").exists());

@@ -581,7 +581,7 @@ mod tests {
         std::fs::create_dir_all(root.join("moved/.git")).unwrap();
         // A privileged file inside an old (read-only during the run) `.git` is not looked at.
         executable(&root.join("old/.git/tool"), 0o4755);
-        let guard = super::super::mounts::protect(&root, &mut Vec::new()).unwrap();
+        let guard = crate::mounts::protect(&root, &mut Vec::new()).unwrap();
         let known = guard.repositories().to_vec();
         let since = Since::now();
 

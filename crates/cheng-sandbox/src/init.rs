@@ -25,21 +25,15 @@
 //! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--rlimit NAME=N]... [--write PATH]... -- CMD ARGS...`
 //! with NAME one of `as`, `nproc`, `fsize`, `nofile`, `core`, `cpu`.
 
-use crate::{Rlimit, RlimitResource};
+use cheng_exec::{Rlimit, RlimitResource};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The argv[1] that selects the init step.
 pub const INIT_ARG: &str = "__sandbox-init";
 
-/// The dedicated init executable looked for next to the running binary.
-pub const HELPER_NAME: &str = "cheng-sandbox-init";
-
-static LAUNCHER: AtomicBool = AtomicBool::new(false);
-/// A helper named by [`use_helper`] (benchmarks and tests, whose binary lives elsewhere).
-static HELPER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+pub use cheng_exec::helper::{use_helper, HELPER_NAME};
 
 /// Call first thing in `main`. When argv[1] is [`INIT_ARG`], runs the init step and exits (or
 /// execs); otherwise records that this binary can launch sandboxes and returns.
@@ -47,7 +41,7 @@ pub fn run_if_requested() {
     let mut args = std::env::args_os();
     let _program = args.next();
     if args.next().as_deref() != Some(OsStr::new(INIT_ARG)) {
-        LAUNCHER.store(true, Ordering::Relaxed);
+        cheng_exec::helper::mark_launcher();
         return;
     }
     init(args.collect())
@@ -74,17 +68,11 @@ fn init(rest: Vec<OsString>) -> ! {
     std::process::exit(126);
 }
 
-/// Use `path` as the init executable (it must run [`main`]); for binaries that are not next to
-/// one, such as a benchmark built by cargo. The first call wins.
-pub fn use_helper(path: impl Into<PathBuf>) {
-    let _ = HELPER.set(path.into());
-}
-
 /// The init step to bind into the sandbox when the running binary called [`run_if_requested`]:
 /// the helper named by [`use_helper`], else [`HELPER_NAME`] next to the running binary, else the
 /// running binary itself. `None` when the running binary did not opt in. Looked up once.
 pub fn launcher() -> Option<PathBuf> {
-    if !LAUNCHER.load(Ordering::Relaxed) {
+    if !cheng_exec::helper::is_launcher() {
         return None;
     }
     static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
@@ -93,57 +81,16 @@ pub fn launcher() -> Option<PathBuf> {
             let exe = std::env::current_exe()
                 .ok()
                 .and_then(|p| p.canonicalize().ok())?;
-            let named = HELPER.get().cloned();
+            let named = cheng_exec::helper::named_helper();
             let sibling = exe.parent().map(|dir| dir.join(HELPER_NAME));
             let helper = named
                 .into_iter()
                 .chain(sibling)
-                .find(|p| is_executable_file(p))
+                .find(|p| cheng_exec::helper::is_executable_file(p))
                 .and_then(|p| p.canonicalize().ok());
             Some(helper.unwrap_or(exe))
         })
         .clone()
-}
-
-/// The helper executable for other modes than the init step (the per-run reaper): the one
-/// named by [`use_helper`], else [`HELPER_NAME`] next to the running binary or in its parent
-/// directory (test harnesses run from cargo's `deps/`), else the running binary itself when it
-/// opted in with [`run_if_requested`]. Looked up once.
-pub fn helper_or_self() -> Option<PathBuf> {
-    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            let exe = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.canonicalize().ok())?;
-            let dir = exe.parent();
-            let candidates = HELPER
-                .get()
-                .cloned()
-                .into_iter()
-                .chain(dir.map(|d| d.join(HELPER_NAME)))
-                .chain(dir.and_then(|d| d.parent()).map(|d| d.join(HELPER_NAME)));
-            let helper = candidates
-                .filter(|p| is_executable_file(p))
-                .find_map(|p| p.canonicalize().ok());
-            helper.or_else(|| LAUNCHER.load(Ordering::Relaxed).then_some(exe))
-        })
-        .clone()
-}
-
-/// The running binary, when it opted in with [`run_if_requested`] (so it serves every mode).
-pub fn self_if_launcher() -> Option<PathBuf> {
-    if !LAUNCHER.load(Ordering::Relaxed) {
-        return None;
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.canonicalize().ok())
-}
-
-fn is_executable_file(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What the init step does, parsed from its argv.
@@ -317,7 +264,7 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
     // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else
     // every number below RLIMIT_NOFILE.
-    crate::fds::close_all_above_stderr();
+    cheng_exec::fds::close_all_above_stderr();
     for limit in address_space {
         set_rlimit(limit)?;
     }
