@@ -13,7 +13,7 @@
 use cheng_io::output::{Output, OutputStream};
 use cheng_io::text::HeadTail;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +22,7 @@ const INITIAL_READ_BUFFER: usize = 16 * 1024;
 /// Largest read buffer (reached after reads fill the current one).
 pub const MAX_READ_BUFFER: usize = 256 * 1024;
 /// Pipe capacity requested from the kernel (it may grant less; that only costs throughput).
-const PIPE_SIZE: libc::c_int = 1 << 20;
+const PIPE_SIZE: usize = 1 << 20;
 /// After `stop` fires, at most this many bytes are still read from what the pipe holds.
 const FINAL_DRAIN_LIMIT: u64 = 16 << 20;
 
@@ -217,10 +217,7 @@ fn read_remaining(rx: &pipe::Receiver, buf: &mut [u8], out: &mut Sink) {
 
 /// Asks for a bigger pipe so a fast writer is woken less often. Failure is harmless.
 fn enlarge_pipe(fd: &OwnedFd) {
-    // SAFETY: fcntl on a valid, owned descriptor; F_SETPIPE_SZ only changes the pipe's capacity.
-    unsafe {
-        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
-    }
+    let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
 }
 
 /// Writes `bytes` to the child's stdin, then closes it. A child that exits or closes stdin

@@ -69,19 +69,15 @@ impl Channel {
     /// [`super::SandboxRequest::io_outputs`]) and opens it for reading. `dir` must be private to
     /// cheng, as the one [`super::io_parent`] holds.
     pub fn create(dir: &Path, name: &str, cap: usize) -> io::Result<Channel> {
-        use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         let path = dir.join(name);
-        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a channel path cannot contain NUL",
-            )
-        })?;
-        // SAFETY: mkfifo only reads the NUL-terminated path.
-        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )?;
         // The sandbox runs as another uid when cheng is root: it may write, not read.
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622))?;
         let receiver = pipe::OpenOptions::new()

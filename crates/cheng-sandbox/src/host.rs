@@ -50,8 +50,11 @@ struct Fixed {
 fn fixed() -> &'static Fixed {
     static FIXED: OnceLock<Fixed> = OnceLock::new();
     FIXED.get_or_init(|| {
-        // SAFETY: geteuid/getuid/getgid have no failure modes.
-        let (euid, uid, gid) = unsafe { (libc::geteuid(), libc::getuid(), libc::getgid()) };
+        let (euid, uid, gid) = (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getuid().as_raw(),
+            rustix::process::getgid().as_raw(),
+        );
         Fixed {
             root: euid == 0,
             own_ids: (uid, gid),

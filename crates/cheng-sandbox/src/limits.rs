@@ -164,12 +164,7 @@ fn cgroup2_mount_point(line: &str) -> Option<PathBuf> {
 }
 
 fn writable(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access only reads the NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok()
 }
 
 /// The `limits` object reported in metrics.
