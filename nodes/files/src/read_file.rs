@@ -96,7 +96,7 @@ impl Default for Indentation {
 }
 
 impl Indentation {
-    fn from_value(value: Option<&Value>) -> Result<Self, NodeError> {
+    pub(crate) fn from_value(value: Option<&Value>) -> Result<Self, NodeError> {
         let mut out = Indentation::default();
         let Some(obj) = value.and_then(Value::as_object) else {
             return Ok(out);
