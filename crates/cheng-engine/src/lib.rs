@@ -49,6 +49,8 @@ mod approval;
 pub mod catalog;
 mod error;
 pub mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod lint;
 pub mod live;

@@ -191,14 +191,29 @@ fn push_escaped(out: &mut String, text: &str) {
 
 /// JSON text (one serialised value) with every hidden character inside its strings written as a
 /// `\uXXXX` escape: the same JSON value, safe to write where a person reads it (run events on a
-/// terminal). Outside strings JSON has only ASCII, so only strings change.
+/// terminal). Outside strings JSON has only ASCII; its whitespace there (a line break or a tab of
+/// pretty-printed JSON) becomes a space, since a `\uXXXX` outside a string is not JSON.
 pub fn json(text: &str) -> String {
     if !text.chars().any(is_hidden) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 16);
+    let (mut in_string, mut escaped) = (false, false);
     for c in text.chars() {
-        if is_hidden(c) {
+        let outside = !in_string;
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        }
+        if outside && matches!(c, '\n' | '\r' | '\t') {
+            out.push(' ');
+        } else if is_hidden(c) {
             let mut units = [0u16; 2];
             for unit in c.encode_utf16(&mut units) {
                 out.push_str(&format!("\\u{unit:04x}"));
@@ -477,6 +492,21 @@ mod tests {
         assert_eq!(back, value);
         assert!(safe.contains("é中😀"), "{safe}");
         assert!(safe.contains("\\udb40\\udc41"), "{safe}");
+    }
+
+    #[test]
+    fn json_keeps_pretty_printed_json_valid() {
+        // Whitespace between tokens was once escaped as `\u000a`, which is not JSON there.
+        for text in ["202\n\n", "{\n\t\"a\": \"x\\\"\u{202E}\"\r\n}"] {
+            let value: serde_json::Value = serde_json::from_str(text).unwrap();
+            let safe = json(text);
+            assert_inert(&safe);
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+                value,
+                "{safe}"
+            );
+        }
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub mod display;
 pub mod engine_ports;
 mod error;
 pub mod failure;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod input;
 mod node;
 /// Live output handles (`cheng_io::output`, shared with the process layer).

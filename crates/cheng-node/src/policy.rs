@@ -48,6 +48,8 @@
 //! reads a process-wide one, so two engines in one process can run under different policies.
 
 mod file;
+#[doc(hidden)]
+pub mod fuzzing;
 mod names;
 mod show;
 #[cfg(test)]

@@ -137,7 +137,7 @@ pub fn apply(
 
 /// `path` with `.` dropped and `..` folded where it can be, so `a/./b` and `a/c/../b` name the
 /// same entry of the view.
-fn key(path: &Path) -> PathBuf {
+pub(crate) fn key(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -16,6 +16,8 @@
 //! match at the end is looked for in the rest of the file; each line keeps its own line ending.
 
 mod apply;
+#[doc(hidden)]
+pub mod fuzzing;
 mod parse;
 mod seek;
 

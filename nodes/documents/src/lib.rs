@@ -18,6 +18,8 @@
 #![forbid(unsafe_code)]
 
 pub mod bounded;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod markdown;
 pub mod preview;
 pub mod source;

@@ -37,6 +37,8 @@ pub mod delete_path;
 pub mod edit_file;
 pub mod files;
 pub mod freshness;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 pub mod grep;
 pub mod grep_view;

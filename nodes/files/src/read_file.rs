@@ -96,7 +96,7 @@ impl Default for Indentation {
 }
 
 impl Indentation {
-    fn from_value(value: Option<&Value>) -> Result<Self, NodeError> {
+    pub(crate) fn from_value(value: Option<&Value>) -> Result<Self, NodeError> {
         let mut out = Indentation::default();
         let Some(obj) = value.and_then(Value::as_object) else {
             return Ok(out);
@@ -487,7 +487,8 @@ pub fn block(
     let min_indent = if options.max_levels == 0 {
         0
     } else {
-        anchor_indent.saturating_sub(options.max_levels * TAB_WIDTH)
+        // max_levels is any count an agent sends: saturate rather than overflow.
+        anchor_indent.saturating_sub(options.max_levels.saturating_mul(TAB_WIDTH))
     };
     let final_limit = limit.min(guard).min(lines.len());
     if final_limit == 1 {
@@ -553,4 +554,21 @@ pub fn block(
         out.pop_back();
     }
     Ok(out.into_iter().map(|i| numbered(i + 1, lines[i])).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_max_levels_means_no_limit_instead_of_overflowing() {
+        let lines = ["fn f() {", "    if x {", "        y();", "    }", "}"];
+        let options = Indentation {
+            anchor_line: Some(3),
+            max_levels: usize::MAX,
+            ..Indentation::default()
+        };
+        let out = block(&lines, 1, 10, &options).unwrap();
+        assert_eq!(out.len(), 5, "{out:?}");
+    }
 }

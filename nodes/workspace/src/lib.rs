@@ -4,6 +4,8 @@
 //! Each module declares its node's spec (port tables verbatim from ChengOS's reference page) and
 //! registers it with `inventory::submit!`.
 
+#[doc(hidden)]
+pub mod fuzzing;
 mod git;
 mod program;
 pub mod run_command;

@@ -8,6 +8,8 @@
 
 pub mod artifact;
 pub mod flatten;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod html_text;
 pub mod marks;
 pub mod prefix;

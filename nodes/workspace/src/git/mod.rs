@@ -40,9 +40,9 @@ mod branch;
 mod command;
 mod confine;
 mod diff;
-mod log;
+pub(crate) mod log;
 mod quote;
-mod status;
+pub(crate) mod status;
 mod validate;
 
 use cheng_exec::ProcessOutput;

@@ -42,7 +42,7 @@
 //!   and stderr intact; only validation and policy failures are returned as errors.
 
 pub(crate) mod argv;
-mod split;
+pub(crate) mod split;
 
 use argv::argv_from_input;
 use cheng_exec::{ProcessOutput, ProcessSpec};

@@ -4,7 +4,7 @@
 
 /// Why a shell string is not simple.
 #[derive(Debug, PartialEq)]
-pub(super) enum Split {
+pub(crate) enum Split {
     /// Shell syntax, described for the user (`` `|` at character 4 ``).
     Syntax(String),
     /// A quote that is never closed (`single` or `double`).
@@ -17,7 +17,7 @@ const METACHARACTERS: &[char] = &[
 ];
 
 /// Splits a simple shell string into the argv `sh` would produce, or says why it is not simple.
-pub(super) fn split_simple(text: &str) -> Result<Vec<String>, Split> {
+pub(crate) fn split_simple(text: &str) -> Result<Vec<String>, Split> {
     #[derive(PartialEq)]
     enum Quote {
         None,

@@ -18,7 +18,7 @@
 
 mod detect;
 mod failures;
-mod parsers;
+pub(crate) mod parsers;
 
 use detect::DEFAULT_LIMITS;
 

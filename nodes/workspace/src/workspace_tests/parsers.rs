@@ -71,7 +71,7 @@ fn sum(items: &[(u64, String)], words: &[&str]) -> u64 {
         .iter()
         .filter(|(_, w)| words.contains(&w.as_str()))
         .map(|(n, _)| n)
-        .sum()
+        .fold(0u64, |total, n| total.saturating_add(*n))
 }
 
 /// `cargo test`: every `test result:` line, one per test binary and doc-test run, summed.
@@ -90,9 +90,10 @@ fn cargo(text: &str) -> Option<Counts> {
                 .and_then(|m| m.as_str().parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        passed += n(1);
-        failed += n(2);
-        skipped += n(3);
+        // Counts are whatever the output says: saturate rather than overflow.
+        passed = u64::saturating_add(passed, n(1));
+        failed = u64::saturating_add(failed, n(2));
+        skipped = u64::saturating_add(skipped, n(3));
     }
     found.then_some(Counts {
         runner: "cargo test",
@@ -226,9 +227,9 @@ fn node_tap(text: &str) -> Option<Counts> {
     Some(Counts {
         runner: "node --test",
         passed: Some(pass),
-        failed: Some(fail + values.get("cancelled").copied().unwrap_or(0)),
-        skipped: values.get("skipped").copied().unwrap_or(0)
-            + values.get("todo").copied().unwrap_or(0),
+        failed: Some(fail.saturating_add(values.get("cancelled").copied().unwrap_or(0))),
+        skipped: (values.get("skipped").copied().unwrap_or(0))
+            .saturating_add(values.get("todo").copied().unwrap_or(0)),
         summed: false,
     })
 }
@@ -302,6 +303,24 @@ mod tests {
     fn counts(stdout: &str, stderr: &str) -> (&'static str, Option<u64>, Option<u64>) {
         let c = parse(stdout, stderr).expect("recognised");
         (c.runner, c.passed, c.failed)
+    }
+
+    #[test]
+    fn counts_past_the_largest_number_saturate_instead_of_overflowing() {
+        let max = u64::MAX;
+        let cargo = format!("test result: ok. {max} passed; {max} failed; {max} ignored; 0 measured; 0 filtered out\n");
+        assert_eq!(
+            counts(&cargo.repeat(2), ""),
+            ("cargo test", Some(max), Some(max))
+        );
+        let nextest = format!("     Summary [   0.1s] 2 tests run: {max} passed, {max} passed, {max} failed, {max} timed out\n");
+        assert_eq!(
+            counts("", &nextest),
+            ("cargo nextest", Some(max), Some(max))
+        );
+        let tap = format!("# pass 1\n# fail {max}\n# cancelled 1\n# skipped {max}\n# todo 1\n");
+        let c = parse(&tap, "").expect("recognised");
+        assert_eq!((c.failed, c.skipped), (Some(max), max));
     }
 
     #[test]
