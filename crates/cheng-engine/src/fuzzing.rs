@@ -52,12 +52,6 @@ pub fn graph(data: &[u8]) {
 mod tests {
     #[test]
     fn the_graph_seeds_hold_the_properties() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/graph");
-        let mut n = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            super::graph(&std::fs::read(entry.unwrap().path()).unwrap());
-            n += 1;
-        }
-        assert!(n > 0, "no seeds in {dir}");
+        cheng_test_support::check_fuzz_seeds(&[("graph", super::graph)]);
     }
 }

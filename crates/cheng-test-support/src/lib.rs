@@ -1,9 +1,17 @@
 //! Helpers shared by cheng's test suites and benchmarks (a dev-dependency only): hermetic git
-//! fixtures, temporary workspaces, a no-op node, and polling for facts that settle on their own
+//! fixtures, temporary workspaces, a no-op node, running a node as the engine would, a
+//! live-output sink, the fuzz seeds through their properties, and polling for facts that settle on their own
 //! (processes leaving, processes starting) instead of fixed sleeps.
 //!
 //! Everything here panics on failure: a fixture that cannot be built is a broken test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fuzz;
+mod live;
+mod run;
+pub use fuzz::{check_fuzz_seeds, FuzzProperty};
+pub use live::LiveChunks;
+pub use run::{run_denied, with_defaults};
 
 use cheng_node::{
     async_trait, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,

@@ -113,29 +113,11 @@ pub fn read_file(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    fn seeds(target: &str) -> Vec<Vec<u8>> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus")
-            .join(target);
-        let seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-            .collect();
-        assert!(!seeds.is_empty(), "no seeds in {}", dir.display());
-        seeds
-    }
-
     #[test]
     fn the_fuzz_seeds_hold_the_properties() {
-        for (target, check) in [
-            ("glob", super::glob as fn(&[u8])),
+        cheng_test_support::check_fuzz_seeds(&[
+            ("glob", super::glob),
             ("read_file", super::read_file),
-        ] {
-            for seed in seeds(target) {
-                check(&seed);
-            }
-        }
+        ]);
     }
 }

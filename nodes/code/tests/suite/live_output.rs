@@ -2,45 +2,9 @@
 //! contiguous offsets), besides their bounded output ports.
 
 use super::sandbox_support::*;
-use cheng_node::{Decision, Node, Output, OutputSink, OutputStream, RunContext};
+use cheng_node::{Node, OutputStream};
+use cheng_test_support::LiveChunks;
 use serde_json::json;
-use std::sync::{Arc, Mutex};
-
-/// Keeps every chunk; checks that each stream's offsets are contiguous.
-#[derive(Default)]
-struct Keep(Mutex<Vec<(OutputStream, String, u64)>>);
-
-impl OutputSink for Keep {
-    fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
-    }
-}
-
-impl Keep {
-    /// The text of `stream`, asserting contiguous offsets.
-    fn text(&self, stream: OutputStream) -> String {
-        let mut text = String::new();
-        for (s, t, offset) in self.0.lock().unwrap().iter().filter(|c| c.0 == stream) {
-            assert_eq!(
-                *offset,
-                text.len() as u64,
-                "{s:?} offsets must be contiguous"
-            );
-            text.push_str(t);
-        }
-        text
-    }
-}
-
-fn context(node: &dyn Node, ws: &std::path::Path) -> (RunContext, Arc<Keep>) {
-    let keep = Arc::new(Keep::default());
-    let mut ctx = RunContext::for_workspace(node.spec().id, ws.to_path_buf(), Decision::Approved);
-    ctx.output = Output::new(keep.clone());
-    (ctx, keep)
-}
 
 #[tokio::test]
 async fn code_shell_passes_the_sandboxed_scripts_output_on() {
@@ -49,7 +13,7 @@ async fn code_shell_passes_the_sandboxed_scripts_output_on() {
     }
     let (_d, ws) = workspace();
     let node = cheng_nodes_code::shell::CodeShell;
-    let (ctx, keep) = context(&node, &ws);
+    let (ctx, keep) = LiveChunks::context(&node, &ws);
     let out = node
         .run(
             &ctx,
@@ -74,7 +38,7 @@ async fn code_js_passes_console_lines_on() {
     let node = registry
         .get("tools/code_js")
         .expect("tools/code_js is registered when its gate is set");
-    let (ctx, keep) = context(node.as_ref(), &ws);
+    let (ctx, keep) = LiveChunks::context(node.as_ref(), &ws);
     let input = with_defaults(
         node.as_ref(),
         json!({"script": "console.log('a', 1); console.error('b'); console.info('☃'); 7"}),
@@ -96,7 +60,7 @@ async fn code_python_passes_the_scripts_prints_on() {
     let node = registry
         .get("tools/code_python")
         .expect("tools/code_python is registered when its gate is set");
-    let (ctx, keep) = context(node.as_ref(), &ws);
+    let (ctx, keep) = LiveChunks::context(node.as_ref(), &ws);
     let script = "import sys\nprint('p1', flush=True)\nprint('e1', file=sys.stderr, flush=True)\nprint('p2')";
     let out = node
         .run(

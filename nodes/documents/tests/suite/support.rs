@@ -1,7 +1,7 @@
 //! Helpers shared by the suite.
 #![allow(dead_code)]
 
-use cheng_node::{Decision, Node, NodeError, RunContext, Values};
+use cheng_node::{Node, NodeError, Values};
 use std::path::{Path, PathBuf};
 
 pub fn fixtures() -> PathBuf {
@@ -11,34 +11,11 @@ pub fn fixtures() -> PathBuf {
         .expect("fixtures/markdown")
 }
 
-pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, root)
-}
+pub use cheng_test_support::temp_workspace;
 
 /// Runs a node the way the engine does: spec defaults applied, then `run`.
 pub fn run(node: &dyn Node, root: &Path, input: serde_json::Value) -> Result<Values, NodeError> {
-    let spec = node.spec();
-    let mut values = Values::new();
-    for port in spec.inputs {
-        if let Some(default) = port.default_value() {
-            values.insert(port.name.to_string(), default);
-        }
-    }
-    if let serde_json::Value::Object(map) = input {
-        values.extend(map);
-    }
-    values.insert(
-        "sandbox_root".into(),
-        serde_json::json!(root.display().to_string()),
-    );
-    let ctx = RunContext::for_workspace(spec.id, root.to_path_buf(), Decision::Denied);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(node.run(&ctx, values))
+    cheng_test_support::run_denied(node, root, input)
 }
 
 /// Counts occurrences of `needle` in `hay`, overlapping ones included.

@@ -1,39 +1,19 @@
 //! Helpers for the list_dir, glob and grep suites.
 #![allow(dead_code)]
 
-use cheng_node::{Decision, ErrorKind, Node, NodeError, RunContext, Values};
-use serde_json::{json, Value};
+use cheng_node::{ErrorKind, Node, NodeError, Values};
+use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 pub use cheng_nodes_files::{Glob, Grep, ListDir};
 
-pub fn temp_workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, root)
-}
+pub use cheng_test_support::temp_workspace;
 
 /// Runs a node the way the engine does: spec defaults applied, then `run`.
 pub fn run(node: &dyn Node, root: &Path, input: Value) -> Result<Values, NodeError> {
-    let spec = node.spec();
-    let mut values = Values::new();
-    for port in spec.inputs {
-        if let Some(default) = port.default_value() {
-            values.insert(port.name.to_string(), default);
-        }
-    }
-    if let Value::Object(map) = input {
-        values.extend(map);
-    }
-    values.insert("sandbox_root".into(), json!(root.display().to_string()));
-    let ctx = RunContext::for_workspace(spec.id, root.to_path_buf(), Decision::Denied);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(node.run(&ctx, values))
+    cheng_test_support::run_denied(node, root, input)
 }
 
 /// A run that must succeed.

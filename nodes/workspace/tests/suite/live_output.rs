@@ -2,50 +2,18 @@
 //! `ctx.output` while they run (git: the operation's commands, not its repository probes).
 
 use super::common::*;
-use cheng_node::{Decision, Node, Output, OutputSink, OutputStream, RunContext};
+use cheng_node::{Node, OutputStream};
 use cheng_nodes_workspace::{WorkspaceGit, WorkspaceTests};
+use cheng_test_support::LiveChunks;
 use serde_json::json;
-use std::sync::{Arc, Mutex};
-
-/// Keeps every chunk; checks that each stream's offsets are contiguous.
-#[derive(Default)]
-struct Keep(Mutex<Vec<(OutputStream, String, u64)>>);
-
-impl OutputSink for Keep {
-    fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((stream, String::from_utf8_lossy(bytes).into_owned(), offset));
-    }
-}
-
-impl Keep {
-    /// The text of `stream`; offsets are contiguous within each process (a node that runs
-    /// several commands, like git, starts again at 0 with each).
-    fn text(&self, stream: OutputStream) -> String {
-        let mut text = String::new();
-        let mut next = 0;
-        for (_, t, offset) in self.0.lock().unwrap().iter().filter(|c| c.0 == stream) {
-            assert!(
-                *offset == next || *offset == 0,
-                "offsets must be contiguous within a process: {offset} after {next}"
-            );
-            next = offset + t.len() as u64;
-            text.push_str(t);
-        }
-        text
-    }
-}
+use std::sync::Arc;
 
 async fn run_live(
     node: &dyn Node,
     ws: &std::path::Path,
     input: serde_json::Value,
-) -> (cheng_node::Values, Arc<Keep>) {
-    let keep = Arc::new(Keep::default());
-    let mut ctx = RunContext::for_workspace(node.spec().id, ws.to_path_buf(), Decision::Approved);
-    ctx.output = Output::new(keep.clone());
+) -> (cheng_node::Values, Arc<LiveChunks>) {
+    let (ctx, keep) = LiveChunks::context(node, ws);
     let out = node
         .run(&ctx, input.as_object().cloned().unwrap_or_default())
         .await
@@ -73,7 +41,7 @@ async fn workspace_git_passes_the_operations_output_on_but_not_its_probes() {
     init_repo(&ws, &[("a.txt", "a\n")]);
     let (out, keep) = run_live(&WorkspaceGit, &ws, json!({"operation": "log"})).await;
     assert_eq!(out["success"], true, "{out:?}");
-    let text = keep.text(OutputStream::Stdout);
+    let text = keep.text_of_processes(OutputStream::Stdout);
     assert!(text.contains("initial commit"), "{text}");
     assert!(
         !text.contains("core.repositoryformatversion"),
