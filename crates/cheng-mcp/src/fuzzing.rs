@@ -123,7 +123,16 @@ fn check_line(line: &[u8], message: Option<&crate::transport::RxMessage>, reply:
             if let JsonRpcMessage::Request(request) = message {
                 assert!(has_method, "a request from a line without a method");
                 let read = serde_json::to_value(&request.id).ok();
-                assert_eq!(read, id, "the request id differs from the line's");
+                // A number is the same id in any spelling: rmcp reads `11.0` as 11 (and writes
+                // 11 back, which a client compares equal).
+                let same = match (&read, &id) {
+                    (Some(Value::Number(a)), Some(Value::Number(b))) => a.as_f64() == b.as_f64(),
+                    _ => read == id,
+                };
+                assert!(
+                    same,
+                    "the request id {read:?} differs from the line's {id:?}"
+                );
             }
         }
         (None, Some(reply)) => {
