@@ -5,6 +5,10 @@
 //! Every directory is opened once and read through the workspace handle beneath it: a
 //! subdirectory or a `SKILL.md` that is a symlink is refused (named in `problems`), never
 //! followed, also when it is swapped in between the listing and the read.
+//!
+//! The frontmatter is YAML an author or a repository controls: one nesting deeper than
+//! [`MAX_FRONTMATTER_DEPTH`] or growing past [`MAX_FRONTMATTER_EXPANDED`] through its aliases is
+//! refused before it is loaded, and a YAML error is quoted bounded (both named in `problems`).
 
 use cheng_fs::{Kind, WorkspaceFs};
 use std::io::Read;
