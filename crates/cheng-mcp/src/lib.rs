@@ -16,6 +16,8 @@
 pub mod approve;
 pub mod catalog;
 pub mod content;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod live;
 pub mod nonces;
 pub mod server;

@@ -39,6 +39,9 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// A message as the server receives it.
+pub(crate) type RxMessage = RxJsonRpcMessage<RoleServer>;
+
 /// The server side of a line-delimited JSON-RPC stream.
 pub struct LineTransport<R> {
     reader: R,
@@ -170,17 +173,39 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
         (transport, writer_task)
     }
 
+    /// Reads from `reader` with no stdout behind it: every message sent lands, one line each
+    /// (newline included), in the returned receiver. For driving the reader in memory.
+    pub(crate) fn in_memory(reader: R, max: usize) -> (Self, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let out = Out {
+            direct: None,
+            backlog: Arc::default(),
+            queue,
+        };
+        let transport = LineTransport {
+            reader,
+            line: Vec::new(),
+            discarding: false,
+            max,
+            out,
+            cancelled: Arc::default(),
+            eof: Default::default(),
+        };
+        (transport, rx)
+    }
+
     fn reply_error(&self, id: Value, code: i64, message: String) {
         let line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
         let _ = self.out.emit(line.to_string().into_bytes());
     }
 
-    /// One complete line, or `None` at end of input. Oversized lines are answered and skipped.
-    async fn next_line(&mut self) -> Option<Vec<u8>> {
+    /// One complete line, or `None` at end of input (an unterminated last line is dropped).
+    /// Oversized lines are answered and skipped; no more than `max` bytes of a line are held.
+    pub(crate) async fn next_line(&mut self) -> Option<Vec<u8>> {
         loop {
             // `fill_buf` is cancel-safe and the partial line lives in `self`, so a receive
             // dropped by the service's select loop loses nothing.
-            let (consumed, complete) = {
+            let (consumed, complete, too_large) = {
                 let available = match self.reader.fill_buf().await {
                     Ok(bytes) => bytes,
                     Err(e) => {
@@ -191,23 +216,20 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
                 if available.is_empty() {
                     return None;
                 }
-                match available.iter().position(|b| *b == b'\n') {
-                    Some(pos) => {
-                        if !self.discarding {
-                            self.line.extend_from_slice(&available[..pos]);
-                        }
-                        (pos + 1, true)
-                    }
-                    None => {
-                        if !self.discarding {
-                            self.line.extend_from_slice(available);
-                        }
-                        (available.len(), false)
-                    }
+                let (part, consumed, complete) = match available.iter().position(|b| *b == b'\n') {
+                    Some(pos) => (&available[..pos], pos + 1, true),
+                    None => (available, available.len(), false),
+                };
+                // Refused before it is copied: the line never grows past the cap.
+                let too_large =
+                    !self.discarding && self.line.len().saturating_add(part.len()) > self.max;
+                if !self.discarding && !too_large {
+                    self.line.extend_from_slice(part);
                 }
+                (consumed, complete, too_large)
             };
             self.reader.consume(consumed);
-            if !self.discarding && self.line.len() > self.max {
+            if too_large {
                 self.discarding = true;
                 self.line = Vec::new();
                 self.reply_error(
@@ -257,7 +279,7 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineTransport<R> {
     }
 
     /// A parsed message, answering what cannot be one.
-    fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    pub(crate) fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         let line = line
             .strip_prefix(b"\xEF\xBB\xBF".as_slice())
             .unwrap_or(line);

@@ -27,6 +27,8 @@
 
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod name;
 pub mod notes;
 pub mod skill;

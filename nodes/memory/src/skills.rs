@@ -5,10 +5,16 @@
 //! Every directory is opened once and read through the workspace handle beneath it: a
 //! subdirectory or a `SKILL.md` that is a symlink is refused (named in `problems`), never
 //! followed, also when it is swapped in between the listing and the read.
+//!
+//! The frontmatter is YAML an author or a repository controls: one nesting deeper than
+//! [`MAX_FRONTMATTER_DEPTH`] or growing past [`MAX_FRONTMATTER_EXPANDED`] through its aliases is
+//! refused before it is loaded, and a YAML error is quoted bounded (both named in `problems`).
 
 use cheng_fs::{Kind, WorkspaceFs};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, Scanner, TokenType};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The file each skill directory holds.
@@ -19,6 +25,16 @@ pub const MAX_SKILL_BYTES: u64 = 128 * 1024;
 pub const MAX_SKILLS: usize = 200;
 /// A description's longest length in the catalogue, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
+
+/// The deepest nesting of collections a frontmatter may hold (deeper YAML is refused before it
+/// is parsed: the YAML library recurses over it).
+pub const MAX_FRONTMATTER_DEPTH: usize = 64;
+/// The largest a frontmatter may grow to once its aliases are expanded, in bytes (scalar text
+/// plus one per node): aliases copy what they name, so a few lines could otherwise expand to
+/// gigabytes ("billion laughs").
+pub const MAX_FRONTMATTER_EXPANDED: usize = 256 * 1024;
+/// The longest a YAML error quoted in a problem may be, in characters.
+pub const MAX_YAML_ERROR_CHARS: usize = 200;
 
 /// One skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,8 +239,29 @@ pub fn frontmatter(content: &str) -> Result<(Option<String>, Option<String>), St
     if !closed {
         return Err("the frontmatter's closing `---` line is missing".into());
     }
-    let docs = YamlLoader::load_from_str(&yaml)
-        .map_err(|e| format!("the frontmatter is not valid YAML: {e}"))?;
+    let invalid = |e: yaml_rust2::ScanError| {
+        format!(
+            "the frontmatter is not valid YAML: {}",
+            quoted_error(&e.to_string())
+        )
+    };
+    let depth = nesting_bound(&yaml).map_err(invalid)?;
+    if depth > MAX_FRONTMATTER_DEPTH {
+        return Err(format!(
+            "the frontmatter nests more than {MAX_FRONTMATTER_DEPTH} levels deep; refused"
+        ));
+    }
+    let mut expansion = Expansion::default();
+    Parser::new_from_str(&yaml)
+        .load(&mut expansion, true)
+        .map_err(invalid)?;
+    if expansion.total > MAX_FRONTMATTER_EXPANDED {
+        return Err(format!(
+            "the frontmatter's aliases expand it past {} KiB; refused",
+            MAX_FRONTMATTER_EXPANDED / 1024
+        ));
+    }
+    let docs = YamlLoader::load_from_str(&yaml).map_err(invalid)?;
     let Some(doc) = docs.first() else {
         return Ok((None, None));
     };
@@ -246,9 +283,103 @@ pub fn frontmatter(content: &str) -> Result<(Option<String>, Option<String>), St
     Ok((field("name")?, field("description")?))
 }
 
+/// An upper bound on how deeply the YAML's collections nest, from its tokens alone (the scanner
+/// keeps its own stack, so it does not recurse): every block or flow collection opens a level,
+/// and a sequence entry or a flow key (which can open an indentless sequence or a single-pair
+/// mapping without a token of its own) counts one more.
+fn nesting_bound(yaml: &str) -> Result<usize, yaml_rust2::ScanError> {
+    let mut scanner = Scanner::new(yaml.chars());
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut flow = 0usize;
+    for token in scanner.by_ref() {
+        match token.1 {
+            TokenType::BlockSequenceStart | TokenType::BlockMappingStart => depth += 1,
+            TokenType::FlowSequenceStart | TokenType::FlowMappingStart => {
+                depth += 1;
+                flow += 1;
+            }
+            TokenType::FlowSequenceEnd | TokenType::FlowMappingEnd => {
+                depth = depth.saturating_sub(1);
+                flow = flow.saturating_sub(1);
+            }
+            TokenType::BlockEnd => depth = depth.saturating_sub(1),
+            TokenType::BlockEntry => deepest = deepest.max(depth + 1),
+            TokenType::Key if flow > 0 => deepest = deepest.max(depth + 1),
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+        if deepest > MAX_FRONTMATTER_DEPTH {
+            // Enough to refuse: the rest is not read.
+            break;
+        }
+    }
+    match scanner.get_error() {
+        // The scanner's own bound on flow nesting (255), met before its tokens came out.
+        Some(e) if e.info() == "recursion limit exceeded" => Ok(usize::MAX),
+        Some(e) if deepest <= MAX_FRONTMATTER_DEPTH => Err(e),
+        _ => Ok(deepest),
+    }
+}
+
+/// The size of the YAML with every alias expanded: scalar bytes plus one per node.
+#[derive(Default)]
+struct Expansion {
+    total: usize,
+    /// The collections open now: their anchor (0 for none) and the size where they started.
+    open: Vec<(usize, usize)>,
+    /// Each finished anchored node's expanded size.
+    anchored: std::collections::HashMap<usize, usize>,
+}
+
+impl MarkedEventReceiver for Expansion {
+    fn on_event(&mut self, event: Event, _mark: Marker) {
+        match event {
+            Event::Scalar(value, _, anchor, _) => {
+                let size = value.len().saturating_add(1);
+                self.total = self.total.saturating_add(size);
+                if anchor > 0 {
+                    self.anchored.insert(anchor, size);
+                }
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.open.push((anchor, self.total));
+                self.total = self.total.saturating_add(1);
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, start)) = self.open.pop() {
+                    if anchor > 0 {
+                        self.anchored.insert(anchor, self.total - start);
+                    }
+                }
+            }
+            // An alias of a node not finished yet loads as nothing (one node).
+            Event::Alias(anchor) => {
+                let size = self.anchored.get(&anchor).copied().unwrap_or(1);
+                self.total = self.total.saturating_add(size);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A YAML error as quoted in a problem: control characters (line breaks too) as spaces, cut at
+/// [`MAX_YAML_ERROR_CHARS`] with `…`.
+fn quoted_error(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(MAX_YAML_ERROR_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(MAX_YAML_ERROR_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// Skill names are what a model types back: one line, no control character, at most 64
 /// characters.
-fn check_skill_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_skill_name(name: &str) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("the skill's name is empty".into());
     }
@@ -263,7 +394,7 @@ fn check_skill_name(name: &str) -> Result<(), String> {
 
 /// Whitespace (line breaks and control characters included) folded to single spaces, cut at
 /// [`MAX_DESCRIPTION_CHARS`] with `…`.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let folded = text
         .split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| !w.is_empty())

@@ -124,3 +124,79 @@ fn bounds_and_bad_entries_are_named() {
         MAX_DESCRIPTION_CHARS + 1
     );
 }
+
+/// Nesting deep enough to overflow the YAML library's stack is refused before it is parsed,
+/// naming the limit; nesting within it still loads.
+#[test]
+fn deeply_nested_frontmatter_is_refused_before_parsing() {
+    for deep in [
+        format!("---\n{}x\n---\n", "- ".repeat(100_000)),
+        format!("---\nname: x\nd: {}\n---\n", "[".repeat(100_000)),
+        format!(
+            "---\n{}---\n",
+            (0..200)
+                .map(|i| format!("{}k:\n", " ".repeat(i)))
+                .collect::<String>()
+        ),
+        format!("---\nd: {}x\n---\n", "[a: ".repeat(40)),
+    ] {
+        let problem = frontmatter(&deep).unwrap_err();
+        assert!(
+            problem.contains(&format!("more than {MAX_FRONTMATTER_DEPTH} levels")),
+            "{problem}"
+        );
+    }
+    let within = format!(
+        "---\nname: x\nd: {}x{}\n---\n",
+        "[".repeat(30),
+        "]".repeat(30)
+    );
+    assert_eq!(frontmatter(&within).unwrap().0.as_deref(), Some("x"));
+}
+
+/// Aliases that would expand past the bound (the "billion laughs") are refused; a few are fine.
+#[test]
+fn frontmatter_aliases_that_blow_up_are_refused() {
+    let mut yaml = String::from("---\nname: lol\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for pair in ["ab", "bc", "cd", "de", "ef", "fg", "gh", "hi"].map(str::as_bytes) {
+        let (prev, next) = (pair[0] as char, pair[1] as char);
+        yaml.push_str(&format!(
+            "{next}: &{next} [{}]\n",
+            vec![format!("*{prev}"); 9].join(",")
+        ));
+    }
+    yaml.push_str("description: *i\n---\n");
+    let problem = frontmatter(&yaml).unwrap_err();
+    assert!(
+        problem.contains("aliases expand it past 256 KiB"),
+        "{problem}"
+    );
+    assert_eq!(
+        frontmatter("---\nname: &n deploy\ndescription: *n\n---\n").unwrap(),
+        (Some("deploy".into()), Some("deploy".into()))
+    );
+}
+
+/// A YAML error is quoted cut short and without control characters.
+#[test]
+fn a_yaml_error_is_quoted_bounded_and_clean() {
+    let text = format!(
+        "---\nname: \"\u{1}\u{1b}[31m{}\n\tnot: [closed\n---\n",
+        "x".repeat(5000)
+    );
+    let problem = frontmatter(&text).unwrap_err();
+    assert!(
+        problem.starts_with("the frontmatter is not valid YAML: "),
+        "{problem}"
+    );
+    assert!(
+        problem.chars().count() <= MAX_YAML_ERROR_CHARS + 40,
+        "{problem}"
+    );
+    assert!(!problem.chars().any(char::is_control), "{problem:?}");
+    assert_eq!(quoted_error("a\nb\u{7}c"), "a b c");
+    assert_eq!(
+        quoted_error(&"y".repeat(300)).chars().count(),
+        MAX_YAML_ERROR_CHARS + 1
+    );
+}
