@@ -162,24 +162,8 @@ fn check_line(line: &[u8], message: Option<&crate::transport::RxMessage>, reply:
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    fn seeds(target: &str) -> Vec<Vec<u8>> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus")
-            .join(target);
-        let seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-            .collect();
-        assert!(!seeds.is_empty(), "no seeds in {}", dir.display());
-        seeds
-    }
-
     #[test]
     fn the_fuzz_seeds_hold_the_properties() {
-        for seed in seeds("mcp_line") {
-            super::mcp_line(&seed);
-        }
+        cheng_test_support::check_fuzz_seeds(&[("mcp_line", super::mcp_line)]);
     }
 }
