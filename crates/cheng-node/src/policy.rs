@@ -58,6 +58,7 @@ mod tighten;
 
 use crate::capability::{self, Setting};
 use crate::NodeSpec;
+use cheng_net::HostRules;
 use file::{parse, read, PolicyFile, Rules};
 use names::check_layer_names;
 use std::fmt;
@@ -70,6 +71,10 @@ pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
 /// Node types that are raw shell themselves (no `allow_shell_string` switch to turn it on): the
 /// operator's `shell_syntax` decides whether they run at all, and `policy show` lists it for them.
 pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
+
+/// The port of a node that applies the operator's host rules (`network_allow`, `network_deny`):
+/// its author's own allow list, bounded by the operator's ([`Policy::host_rules`]).
+pub const HOST_RULES_PORT: &str = "allowed_hosts";
 
 /// The environment variable naming a user policy file.
 pub const ENV_VAR: &str = "CHENG_POLICY";
@@ -359,6 +364,36 @@ impl Policy {
     pub fn read_paths(&self, node_type: &str) -> (Vec<PathBuf>, Source) {
         self.rule(node_type, |r| r.read_paths.clone())
             .unwrap_or((Vec::new(), Source::Builtin))
+    }
+
+    /// The operator's host rules for this node type: `network_allow` (the user policy's, else the
+    /// machine's; none: every public host) and `network_deny` (both layers' lists, joined: a
+    /// user policy can only add to them). Private, loopback and link-local addresses are
+    /// reached only through an allow rule naming the host or the address (cheng_net).
+    pub fn host_rules(&self, node_type: &str) -> HostRules {
+        let allow = self.rule(node_type, |r| r.network_allow.clone());
+        let deny = self
+            .layers()
+            .filter_map(|layer| layer.rule(node_type, |r| r.network_deny.clone()))
+            .flat_map(|(list, _)| list)
+            .collect();
+        match allow {
+            Some((list, _)) => HostRules::new(list, deny, false),
+            None => HostRules::new(Vec::new(), deny, true),
+        }
+    }
+
+    /// Where `network_allow` and `network_deny` for this node type come from, for `policy show`.
+    fn host_rule_sources(&self, node_type: &str) -> (Source, Vec<Source>) {
+        let allow = self
+            .rule(node_type, |r| r.network_allow.as_ref().map(|_| ()))
+            .map_or(Source::Builtin, |(_, s)| s);
+        let deny = self
+            .layers()
+            .filter_map(|layer| layer.rule(node_type, |r| r.network_deny.as_ref().map(|_| ())))
+            .map(|(_, s)| s)
+            .collect();
+        (allow, deny)
     }
 
     /// The operator's ceiling for an integer port, if any.

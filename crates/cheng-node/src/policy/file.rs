@@ -1,10 +1,11 @@
 //! One policy file: its TOML shape and the parse. A section's keys are the fixed rules
-//! (`disabled`, `env_allow`, `read_paths`, `max`) plus one capability setting per key a node
+//! (`disabled`, `env_allow`, `read_paths`, `network_allow`, `network_deny`, `max`) plus one capability setting per key a node
 //! declares (`allow_network = "ask"`, `shell_syntax = true`); whether each capability key names
 //! a capability some node declares is checked against the specs ([`super::Policy::check_names`]).
 
 use super::{Layer, Origin, PolicyError};
 use crate::capability::Setting;
+use cheng_net::HostPattern;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -31,6 +32,11 @@ pub(super) struct Rules {
     pub read_paths: Option<Vec<PathBuf>>,
     /// Highest value per integer port, by port name.
     pub max: BTreeMap<String, i64>,
+    /// Hosts the nodes that apply host rules (those with an `allowed_hosts` port) may reach;
+    /// `None`: every public host.
+    pub network_allow: Option<Vec<HostPattern>>,
+    /// Hosts they may never reach, whatever allows them.
+    pub network_deny: Option<Vec<HostPattern>>,
     /// The operator's setting per capability key (`allow_network`, `shell_syntax`, …).
     pub capabilities: BTreeMap<String, Setting>,
 }
@@ -52,6 +58,15 @@ fn typed<T: DeserializeOwned>(section: &str, key: &str, value: toml::Value) -> R
         .map_err(|e| format!("[{section}] {key}: {}", e.to_string().trim_end()))
 }
 
+/// A list of host rules (`network_allow`, `network_deny`), each read as [`HostPattern`].
+fn hosts(section: &str, key: &str, value: toml::Value) -> Result<Vec<HostPattern>, String> {
+    let texts: Vec<String> = typed(section, key, value)?;
+    texts
+        .iter()
+        .map(|text| HostPattern::parse(text).map_err(|e| format!("[{section}] {key}: {e}")))
+        .collect()
+}
+
 impl Rules {
     fn from_table(section: &str, table: toml::Table) -> Result<Rules, String> {
         let mut rules = Rules::default();
@@ -60,6 +75,8 @@ impl Rules {
                 "disabled" => rules.disabled = Some(typed(section, &key, value)?),
                 "env_allow" => rules.env_allow = Some(typed(section, &key, value)?),
                 "read_paths" => rules.read_paths = Some(typed(section, &key, value)?),
+                "network_allow" => rules.network_allow = Some(hosts(section, &key, value)?),
+                "network_deny" => rules.network_deny = Some(hosts(section, &key, value)?),
                 "max" => {
                     let table: toml::Table = typed(section, &key, value)?;
                     for (port, value) in table {
@@ -88,7 +105,7 @@ impl Rules {
                             };
                             return Err(format!(
                                 "[{section}] {key}: {given} is not a capability setting; use true, \"ask\" or false \
-                                 (every key besides disabled, env_allow, read_paths and max names a capability)"
+                                 (every key besides disabled, env_allow, read_paths, network_allow, network_deny and max names a capability)"
                             ));
                         }
                     };

@@ -33,7 +33,14 @@ fn capability_problem(
             .iter()
             .flat_map(|s| s.inputs.iter())
             .filter_map(|p| p.capability.map(|c| c.key))
-            .chain(["disabled", "env_allow", "read_paths", "max"])
+            .chain([
+                "disabled",
+                "env_allow",
+                "read_paths",
+                "network_allow",
+                "network_deny",
+                "max",
+            ])
             .collect();
         known.sort_unstable();
         known.dedup();
@@ -77,6 +84,11 @@ pub(super) fn check_layer_names(layer: &Layer, specs: &[&NodeSpec]) -> Result<()
             problems.push(format!(
                 "[nodes.\"{id}\"] max.{port}: {id} has no integer port `{port}`"
             ));
+        }
+        if (rules.network_allow.is_some() || rules.network_deny.is_some())
+            && spec.input(super::HOST_RULES_PORT).is_none()
+        {
+            problems.push(format!("[nodes.\"{id}\"] network_allow/network_deny: {id} does not apply host rules (tools/web_fetch does; docs/guides/network.md)"));
         }
         if rules.read_paths.is_some() && spec.input("request_read_paths").is_none() {
             problems.push(format!("[nodes.\"{id}\"] read_paths: {id} runs no sandbox to mount them in (code_shell and code_python do)"));

@@ -337,3 +337,119 @@ fn a_machine_policy_that_cannot_be_read_stops_cheng() {
         "{err}"
     );
 }
+
+/// A node that applies the operator's host rules (it has the `allowed_hosts` port).
+static FETCH_NODE: NodeSpec = NodeSpec {
+    id: "test/fetch",
+    title: "Fetch",
+    description: "",
+    category: "test",
+    inputs: &[crate::PortSpec::input(
+        HOST_RULES_PORT,
+        crate::PortType::Array(&crate::PortType::String),
+        "",
+    )
+    .audience(crate::Audience::Author)],
+    outputs: &[],
+    gate: None,
+    effects: crate::Effects::ReadOnly,
+};
+
+fn allowed(rules: &HostRules, host: &str, port: u16, resolved: &str) -> bool {
+    let target = cheng_net::Target::new(host, port).unwrap();
+    let resolved = [resolved.parse().unwrap()];
+    rules
+        .admit(&target)
+        .and_then(|admitted| admitted.addresses(&resolved))
+        .is_ok()
+}
+
+#[test]
+fn host_rules_default_to_every_public_host_and_read_both_lists() {
+    let rules = Policy::builtin().host_rules("test/fetch");
+    assert!(allowed(&rules, "example.com", 443, "93.184.216.34"));
+    assert!(!allowed(&rules, "example.com", 443, "127.0.0.1"));
+
+    let policy = Policy::from_toml_str(
+        "[all]\nnetwork_allow = [\"*.pypi.org\", \"db.internal:5432\"]\nnetwork_deny = [\"evil.pypi.org\"]\n",
+        FILE,
+    )
+    .unwrap();
+    policy.check_names([&FETCH_NODE]).unwrap();
+    let rules = policy.host_rules("test/fetch");
+    assert!(allowed(&rules, "files.pypi.org", 443, "151.101.0.223"));
+    assert!(!allowed(&rules, "evil.pypi.org", 443, "151.101.0.223"));
+    assert!(!allowed(&rules, "example.com", 443, "93.184.216.34"));
+    assert!(allowed(&rules, "db.internal", 5432, "10.0.0.5"));
+    let show = policy.show([&FETCH_NODE]);
+    assert!(
+        show.contains("network_allow = [\"*.pypi.org\", \"db.internal:5432\"]"),
+        "{show}"
+    );
+    assert!(
+        show.contains("network_deny = [\"evil.pypi.org\"]"),
+        "{show}"
+    );
+}
+
+#[test]
+fn host_rules_that_cannot_be_read_or_do_not_apply_are_refused() {
+    let err = Policy::from_toml_str("[all]\nnetwork_allow = [\"a.*.com\"]\n", FILE)
+        .unwrap_err()
+        .0;
+    assert!(
+        err.contains(FILE) && err.contains("[all] network_allow") && err.contains("a.*.com"),
+        "{err}"
+    );
+    let err = Policy::from_toml_str("[all]\nnetwork_deny = \"example.com\"\n", FILE)
+        .unwrap_err()
+        .0;
+    assert!(err.contains("network_deny"), "{err}");
+    // A node section may name them only for a node that applies them.
+    let policy = Policy::from_toml_str(
+        "[nodes.\"test/net\"]\nnetwork_allow = [\"pypi.org\"]\n",
+        FILE,
+    )
+    .unwrap();
+    let err = policy.check_names([&NET_NODE, &FETCH_NODE]).unwrap_err().0;
+    assert!(err.contains("test/net does not apply host rules"), "{err}");
+}
+
+#[test]
+fn a_user_policy_may_narrow_the_hosts_and_add_denials_but_not_widen() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("machine.toml");
+    std::fs::write(
+        &machine,
+        "[all]\nnetwork_allow = [\"*.pypi.org\"]\nnetwork_deny = [\"evil.pypi.org\"]\n",
+    )
+    .unwrap();
+    let user = dir.path().join("user.toml");
+    std::fs::write(&user, "[all]\nnetwork_allow = [\"example.com\"]\n").unwrap();
+    let err = Policy::load_from(Some(&user), None, &machine)
+        .unwrap_err()
+        .0;
+    assert!(
+        err.contains("[all] network_allow = [\"example.com\"] is looser"),
+        "{err}"
+    );
+    // A name under the machine's wildcard reaches more: it may lead to a private address.
+    std::fs::write(&user, "[all]\nnetwork_allow = [\"files.pypi.org\"]\n").unwrap();
+    assert!(Policy::load_from(Some(&user), None, &machine).is_err());
+    std::fs::write(
+        &user,
+        "[all]\nnetwork_allow = [\"*.files.pypi.org:443\"]\nnetwork_deny = [\"old.pypi.org\"]\n",
+    )
+    .unwrap();
+    let policy = Policy::load_from(Some(&user), None, &machine).unwrap();
+    let rules = policy.host_rules("test/fetch");
+    assert!(allowed(&rules, "a.files.pypi.org", 443, "151.101.0.223"));
+    assert!(!allowed(&rules, "a.files.pypi.org", 80, "151.101.0.223"));
+    assert!(!allowed(&rules, "other.pypi.org", 443, "151.101.0.223"));
+    // The machine's denials stay beside the user's.
+    let deny: Vec<&str> = rules.deny().iter().map(|h| h.as_str()).collect();
+    assert_eq!(deny, ["evil.pypi.org", "old.pypi.org"]);
+    // Without a machine list, any user list narrows "every public host".
+    let absent = dir.path().join("absent.toml");
+    assert!(Policy::load_from(Some(&user), None, &absent).is_ok());
+}

@@ -57,6 +57,19 @@ pub(super) fn check_tightens(machine: &Layer, user: &Layer) -> Result<(), Policy
             )
         },
     );
+    // Each host the user allows must be within a host the machine allows (no machine list:
+    // every public host, which any list narrows). Deny lists are joined, never replaced.
+    check.key_with_ceiling(
+        "network_allow",
+        |r| r.network_allow.clone(),
+        |p, id| p.rule(id, |r| r.network_allow.clone()),
+        |user, machine| {
+            !user
+                .iter()
+                .all(|host| machine.iter().any(|m| host.within(m)))
+        },
+        |hosts| format!("{:?}", hosts.iter().map(|h| h.as_str()).collect::<Vec<_>>()),
+    );
     // Every capability key the user policy sets (false < "ask" < true), against the machine's
     // setting: its file, the built-in default, or false for a key neither knows.
     let keys: std::collections::BTreeSet<&String> = user
