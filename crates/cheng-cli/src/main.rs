@@ -11,6 +11,7 @@ use cheng_nodes_documents as _;
 use cheng_nodes_files as _;
 use cheng_nodes_memory as _;
 use cheng_nodes_runtime as _;
+use cheng_nodes_web as _;
 use cheng_nodes_workspace as _;
 
 /// mimalloc rather than the system allocator: Markdown operations on a 10 MB document take

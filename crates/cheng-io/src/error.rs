@@ -24,6 +24,7 @@ pub enum ErrorKind {
     FileChanged,
     SyntaxWorse,
     WriteFailed,
+    NetworkFailed,
     Internal,
 }
 
@@ -48,6 +49,7 @@ impl ErrorKind {
         ErrorKind::FileChanged,
         ErrorKind::SyntaxWorse,
         ErrorKind::WriteFailed,
+        ErrorKind::NetworkFailed,
         ErrorKind::Internal,
     ];
 
@@ -76,6 +78,7 @@ impl ErrorKind {
             ErrorKind::FileChanged => "LOCAL_EXECUTOR_FILE_CHANGED",
             ErrorKind::SyntaxWorse => "LOCAL_EXECUTOR_SYNTAX_WORSE",
             ErrorKind::WriteFailed => "LOCAL_EXECUTOR_WRITE_FAILED",
+            ErrorKind::NetworkFailed => "LOCAL_EXECUTOR_NETWORK_FAILED",
             ErrorKind::Internal => "LOCAL_EXECUTOR_INTERNAL",
         }
     }
@@ -114,6 +117,7 @@ impl ErrorKind {
             ErrorKind::FileChanged => "A file node refused to change a file that changed since the model last read it, or that it never read in this scope (the freshness gate); or a directory on the path was replaced by a symlink while the node worked, and nothing was read or written through it; read it again and redo the change.",
             ErrorKind::SyntaxWorse => "A file node refused a write that would leave a JSON, TOML, YAML or XML file with more parse problems than it has now.",
             ErrorKind::WriteFailed => "The file system refused a write or delete (permissions, a full disk, a read-only mount); a file that was being replaced is left as it was.",
+            ErrorKind::NetworkFailed => "A host could not be looked up or reached, or the connection broke off (DNS, refused, TLS, reset); nothing was fetched.",
             ErrorKind::Internal => "A bug in cheng; please report it with the message.",
         }
     }

@@ -108,6 +108,8 @@ fn kind(node_type: &str, operation: &str) -> Kind {
         ("tools/delete_path", _) => Kind::Nothing,
         // A skill's whole SKILL.md, the notes listing, a note's text: what the model asked for.
         ("tools/skill" | "tools/notes_list" | "tools/notes_read", _) => Kind::Text("content"),
+        // A fetched page: its text, as the model gets it.
+        ("tools/web_fetch", _) => Kind::Text("content"),
         // The summary line says what was written.
         ("tools/notes_write", _) => Kind::Nothing,
         // A session's start: what the process wrote (live on a terminal: a single run waits

@@ -43,6 +43,7 @@ fn nodes_lists_every_registered_node_sorted() {
         "tools/run_command",
         "tools/runtime",
         "tools/skill",
+        "tools/web_fetch",
         "tools/workspace_git",
         "tools/workspace_markdown",
         "tools/workspace_preview",

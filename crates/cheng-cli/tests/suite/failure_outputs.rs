@@ -13,6 +13,7 @@ use cheng_nodes_documents as _;
 use cheng_nodes_files as _;
 use cheng_nodes_memory as _;
 use cheng_nodes_runtime as _;
+use cheng_nodes_web as _;
 use cheng_nodes_workspace as _;
 
 /// Every compiled-in node, gates ignored.
@@ -165,6 +166,12 @@ fn cases(id: &str, ws: &Path) -> Option<(Value, Value, Value)> {
             notes,
             json!({"name": "learned", "content": "x"}),
             json!({"name": ".hidden", "content": "x"}),
+        ),
+        // A success needs a server to fetch from: web_fetch.rs serves one on loopback.
+        "tools/web_fetch" => (
+            json!({"sensitive": false}),
+            Value::Null,
+            json!({"url": "ftp://example.com/file"}),
         ),
         "tools/runtime" => (
             json!({"exposed_tools": [{"type": "tools/workspace_markdown"}]}),

@@ -408,5 +408,7 @@ fn forbidden_ports() -> Value {
         "notes_list": ["notes_dir"],
         "notes_read": ["notes_dir"],
         "notes_write": ["notes_dir", "notes_write_sensitive"],
+        // tools/web_fetch: the approval switch, the host list and the user agent are the author's.
+        "web_fetch": ["sensitive", "allowed_hosts", "user_agent"],
     })
 }

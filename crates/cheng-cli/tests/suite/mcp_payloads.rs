@@ -10,6 +10,7 @@ use super::support::{
     bwrap_works, cheng, git, mcp_sdk_available, repo_root, require_or_skip_that, run_sdk_script,
     temp_workspace,
 };
+use super::web_fetch::{Server, NAMES};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
@@ -67,8 +68,10 @@ fn twin(from: &Path) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 /// Every tool's call, in the order they run (reads before the writes that would change them).
-fn calls() -> Vec<(&'static str, Value)> {
+/// `page` is a page web_fetch fetches from a loopback server.
+fn calls(page: &str) -> Vec<(&'static str, Value)> {
     vec![
+        ("web_fetch", json!({"url": page})),
         ("read_file", json!({"file_path": "README.md"})),
         ("grep", json!({"pattern": "Hello"})),
         ("glob", json!({"pattern": "*.md"})),
@@ -180,12 +183,12 @@ pub(super) fn tools_file(dir: &Path, ws: &Path) -> std::path::PathBuf {
 }
 
 /// The operator's policy for every run here: raw shell allowed for run_command (it is off by
-/// default), nothing else changed. Written into `dir`, named by `$CHENG_POLICY`.
+/// default), and web_fetch may reach the loopback test host `docs.test`. Written into `dir`, named by `$CHENG_POLICY`.
 fn policy(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("policy.toml");
     std::fs::write(
         &path,
-        "[nodes.\"tools/run_command\"]\nshell_syntax = true\n",
+        "[nodes.\"tools/run_command\"]\nshell_syntax = true\n[nodes.\"tools/web_fetch\"]\nnetwork_allow = [\"docs.test\"]\n",
     )
     .expect("write policy");
     path
@@ -195,6 +198,7 @@ fn policy(dir: &Path) -> std::path::PathBuf {
 fn cli_payload(ws: &Path, tool: &str, arguments: &Value, policy: &Path) -> String {
     let out = cheng()
         .env("CHENG_POLICY", policy)
+        .env("CHENG_TEST_RESOLVE", NAMES)
         .env("CHENG_ENABLE_CODE_PYTHON", "1")
         .env("CHENG_ENABLE_CODE_JS", "1")
         .args(["run", &format!("tools/{tool}"), "--workspace"])
@@ -220,10 +224,10 @@ fn cli_payload(ws: &Path, tool: &str, arguments: &Value, policy: &Path) -> Strin
 /// named its workspace), and write_stdin to a
 /// session started by the client (a single `cheng run` keeps no sessions, so its payload is
 /// what `cat` echoes).
-fn cases(dir: &Path, fixture_ws: &Path) -> std::path::PathBuf {
+fn cases(dir: &Path, fixture_ws: &Path, page: &str) -> std::path::PathBuf {
     let (_keep, cli_ws) = twin(fixture_ws);
     let policy = policy(dir);
-    let mut cases: Vec<Value> = calls()
+    let mut cases: Vec<Value> = calls(page)
         .into_iter()
         .map(|(tool, arguments)| {
             // The workspace's own path differs between twins: the clients put theirs back.
@@ -264,7 +268,8 @@ fn the_python_sdk_reads_every_payload_in_the_text_content() {
     let (_f, fixture_ws) = temp_workspace();
     fixture(&fixture_ws);
     let (_c, dir) = temp_workspace();
-    let cases = cases(&dir, &fixture_ws);
+    let server = Server::start();
+    let cases = cases(&dir, &fixture_ws, &server.url("docs.test", "/page.html"));
     let script = repo_root().join("crates/cheng-cli/tests/mcp/payloads.py");
     for mode in ["legacy", "2026-07-28"] {
         let (_t, ws) = twin(&fixture_ws);
@@ -277,6 +282,7 @@ fn the_python_sdk_reads_every_payload_in_the_text_content() {
                 .arg(&cases)
                 .arg(tools_file(&dir, &ws))
                 .env("CHENG_POLICY", dir.join("policy.toml"))
+                .env("CHENG_TEST_RESOLVE", NAMES)
                 .env("CHENG_ENABLE_CODE_PYTHON", "1")
                 .env("CHENG_ENABLE_CODE_JS", "1"),
             Duration::from_secs(300),
@@ -312,7 +318,8 @@ fn the_typescript_sdk_reads_every_payload_in_the_text_content() {
     let (_f, fixture_ws) = temp_workspace();
     fixture(&fixture_ws);
     let (_c, dir) = temp_workspace();
-    let cases = cases(&dir, &fixture_ws);
+    let server = Server::start();
+    let cases = cases(&dir, &fixture_ws, &server.url("docs.test", "/page.html"));
     let (_t, ws) = twin(&fixture_ws);
     let out = run_sdk_script(
         Command::new("node")
@@ -322,6 +329,7 @@ fn the_typescript_sdk_reads_every_payload_in_the_text_content() {
             .arg(&cases)
             .arg(tools_file(&dir, &ws))
             .env("CHENG_POLICY", dir.join("policy.toml"))
+            .env("CHENG_TEST_RESOLVE", NAMES)
             .env("CHENG_ENABLE_CODE_PYTHON", "1")
             .env("CHENG_ENABLE_CODE_JS", "1"),
         Duration::from_secs(300),

@@ -49,3 +49,4 @@ mod tests_node;
 mod text_output;
 mod truncation;
 mod tty;
+mod web_fetch;
