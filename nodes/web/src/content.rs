@@ -75,7 +75,13 @@ pub fn media_type(content_type: &str) -> String {
 pub fn show(content_type: Option<&str>, body: &[u8], max_chars: usize) -> Shown {
     let kind = kind(content_type, body);
     let whole = match kind {
-        Kind::Html => html_text::render(&html_text::summarize(&String::from_utf8_lossy(body))),
+        Kind::Html => {
+            let page = String::from_utf8_lossy(body);
+            let (text, _flattened) =
+                html_text::readable_text(&page, || Ok::<(), std::convert::Infallible>(()))
+                    .unwrap_or_else(|never| match never {});
+            text
+        }
         Kind::Text => String::from_utf8_lossy(body).into_owned(),
         Kind::Other => format!(
             "({} bytes of {} not shown: web_fetch shows HTML as readable text, and text, JSON and XML as they are)",
@@ -136,6 +142,38 @@ mod tests {
         assert!(shown.text.contains("Run pip install x."), "{}", shown.text);
         assert!(shown.text.contains("Next </next>"), "{}", shown.text);
         assert!(!shown.text.contains("secret"), "{}", shown.text);
+    }
+
+    #[test]
+    fn a_page_nested_past_any_stack_is_read_quickly() {
+        // Without the flattening pass the tree walk over such a page does not finish in minutes;
+        // a thread with a deadline turns that into a failure rather than a hung test.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let depth = 200_000;
+            let page = format!(
+                "{}deep text{}",
+                "<div>".repeat(depth),
+                "</div>".repeat(depth)
+            );
+            let deep = show(Some("text/html"), page.as_bytes(), 40_000);
+            let small = format!("{}small{}", "<b>".repeat(50_000), "</b>".repeat(50_000));
+            let shallow = show(Some("text/html"), small.as_bytes(), 40_000);
+            let _ = done.send((deep.text, shallow.text));
+        });
+        let (deep, shallow) = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a deeply nested page is read within a minute");
+        assert!(
+            deep.contains("deep text"),
+            "{}",
+            &deep[..200.min(deep.len())]
+        );
+        assert!(
+            shallow.contains("small"),
+            "{}",
+            &shallow[..200.min(shallow.len())]
+        );
     }
 
     #[test]

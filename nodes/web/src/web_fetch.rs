@@ -156,8 +156,8 @@ impl Node for WebFetch {
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
+        // Every hop, the first included, is checked inside fetch (with or without a card).
         let request = Request::read(ctx, &input)?;
-        request.admit_first_hop()?;
         let layers = request.layers();
         let limits = Limits {
             max_body: MAX_BODY_BYTES,

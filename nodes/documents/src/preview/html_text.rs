@@ -382,6 +382,23 @@ fn collapse_lines(s: &str) -> String {
     out.trim_end().to_string()
 }
 
+/// HTML as readable text, the way workspace_preview's `html` operation and tools/web_fetch give
+/// it: markup nested past the depth bound flattened first, and past [`STREAM_ABOVE_BYTES`]
+/// summarised from the token stream without a tree, so no page can exhaust the stack or build
+/// a tree of its whole size. Returns the text and the number of start tags flattened; `check`
+/// runs as in [`flatten_into`] (a time budget, or nothing).
+pub fn readable_text<E>(
+    source: &str,
+    check: impl FnMut() -> Result<(), E>,
+) -> Result<(String, usize), E> {
+    if source.len() > STREAM_ABOVE_BYTES {
+        let (summary, dropped) = summarize_stream(source, check)?;
+        return Ok((render(&summary), dropped));
+    }
+    let flat = crate::preview::flatten::flatten(source, check)?;
+    Ok((render(&summarize(&flat.html)), flat.dropped))
+}
+
 /// The summary as the preview text.
 pub fn render(summary: &Summary) -> String {
     let mut out = String::new();

@@ -405,26 +405,13 @@ fn render(
                 }
             }
         }
-        Operation::Html if text.len() > html_text::STREAM_ABOVE_BYTES => {
-            // Large pages: the summary straight from the flattening pass, without a tree.
-            let (summary, dropped) = html_text::summarize_stream(text, || budget.check())?;
-            budget.check()?;
-            Rendered {
-                format: "text",
-                text: html_text::render(&summary),
-                flattened: dropped,
-                plain_marks: 0,
-                bounded: false,
-            }
-        }
         Operation::Html => {
-            let flat = flatten::flatten(text, || budget.check())?;
-            let summary = html_text::summarize(&flat.html);
+            let (text, dropped) = html_text::readable_text(text, || budget.check())?;
             budget.check()?;
             Rendered {
                 format: "text",
-                text: html_text::render(&summary),
-                flattened: flat.dropped,
+                text,
+                flattened: dropped,
                 plain_marks: 0,
                 bounded: false,
             }
