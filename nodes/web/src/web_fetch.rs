@@ -71,7 +71,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::input(
             "url",
             PortType::String,
-            "The http or https URL to fetch, e.g. https://docs.python.org/3/library/json.html",
+            "The http or https URL to fetch with GET (the whole URL is sent to its host)",
         )
         .required(),
         MAX_CHARS,
