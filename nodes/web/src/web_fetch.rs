@@ -165,20 +165,24 @@ impl Node for WebFetch {
             user_agent: request.user_agent.clone(),
             connect_timeout: request.timeout,
         };
-        let fetched = tokio::select! {
-            outcome = tokio::time::timeout(request.timeout, fetch::fetch(request.url.clone(), &layers, &limits)) => match outcome {
-                Ok(fetched) => fetched.map_err(|e| fetch_error(&e))?,
-                Err(_) => {
-                    return Err(NodeError::new(
-                        ErrorKind::TimedOut,
-                        format!("{}: no whole answer within timeout_ms {} ms", request.url, request.timeout.as_millis()),
-                    ))
-                }
-            },
+        let whole = fetch::fetch(request.url.clone(), &layers, &limits);
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(request.timeout, whole) => outcome,
             () = ctx.cancel.cancelled() => {
-                return Err(NodeError::new(ErrorKind::Cancelled, format!("the fetch of {} was cancelled", request.url)));
+                let message = format!("the fetch of {} was cancelled", request.url);
+                return Err(NodeError::new(ErrorKind::Cancelled, message));
             }
         };
+        let fetched = outcome
+            .map_err(|_| {
+                let message = format!(
+                    "{}: no whole answer within timeout_ms {} ms",
+                    request.url,
+                    request.timeout.as_millis()
+                );
+                NodeError::new(ErrorKind::TimedOut, message)
+            })?
+            .map_err(|e| fetch_error(&e))?;
         Ok(outputs(&fetched, request.max_chars))
     }
 }

@@ -59,6 +59,10 @@ fn answer(mut stream: TcpStream, port: u16, log: &Mutex<Vec<String>>) {
     }
     let path = request.split_whitespace().nth(1).unwrap_or("").to_string();
     log.lock().expect("log").push(format!("{host} {path}"));
+    if path == "/stall" {
+        // An answer that comes too late for any test's timeout.
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    }
     let redirect = |to: String| {
         format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             .into_bytes()
@@ -230,6 +234,22 @@ fn text_is_cut_to_max_chars_and_the_body_to_five_mebibytes() {
     );
     assert_ne!(code, 0);
     assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_NETWORK_FAILED", "{out}");
+
+    // timeout_ms bounds the whole fetch.
+    let started = std::time::Instant::now();
+    let (code, out, _) = fetch(
+        Some(ALLOW_TEST_HOSTS),
+        json!({}),
+        json!({"url": server.url("docs.test", "/stall"), "timeout_ms": 500}),
+        true,
+    );
+    assert_ne!(code, 0);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_TIMED_OUT", "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
 
     let (code, _, err) = fetch(
         Some(ALLOW_TEST_HOSTS),
