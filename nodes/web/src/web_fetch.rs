@@ -86,7 +86,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::input(
             cheng_node::policy::HOST_RULES_PORT,
             PortType::Array(&PortType::String),
-            "Hosts this node may fetch from, within the operator's network_allow: example.com, *.example.com, example.com:8443, 203.0.113.7, 10.0.0.0/8; none set: every host the operator allows",
+            "Hosts this node may fetch from, within the operator's network_allow: example.com, *.example.com, example.com:8443, 203.0.113.7, 10.0.0.0/8. Not set: every host the operator allows; an empty list: none",
         )
         .audience(Audience::Author),
         USER_AGENT,
