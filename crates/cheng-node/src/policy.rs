@@ -58,7 +58,7 @@ mod tighten;
 
 use crate::capability::{self, Setting};
 use crate::NodeSpec;
-use cheng_net::HostRules;
+use cheng_net::{HostPattern, HostRules};
 use file::{parse, read, PolicyFile, Rules};
 use names::check_layer_names;
 use std::fmt;
@@ -75,6 +75,9 @@ pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
 /// The port of a node that applies the operator's host rules (`network_allow`, `network_deny`):
 /// its author's own allow list, bounded by the operator's ([`Policy::host_rules`]).
 pub const HOST_RULES_PORT: &str = "allowed_hosts";
+
+/// A list of host rules and the policy section it came from.
+type HostList = (Vec<HostPattern>, Source);
 
 /// The environment variable naming a user policy file.
 pub const ENV_VAR: &str = "CHENG_POLICY";
@@ -371,27 +374,21 @@ impl Policy {
     /// user policy can only add to them). Private, loopback and link-local addresses are
     /// reached only through an allow rule naming the host or the address (cheng_net).
     pub fn host_rules(&self, node_type: &str) -> HostRules {
-        let allow = self.rule(node_type, |r| r.network_allow.clone());
-        let deny = self
-            .layers()
-            .filter_map(|layer| layer.rule(node_type, |r| r.network_deny.clone()))
-            .flat_map(|(list, _)| list)
-            .collect();
+        let (allow, deny) = self.host_rule_lists(node_type);
+        let deny = deny.into_iter().flat_map(|(list, _)| list).collect();
         match allow {
             Some((list, _)) => HostRules::new(list, deny, false),
             None => HostRules::new(Vec::new(), deny, true),
         }
     }
 
-    /// Where `network_allow` and `network_deny` for this node type come from, for `policy show`.
-    fn host_rule_sources(&self, node_type: &str) -> (Source, Vec<Source>) {
-        let allow = self
-            .rule(node_type, |r| r.network_allow.as_ref().map(|_| ()))
-            .map_or(Source::Builtin, |(_, s)| s);
+    /// [`Policy::host_rules`]' lists with where each came from: `network_allow` when a layer
+    /// sets it, and each layer's `network_deny`, machine first.
+    fn host_rule_lists(&self, node_type: &str) -> (Option<HostList>, Vec<HostList>) {
+        let allow = self.rule(node_type, |r| r.network_allow.clone());
         let deny = self
             .layers()
-            .filter_map(|layer| layer.rule(node_type, |r| r.network_deny.as_ref().map(|_| ())))
-            .map(|(_, s)| s)
+            .filter_map(|layer| layer.rule(node_type, |r| r.network_deny.clone()))
             .collect();
         (allow, deny)
     }

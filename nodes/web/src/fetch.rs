@@ -12,7 +12,7 @@
 //! as it arrives and reading stops at `max_body` bytes, whatever Content-Length claims.
 
 use crate::resolve;
-use cheng_net::{HostRules, Refusal, Target};
+use cheng_net::{Admitted, HostRules, Refusal, Target};
 use reqwest::{StatusCode, Url};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -115,14 +115,22 @@ pub fn target(url: &Url) -> Result<Target, FetchError> {
 /// Step 2 alone: every layer admits the URL's host by name (what the approval card is checked
 /// against before anybody is asked).
 pub fn admit_by_name(url: &Url, layers: &[Layer<'_>]) -> Result<Target, FetchError> {
+    admit(url, layers).map(|(target, _)| target)
+}
+
+/// Step 2: the URL's target, admitted by name by every layer (in order).
+fn admit<'a>(url: &Url, layers: &[Layer<'a>]) -> Result<(Target, Vec<Admitted<'a>>), FetchError> {
     let target = target(url)?;
-    for layer in layers {
-        layer
-            .rules
-            .admit(&target)
-            .map_err(|refusal| refused(url, layer, &refusal))?;
-    }
-    Ok(target)
+    let admitted = layers
+        .iter()
+        .map(|layer| {
+            layer
+                .rules
+                .admit(&target)
+                .map_err(|refusal| refused(url, layer, &refusal))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((target, admitted))
 }
 
 fn refused(url: &Url, layer: &Layer<'_>, refusal: &Refusal) -> FetchError {
@@ -134,16 +142,7 @@ fn refused(url: &Url, layer: &Layer<'_>, refusal: &Refusal) -> FetchError {
 
 /// Steps 2–3: the addresses this hop may connect to.
 async fn checked_addresses(url: &Url, layers: &[Layer<'_>]) -> Result<Vec<IpAddr>, FetchError> {
-    let target = target(url)?;
-    let mut admitted = Vec::with_capacity(layers.len());
-    for layer in layers {
-        admitted.push(
-            layer
-                .rules
-                .admit(&target)
-                .map_err(|r| refused(url, layer, &r))?,
-        );
-    }
+    let (target, admitted) = admit(url, layers)?;
     let resolved = match &target.host {
         cheng_net::Host::Ip(ip) => vec![*ip],
         cheng_net::Host::Name(name) => resolve::lookup(name, target.port)

@@ -205,10 +205,10 @@ impl Request {
         let max_chars = input::int(input, &MAX_CHARS)?;
         let timeout = input::int(input, &TIMEOUT)?;
         let user_agent = opt_str(input, USER_AGENT.name).unwrap_or("cheng-web-fetch/0.1");
-        let hosts = input::string_list(input, cheng_node::policy::HOST_RULES_PORT)?;
         let author = match input.get(cheng_node::policy::HOST_RULES_PORT) {
             None | Some(serde_json::Value::Null) => None,
             Some(_) => {
+                let hosts = input::string_list(input, cheng_node::policy::HOST_RULES_PORT)?;
                 let patterns = hosts
                     .iter()
                     .map(|h| HostPattern::parse(h))

@@ -141,33 +141,36 @@ impl Policy {
             push(&mut shown, "read_paths", format!("{paths:?}"), &source);
         }
         if spec.input(super::HOST_RULES_PORT).is_some() {
-            let rules = self.host_rules(spec.id);
-            let (allow_source, deny_sources) = self.host_rule_sources(spec.id);
+            let (allow, deny) = self.host_rule_lists(spec.id);
             let texts = |list: &[cheng_net::HostPattern]| {
                 list.iter()
                     .map(|h| h.as_str().to_string())
                     .collect::<Vec<_>>()
             };
-            let allow = if rules.every_public_host() {
-                "every public host".to_string()
-            } else {
-                format!("{:?}", texts(rules.allow()))
-            };
-            push(&mut shown, "network_allow", allow, &allow_source);
-            let deny_source = match deny_sources.as_slice() {
+            match allow {
+                Some((list, source)) => push(
+                    &mut shown,
+                    "network_allow",
+                    format!("{:?}", texts(&list)),
+                    &source,
+                ),
+                None => push(
+                    &mut shown,
+                    "network_allow",
+                    "every public host".to_string(),
+                    &Source::Builtin,
+                ),
+            }
+            let all: Vec<String> = deny.iter().flat_map(|(list, _)| texts(list)).collect();
+            let deny_source = match deny.as_slice() {
                 [] => Source::Builtin.to_string(),
-                sources => sources
+                layers => layers
                     .iter()
-                    .map(ToString::to_string)
+                    .map(|(_, source)| source.to_string())
                     .collect::<Vec<_>>()
                     .join(" + "),
             };
-            push(
-                &mut shown,
-                "network_deny",
-                format!("{:?}", texts(rules.deny())),
-                &deny_source,
-            );
+            push(&mut shown, "network_deny", format!("{all:?}"), &deny_source);
         }
         if spec.input("env").is_some() {
             let (names, source) = self.env_allow(spec.id);
