@@ -305,6 +305,9 @@ async def flood():
         pid = server_pid()
         first = rss_kib(pid)
         for _ in range(4):
+            # A poll returns as soon as output is pending, so let the flood pile up between calls
+            # (as it does while an agent works on something else) before taking it.
+            await anyio.sleep(1)
             _, got = await call(c, "write_stdin", {"session_id": sid, "chars": "", "yield_time_ms": 250, "max_output_tokens": 1000})
             assert got["running"] and len(got["output"]) < 4100, len(got["output"])
             assert got["output_bytes"] > 100000, got["output_bytes"]
