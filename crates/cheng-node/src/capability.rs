@@ -56,7 +56,7 @@ impl Capability {
 pub const NETWORK: Capability = Capability {
     name: "the network",
     key: "allow_network",
-    opens: "outbound network access from the sandbox (any host, any port)",
+    opens: "outbound connections from the sandbox through cheng's filtering proxy, to the hosts the operator's network rules allow (every public host, any port, unless they narrow it)",
     kind: Kind::Request,
     open_world: true,
 };

@@ -58,7 +58,7 @@ mod tighten;
 
 use crate::capability::{self, Setting};
 use crate::NodeSpec;
-use cheng_net::{HostPattern, HostRules};
+use cheng_net::{Gate, HostPattern, HostRules};
 use file::{parse, read, PolicyFile, Rules};
 use names::check_layer_names;
 use std::fmt;
@@ -379,6 +379,37 @@ impl Policy {
         match allow {
             Some((list, _)) => HostRules::new(list, deny, false),
             None => HostRules::new(Vec::new(), deny, true),
+        }
+    }
+
+    /// The gate a node's connections go through: the operator's host rules, then, when the
+    /// node's input sets [`HOST_RULES_PORT`], its author's list. Every layer must admit a
+    /// connection, so the author's list only narrows the operator's. An entry that is not a
+    /// host pattern is refused, naming it.
+    pub fn network_gate(
+        &self,
+        node_type: &str,
+        input: &crate::Values,
+    ) -> Result<Gate, crate::NodeError> {
+        let gate = Gate::default().with(
+            self.host_rules(node_type),
+            "the operator's policy (network_allow, network_deny)",
+        );
+        match input.get(HOST_RULES_PORT) {
+            None | Some(serde_json::Value::Null) => Ok(gate),
+            Some(_) => {
+                let patterns = crate::input::string_list(input, HOST_RULES_PORT)?
+                    .iter()
+                    .map(|h| HostPattern::parse(h))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| {
+                        crate::NodeError::invalid_input(format!("{HOST_RULES_PORT}: {e}"))
+                    })?;
+                Ok(gate.with(
+                    HostRules::new(patterns, Vec::new(), false),
+                    "the node's author (allowed_hosts)",
+                ))
+            }
         }
     }
 

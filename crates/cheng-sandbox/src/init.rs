@@ -22,9 +22,13 @@
 //! Right before exec it closes every descriptor above 2, so only stdin, stdout and stderr reach
 //! the sandboxed command, whatever the process that started bwrap left open.
 //!
-//! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--rlimit NAME=N]... [--write PATH]... -- CMD ARGS...`
+//! With `--bridge PORT=SOCKET` it also starts the filtering proxy's bridge ([`crate::bridge`])
+//! after Landlock and before the command.
+//!
+//! Protocol: `<binary> __sandbox-init [--drop-to UID:GID] [--rlimit NAME=N]... [--write PATH]... [--bridge PORT=SOCKET]... -- CMD ARGS...`
 //! with NAME one of `as`, `nproc`, `fsize`, `nofile`, `core`, `cpu`.
 
+use crate::bridge::Route;
 use cheng_exec::{Rlimit, RlimitResource};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -99,6 +103,8 @@ pub struct InitPlan {
     pub drop_to: Option<(u32, u32)>,
     pub rlimits: Vec<Rlimit>,
     pub writable: Vec<PathBuf>,
+    /// Ports to bridge to the filtering proxy's sockets ([`crate::bridge`]).
+    pub bridges: Vec<Route>,
     pub command: Vec<OsString>,
 }
 
@@ -117,6 +123,12 @@ impl InitPlan {
         for path in &self.writable {
             out.push("--write".into());
             out.push(path.clone().into_os_string());
+        }
+        for route in &self.bridges {
+            let mut arg = OsString::from(format!("{}=", route.port));
+            arg.push(&route.socket);
+            out.push("--bridge".into());
+            out.push(arg);
         }
         out.push("--".into());
         out.extend(self.command.iter().cloned());
@@ -166,6 +178,23 @@ pub fn parse(args: &[OsString]) -> Result<InitPlan, String> {
             Some("--write") => {
                 plan.writable
                     .push(args.get(i + 1).ok_or("--write needs a path")?.into());
+                i += 2;
+            }
+            Some("--bridge") => {
+                let v = args.get(i + 1).ok_or("--bridge needs PORT=SOCKET")?;
+                let (port, socket) = v
+                    .as_bytes()
+                    .iter()
+                    .position(|b| *b == b'=')
+                    .map(|at| (&v.as_bytes()[..at], &v.as_bytes()[at + 1..]))
+                    .ok_or("--bridge takes PORT=SOCKET")?;
+                plan.bridges.push(Route {
+                    port: std::str::from_utf8(port)
+                        .ok()
+                        .and_then(|p| p.parse().ok())
+                        .ok_or("--bridge: bad port")?,
+                    socket: OsStr::from_bytes(socket).into(),
+                });
                 i += 2;
             }
             _ => return Err(format!("unknown argument {:?}", args[i])),
@@ -260,6 +289,10 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
     super::landlock::confine_writes(&plan.writable)?;
+    // The proxy bridge, confined like the command, listening before the command starts.
+    if !plan.bridges.is_empty() {
+        super::bridge::start(&plan.bridges)?;
+    }
     // Only stdin, stdout and stderr reach the command: whatever reached this step without
     // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
     // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else
@@ -390,6 +423,10 @@ mod tests {
                 },
             ],
             writable: vec!["/tmp".into(), "/work space".into()],
+            bridges: vec![Route {
+                port: 3128,
+                socket: "/run/cheng-proxy/http=.sock".into(),
+            }],
             command: vec!["sh".into(), "-c".into(), "echo --write".into()],
         };
         let args = plan.to_args();

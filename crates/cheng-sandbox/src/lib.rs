@@ -33,6 +33,7 @@
 //! named output FIFOs ([`channel`]), which store nothing on the host.
 
 pub mod audit;
+pub mod bridge;
 pub(crate) mod bwrap;
 pub mod cgroup;
 pub mod channel;
@@ -46,6 +47,7 @@ pub(crate) mod limits;
 pub mod mounts;
 pub mod pinned;
 pub(crate) mod plan;
+mod proxy_dir;
 mod run_facts;
 pub mod seccomp;
 
@@ -53,6 +55,7 @@ pub use bwrap::{Mount, BWRAP_ENV};
 pub use host::HostFacts;
 pub use limits::{CgroupV2, SandboxLimits, MAX_MEMORY_MB, MIN_MEMORY_MB};
 pub use pinned::{Identity, PinnedPath};
+pub use proxy_dir::PROXY_DIR;
 
 use cheng_exec::{ProcessOutput, ProcessSpec};
 use cheng_node::{ErrorKind, NodeError};
@@ -127,8 +130,10 @@ pub struct SandboxRequest {
     pub writable: bool,
     /// Whether the whole disk is visible read-only (allow_full_disk_readonly).
     pub full_disk_readonly: bool,
-    /// Whether the host network is shared (allow_network); otherwise a private, empty network namespace.
-    pub network: bool,
+    /// The network through cheng's filtering proxy, under these host rules (allow_network).
+    /// `None`: no network at all. Either way the sandbox has its own, empty network namespace;
+    /// it never shares the host's ([`cheng_proxy`], [`bridge`]).
+    pub network: Option<cheng_net::Gate>,
     /// Approved, canonical host paths, each opened once ([`PinnedPath`]) and bound read-only at
     /// its own path from that descriptor, never by path again.
     pub read_paths: Vec<PinnedPath>,
@@ -171,7 +176,7 @@ impl SandboxRequest {
             boundary,
             writable: false,
             full_disk_readonly: false,
-            network: false,
+            network: None,
             read_paths: Vec::new(),
             extra_ro: Vec::new(),
             io_dir: None,
@@ -260,6 +265,8 @@ pub struct Sandbox {
     /// Removes the masking placeholders when dropped (after the run, or when the run or the
     /// prepared sandbox is dropped without finishing).
     protections: mounts::Placeholders,
+    /// The filtering proxy's sockets for a run with the network (bound, served during the run).
+    proxy: Option<proxy_dir::ProxyDir>,
     idmaps: Vec<idmap::IdmapTarget>,
     ids: (u32, u32),
     enforcement: Enforcement,
@@ -275,6 +282,8 @@ pub struct SandboxRun {
     pub enforcement: Enforcement,
     /// The counters of the run's cgroup v2 group, when memory_mb was enforced through one.
     pub cgroup: Option<cgroup::GroupReport>,
+    /// Every connection the run asked of the filtering proxy, when it had the network.
+    pub network: Option<cheng_proxy::Report>,
 }
 
 /// Checks that a sandbox can be built here: bwrap is found and creates the namespaces every run
@@ -282,7 +291,7 @@ pub struct SandboxRun {
 /// a sentence naming the fix. Probes at most once per process.
 pub fn check_available() -> Result<(), NodeError> {
     let host = HostFacts::gather(None)?;
-    bwrap::probe(&host.bwrap, &plan::probe_flags(host.root, false))
+    bwrap::probe(&host.bwrap, &plan::probe_flags(host.root))
 }
 
 fn unavailable(message: impl Into<String>) -> NodeError {
@@ -302,14 +311,17 @@ impl Sandbox {
         let host = HostFacts::gather(request.bwrap.as_deref())?;
         // A probe that already failed in this process fails every later run up front; otherwise
         // the run itself is the probe (see `run`).
-        if let Some(Err(e)) =
-            bwrap::probed(&host.bwrap, &plan::probe_flags(host.root, request.network))
-        {
+        if let Some(Err(e)) = bwrap::probed(&host.bwrap, &plan::probe_flags(host.root)) {
             return Err(e);
         }
         // Fail closed: no filter, no run (the program is compiled once per process).
-        seccomp::program_bytes(request.network)?;
-        let (facts, protections, group) = run_facts::gather(&request, &host)?;
+        seccomp::program_bytes(request.network.is_some())?;
+        let proxy = match request.network {
+            Some(_) => Some(proxy_dir::ProxyDir::create()?),
+            None => None,
+        };
+        let (mut facts, protections, group) = run_facts::gather(&request, &host)?;
+        facts.proxy_dir = proxy.as_ref().map(|p| p.path().to_path_buf());
         let plan = plan::plan(&request, &host, &facts)?;
         Ok(Sandbox {
             root: host.root,
@@ -325,6 +337,7 @@ impl Sandbox {
             fallback: plan.fallback,
             request,
             protections,
+            proxy,
             idmaps: plan.idmaps,
             ids: facts.ids,
             enforcement: plan.enforcement,
@@ -382,6 +395,10 @@ impl Sandbox {
         };
         // Inode times at or after this were changed by the run (see `audit`).
         let since = audit::Since::now();
+        let proxy = match (self.proxy.as_mut(), &self.request.network) {
+            (Some(dir), Some(gate)) => Some(dir.serve(gate.clone())?),
+            _ => None,
+        };
         let group = self.group.take();
         let procs = group.as_ref().map(cgroup::RunGroup::procs);
         let mut result = self
@@ -417,6 +434,13 @@ impl Sandbox {
                 _ => report = Some(group.finish()),
             }
         }
+        let network = match proxy {
+            Some(proxy) => Some(proxy.finish().await),
+            None => None,
+        };
+        if let Some(network) = &network {
+            self.enforcement.warnings.extend(network.refusals());
+        }
         // The run is over (the pid namespace died with bwrap): audit what it left in a writable
         // workspace, then the placeholders go (and on every early return, with `self`).
         let audited = match (&result, self.request.writable) {
@@ -440,16 +464,14 @@ impl Sandbox {
             // A failure bwrap did not explain: the script's own, unless bwrap cannot create the
             // namespaces here at all (a stand-in binary, a policy that kills it). The probe
             // (once per process) tells which.
-            bwrap::probe(
-                &self.bwrap,
-                &plan::probe_flags(self.root, self.request.network),
-            )?;
+            bwrap::probe(&self.bwrap, &plan::probe_flags(self.root))?;
         }
         Ok(SandboxRun {
             output,
             setup,
             enforcement: self.enforcement,
             cgroup: report,
+            network,
         })
     }
 
@@ -481,7 +503,7 @@ impl Sandbox {
             .caps(self.request.stdout_cap, self.request.stderr_cap)
             .output(self.request.output.clone());
         // A fresh descriptor per start: bwrap reads the program to its end.
-        let filter = seccomp::program_fd(self.request.network).map_err(|e| e.message)?;
+        let filter = seccomp::program_fd(self.request.network.is_some()).map_err(|e| e.message)?;
         let mut inherit_fds = vec![(std::sync::Arc::new(filter), seccomp::SECCOMP_FD)];
         // The files bwrap copies into the view, freshly opened: bwrap reads each to its end.
         // One that vanished since the host was looked at shows as empty (as /dev/null).
@@ -535,6 +557,9 @@ impl Sandbox {
         ),
         NodeError,
     > {
+        if self.request.network.is_some() {
+            return Err(unavailable("a sandboxed session has no network (the filtering proxy serves single runs); nothing ran"));
+        }
         if self.request.writable {
             return Err(unavailable("a sandboxed session cannot have a writable workspace (its writes are audited after a run ends); nothing ran"));
         }

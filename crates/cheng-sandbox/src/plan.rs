@@ -7,6 +7,7 @@
 //! [`super::Sandbox::run`] runs what it returns. The unit tests below build facts by hand and
 //! check exact command lines, with or without bubblewrap on the machine.
 
+use super::bridge::Route;
 use super::bwrap::{Bwrap, Mount};
 use super::host::HostFacts;
 use super::idmap::IdmapTarget;
@@ -14,7 +15,7 @@ use super::init;
 use super::limits::SandboxLimits;
 use super::mounts::{self, Protection, SystemEntry};
 use super::pinned::PinnedPath;
-use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, IO_DIR};
+use super::{rlimit_as_phrase, seccomp, Enforcement, SandboxRequest, IO_DIR, PROXY_DIR};
 use cheng_exec::{Rlimit, RlimitResource};
 use cheng_node::{ErrorKind, NodeError};
 use std::ffi::OsString;
@@ -25,9 +26,10 @@ use std::path::{Path, PathBuf};
 /// is on [`seccomp::SECCOMP_FD`] below it.
 pub(crate) const FIRST_FILE_FD: RawFd = seccomp::SECCOMP_FD + 1;
 
-/// The namespace flags of every sandbox. The probe ([`probe_flags`]) checks exactly these on
-/// `true`, so what it tests is what a run uses.
-pub(crate) fn namespace_flags(root: bool, network: bool) -> Vec<&'static str> {
+/// The namespace flags of every sandbox: the probe ([`probe_flags`]) checks exactly these, so
+/// what it tests is what a run uses. The network namespace is always the sandbox's own: with
+/// the network, the way out is the filtering proxy ([`cheng_proxy`]), never the host's stack.
+pub(crate) fn namespace_flags(root: bool) -> Vec<&'static str> {
     let mut flags = vec![
         "--die-with-parent",
         "--new-session",
@@ -35,10 +37,8 @@ pub(crate) fn namespace_flags(root: bool, network: bool) -> Vec<&'static str> {
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
+        "--unshare-net",
     ];
-    if !network {
-        flags.push("--unshare-net");
-    }
     if !root {
         flags.push("--unshare-user");
     }
@@ -55,8 +55,8 @@ pub(crate) fn init_exec_path(fd: RawFd) -> PathBuf {
 const CAP_DROP: [&str; 2] = ["--cap-drop", "ALL"];
 
 /// The flags the bwrap probe checks: the run's namespace flags and capability drop.
-pub(crate) fn probe_flags(root: bool, network: bool) -> Vec<&'static str> {
-    let mut flags = namespace_flags(root, network);
+pub(crate) fn probe_flags(root: bool) -> Vec<&'static str> {
+    let mut flags = namespace_flags(root);
     flags.extend(CAP_DROP);
     flags
 }
@@ -95,6 +95,8 @@ pub(crate) struct RunFacts {
     /// entries bound on top), bound read-only at /etc instead of copying each file
     /// ([`super::etc_copies`]).
     pub etc_copies: Option<PathBuf>,
+    /// The host directory of the filtering proxy's sockets, when the run has the network.
+    pub proxy_dir: Option<PathBuf>,
     /// Warnings from gathering (protection, cgroup), reported first.
     pub warnings: Vec<String>,
     pub memory: MemoryFact,
@@ -152,6 +154,29 @@ pub(crate) fn io_copies(io: &Path) -> Option<Vec<PathBuf>> {
     }
     out.sort();
     Some(out)
+}
+
+/// The sandbox's environment, with the proxy variables programs look for when the run has the
+/// network (both spellings: curl reads `http_proxy` only in lower case, others upper case).
+fn with_proxy_env(env: &[(OsString, OsString)], network: bool) -> Vec<(OsString, OsString)> {
+    let mut out = env.to_vec();
+    if network {
+        let http = format!("http://127.0.0.1:{}", cheng_proxy::HTTP_PORT);
+        let socks = format!("socks5h://127.0.0.1:{}", cheng_proxy::SOCKS_PORT);
+        let local = "localhost,127.0.0.1,::1";
+        for (name, value) in [
+            ("http_proxy", &http),
+            ("https_proxy", &http),
+            ("all_proxy", &socks),
+            ("no_proxy", &local.to_string()),
+        ] {
+            for name in [name.to_string(), name.to_uppercase()] {
+                out.retain(|(n, _)| n.as_os_str() != name.as_str());
+                out.push((name.into(), value.into()));
+            }
+        }
+    }
+    out
 }
 
 fn unavailable(message: impl Into<String>) -> NodeError {
@@ -217,7 +242,7 @@ pub(crate) fn plan(
     let mut warnings = run.warnings.clone();
 
     let mut b = Bwrap::new();
-    for flag in namespace_flags(root, request.network) {
+    for flag in namespace_flags(root) {
         b.flag(flag);
     }
     // bwrap applies it just before it executes the first program inside.
@@ -307,6 +332,9 @@ pub(crate) fn plan(
         b.dir(Path::new("/run"), 0o755);
     }
     layout.made.push(PathBuf::from("/run"));
+    if let Some(dir) = &run.proxy_dir {
+        b.ro_bind(dir, Path::new(PROXY_DIR));
+    }
     for path in &request.extra_ro {
         layout.parents(&mut b, path);
         b.ro_bind(path, path);
@@ -422,12 +450,34 @@ pub(crate) fn plan(
     if request.writable {
         writable_roots.push(request.boundary.clone());
     }
+    // The network: the bridge to the proxy's sockets, started by the init step (fail closed
+    // without one: no other way out exists).
+    let bridges: Vec<Route> = match &run.proxy_dir {
+        Some(_) if launcher.is_none() => {
+            return Err(unavailable(
+                "allow_network needs cheng's sandbox init step to bridge the filtering proxy into the sandbox, \
+                 and this binary has none; nothing ran. Run through the `cheng` binary",
+            ))
+        }
+        Some(_) => vec![
+            Route {
+                port: cheng_proxy::HTTP_PORT,
+                socket: Path::new(PROXY_DIR).join(cheng_proxy::HTTP_SOCKET),
+            },
+            Route {
+                port: cheng_proxy::SOCKS_PORT,
+                socket: Path::new(PROXY_DIR).join(cheng_proxy::SOCKS_SOCKET),
+            },
+        ],
+        None => Vec::new(),
+    };
     // With the init step, the rlimits are set inside (see `init`), not on bwrap.
     let init_argv = |with_as: bool| -> Vec<OsString> {
         let plan = init::InitPlan {
             drop_to: root.then_some((sandbox_uid, sandbox_gid)),
             rlimits: all_rlimits(with_as),
             writable: writable_roots.clone(),
+            bridges: bridges.clone(),
             command: request.command.clone(),
         };
         let exe = init
@@ -572,7 +622,11 @@ pub(crate) fn plan(
         limits,
         timeout: request.timeout,
         identity,
-        network: if request.network { "host network shared" } else { "none (private network namespace)" },
+        network: if request.network.is_some() {
+            "through cheng's filtering proxy (HTTP_PROXY http://127.0.0.1:3128, ALL_PROXY socks5h://127.0.0.1:1080; a private network namespace with loopback only)"
+        } else {
+            "none (private network namespace)"
+        },
         filesystem,
         landlock,
         seccomp: format!(
@@ -580,7 +634,7 @@ pub(crate) fn plan(
             std::env::consts::ARCH,
             seccomp::REFUSES
         ),
-        sockets: seccomp::sockets_report(request.network),
+        sockets: seccomp::sockets_report(request.network.is_some()),
         memory,
         nproc,
         warnings,
@@ -601,7 +655,7 @@ pub(crate) fn plan(
         pinned,
         init,
         args: b.into_args(),
-        env: request.env.clone(),
+        env: with_proxy_env(&request.env, request.network.is_some()),
         rlimits,
         fallback,
         idmaps,

@@ -37,6 +37,7 @@ fn facts() -> RunFacts {
         owners: Vec::new(),
         protections: Vec::new(),
         io_copies: None,
+        proxy_dir: None,
         warnings: Vec::new(),
         memory: MemoryFact::Rlimit,
     }
@@ -248,17 +249,57 @@ fn request_read_paths_are_bound_read_only_at_their_own_path_from_their_descripto
 }
 
 #[test]
-fn network_shares_the_host_network() {
+fn the_network_is_the_proxy_bridged_into_a_private_namespace() {
     let mut req = request();
-    req.network = true;
-    let plan = plan(&req, &host(false), &facts()).unwrap();
+    req.network = Some(cheng_net::Gate::default());
+    let mut run = facts();
+    run.proxy_dir = Some("/dev/shm/cheng-proxy-1-0".into());
+    let plan = plan(&req, &host(false), &run).unwrap();
     let args = argv(&plan);
+    // Never the host's network namespace.
+    assert!(args.contains("--unshare-net"), "{args}");
     assert!(
-        args.starts_with("--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-user --seccomp 3"),
+        args.contains("--ro-bind /dev/shm/cheng-proxy-1-0 /run/cheng-proxy"),
         "{args}"
     );
-    assert!(!args.contains("--unshare-net"), "{args}");
-    assert_eq!(plan.enforcement.network, "host network shared");
+    assert!(
+        args.contains(
+            "--bridge 3128=/run/cheng-proxy/http.sock --bridge 1080=/run/cheng-proxy/socks.sock --"
+        ),
+        "{args}"
+    );
+    let env: Vec<String> = plan
+        .env
+        .iter()
+        .map(|(n, v)| format!("{}={}", n.to_string_lossy(), v.to_string_lossy()))
+        .collect();
+    for wanted in [
+        "http_proxy=http://127.0.0.1:3128",
+        "HTTPS_PROXY=http://127.0.0.1:3128",
+        "ALL_PROXY=socks5h://127.0.0.1:1080",
+        "NO_PROXY=localhost,127.0.0.1,::1",
+    ] {
+        assert!(
+            env.iter().any(|e| e == wanted),
+            "{wanted} missing from {env:?}"
+        );
+    }
+    assert!(plan
+        .enforcement
+        .network
+        .starts_with("through cheng's filtering proxy"));
+    // Without an init step there is no bridge, so no run.
+    let mut no_init = req.clone();
+    no_init.use_launcher = false;
+    let err = plan_err(&no_init, &host(false), &run);
+    assert!(err.contains("needs cheng's sandbox init step"), "{err}");
+}
+
+fn plan_err(req: &SandboxRequest, host: &HostFacts, run: &RunFacts) -> String {
+    match plan(req, host, run) {
+        Ok(_) => panic!("planned"),
+        Err(e) => e.message,
+    }
 }
 
 #[test]
@@ -378,9 +419,13 @@ fn the_probe_checks_the_flags_the_run_uses() {
     for root in [false, true] {
         for network in [false, true] {
             let mut req = request();
-            req.network = network;
-            let plan = plan(&req, &host(root), &facts()).unwrap();
-            for flag in probe_flags(root, network) {
+            let mut run = facts();
+            if network {
+                req.network = Some(cheng_net::Gate::default());
+                run.proxy_dir = Some("/dev/shm/cheng-proxy-1-0".into());
+            }
+            let plan = plan(&req, &host(root), &run).unwrap();
+            for flag in probe_flags(root) {
                 assert!(
                     plan.args.iter().any(|a| a == flag),
                     "{flag} is probed but not used (root {root}, network {network})"
@@ -392,7 +437,7 @@ fn the_probe_checks_the_flags_the_run_uses() {
                 .filter_map(|a| a.to_str())
                 .filter(|a| a.starts_with("--unshare"))
                 .collect();
-            let probed: Vec<&str> = probe_flags(root, network)
+            let probed: Vec<&str> = probe_flags(root)
                 .into_iter()
                 .filter(|a| a.starts_with("--unshare"))
                 .collect();

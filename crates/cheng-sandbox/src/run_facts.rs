@@ -125,6 +125,7 @@ pub(crate) fn gather(
         protections: protections.list().to_vec(),
         io_copies,
         etc_copies,
+        proxy_dir: None,
         warnings,
         memory,
     };

@@ -342,7 +342,7 @@ impl Node for CodePython {
         request.io_dir = Some(io.clone());
         request.io_outputs = vec!["result.json".into()];
         request.extra_ro = python.prefixes.clone();
-        request.network = false;
+        request.network = None;
         request.memory_cgroup = Some(CgroupV2::detect_once());
 
         let (run, received) = channel.collect(sandboxed::run(ctx, request)).await;

@@ -139,6 +139,8 @@ pub struct SandboxPorts {
     pub allow_filesystem: bool,
     pub allow_full_disk_readonly: bool,
     pub allow_network: bool,
+    /// With allow_network: the operator's host rules, then the author's `allowed_hosts`.
+    pub network: Option<cheng_net::Gate>,
     /// Host paths the agent asked to read (each approved for this run), outside the operator's,
     /// each opened once when it was resolved.
     pub read_paths: Vec<PinnedPath>,
@@ -223,13 +225,20 @@ impl SandboxPorts {
                 })
             })
             .collect::<Result<_, _>>()?;
+        let allow_network = switch("allow_network")?;
+        let network = if allow_network {
+            Some(ctx.policy().network_gate(ctx.node_type, values)?)
+        } else {
+            None
+        };
         Ok(SandboxPorts {
             script,
             input: values.get("input").cloned().unwrap_or(Value::Null),
             cwd,
             allow_filesystem: switch("allow_filesystem")?,
             allow_full_disk_readonly: switch("allow_full_disk_readonly")?,
-            allow_network: switch("allow_network")?,
+            allow_network,
+            network,
             read_paths,
             granted_paths,
             timeout_ms,
@@ -265,7 +274,7 @@ impl SandboxPorts {
         req.cwd = self.cwd.clone();
         req.writable = self.allow_filesystem;
         req.full_disk_readonly = self.allow_full_disk_readonly;
-        req.network = self.allow_network;
+        req.network = self.network.clone();
         req.read_paths = self
             .granted_paths
             .iter()
@@ -413,6 +422,8 @@ pub fn metrics(run: &SandboxRun) -> Value {
         // From the run's cgroup v2 group (null when memory_mb was RLIMIT_AS).
         "memory_peak_bytes": run.cgroup.as_ref().and_then(|r| r.peak_bytes),
         "oom_kills": run.cgroup.as_ref().and_then(|r| r.oom_kills),
+        // Every connection asked of the filtering proxy (null without allow_network).
+        "network": run.network.as_ref().map(cheng_proxy::Report::to_json),
     })
 }
 

@@ -17,8 +17,8 @@
 use crate::ports;
 use crate::sandboxed::{self, SandboxPorts};
 use cheng_node::{
-    async_trait, capability, failure, Effects, Node, NodeError, NodeSpec, PortSpec, PortType,
-    RunContext, Values,
+    async_trait, capability, failure, Audience, Effects, Node, NodeError, NodeSpec, PortSpec,
+    PortType, RunContext, Values,
 };
 use serde_json::Value;
 use std::ffi::OsString;
@@ -49,6 +49,12 @@ const INPUTS: &[PortSpec] = &[
         "Whether network access is allowed (curl, HTTP requests etc. need true)",
         &capability::NETWORK,
     ),
+    PortSpec::input(
+        cheng_node::policy::HOST_RULES_PORT,
+        PortType::Array(&PortType::String),
+        "Hosts the script may reach with allow_network, through cheng's filtering proxy and within the operator's network_allow: pypi.org, *.pythonhosted.org, example.com:8443, 203.0.113.7, 10.0.0.0/8. Not set: every public host the operator allows; an empty list: none",
+    )
+    .audience(Audience::Author),
     ports::limit(
         "timeout_ms",
         "Timeout in milliseconds. Default 5000 ms, max 300000 ms.",

@@ -3,25 +3,18 @@
 //! 1. the URL is checked (http or https, a host, no credentials);
 //! 2. every layer of host rules (the operator's, then the author's) admits the host by name,
 //!    before anything is looked up, so a refused name never reaches a resolver;
-//! 3. the name is looked up once ([`crate::resolve::lookup`]) and every layer checks every
-//!    address;
+//! 3. the name is looked up once and every layer checks every address (steps 2 and 3 are
+//!    [`cheng_net::Gate::addresses`], the sandbox's proxy's check too);
 //! 4. the request goes to exactly those addresses (the client's own resolver is bypassed for
 //!    the host), with the client's redirects and proxies off.
 //!
 //! A redirect's Location is the next hop, at most `max_redirects` of them. The body is counted
 //! as it arrives and reading stops at `max_body` bytes, whatever Content-Length claims.
 
-use crate::resolve;
-use cheng_net::{Admitted, HostRules, Refusal, Target};
+use cheng_net::{Gate, GateError, Target};
 use reqwest::{StatusCode, Url};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
-
-/// One layer of host rules and who set it, for messages ("the operator's policy").
-pub struct Layer<'a> {
-    pub rules: &'a HostRules,
-    pub set_by: &'a str,
-}
 
 /// The bounds of one fetch.
 #[derive(Debug, Clone)]
@@ -114,55 +107,31 @@ pub fn target(url: &Url) -> Result<Target, FetchError> {
 
 /// Step 2 alone: every layer admits the URL's host by name (what the approval card is checked
 /// against before anybody is asked).
-pub fn admit_by_name(url: &Url, layers: &[Layer<'_>]) -> Result<Target, FetchError> {
-    admit(url, layers).map(|(target, _)| target)
-}
-
-/// Step 2: the URL's target, admitted by name by every layer (in order).
-fn admit<'a>(url: &Url, layers: &[Layer<'a>]) -> Result<(Target, Vec<Admitted<'a>>), FetchError> {
-    let target = target(url)?;
-    let admitted = layers
-        .iter()
-        .map(|layer| {
-            layer
-                .rules
-                .admit(&target)
-                .map_err(|refusal| refused(url, layer, &refusal))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((target, admitted))
-}
-
-fn refused(url: &Url, layer: &Layer<'_>, refusal: &Refusal) -> FetchError {
-    FetchError::Refused(format!(
-        "{url}: {refusal}; these rules are set by {}",
-        layer.set_by
-    ))
+pub fn admit_by_name(url: &Url, gate: &Gate) -> Result<(), FetchError> {
+    gate.admit_by_name(&target(url)?)
+        .map_err(|e| gate_error(url, e))
 }
 
 /// Steps 2–3: the addresses this hop may connect to.
-async fn checked_addresses(url: &Url, layers: &[Layer<'_>]) -> Result<Vec<IpAddr>, FetchError> {
-    let (target, admitted) = admit(url, layers)?;
-    let resolved = match &target.host {
-        cheng_net::Host::Ip(ip) => vec![*ip],
-        cheng_net::Host::Name(name) => resolve::lookup(name, target.port)
-            .await
-            .map_err(|e| FetchError::Network(format!("{url}: {e}")))?,
-    };
-    for (layer, admitted) in layers.iter().zip(&admitted) {
-        admitted
-            .addresses(&resolved)
-            .map_err(|r| refused(url, layer, &r))?;
+async fn checked_addresses(url: &Url, gate: &Gate) -> Result<Vec<IpAddr>, FetchError> {
+    gate.addresses(&target(url)?)
+        .await
+        .map_err(|e| gate_error(url, e))
+}
+
+fn gate_error(url: &Url, error: GateError) -> FetchError {
+    match error {
+        GateError::Refused { .. } => FetchError::Refused(format!("{url}: {error}")),
+        GateError::Lookup(_) => FetchError::Network(format!("{url}: {error}")),
     }
-    Ok(resolved)
 }
 
 /// Fetches `url` with GET, following redirects by hand, every hop through `layers`.
-pub async fn fetch(url: Url, layers: &[Layer<'_>], limits: &Limits) -> Result<Fetched, FetchError> {
+pub async fn fetch(url: Url, gate: &Gate, limits: &Limits) -> Result<Fetched, FetchError> {
     let mut url = url;
     let mut redirects = Vec::new();
     loop {
-        let addresses = checked_addresses(&url, layers).await?;
+        let addresses = checked_addresses(&url, gate).await?;
         let response = request(&url, &addresses, limits).await?;
         let status = response.status();
         if status.is_redirection() {

@@ -8,11 +8,9 @@
 //!   the addresses checked, never to a second lookup. Redirects are followed by hand, each
 //!   checked the same way; the body is counted as it is read, never trusting Content-Length.
 //! - [`content`]: what the model is shown of a body, by its Content-Type.
-//! - [`resolve`]: the one name lookup, and the test switch that maps names to loopback.
 
 pub mod content;
 pub mod fetch;
-pub mod resolve;
 mod web_fetch;
 
 pub use web_fetch::{WebFetch, SPEC};

@@ -17,8 +17,8 @@
 //! rules checked.
 
 use crate::content::{self, Kind};
-use crate::fetch::{self, FetchError, Layer, Limits};
-use cheng_net::{HostPattern, HostRules};
+use crate::fetch::{self, FetchError, Limits};
+use cheng_net::Gate;
 use cheng_node::input::{self, opt_str};
 use cheng_node::{
     failure, ApprovalRequest, ApprovalRule, Audience, Effects, ErrorKind, Node, NodeError,
@@ -158,14 +158,14 @@ impl Node for WebFetch {
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         // Every hop, the first included, is checked inside fetch (with or without a card).
         let request = Request::read(ctx, &input)?;
-        let layers = request.layers();
+        let gate = &request.gate;
         let limits = Limits {
             max_body: MAX_BODY_BYTES,
             max_redirects: MAX_REDIRECTS,
             user_agent: request.user_agent.clone(),
             connect_timeout: request.timeout,
         };
-        let whole = fetch::fetch(request.url.clone(), &layers, &limits);
+        let whole = fetch::fetch(request.url.clone(), gate, &limits);
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(request.timeout, whole) => outcome,
             () = ctx.cancel.cancelled() => {
@@ -193,9 +193,8 @@ struct Request {
     max_chars: usize,
     timeout: Duration,
     user_agent: String,
-    operator: HostRules,
-    /// The author's `allowed_hosts`, when set.
-    author: Option<HostRules>,
+    /// The operator's host rules, then the author's `allowed_hosts` when set.
+    gate: Gate,
 }
 
 impl Request {
@@ -205,46 +204,17 @@ impl Request {
         let max_chars = input::int(input, &MAX_CHARS)?;
         let timeout = input::int(input, &TIMEOUT)?;
         let user_agent = opt_str(input, USER_AGENT.name).unwrap_or("cheng-web-fetch/0.1");
-        let author = match input.get(cheng_node::policy::HOST_RULES_PORT) {
-            None | Some(serde_json::Value::Null) => None,
-            Some(_) => {
-                let hosts = input::string_list(input, cheng_node::policy::HOST_RULES_PORT)?;
-                let patterns = hosts
-                    .iter()
-                    .map(|h| HostPattern::parse(h))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| NodeError::invalid_input(format!("allowed_hosts: {e}")))?;
-                Some(HostRules::new(patterns, Vec::new(), false))
-            }
-        };
         Ok(Request {
             url,
             max_chars: usize::try_from(max_chars).unwrap_or(0),
             timeout: Duration::from_millis(u64::try_from(timeout).unwrap_or(0)),
             user_agent: user_agent.to_string(),
-            operator: ctx.policy().host_rules(ctx.node_type),
-            author,
+            gate: ctx.policy().network_gate(ctx.node_type, input)?,
         })
     }
 
-    fn layers(&self) -> Vec<Layer<'_>> {
-        let mut layers = vec![Layer {
-            rules: &self.operator,
-            set_by: "the operator's policy (network_allow, network_deny)",
-        }];
-        if let Some(author) = &self.author {
-            layers.push(Layer {
-                rules: author,
-                set_by: "the node's author (allowed_hosts)",
-            });
-        }
-        layers
-    }
-
     fn admit_first_hop(&self) -> Result<(), NodeError> {
-        fetch::admit_by_name(&self.url, &self.layers())
-            .map(|_| ())
-            .map_err(|e| fetch_error(&e))
+        fetch::admit_by_name(&self.url, &self.gate).map_err(|e| fetch_error(&e))
     }
 }
 

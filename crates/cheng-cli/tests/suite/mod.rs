@@ -27,6 +27,7 @@ mod mcp_backlog;
 mod mcp_live;
 mod mcp_payloads;
 mod mcp_pipe;
+mod network;
 mod policy;
 mod policy_layers;
 mod preview;

@@ -36,7 +36,7 @@ impl Server {
     }
 
     /// The request lines received, as `HOST PATH`.
-    fn seen(&self) -> Vec<String> {
+    pub(super) fn seen(&self) -> Vec<String> {
         self.seen.lock().expect("log").clone()
     }
 }

@@ -273,7 +273,9 @@ async fn code_shell_creates_only_allowlisted_socket_families() {
         );
     }
     let script = format!("python3 -I -c '{}'", SOCKET_PROBE.replace('\'', "'\\''"));
-    for network in [false, true] {
+    // Without the network only: with it, the run needs the init step's proxy bridge, which this
+    // test binary lacks; crates/cheng-cli/tests/suite/seccomp.rs checks both through `cheng`.
+    for network in [false] {
         let out = Value::Object(
             run(
                 &CodeShell,

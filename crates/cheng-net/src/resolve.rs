@@ -1,9 +1,9 @@
-//! The one name lookup a fetch makes per hop, and the test switch that maps names to loopback.
+//! The one name lookup a connection makes (a fetch hop, a proxied connection), and the test switch that maps names to loopback.
 //!
 //! Tests never leave the machine: they serve pages on 127.0.0.1 and name them with
 //! [`TEST_RESOLVE_VAR`] (`docs.test=127.0.0.1,cdn.test=127.0.0.1`). Only a debug build (what
 //! `cargo test` runs) honours it, and while it is set no other name is looked up at all. A
-//! release build refuses to fetch while it is set, so it can never quietly redirect a real fetch.
+//! release build refuses every lookup while it is set, so it can never quietly redirect a real connection.
 
 use std::net::IpAddr;
 

@@ -1,0 +1,281 @@
+//! code_shell's network through cheng's filtering proxy, through the real binary, against a
+//! loopback server (web_fetch's `Server`) whose names `CHENG_TEST_RESOLVE` maps to 127.0.0.1.
+//! Each refusal is checked on the server too (a refused connection never reaches it), and each
+//! test has its positive control: the same server reached through the proxy in the same run.
+
+use super::support::*;
+use super::web_fetch::{Server, NAMES};
+use serde_json::{json, Value};
+
+/// `cheng run tools/code_shell` with allow_network under `policy` (TOML; none: the built-in
+/// one), the author's `config` merged in. Exit code, the JSON output, stderr.
+fn shell(policy: Option<&str>, config: Value, script: &str) -> (i32, Value, String) {
+    let (_dir, ws) = temp_workspace();
+    let mut cmd = cheng();
+    cmd.env("CHENG_TEST_RESOLVE", NAMES);
+    if let Some(policy) = policy {
+        let file = ws.join("policy.toml");
+        std::fs::write(&file, policy).expect("policy");
+        cmd.env("CHENG_POLICY", &file);
+    }
+    let mut config = config;
+    config["allow_network"] = json!(true);
+    let out = cmd
+        .args(["run", "tools/code_shell", "--workspace"])
+        .arg(&ws)
+        .args(["--config", &config.to_string()])
+        .args([
+            "--input",
+            &json!({"script": script, "timeout_ms": 30000}).to_string(),
+        ])
+        .arg("--approve")
+        .output()
+        .expect("cheng runs");
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), value, text(&out.stderr))
+}
+
+fn ready() -> bool {
+    bwrap_works() && require_or_skip("curl")
+}
+
+fn stdout(out: &Value) -> &str {
+    out["stdout"].as_str().unwrap_or("")
+}
+
+/// The proxy's attempts as `via host outcome`.
+fn attempts(out: &Value) -> Vec<String> {
+    out["metrics"]["network"]["attempts"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|a| {
+                    format!(
+                        "{} {} {}",
+                        a["via"].as_str().unwrap_or(""),
+                        a["host"].as_str().unwrap_or(""),
+                        a["outcome"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const ALLOW_DOCS: &str = "[all]\nnetwork_allow = [\"docs.test\"]\n";
+
+#[test]
+fn an_allowed_host_is_reached_over_http_connect_and_socks5() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let url = server.url("docs.test", "/data.json");
+    // Plain HTTP through HTTP_PROXY, a CONNECT tunnel (what HTTPS and pip use), and raw TCP
+    // through SOCKS5 by name (what ALL_PROXY=socks5h:// gives git, ssh and database clients).
+    let script = format!(
+        "curl -sS {url}; echo; curl -sS --proxytunnel {url}; echo; curl -sS --proxy \"$ALL_PROXY\" {url}"
+    );
+    let (code, out, stderr) = shell(Some(ALLOW_DOCS), json!({}), &script);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(stdout(&out).matches("1.2.3").count(), 3, "{out}");
+    let port = url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .unwrap_or("");
+    assert_eq!(
+        server.seen(),
+        vec![format!("docs.test:{port} /data.json"); 3],
+        "the server did not see three requests"
+    );
+    assert_eq!(
+        attempts(&out),
+        [
+            "http docs.test connected",
+            "connect docs.test connected",
+            "socks5 docs.test connected"
+        ],
+        "{out}"
+    );
+    let first = &out["metrics"]["network"]["attempts"][0];
+    assert!(
+        first["bytes_received"].as_u64().unwrap_or(0) > 20,
+        "{first}"
+    );
+    assert_eq!(first["address"], "127.0.0.1");
+}
+
+#[test]
+fn a_deny_rule_wins_and_its_refusal_says_which_rule() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let policy =
+        "[all]\nnetwork_allow = [\"docs.test\", \"evil.test\"]\nnetwork_deny = [\"evil.test\"]\n";
+    let evil = server.url("evil.test", "/page.html");
+    let script = format!(
+        "curl -s {evil}; echo \"http=$?\"; curl -sS --proxy \"$ALL_PROXY\" {evil}; echo \"socks=$?\"; curl -s {}",
+        server.url("docs.test", "/data.json")
+    );
+    let (code, out, stderr) = shell(Some(policy), json!({}), &script);
+    assert_eq!(code, 0, "{out} {stderr}");
+    let shown = stdout(&out);
+    // The 403's body is the refusal, for the script's author to read.
+    assert!(
+        shown.contains("the deny rule \"evil.test\" (a deny rule wins"),
+        "{shown}"
+    );
+    // SOCKS5 reply 2, "connection not allowed by ruleset": curl's exit 97.
+    assert!(shown.contains("socks=97"), "{shown}");
+    assert!(
+        shown.contains("1.2.3"),
+        "the positive control failed: {out}"
+    );
+    assert!(
+        server.seen().iter().all(|s| !s.starts_with("evil.test")),
+        "a refused host was reached: {:?}",
+        server.seen()
+    );
+    assert!(out["warnings"].to_string().contains("deny rule"), "{out}");
+    assert_eq!(
+        attempts(&out),
+        [
+            "http evil.test refused",
+            "socks5 evil.test refused",
+            "http docs.test connected"
+        ]
+    );
+}
+
+#[test]
+fn loopback_is_reached_only_through_a_rule_naming_it() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    // A wildcard never leads to a non-public address, even when the name resolves to one.
+    let wild = server.url("a.wild.test", "/data.json");
+    let (code, out, stderr) = shell(
+        Some("[all]\nnetwork_allow = [\"*.wild.test\"]\n"),
+        json!({}),
+        &format!("curl -s {wild}"),
+    );
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(stdout(&out).contains("a loopback address"), "{out}");
+    // The built-in policy (every public host): the host's loopback by address is refused too.
+    let port = wild
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .unwrap_or("");
+    let (_, out, _) = shell(
+        None,
+        json!({}),
+        &format!("curl -s --noproxy '' --proxy \"$HTTP_PROXY\" http://127.0.0.1:{port}/data.json"),
+    );
+    assert!(stdout(&out).contains("a loopback address"), "{out}");
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+    // The control: a rule naming the host reaches the same server.
+    let (_, out, _) = shell(
+        Some(ALLOW_DOCS),
+        json!({}),
+        &format!("curl -s {}", server.url("docs.test", "/data.json")),
+    );
+    assert!(stdout(&out).contains("1.2.3"), "{out}");
+}
+
+#[test]
+fn nothing_but_the_proxy_leads_out() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let url = server.url("docs.test", "/data.json");
+    let port = url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .unwrap_or("");
+    // Straight to the host's loopback, around the proxy: the sandbox's loopback is its own, so
+    // nothing listens there. Then the same server through the proxy (the control).
+    let script = format!(
+        "curl -s --noproxy '*' -m 3 http://127.0.0.1:{port}/data.json; echo \"direct=$?\"; curl -s {url}"
+    );
+    let (code, out, stderr) = shell(Some(ALLOW_DOCS), json!({}), &script);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(stdout(&out).contains("direct=7\n"), "{out}");
+    assert!(stdout(&out).contains("1.2.3"), "{out}");
+    assert_eq!(server.seen().len(), 1, "{:?}", server.seen());
+    assert!(out["metrics"]["limits"]["network"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("through cheng's filtering proxy"));
+}
+
+#[test]
+fn the_authors_list_narrows_the_operators() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let policy = "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n";
+    let script = format!(
+        "curl -s {}; curl -s {}",
+        server.url("other.test", "/data.json"),
+        server.url("docs.test", "/data.json")
+    );
+    let (code, out, stderr) = shell(
+        Some(policy),
+        json!({"allowed_hosts": ["docs.test"]}),
+        &script,
+    );
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(
+        stdout(&out).contains("set by the node's author (allowed_hosts)"),
+        "{out}"
+    );
+    assert!(stdout(&out).contains("1.2.3"), "{out}");
+    assert!(server.seen().iter().all(|s| !s.starts_with("other.test")));
+}
+
+#[test]
+fn a_redirect_to_a_refused_host_stops_at_that_hop() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let policy =
+        "[all]\nnetwork_allow = [\"docs.test\", \"evil.test\"]\nnetwork_deny = [\"evil.test\"]\n";
+    let script = format!(
+        "curl -sL -o /dev/null -w '%{{http_code}}' {}",
+        server.url("docs.test", "/to-evil")
+    );
+    let (code, out, stderr) = shell(Some(policy), json!({}), &script);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(stdout(&out), "403", "{out}");
+    let seen = server.seen();
+    assert!(seen.iter().any(|s| s.ends_with("/to-evil")), "{seen:?}");
+    assert!(seen.iter().all(|s| !s.starts_with("evil.test")), "{seen:?}");
+}
+
+#[test]
+fn without_allow_network_there_is_no_proxy_and_no_way_out() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let (_dir, ws) = temp_workspace();
+    let script = format!(
+        "env | grep -ci proxy; curl -s -m 3 {}; echo \"curl=$?\"",
+        server.url("docs.test", "/data.json")
+    );
+    let (code, out, stderr) = run_node("tools/code_shell", &ws, &json!({"script": script}), &[]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    // No proxy variable, and the name cannot even be looked up (curl's 6).
+    assert!(stdout(&out).starts_with("0\n"), "{out}");
+    assert!(stdout(&out).contains("curl=6"), "{out}");
+    assert!(out["metrics"]["network"].is_null(), "{out}");
+    assert!(server.seen().is_empty());
+}
