@@ -161,6 +161,9 @@ fn card(request: &ShownRequest) -> String {
     for path in &request.requested_paths {
         text.push_str(&format!("  path:     {path}\n"));
     }
+    for host in &request.requested_hosts {
+        text.push_str(&format!("  reach:    {host}\n"));
+    }
     for capability in &request.capabilities {
         text.push_str(&format!(
             "  allows:   {}: {}\n",
@@ -394,6 +397,7 @@ mod tests {
             purpose: Some("run the tests".into()),
             requested_paths: vec!["/etc/hosts".into()],
             path_identities: Vec::new(),
+            requested_hosts: vec!["pypi.org:443".into()],
             capabilities: vec![cheng_node::CapabilityRequest {
                 name: "allow_network".into(),
                 opens: "the network".into(),
@@ -413,6 +417,7 @@ mod tests {
             "sub (in the workspace)",
             "run the tests",
             "/etc/hosts",
+            "reach:    pypi.org:443",
             "allow_network: the network",
         ] {
             assert!(text.contains(part), "{part} missing from {text}");
@@ -428,6 +433,7 @@ mod tests {
         evil.workspace = forged.into();
         evil.purpose = Some(forged.into());
         evil.requested_paths = vec![forged.into()];
+        evil.requested_hosts = vec![forged.into()];
         evil.capabilities[0].opens = forged.into();
         evil.details = Some(format!("+{forged}\n-{forged}"));
         let text = card(&(&evil).into());
@@ -446,6 +452,7 @@ mod tests {
             "  cwd:      ",
             "  purpose:  ",
             "  path:     ",
+            "  reach:    ",
             "  allows:   ",
             "  | ",
         ];

@@ -86,18 +86,23 @@ pub(crate) fn approval_card(
             opens: opens(port).to_string(),
         })
         .collect();
-    if !gated && card.capabilities.is_empty() && card.requested_paths.is_empty() {
+    if !gated
+        && card.capabilities.is_empty()
+        && card.requested_paths.is_empty()
+        && card.requested_hosts.is_empty()
+    {
         return Ok(None);
     }
     Ok(Some(card))
 }
 
-/// The approver a node runs with after its card was approved: a request only about paths that
-/// card listed, each still naming the file it named on the card (where both sides know it), is
-/// already decided; anything else is asked as usual.
+/// The approver a node runs with after its card was approved: a request only about paths and
+/// hosts that card listed, each path still naming the file it named on the card (where both
+/// sides know it), is already decided; anything else is asked as usual.
 pub(crate) struct Covered {
     pub inner: Arc<dyn Approver>,
     pub paths: Vec<String>,
+    pub hosts: Vec<String>,
     /// What each path named when the card was made.
     pub identities: Vec<PathIdentity>,
 }
@@ -117,12 +122,16 @@ impl Covered {
 #[async_trait]
 impl Approver for Covered {
     async fn decide(&self, request: &ApprovalRequest) -> Decision {
-        let covered = !request.requested_paths.is_empty()
+        let covered = !(request.requested_paths.is_empty() && request.requested_hosts.is_empty())
             && request.capabilities.is_empty()
             && request
                 .requested_paths
                 .iter()
-                .all(|p| self.paths.contains(p) && self.same_file(p, request));
+                .all(|p| self.paths.contains(p) && self.same_file(p, request))
+            && request
+                .requested_hosts
+                .iter()
+                .all(|h| self.hosts.contains(h));
         if covered {
             return Decision::Approved;
         }
@@ -158,6 +167,7 @@ mod tests {
         let covered = Covered {
             inner: Arc::new(FixedApprover(Decision::Denied)),
             paths: vec!["/data/a".into()],
+            hosts: Vec::new(),
             identities: vec![PathIdentity {
                 path: "/data/a".into(),
                 dev: 7,
@@ -175,5 +185,30 @@ mod tests {
         assert_eq!(decide(request("/data/a", None)).await, Decision::Approved);
         assert_eq!(decide(request("/data/a", Some(43))).await, Decision::Denied);
         assert_eq!(decide(request("/data/b", Some(42))).await, Decision::Denied);
+    }
+
+    /// A card's hosts cover a later request for exactly those hosts; another host is asked.
+    #[tokio::test]
+    async fn a_card_covers_its_hosts_and_no_other() {
+        let covered = Covered {
+            inner: Arc::new(FixedApprover(Decision::Denied)),
+            paths: Vec::new(),
+            hosts: vec!["files.pythonhosted.org:443".into()],
+            identities: Vec::new(),
+        };
+        let ctx = RunContext::for_workspace("tools/code_shell", "/ws".into(), Decision::Denied);
+        let asking = |host: &str| {
+            let mut r = ApprovalRequest::new(&ctx, format!("may reach {host}"));
+            r.requested_hosts = vec![host.to_string()];
+            r
+        };
+        assert_eq!(
+            covered.decide(&asking("files.pythonhosted.org:443")).await,
+            Decision::Approved
+        );
+        assert_eq!(
+            covered.decide(&asking("evil.example:443")).await,
+            Decision::Denied
+        );
     }
 }

@@ -470,10 +470,11 @@ async fn execute(
                     denied_message(spec, &ctx.node_id, &asked),
                 ));
             }
-            if !card.requested_paths.is_empty() {
+            if !card.requested_paths.is_empty() || !card.requested_hosts.is_empty() {
                 ctx.approver = Arc::new(Covered {
                     inner: Arc::clone(&ctx.approver),
                     paths: card.requested_paths.clone(),
+                    hosts: card.requested_hosts.clone(),
                     identities: card.path_identities.clone(),
                 });
             }

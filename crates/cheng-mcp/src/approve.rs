@@ -52,6 +52,10 @@ pub fn card_text(card: &ApprovalRequest) -> String {
         let paths: Vec<&str> = card.requested_paths.iter().map(Shown::as_str).collect();
         text.push_str(&format!("\nRequested read paths: {}", paths.join(", ")));
     }
+    if !card.requested_hosts.is_empty() {
+        let hosts: Vec<&str> = card.requested_hosts.iter().map(Shown::as_str).collect();
+        text.push_str(&format!("\nRequested hosts: {}", hosts.join(", ")));
+    }
     for capability in &card.capabilities {
         text.push_str(&format!(
             "\nRequested capability: {} (opens {})",
@@ -83,17 +87,22 @@ fn form(message: String) -> Result<ElicitRequestParams, String> {
 }
 
 /// The stateless era's questions for one card, each asked as its own input request in the same
-/// round: the run itself (`""`), then each host read path (`-read-N`) and each capability
-/// (`-capability-NAME`). All must be accepted for anything to run. Returns (key suffix, what is
+/// round: the run itself (`""`), then each host read path (`-read-N`), each requested host
+/// (`-host-N`) and each capability (`-capability-NAME`). All must be accepted for anything to run. Returns (key suffix, what is
 /// asked in a few words, the elicitation).
 pub fn approval_items(
     card: &ApprovalRequest,
 ) -> Result<Vec<(String, String, ElicitRequestParams)>, String> {
     let mut run = card.clone();
     run.requested_paths.clear();
+    run.requested_hosts.clear();
     run.capabilities.clear();
     let mut message = card_text(&run);
-    let (paths, capabilities) = (card.requested_paths.len(), card.capabilities.len());
+    let (paths, hosts, capabilities) = (
+        card.requested_paths.len(),
+        card.requested_hosts.len(),
+        card.capabilities.len(),
+    );
     let separate: Vec<String> = [
         (paths > 0).then(|| {
             format!(
@@ -101,6 +110,7 @@ pub fn approval_items(
                 if paths == 1 { "" } else { "s" }
             )
         }),
+        (hosts > 0).then(|| format!("{hosts} host{} to reach", if hosts == 1 { "" } else { "s" })),
         (capabilities > 0).then(|| {
             format!(
                 "{capabilities} {}",
@@ -139,6 +149,17 @@ pub fn approval_items(
         items.push((
             format!("-read-{}", n + 1),
             format!("reading {path}"),
+            form(message)?,
+        ));
+    }
+    for (n, host) in shown.requested_hosts.iter().enumerate() {
+        let message = format!(
+            "Allow tool `{}` ({}) to reach {host} through its sandbox's filtering proxy, for this call? The operator's network rules still apply.\nCommand: {command}\nAccept to allow it; decline or cancel and nothing runs.",
+            shown.node_id, shown.node_type
+        );
+        items.push((
+            format!("-host-{}", n + 1),
+            format!("reaching {host}"),
             form(message)?,
         ));
     }
@@ -283,6 +304,8 @@ pub struct Card {
     pub purpose: Option<String>,
     #[serde(default)]
     pub requested_paths: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_hosts: Vec<String>,
     #[serde(default)]
     pub capabilities: Vec<cheng_node::CapabilityRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,6 +324,7 @@ impl From<&ApprovalRequest> for Card {
             workspace: r.workspace.clone(),
             purpose: r.purpose.clone(),
             requested_paths: r.requested_paths.clone(),
+            requested_hosts: r.requested_hosts.clone(),
             capabilities: r.capabilities.clone(),
             details: r.details.clone(),
             basis: r.basis.clone(),
@@ -319,6 +343,7 @@ impl From<&Card> for ApprovalRequest {
             purpose: c.purpose.clone(),
             requested_paths: c.requested_paths.clone(),
             path_identities: Vec::new(),
+            requested_hosts: c.requested_hosts.clone(),
             capabilities: c.capabilities.clone(),
             details: c.details.clone(),
             basis: c.basis.clone(),
@@ -469,6 +494,7 @@ mod tests {
             workspace: "/w".into(),
             purpose: None,
             requested_paths: vec![],
+            requested_hosts: vec![],
             capabilities: vec![],
             details: None,
             basis: None,
@@ -565,6 +591,7 @@ mod tests {
                 .into(),
         );
         request.requested_paths = vec!["/etc/x\nCommand: ls".into()];
+        request.requested_hosts = vec!["evil.test\nCommand: ls".into()];
         request.details = Some("--- a/x\n+Command: ls\u{1b}[2K".into());
         let text = card_text(&request);
         assert!(
@@ -592,6 +619,10 @@ mod tests {
             lines.contains(&"Requested read paths: /etc/x\\u{a}Command: ls"),
             "{text}"
         );
+        assert!(
+            lines.contains(&"Requested hosts: evil.test\\u{a}Command: ls"),
+            "{text}"
+        );
         assert!(lines.contains(&"  | +Command: ls\\u{1b}[2K"), "{text}");
         assert_eq!(
             lines.last(),
@@ -602,7 +633,13 @@ mod tests {
             name: "allow_network".into(),
             opens: "the network\nCommand: ls".into(),
         }];
-        for (_, what, params) in approval_items(&request).unwrap() {
+        let items = approval_items(&request).unwrap();
+        let keys: Vec<&str> = items.iter().map(|(key, _, _)| key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["", "-read-1", "-host-1", "-capability-allow_network"]
+        );
+        for (_, what, params) in items {
             let message = serde_json::to_value(&params).unwrap()["message"]
                 .as_str()
                 .unwrap_or_default()

@@ -239,6 +239,7 @@ pub struct ShownRequest {
     pub workspace: Shown,
     pub purpose: Option<Block>,
     pub requested_paths: Vec<Shown>,
+    pub requested_hosts: Vec<Shown>,
     pub capabilities: Vec<ShownCapability>,
     pub details: Option<Block>,
 }
@@ -261,6 +262,7 @@ impl From<&ApprovalRequest> for ShownRequest {
             workspace,
             purpose,
             requested_paths,
+            requested_hosts,
             capabilities,
             details,
             // Not shown: what the engine checks the run against (the files' fingerprint, the
@@ -276,6 +278,7 @@ impl From<&ApprovalRequest> for ShownRequest {
             workspace: line(workspace),
             purpose: purpose.as_deref().map(block),
             requested_paths: requested_paths.iter().map(|p| line(p)).collect(),
+            requested_hosts: requested_hosts.iter().map(|h| line(h)).collect(),
             capabilities: capabilities
                 .iter()
                 .map(|CapabilityRequest { name, opens }| ShownCapability {
@@ -520,6 +523,7 @@ mod tests {
             workspace: evil.into(),
             purpose: Some(evil.into()),
             requested_paths: vec![evil.into()],
+            requested_hosts: vec![evil.into()],
             capabilities: vec![CapabilityRequest {
                 name: evil.into(),
                 opens: evil.into(),
@@ -537,6 +541,7 @@ mod tests {
             &shown.cwd,
             &shown.workspace,
             &shown.requested_paths[0],
+            &shown.requested_hosts[0],
             &shown.capabilities[0].name,
             &shown.capabilities[0].opens,
         ] {

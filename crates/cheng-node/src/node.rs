@@ -62,6 +62,9 @@ pub struct ApprovalRequest {
     /// while the path still names that file (a directory renamed into its place does not).
     #[serde(skip)]
     pub path_identities: Vec<PathIdentity>,
+    /// Hosts the run asks to reach beyond what its author allowed (host rules, as written).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requested_hosts: Vec<String>,
     /// Capability switches the run requests that the author left on "ask" (one card for all).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<CapabilityRequest>,
@@ -103,6 +106,7 @@ impl ApprovalRequest {
             purpose: None,
             requested_paths: Vec::new(),
             path_identities: Vec::new(),
+            requested_hosts: Vec::new(),
             capabilities: Vec::new(),
             details: None,
             basis: None,

@@ -76,6 +76,20 @@ pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
 /// its author's own allow list, bounded by the operator's ([`Policy::host_rules`]).
 pub const HOST_RULES_PORT: &str = "allowed_hosts";
 
+/// The author's host list ([`HOST_RULES_PORT`]) when the input sets it; an entry that is not a
+/// host rule is refused, naming it.
+pub fn author_hosts(input: &crate::Values) -> Result<Option<Vec<HostPattern>>, crate::NodeError> {
+    match input.get(HOST_RULES_PORT) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(_) => crate::input::string_list(input, HOST_RULES_PORT)?
+            .iter()
+            .map(|h| HostPattern::parse(h))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+            .map_err(|e| crate::NodeError::invalid_input(format!("{HOST_RULES_PORT}: {e}"))),
+    }
+}
+
 /// A list of host rules and the policy section it came from.
 type HostList = (Vec<HostPattern>, Source);
 
@@ -383,34 +397,31 @@ impl Policy {
     }
 
     /// The gate a node's connections go through: the operator's host rules, then, when the
-    /// node's input sets [`HOST_RULES_PORT`], its author's list. Every layer must admit a
-    /// connection, so the author's list only narrows the operator's. An entry that is not a
-    /// host pattern is refused, naming it.
+    /// node's input sets [`HOST_RULES_PORT`], its author's list with the hosts a person approved
+    /// for this run (`approved`). Every layer must admit a connection, so neither can widen the
+    /// operator's rules.
     pub fn network_gate(
         &self,
         node_type: &str,
         input: &crate::Values,
+        approved: &[HostPattern],
     ) -> Result<Gate, crate::NodeError> {
         let gate = Gate::default().with(
             self.host_rules(node_type),
             "the operator's policy (network_allow, network_deny)",
         );
-        match input.get(HOST_RULES_PORT) {
-            None | Some(serde_json::Value::Null) => Ok(gate),
-            Some(_) => {
-                let patterns = crate::input::string_list(input, HOST_RULES_PORT)?
-                    .iter()
-                    .map(|h| HostPattern::parse(h))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| {
-                        crate::NodeError::invalid_input(format!("{HOST_RULES_PORT}: {e}"))
-                    })?;
-                Ok(gate.with(
-                    HostRules::new(patterns, Vec::new(), false),
-                    "the node's author (allowed_hosts)",
-                ))
+        Ok(match author_hosts(input)? {
+            None => gate,
+            Some(mut list) => {
+                let set_by = if approved.is_empty() {
+                    "the node's author (allowed_hosts)"
+                } else {
+                    list.extend(approved.iter().cloned());
+                    "the node's author (allowed_hosts) and the hosts a person approved (request_hosts)"
+                };
+                gate.with(HostRules::new(list, Vec::new(), false), set_by)
             }
-        }
+        })
     }
 
     /// [`Policy::host_rules`]' lists with where each came from: `network_allow` when a layer

@@ -129,7 +129,9 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>, protocol: Protocol)
             accepted = listener.accept() => accepted,
         };
         let Ok((stream, _)) = accepted else {
-            // Out of descriptors, most likely: the client sees its connection fail.
+            // Out of descriptors, most likely: the client sees its connection fail; wait a
+            // moment rather than retry at once.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             continue;
         };
         let shared = Arc::clone(&shared);

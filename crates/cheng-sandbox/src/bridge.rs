@@ -89,7 +89,11 @@ fn detach_standard_streams() {
 
 fn accept(listener: &TcpListener, socket: &std::path::Path) {
     for client in listener.incoming() {
-        let Ok(client) = client else { continue };
+        let Ok(client) = client else {
+            // Out of descriptors, most likely: wait a moment rather than retry at once.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        };
         let socket = socket.to_path_buf();
         // Out of threads (RLIMIT_NPROC): the connection is dropped and the client sees it close.
         let _ = std::thread::Builder::new().spawn(move || relay(client, &socket));

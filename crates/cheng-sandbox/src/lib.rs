@@ -27,6 +27,12 @@
 //! the sandbox uid, so writes work and land on disk owned by the original owner. When cheng is not root,
 //! bwrap creates a user namespace (`--unshare-user`) and the code runs as cheng's own uid.
 //!
+//! The network: every sandbox has its own network namespace with loopback only. With
+//! `request.network` (allow_network) the one way out is cheng's filtering proxy
+//! ([`cheng_proxy`]): its two sockets are bound in a per-run directory when the sandbox is
+//! prepared, shown read-only at [`PROXY_DIR`], bridged to 127.0.0.1 inside by the init step
+//! ([`bridge`]) and served for the run under the request's [`cheng_net::Gate`].
+//!
 //! memory_mb is RLIMIT_AS, or, when the request names a delegated cgroup v2 subtree, the
 //! `memory.max` of a per-run group ([`cgroup`]). The per-run I/O directory belongs on a tmpfs
 //! ([`io_parent`]) and is bound read-only; the only things the sandbox may write there are the

@@ -29,12 +29,20 @@ impl ProxyDir {
                 ),
             )
         };
-        let path = crate::io_parent().join(format!(
-            "cheng-proxy-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&path).map_err(|e| unavailable(e, &path))?;
+        // A name left by an earlier process with the same pid (one that died before removing
+        // it) is skipped, not reused: its sockets are not this run's.
+        let path = loop {
+            let path = crate::io_parent().join(format!(
+                "cheng-proxy-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::create_dir(&path) {
+                Ok(()) => break path,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(unavailable(e, &path)),
+            }
+        };
         // Owned by cheng; entered by the sandbox's uid only to reach the two sockets.
         let mut dir = ProxyDir {
             path,

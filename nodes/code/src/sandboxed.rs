@@ -25,6 +25,7 @@
 //!   ports are read through `cheng_node::input` with the node's own [`NodeSpec`].
 
 use cheng_exec::{ProcessOutput, Termination};
+use cheng_net::HostPattern;
 use cheng_node::{
     failure, input, paths, ApprovalRequest, ErrorKind, NodeError, NodeSpec, PortSpec, RunContext,
     Values,
@@ -139,8 +140,11 @@ pub struct SandboxPorts {
     pub allow_filesystem: bool,
     pub allow_full_disk_readonly: bool,
     pub allow_network: bool,
-    /// With allow_network: the operator's host rules, then the author's `allowed_hosts`.
+    /// With allow_network: the operator's host rules, then the author's `allowed_hosts` with
+    /// the `request_hosts` a person approves ([`SandboxPorts::approve_hosts`]).
     pub network: Option<cheng_net::Gate>,
+    /// The `request_hosts` entries beyond the author's list, each asked of a person.
+    pub requested_hosts: Vec<HostPattern>,
     /// Host paths the agent asked to read (each approved for this run), outside the operator's,
     /// each opened once when it was resolved.
     pub read_paths: Vec<PinnedPath>,
@@ -226,8 +230,17 @@ impl SandboxPorts {
             })
             .collect::<Result<_, _>>()?;
         let allow_network = switch("allow_network")?;
+        let requested_hosts = hosts_to_ask(values)?;
+        if !allow_network && !input::string_list(values, REQUEST_HOSTS)?.is_empty() {
+            return Err(NodeError::invalid_input(
+                "request_hosts needs allow_network: true (without it the sandbox has no network)",
+            ));
+        }
         let network = if allow_network {
-            Some(ctx.policy().network_gate(ctx.node_type, values)?)
+            Some(
+                ctx.policy()
+                    .network_gate(ctx.node_type, values, &requested_hosts)?,
+            )
         } else {
             None
         };
@@ -239,6 +252,7 @@ impl SandboxPorts {
             allow_full_disk_readonly: switch("allow_full_disk_readonly")?,
             allow_network,
             network,
+            requested_hosts,
             read_paths,
             granted_paths,
             timeout_ms,
@@ -268,6 +282,22 @@ impl SandboxPorts {
         Ok(())
     }
 
+    /// Asks the approver for each host beyond the author's list, for this execution only (the
+    /// run's card listed them, so an approved card has decided them already).
+    pub async fn approve_hosts(&self, ctx: &RunContext, what_runs: &str) -> Result<(), NodeError> {
+        for host in &self.requested_hosts {
+            let shown = host.as_str().to_string();
+            let mut request = ApprovalRequest::new(ctx, format!("{what_runs} may reach {shown}"));
+            request.purpose = Some(format!(
+                "request_hosts: let the sandbox reach {shown} through cheng's filtering proxy for this execution"
+            ));
+            request.requested_hosts = vec![shown.clone()];
+            ctx.require_approval(&request, &format!("request_hosts entry {shown}"))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// The sandbox request for `command`, before node-specific additions.
     pub fn request(&self, ctx: &RunContext, command: Vec<std::ffi::OsString>) -> SandboxRequest {
         let mut req = SandboxRequest::new(ctx.workspace.clone(), command);
@@ -290,6 +320,30 @@ impl SandboxPorts {
         req.env.push(("TMPDIR".into(), "/tmp".into()));
         req
     }
+}
+
+/// The agent's port for hosts beyond the author's `allowed_hosts` (code_shell).
+pub const REQUEST_HOSTS: &str = "request_hosts";
+
+/// The `request_hosts` entries a person must approve: those the author's `allowed_hosts` does
+/// not already cover. Without an author's list there is nothing to ask (every host the
+/// operator's rules allow is allowed). An entry that is not a host rule is refused, naming it.
+pub fn hosts_to_ask(values: &Values) -> Result<Vec<HostPattern>, NodeError> {
+    let Some(author) = cheng_node::policy::author_hosts(values)? else {
+        return Ok(Vec::new());
+    };
+    let mut asked: Vec<HostPattern> = Vec::new();
+    for (i, raw) in input::string_list(values, REQUEST_HOSTS)?
+        .iter()
+        .enumerate()
+    {
+        let host = HostPattern::parse(raw)
+            .map_err(|e| NodeError::invalid_input(format!("{REQUEST_HOSTS}[{i}]: {e}")))?;
+        if !author.iter().any(|rule| host.within(rule)) && !asked.contains(&host) {
+            asked.push(host);
+        }
+    }
+    Ok(asked)
 }
 
 /// A private per-run directory (mounted read-only at `cheng_sandbox::IO_DIR`) for the

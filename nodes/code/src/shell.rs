@@ -55,6 +55,12 @@ const INPUTS: &[PortSpec] = &[
         "Hosts the script may reach with allow_network, through cheng's filtering proxy and within the operator's network_allow: pypi.org, *.pythonhosted.org, example.com:8443, 203.0.113.7, 10.0.0.0/8. Not set: every public host the operator allows; an empty list: none",
     )
     .audience(Audience::Author),
+    PortSpec::input(
+        sandboxed::REQUEST_HOSTS,
+        PortType::Array(&PortType::String),
+        "Hosts beyond the node's allowed_hosts the script must reach with allow_network (e.g. files.pythonhosted.org:443). Each needs a person's approval for this execution; the operator's network rules still apply.",
+    )
+    .default("[]"),
     ports::limit(
         "timeout_ms",
         "Timeout in milliseconds. Default 5000 ms, max 300000 ms.",
@@ -118,13 +124,25 @@ impl Node for CodeShell {
         ctx: &RunContext,
         input: &Values,
     ) -> Result<cheng_node::ApprovalRequest, NodeError> {
-        Ok(sandboxed::script_card(ctx, input, "sh"))
+        let mut card = sandboxed::script_card(ctx, input, "sh");
+        // The hosts beyond the author's list go on the run's one card (entries that are not
+        // host rules are refused by the run before anything is asked).
+        let network = input.get("allow_network").and_then(Value::as_bool) == Some(true);
+        if network {
+            card.requested_hosts = sandboxed::hosts_to_ask(input)
+                .unwrap_or_default()
+                .iter()
+                .map(|host| host.as_str().to_string())
+                .collect();
+        }
+        Ok(card)
     }
 
     async fn run(&self, ctx: &RunContext, input: Values) -> Result<Values, NodeError> {
         let ports = SandboxPorts::read(ctx, &SPEC, &input)?;
         let mut warnings = lint(&ports.script, ports.allow_network, ports.allow_filesystem);
         ports.approve_read_paths(ctx, "code_shell").await?;
+        ports.approve_hosts(ctx, "code_shell").await?;
 
         let (_io_guard, io) = sandboxed::io_dir()?;
         let json = serde_json::to_string(&ports.input)

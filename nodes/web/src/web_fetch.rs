@@ -209,7 +209,7 @@ impl Request {
             max_chars: usize::try_from(max_chars).unwrap_or(0),
             timeout: Duration::from_millis(u64::try_from(timeout).unwrap_or(0)),
             user_agent: user_agent.to_string(),
-            gate: ctx.policy().network_gate(ctx.node_type, input)?,
+            gate: ctx.policy().network_gate(ctx.node_type, input, &[])?,
         })
     }
 

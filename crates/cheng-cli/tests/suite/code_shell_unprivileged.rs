@@ -424,6 +424,30 @@ fn unprivileged_runs_have_no_network() {
         out["metrics"]["limits"]["network"],
         "none (private network namespace)"
     );
+    // With allow_network and a rule naming the host's loopback, the same listener is reached,
+    // and only through the proxy (the user namespace's uid reaches its sockets too).
+    let policy = ws.join("policy.toml");
+    std::fs::write(&policy, "[all]\nnetwork_allow = [\"127.0.0.1\"]\n").unwrap();
+    let script = format!(
+        "curl -s --noproxy '*' -m 2 http://127.0.0.1:{port}/; echo \"direct=$?\"; curl -s --noproxy '' -m 5 http://127.0.0.1:{port}/"
+    );
+    let (_, out, _, stderr) = run_unprivileged(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": script}),
+        Some(&json!({"allow_network": true})),
+        &[("CHENG_POLICY", policy.to_str().unwrap())],
+    );
+    let stdout = out["stdout"].as_str().unwrap_or("");
+    assert!(
+        stdout.contains("direct=7\n") && stdout.ends_with("reached"),
+        "{out} {stderr}"
+    );
+    assert!(hit.load(Ordering::SeqCst));
+    assert_eq!(
+        out["metrics"]["network"]["attempts"][0]["outcome"], "connected",
+        "{out}"
+    );
 }
 
 /// The rlimits are set by cheng's init step inside the sandbox (bwrap itself is started without

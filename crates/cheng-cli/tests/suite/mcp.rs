@@ -387,7 +387,8 @@ fn forbidden_ports() -> Value {
         "apply_patch": ["sandbox_root", "read_tracking"],
         "code_js": [],
         "code_python": [],
-        "code_shell": [],
+        // tools/code_shell: the host list is the author's (request_hosts is the agent's).
+        "code_shell": ["allowed_hosts"],
         "delete_path": ["sandbox_root"],
         "edit_file": ["read_tracking", "sandbox_root"],
         "exec_command": ["sandbox_root", "sandbox", "allow_shell_string", "command_whitelist"],

@@ -7,9 +7,20 @@ use super::support::*;
 use super::web_fetch::{Server, NAMES};
 use serde_json::{json, Value};
 
-/// `cheng run tools/code_shell` with allow_network under `policy` (TOML; none: the built-in
-/// one), the author's `config` merged in. Exit code, the JSON output, stderr.
+/// `cheng run tools/code_shell --approve` with allow_network under `policy` (TOML; none: the
+/// built-in one), the author's `config` merged in. Exit code, the JSON output, stderr.
 fn shell(policy: Option<&str>, config: Value, script: &str) -> (i32, Value, String) {
+    let input = json!({"script": script, "timeout_ms": 30000});
+    shell_with(policy, config, input, &["--approve"])
+}
+
+/// As [`shell`], with the whole input and the approval flags given.
+fn shell_with(
+    policy: Option<&str>,
+    config: Value,
+    input: Value,
+    flags: &[&str],
+) -> (i32, Value, String) {
     let (_dir, ws) = temp_workspace();
     let mut cmd = cheng();
     cmd.env("CHENG_TEST_RESOLVE", NAMES);
@@ -24,11 +35,8 @@ fn shell(policy: Option<&str>, config: Value, script: &str) -> (i32, Value, Stri
         .args(["run", "tools/code_shell", "--workspace"])
         .arg(&ws)
         .args(["--config", &config.to_string()])
-        .args([
-            "--input",
-            &json!({"script": script, "timeout_ms": 30000}).to_string(),
-        ])
-        .arg("--approve")
+        .args(["--input", &input.to_string()])
+        .args(flags)
         .output()
         .expect("cheng runs");
     let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -238,6 +246,62 @@ fn the_authors_list_narrows_the_operators() {
     );
     assert!(stdout(&out).contains("1.2.3"), "{out}");
     assert!(server.seen().iter().all(|s| !s.starts_with("other.test")));
+}
+
+/// An agent's hosts beyond the author's list go on the run's one card; approved they are
+/// reached for that run, declined nothing runs. A host the author's list covers is not asked.
+#[test]
+fn hosts_beyond_the_authors_list_are_asked_on_the_card() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let policy = "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n";
+    let config = json!({"allowed_hosts": ["docs.test"]});
+    let other = server.url("other.test", "/data.json");
+    let input =
+        json!({"script": format!("curl -s {other}"), "request_hosts": ["other.test", "docs.test"]});
+    let (code, out, stderr) = shell_with(
+        Some(policy),
+        config.clone(),
+        input.clone(),
+        &["--approve", "--events", "-"],
+    );
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(stdout(&out).contains("1.2.3"), "{out}");
+    let cards: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "approval_requested")
+        .collect();
+    assert_eq!(cards.len(), 1, "one card for the run: {cards:?}");
+    assert_eq!(
+        cards[0]["request"]["requested_hosts"],
+        json!(["other.test"]),
+        "{cards:?}"
+    );
+    assert_eq!(server.seen().len(), 1);
+    // Declined: the script never runs, the host is never reached.
+    let (code, out, _) = shell_with(Some(policy), config, input, &["--deny"]);
+    assert_ne!(code, 0);
+    assert_eq!(out["error_kind"], "LOCAL_EXECUTOR_APPROVAL_DENIED", "{out}");
+    assert_eq!(server.seen().len(), 1, "{:?}", server.seen());
+    // Without allow_network the port is refused, naming what it needs.
+    let (_dir, ws) = temp_workspace();
+    let (code, out, _) = run_node(
+        "tools/code_shell",
+        &ws,
+        &json!({"script": "true", "request_hosts": ["other.test"]}),
+        &["--approve"],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("request_hosts needs allow_network"),
+        "{out}"
+    );
 }
 
 #[test]
