@@ -387,13 +387,9 @@ fn read_paths_and_capabilities_share_one_approval_card() {
     );
     assert_eq!(code, 0, "{out} {stderr}");
     assert_eq!(out["result"], "shared card", "{out}");
-    let cards: Vec<Value> = stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "approval_requested")
-        .collect();
+    let cards = approval_cards(&stderr);
     assert_eq!(cards.len(), 1, "one card for the run: {cards:?}");
-    let card = &cards[0]["request"];
+    let card = &cards[0];
     assert_eq!(card["requested_paths"], json!([dir]), "{card}");
     assert_eq!(card["capabilities"][0]["name"], "allow_network", "{card}");
     // Denied, the script never starts (it would leave a marker).

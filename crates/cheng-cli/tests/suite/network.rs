@@ -269,14 +269,10 @@ fn hosts_beyond_the_authors_list_are_asked_on_the_card() {
     );
     assert_eq!(code, 0, "{out} {stderr}");
     assert!(stdout(&out).contains("1.2.3"), "{out}");
-    let cards: Vec<Value> = stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "approval_requested")
-        .collect();
+    let cards = approval_cards(&stderr);
     assert_eq!(cards.len(), 1, "one card for the run: {cards:?}");
     assert_eq!(
-        cards[0]["request"]["requested_hosts"],
+        cards[0]["requested_hosts"],
         json!(["other.test"]),
         "{cards:?}"
     );

@@ -214,3 +214,14 @@ pub fn write_graph(dir: &Path, graph: &serde_json::Value) -> String {
     std::fs::write(&path, graph.to_string()).expect("write graph");
     path.to_string_lossy().into_owned()
 }
+
+/// The cards of the `approval_requested` events a run with `--events -` wrote among its stderr
+/// lines (each event's `request`).
+pub fn approval_cards(stderr: &str) -> Vec<serde_json::Value> {
+    stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"] == "approval_requested")
+        .map(|e| e["request"].clone())
+        .collect()
+}
