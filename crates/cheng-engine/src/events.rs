@@ -4,7 +4,8 @@
 //! carry the node id and type; `approval_decided` carries how long the decision took, and the
 //! finish events how long the node or graph ran, both as `duration_ms`. While a node runs, its
 //! processes' output arrives as `output_chunk` events (coalesced and bounded per run, see
-//! [`crate::live`]), each before the node's `node_finished`.
+//! [`crate::live`]), each before the node's `node_finished`; each connection its sandbox asks of
+//! cheng's filtering proxy arrives as a `network_connection` event as it is decided.
 
 use cheng_node::{ApprovalRequest, Decision};
 use serde::Serialize;
@@ -76,6 +77,16 @@ pub enum Event {
         limit_events: u64,
         message: String,
     },
+    /// A connection the node's sandbox asked of cheng's filtering proxy, as it was decided (at
+    /// most the first 200 per node run; the node's `metrics.network` has them with their bytes).
+    NetworkConnection {
+        ts: String,
+        node: String,
+        #[serde(rename = "type")]
+        node_type: String,
+        #[serde(flatten)]
+        connection: cheng_node::output::Connection,
+    },
     GraphFinished {
         ts: String,
         status: crate::GraphStatus,
@@ -97,6 +108,7 @@ impl Event {
             Event::NodeFinished { .. } => "node_finished",
             Event::OutputChunk { .. } => "output_chunk",
             Event::OutputDropped { .. } => "output_dropped",
+            Event::NetworkConnection { .. } => "network_connection",
             Event::GraphFinished { .. } => "graph_finished",
         }
     }
@@ -109,7 +121,8 @@ impl Event {
             | Event::ApprovalDecided { node, .. }
             | Event::NodeFinished { node, .. }
             | Event::OutputChunk { node, .. }
-            | Event::OutputDropped { node, .. } => Some(node),
+            | Event::OutputDropped { node, .. }
+            | Event::NetworkConnection { node, .. } => Some(node),
             Event::GraphFinished { .. } => None,
         }
     }

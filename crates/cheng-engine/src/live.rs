@@ -320,6 +320,18 @@ impl NodeOutput {
 }
 
 impl OutputSink for NodeOutput {
+    fn connection(&self, connection: &cheng_node::output::Connection) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        self.events.emit(Event::NetworkConnection {
+            ts: now(),
+            node: self.node.clone(),
+            node_type: self.node_type.to_string(),
+            connection: connection.clone(),
+        });
+    }
+
     fn chunk(&self, stream: OutputStream, bytes: &[u8], _offset: u64) {
         // Offsets are counted here, from what arrives: contiguous per stream by construction.
         let Ok(mut streams) = self.streams.lock() else {

@@ -34,6 +34,30 @@ pub trait OutputSink: Send + Sync {
     /// `offset + bytes.len()`; a node that runs several processes, such as workspace_git,
     /// starts again at 0 with each). The engine's events count their own offsets per node.
     fn chunk(&self, stream: OutputStream, bytes: &[u8], offset: u64);
+
+    /// A connection the node's sandbox asked of cheng's filtering proxy, as it was decided
+    /// (the same must-not-block rule). Sinks that only show output ignore it.
+    fn connection(&self, _connection: &Connection) {}
+}
+
+/// One connection asked of the filtering proxy, as decided: what a canvas shows while a
+/// sandboxed script runs. The node's `metrics.network` lists the same attempts with their bytes
+/// once the run is over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Connection {
+    /// `http`, `connect` or `socks5`.
+    pub via: &'static str,
+    /// As the client named it.
+    pub host: String,
+    pub port: u16,
+    /// `connected`, `refused` or `failed`.
+    pub outcome: &'static str,
+    /// Connected: the address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Refused or failed: why (a refusal names the rule to add).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A node's live output handle: off, or a sink. Cheap to clone.
@@ -53,6 +77,13 @@ impl Output {
     /// Whether anybody listens.
     pub fn is_on(&self) -> bool {
         self.0.is_some()
+    }
+
+    /// Passes a proxied connection's decision on (nothing when off).
+    pub fn connection(&self, connection: &Connection) {
+        if let Some(sink) = &self.0 {
+            sink.connection(connection);
+        }
     }
 
     /// Passes a chunk on (nothing when off or when `bytes` is empty).

@@ -167,6 +167,14 @@ impl EventSink for Progress {
             Event::OutputDropped { node, message, .. } => {
                 self.send(Note::Warning(format!("tool `{node}`: {message}")))
             }
+            // A refused connection is worth a warning while the call runs (the script may be
+            // waiting on it); every attempt is in the result's metrics.network.
+            Event::NetworkConnection {
+                node, connection, ..
+            } if connection.outcome == "refused" => {
+                let reason = connection.reason.as_deref().unwrap_or("refused");
+                self.send(Note::Warning(format!("tool `{node}`: {reason}")))
+            }
             _ => {}
         }
     }

@@ -72,6 +72,11 @@ pub const SYSTEM_PATH: &str = "/etc/cheng/policy.toml";
 /// operator's `shell_syntax` decides whether they run at all, and `policy show` lists it for them.
 pub const RAW_SHELL_NODES: &[&str] = &["tools/run_command"];
 
+/// The nodes that may go through the proxy their environment names, when the operator says so
+/// (`env_proxy`): the ones that connect from the host. A sandbox's way out is always cheng's own
+/// filtering proxy.
+pub const ENV_PROXY_NODES: &[&str] = &["tools/web_fetch"];
+
 /// The port of a node that applies the operator's host rules (`network_allow`, `network_deny`):
 /// its author's own allow list, bounded by the operator's ([`Policy::host_rules`]).
 pub const HOST_RULES_PORT: &str = "allowed_hosts";
@@ -353,6 +358,13 @@ impl Policy {
         self.rule(node_type, |r| r.disabled)
             .filter(|(d, _)| *d)
             .map(|(_, s)| s)
+    }
+
+    /// Whether the node goes through the proxy its environment names (`env_proxy`, for the
+    /// nodes in [`ENV_PROXY_NODES`]). Default false.
+    pub fn env_proxy(&self, node_type: &str) -> (bool, Source) {
+        self.rule(node_type, |r| r.env_proxy)
+            .unwrap_or((false, Source::Builtin))
     }
 
     /// Extra environment names agents may set (beyond the node's safe baseline). Default none.

@@ -4,6 +4,7 @@
 use crate::counted::Counted;
 use crate::record::{Outcome, Via};
 use crate::Shared;
+use cheng_io::output::Connection;
 use cheng_net::{GateError, Target};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -32,8 +33,28 @@ pub async fn open(
         Err(Denied::Refused(why)) => (Outcome::Refused(why.clone()), Err(Denied::Refused(why))),
         Err(Denied::Failed(why)) => (Outcome::Failed(why.clone()), Err(Denied::Failed(why))),
     };
-    let counters = shared.record.add(via, host, port, outcome);
+    let (counters, kept) = shared.record.add(via, host, port, outcome.clone());
+    if kept {
+        shared.output.connection(&live(via, host, port, &outcome));
+    }
     result.map(|stream| Counted::new(stream, counters))
+}
+
+/// The attempt as the run's live output shows it.
+fn live(via: Via, host: &str, port: u16, outcome: &Outcome) -> Connection {
+    let (outcome, address, reason) = match outcome {
+        Outcome::Connected { address } => ("connected", Some(address.to_string()), None),
+        Outcome::Refused(why) => ("refused", None, Some(why.clone())),
+        Outcome::Failed(why) => ("failed", None, Some(why.clone())),
+    };
+    Connection {
+        via: via.as_str(),
+        host: host.to_string(),
+        port,
+        outcome,
+        address,
+        reason,
+    }
 }
 
 async fn decide(

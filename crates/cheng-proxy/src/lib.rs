@@ -22,6 +22,7 @@ mod socks;
 
 pub use record::{Attempt, Outcome, Report, Via, MAX_RECORDED};
 
+use cheng_io::Output;
 use cheng_net::Gate;
 use record::Record;
 use std::io;
@@ -79,18 +80,21 @@ pub struct Proxy {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub gate: Gate,
+    /// Each attempt's decision goes here as it is made (the run's live output).
+    pub output: Output,
     pub record: Arc<Record>,
     pub stop: CancellationToken,
 }
 
 impl Proxy {
-    /// Serves `listeners` under `gate` until [`Proxy::finish`]. Must be called within a tokio
-    /// runtime.
-    pub fn serve(listeners: Listeners, gate: Gate) -> io::Result<Proxy> {
+    /// Serves `listeners` under `gate` until [`Proxy::finish`], telling `output` of each
+    /// attempt as it is decided. Must be called within a tokio runtime.
+    pub fn serve(listeners: Listeners, gate: Gate, output: Output) -> io::Result<Proxy> {
         let stop = CancellationToken::new();
         let record = Arc::new(Record::default());
         let shared = Arc::new(Shared {
             gate,
+            output,
             record: Arc::clone(&record),
             stop: stop.clone(),
         });

@@ -118,23 +118,24 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// Records an attempt; returns the counters its bytes go to.
-    pub fn add(&self, via: Via, host: &str, port: u16, outcome: Outcome) -> Arc<Counters> {
+    /// Records an attempt; returns the counters its bytes go to, and whether it was kept (the
+    /// first [`MAX_RECORDED`]; later ones are only counted).
+    pub fn add(&self, via: Via, host: &str, port: u16, outcome: Outcome) -> (Arc<Counters>, bool) {
         let counters = Arc::new(Counters::default());
         // A poisoned lock only means a handler panicked mid-push; the list is still a list.
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() < MAX_RECORDED {
-            entries.push(Entry {
-                via,
-                host: host.to_string(),
-                port,
-                outcome,
-                counters: Arc::clone(&counters),
-            });
-        } else {
+        if entries.len() >= MAX_RECORDED {
             self.omitted.fetch_add(1, Ordering::Relaxed);
+            return (counters, false);
         }
-        counters
+        entries.push(Entry {
+            via,
+            host: host.to_string(),
+            port,
+            outcome,
+            counters: Arc::clone(&counters),
+        });
+        (counters, true)
     }
 
     pub fn report(&self) -> Report {

@@ -53,7 +53,12 @@ async fn exchange(path: &std::path::Path, bytes: &[u8]) -> Vec<u8> {
 async fn plain_http_to_an_allowed_address_is_forwarded_and_counted() {
     let port = server("hello").await;
     let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate(&["127.0.0.1"])).unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&["127.0.0.1"]),
+        Output::off(),
+    )
+    .unwrap();
     let request = format!("GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\n\r\n");
     let answer = exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await;
     let answer = String::from_utf8_lossy(&answer);
@@ -76,7 +81,12 @@ async fn plain_http_to_an_allowed_address_is_forwarded_and_counted() {
 async fn loopback_without_a_rule_naming_it_is_refused_with_the_rule_to_add() {
     let port = server("secret").await;
     let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate(&[])).unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&[]),
+        Output::off(),
+    )
+    .unwrap();
     let request = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n");
     let answer =
         String::from_utf8_lossy(&exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await)
@@ -98,7 +108,12 @@ async fn loopback_without_a_rule_naming_it_is_refused_with_the_rule_to_add() {
 async fn a_connect_tunnel_carries_bytes_both_ways() {
     let port = server("tunnelled").await;
     let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate(&["127.0.0.1"])).unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&["127.0.0.1"]),
+        Output::off(),
+    )
+    .unwrap();
     let request = format!(
         "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\nGET / HTTP/1.1\r\n\r\n"
     );
@@ -118,7 +133,7 @@ async fn socks5_connects_by_name_and_refuses_with_reply_2() {
     let port = server("over socks").await;
     let dir = tempfile::tempdir().unwrap();
     let gate = gate(&["127.0.0.1"]);
-    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate).unwrap();
+    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate, Output::off()).unwrap();
     let socket = dir.path().join(SOCKS_SOCKET);
     // Greeting (no auth), then CONNECT 127.0.0.1:port by address, then an HTTP request.
     let mut hello = vec![5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1];

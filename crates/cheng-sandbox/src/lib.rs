@@ -273,6 +273,8 @@ pub struct Sandbox {
     protections: mounts::Placeholders,
     /// The filtering proxy's sockets for a run with the network (bound, served during the run).
     proxy: Option<proxy_dir::ProxyDir>,
+    /// A session's proxy, serving until the session (which holds this sandbox) is dropped.
+    live_proxy: Option<cheng_proxy::Proxy>,
     idmaps: Vec<idmap::IdmapTarget>,
     ids: (u32, u32),
     enforcement: Enforcement,
@@ -344,6 +346,7 @@ impl Sandbox {
             request,
             protections,
             proxy,
+            live_proxy: None,
             idmaps: plan.idmaps,
             ids: facts.ids,
             enforcement: plan.enforcement,
@@ -402,7 +405,7 @@ impl Sandbox {
         // Inode times at or after this were changed by the run (see `audit`).
         let since = audit::Since::now();
         let proxy = match (self.proxy.as_mut(), &self.request.network) {
-            (Some(dir), Some(gate)) => Some(dir.serve(gate.clone())?),
+            (Some(dir), Some(gate)) => Some(dir.serve(gate.clone(), self.request.output.clone())?),
             _ => None,
         };
         let group = self.group.take();
@@ -548,7 +551,8 @@ impl Sandbox {
 
     /// Starts the plan as a long-lived process ([`cheng_exec::live::LiveProcess`], a session) with
     /// `request.timeout` as its lifetime, killed when `cancel` fires or the handle drops. Returns
-    /// it with what must live as long as it does (this sandbox: its masking placeholders).
+    /// it with what must live as long as it does (this sandbox: its masking placeholders, and with
+    /// the network the filtering proxy serving the session).
     ///
     /// Fails closed ([`ErrorKind::SandboxUnavailable`], nothing runs) where a session cannot be
     /// sandboxed as a single run would be: a writable workspace (the audit runs after a run). A
@@ -563,14 +567,15 @@ impl Sandbox {
         ),
         NodeError,
     > {
-        if self.request.network.is_some() {
-            return Err(unavailable("a sandboxed session has no network (the filtering proxy serves single runs); nothing ran"));
-        }
         if self.request.writable {
             return Err(unavailable("a sandboxed session cannot have a writable workspace (its writes are audited after a run ends); nothing ran"));
         }
         // A per-run memory group is never asked for here (no delegated cgroup in the request).
         drop(self.group.take());
+        // The proxy serves the session for as long as it lives: it is held with the sandbox.
+        if let (Some(dir), Some(gate)) = (self.proxy.as_mut(), &self.request.network) {
+            self.live_proxy = Some(dir.serve(gate.clone(), self.request.output.clone())?);
+        }
         let spec = self
             .spec(self.args.clone(), self.rlimits.clone(), None)
             .map_err(|e| unavailable(format!("{e}; nothing ran")))?;

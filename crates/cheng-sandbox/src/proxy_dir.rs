@@ -59,12 +59,16 @@ impl ProxyDir {
         &self.path
     }
 
-    /// Starts serving the sockets under `gate` (once).
-    pub fn serve(&mut self, gate: cheng_net::Gate) -> Result<cheng_proxy::Proxy, NodeError> {
+    /// Starts serving the sockets under `gate` (once), each decision also to `output`.
+    pub fn serve(
+        &mut self,
+        gate: cheng_net::Gate,
+        output: cheng_node::Output,
+    ) -> Result<cheng_proxy::Proxy, NodeError> {
         let listeners = self.listeners.take().ok_or_else(|| {
             NodeError::internal("the filtering proxy of this sandbox was already started")
         })?;
-        cheng_proxy::Proxy::serve(listeners, gate).map_err(|e| {
+        cheng_proxy::Proxy::serve(listeners, gate, output).map_err(|e| {
             NodeError::new(
                 ErrorKind::SandboxUnavailable,
                 format!("cannot start the filtering proxy: {e}; nothing ran"),

@@ -32,8 +32,8 @@ use crate::ports;
 use crate::result::{self, RESULT_LIMIT_BYTES};
 use crate::sandboxed::{self, SandboxPorts};
 use cheng_node::{
-    async_trait, capability, failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec,
-    RunContext, Values,
+    async_trait, capability, failure, Audience, Effects, ErrorKind, Node, NodeError, NodeSpec,
+    PortSpec, PortType, RunContext, Values,
 };
 use cheng_sandbox::channel::Channel;
 use cheng_sandbox::CgroupV2;
@@ -70,6 +70,12 @@ const INPUTS: &[PortSpec] = &[
         &capability::FULL_DISK_READONLY,
     ),
     ports::REQUEST_READ_PATHS,
+    PortSpec::input(
+        cheng_node::policy::HOST_RULES_PORT,
+        PortType::Array(&PortType::String),
+        "Hosts the script may reach, through cheng's filtering proxy and within the operator's network_allow: pypi.org, *.example.com, example.com:8443, 203.0.113.7. Not set or empty: no network (urllib and requests use the proxy on their own)",
+    )
+    .audience(Audience::Author),
     ports::limit(
         "timeout_ms",
         "Timeout in milliseconds. Default: 5000 ms. Max: 300000 ms.",
@@ -342,7 +348,6 @@ impl Node for CodePython {
         request.io_dir = Some(io.clone());
         request.io_outputs = vec!["result.json".into()];
         request.extra_ro = python.prefixes.clone();
-        request.network = None;
         request.memory_cgroup = Some(CgroupV2::detect_once());
 
         let (run, received) = channel.collect(sandboxed::run(ctx, request)).await;

@@ -236,7 +236,11 @@ impl SandboxPorts {
                 "request_hosts needs allow_network: true (without it the sandbox has no network)",
             ));
         }
-        let network = if allow_network {
+        // A node without the switch (code_python) has the network exactly when its author
+        // lists the hosts it may reach.
+        let listed = spec.input("allow_network").is_none()
+            && cheng_node::policy::author_hosts(values)?.is_some_and(|hosts| !hosts.is_empty());
+        let network = if allow_network || listed {
             Some(
                 ctx.policy()
                     .network_gate(ctx.node_type, values, &requested_hosts)?,

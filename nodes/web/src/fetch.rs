@@ -6,7 +6,8 @@
 //! 3. the name is looked up once and every layer checks every address (steps 2 and 3 are
 //!    [`cheng_net::Gate::addresses`], the sandbox's proxy's check too);
 //! 4. the request goes to exactly those addresses (the client's own resolver is bypassed for
-//!    the host), with the client's redirects and proxies off.
+//!    the host), with the client's redirects off, and its proxies off unless the operator's
+//!    `env_proxy` turns on the environment's (`Limits::env_proxy`).
 //!
 //! A redirect's Location is the next hop, at most `max_redirects` of them. The body is counted
 //! as it arrives and reading stops at `max_body` bytes, whatever Content-Length claims.
@@ -24,6 +25,10 @@ pub struct Limits {
     pub user_agent: String,
     /// Per connection attempt; the caller bounds the whole fetch.
     pub connect_timeout: Duration,
+    /// Go through the proxy the environment names (the operator's `env_proxy`). The checks are
+    /// the same; the proxy then looks the name up itself, so the addresses checked are cheng's
+    /// lookup's, not necessarily the ones the proxy connects to.
+    pub env_proxy: bool,
 }
 
 /// What a fetch brought back.
@@ -185,9 +190,11 @@ async fn request(
 ) -> Result<reqwest::Response, FetchError> {
     let mut client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
         .user_agent(&limits.user_agent)
         .connect_timeout(limits.connect_timeout);
+    if !limits.env_proxy {
+        client = client.no_proxy();
+    }
     if let Some(host) = url.domain() {
         let port = url.port_or_known_default().unwrap_or(80);
         let pinned: Vec<SocketAddr> = addresses

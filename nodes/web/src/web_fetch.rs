@@ -13,8 +13,10 @@
 //! Fixed, as the reference gives them: the body is capped at 5 MiB counted on the bytes actually
 //! read (`:max-body-bytes`, "never trust Content-Length"), at most 5 redirects followed by hand
 //! (`:max-redirects`, "the client must not follow redirects itself"). The reference's `:proxy`
-//! (https_proxy from the environment) is not offered: a fetch connects to the addresses its host
-//! rules checked.
+//! (https_proxy from the environment) is the operator's `env_proxy`: off by default, a fetch
+//! connects to the addresses its host rules checked; on, it goes through the proxy the
+//! environment names (`https_proxy`, `http_proxy`, `all_proxy`, minus `no_proxy`), after the
+//! same checks.
 
 use crate::content::{self, Kind};
 use crate::fetch::{self, FetchError, Limits};
@@ -164,6 +166,7 @@ impl Node for WebFetch {
             max_redirects: MAX_REDIRECTS,
             user_agent: request.user_agent.clone(),
             connect_timeout: request.timeout,
+            env_proxy: ctx.policy().env_proxy(ctx.node_type).0,
         };
         let whole = fetch::fetch(request.url.clone(), gate, &limits);
         let outcome = tokio::select! {

@@ -386,12 +386,13 @@ fn forbidden_ports() -> Value {
     json!({
         "apply_patch": ["sandbox_root", "read_tracking"],
         "code_js": [],
-        "code_python": [],
+        // tools/code_python: the host list is the author's.
+        "code_python": ["allowed_hosts"],
         // tools/code_shell: the host list is the author's (request_hosts is the agent's).
         "code_shell": ["allowed_hosts"],
         "delete_path": ["sandbox_root"],
         "edit_file": ["read_tracking", "sandbox_root"],
-        "exec_command": ["sandbox_root", "sandbox", "allow_shell_string", "command_whitelist"],
+        "exec_command": ["sandbox_root", "sandbox", "allowed_hosts", "allow_shell_string", "command_whitelist"],
         "glob": ["read_roots", "sandbox_root"],
         "grep": ["read_roots", "sandbox_root"],
         "list_dir": ["read_roots", "sandbox_root"],

@@ -127,8 +127,37 @@ fn a_deny_rule_wins_and_its_refusal_says_which_rule() {
         "curl -s {evil}; echo \"http=$?\"; curl -sS --proxy \"$ALL_PROXY\" {evil}; echo \"socks=$?\"; curl -s {}",
         server.url("docs.test", "/data.json")
     );
-    let (code, out, stderr) = shell(Some(policy), json!({}), &script);
+    let input = json!({"script": script, "timeout_ms": 30000});
+    let (code, out, stderr) = shell_with(
+        Some(policy),
+        json!({}),
+        input,
+        &["--approve", "--events", "-"],
+    );
     assert_eq!(code, 0, "{out} {stderr}");
+    // Each decision is a run event as it is made, for a canvas to show.
+    let live: Vec<String> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "network_connection")
+        .map(|e| {
+            format!(
+                "{} {} {}",
+                e["via"].as_str().unwrap_or(""),
+                e["host"].as_str().unwrap_or(""),
+                e["outcome"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        live,
+        [
+            "http evil.test refused",
+            "socks5 evil.test refused",
+            "http docs.test connected"
+        ],
+        "{stderr}"
+    );
     let shown = stdout(&out);
     // The 403's body is the refusal, for the script's author to read.
     assert!(
@@ -338,4 +367,209 @@ fn without_allow_network_there_is_no_proxy_and_no_way_out() {
     assert!(stdout(&out).contains("curl=6"), "{out}");
     assert!(out["metrics"]["network"].is_null(), "{out}");
     assert!(server.seen().is_empty());
+}
+
+/// code_python has no network switch: its author's `allowed_hosts` is what opens the proxy, to
+/// those hosts only; without it there is no network at all.
+#[test]
+fn code_python_reaches_exactly_its_authors_hosts() {
+    if !bwrap_works() {
+        return;
+    }
+    let server = Server::start();
+    let script = format!(
+        "import urllib.request\nresult = urllib.request.urlopen('{}').read().decode()\ntry:\n    urllib.request.urlopen('{}')\nexcept Exception as e:\n    result += ' other: ' + str(e)",
+        server.url("docs.test", "/data.json"),
+        server.url("other.test", "/data.json")
+    );
+    let python = |config: Value| {
+        let (_dir, ws) = temp_workspace();
+        let file = ws.join("policy.toml");
+        std::fs::write(
+            &file,
+            "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
+        )
+        .expect("policy");
+        let out = cheng()
+            .env("CHENG_ENABLE_CODE_PYTHON", "1")
+            .env("CHENG_TEST_RESOLVE", NAMES)
+            .env("CHENG_POLICY", &file)
+            .args(["run", "tools/code_python", "--workspace"])
+            .arg(&ws)
+            .args(["--config", &config.to_string()])
+            .args([
+                "--input",
+                &json!({"script": script, "timeout_ms": 30000}).to_string(),
+            ])
+            .output()
+            .expect("cheng runs");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    let out = python(json!({"allowed_hosts": ["docs.test"]}));
+    let result = out["result"].as_str().unwrap_or("");
+    assert!(
+        result.contains("1.2.3") && result.contains("other: HTTP Error 403"),
+        "{out}"
+    );
+    assert_eq!(
+        attempts(&out),
+        ["http docs.test connected", "http other.test refused"]
+    );
+    assert!(server.seen().iter().all(|s| !s.starts_with("other.test")));
+    // Without the author's list: no proxy, no lookup, no network.
+    let out = python(json!({}));
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("name resolution"),
+        "{out}"
+    );
+    assert!(out["metrics"]["network"].is_null(), "{out}");
+    assert_eq!(server.seen().len(), 1);
+}
+
+/// A sandboxed session (exec_command with `sandbox`) reaches its author's hosts through the
+/// proxy, which serves it for as long as it lives; an unsandboxed one cannot be given hosts.
+#[test]
+fn a_sandboxed_session_reaches_only_its_authors_hosts() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let session = |config: Value| {
+        let (_dir, ws) = temp_workspace();
+        let file = ws.join("policy.toml");
+        std::fs::write(
+            &file,
+            "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
+        )
+        .expect("policy");
+        let script = format!(
+            "curl -s {}; curl -s {}",
+            server.url("docs.test", "/data.json"),
+            server.url("other.test", "/data.json")
+        );
+        let out = cheng()
+            .env("CHENG_TEST_RESOLVE", NAMES)
+            .env("CHENG_POLICY", &file)
+            .args(["run", "tools/exec_command", "--workspace"])
+            .arg(&ws)
+            .args(["--config", &config.to_string()])
+            .args([
+                "--input",
+                &json!({"command": "sh", "args": ["-c", script]}).to_string(),
+            ])
+            .arg("--approve")
+            .output()
+            .expect("cheng runs");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    let out = session(json!({"sandbox": true, "allowed_hosts": ["docs.test"]}));
+    let output = out["output"].as_str().unwrap_or("");
+    assert!(
+        output.contains("1.2.3") && output.contains("set by the node's author (allowed_hosts)"),
+        "{out}"
+    );
+    assert!(server.seen().iter().all(|s| !s.starts_with("other.test")));
+    let out = session(json!({"allowed_hosts": ["docs.test"]}));
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("applies to a sandboxed session"),
+        "{out}"
+    );
+    assert_eq!(server.seen().len(), 1);
+}
+
+/// Over `cheng serve`, a sandboxed session keeps its proxy across calls: each write makes the
+/// session fetch one URL, the author's host is reached and another refused, call after call;
+/// when the server ends, the proxy's directory is gone.
+#[test]
+fn a_served_session_keeps_its_proxy_across_calls() {
+    use std::io::{BufRead, BufReader, Write};
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let (_dir, ws) = temp_workspace();
+    let policy = ws.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
+    )
+    .unwrap();
+    let tools = ws.join("tools.json");
+    let entry = json!([{"type": "tools/exec_command", "config": {"sandbox": true, "allowed_hosts": ["docs.test"]}}, {"type": "tools/write_stdin"}]);
+    std::fs::write(&tools, entry.to_string()).unwrap();
+    let mut child = cheng()
+        .env("CHENG_TEST_RESOLVE", NAMES)
+        .env("CHENG_POLICY", &policy)
+        .args(["serve", "--stdio", "--approve", "--workspace"])
+        .arg(&ws)
+        .arg("--tools")
+        .arg(&tools)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: u64, method: &str, params: Value| -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{line}").unwrap();
+        loop {
+            let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    };
+    call(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let started = call(
+        1,
+        "tools/call",
+        json!({"name": "exec_command", "arguments": {"command": "sh", "args": ["-c", "while read u; do curl -s \"$u\"; echo; done"], "yield_time_ms": 250}}),
+    );
+    let session = started["result"]["structuredContent"]["session_id"].clone();
+    assert!(session.is_u64(), "{started}");
+    for (id, host, expected) in [
+        (2, "docs.test", "1.2.3"),
+        (3, "other.test", "is not an allowed host"),
+        (4, "docs.test", "1.2.3"),
+    ] {
+        let url = format!("{}\n", server.url(host, "/data.json"));
+        let got = call(
+            id,
+            "tools/call",
+            json!({"name": "write_stdin", "arguments": {"session_id": session, "chars": url, "yield_time_ms": 3000}}),
+        );
+        let output = got["result"]["structuredContent"]["output"]
+            .as_str()
+            .unwrap_or("");
+        assert!(output.contains(expected), "{host}: {got}");
+    }
+    assert_eq!(server.seen().len(), 2, "{:?}", server.seen());
+    drop(stdin);
+    let _ = child.wait();
+    let left: Vec<String> = std::fs::read_dir(cheng_sandbox::io_parent())
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let pid = child.id();
+    assert!(
+        !left
+            .iter()
+            .any(|name| name.starts_with(&format!("cheng-proxy-{pid}-"))),
+        "{left:?}"
+    );
 }

@@ -76,6 +76,12 @@ fn answer(mut stream: TcpStream, port: u16, log: &Mutex<Vec<String>>) {
         [head.as_bytes(), body].concat()
     };
     let big = vec![b'a'; 6 * 1024 * 1024];
+    // Asked as a proxy (a request in absolute form): say so.
+    if path.starts_with("http://") {
+        let body = format!("via proxy: {path}");
+        let _ = stream.write_all(&ok("text/plain", body.as_bytes(), Some(body.len())));
+        return;
+    }
     let reply = match path.as_str() {
         "/page.html" => ok("text/html; charset=utf-8", PAGE.as_bytes(), Some(PAGE.len())),
         "/data.json" => ok("application/json", b"{\"version\": \"1.2.3\"}", Some(20)),
@@ -451,4 +457,65 @@ fn every_fetch_is_approved_unless_the_author_turns_that_off() {
             "{out}"
         );
     }
+}
+
+/// The environment's proxy (`http_proxy`) is used only when the operator's `env_proxy` says so,
+/// and then not for a host `no_proxy` names; the host rules apply either way.
+#[test]
+fn the_environments_proxy_is_used_only_when_the_operator_turns_it_on() {
+    let server = Server::start();
+    let url = server.url("docs.test", "/data.json");
+    let proxy = format!("http://127.0.0.1:{}", server.port);
+    let run = |env_proxy: bool, no_proxy: &str| {
+        let (_dir, ws) = temp_workspace();
+        let policy = ws.join("policy.toml");
+        let text = format!("[nodes.\"tools/web_fetch\"]\nnetwork_allow = [\"docs.test\"]\nenv_proxy = {env_proxy}\n");
+        std::fs::write(&policy, text).expect("policy");
+        let out = cheng()
+            .env("CHENG_TEST_RESOLVE", NAMES)
+            .env("CHENG_POLICY", &policy)
+            .env("http_proxy", &proxy)
+            .env("no_proxy", no_proxy)
+            .args(["run", "tools/web_fetch", "--workspace", path(&ws)])
+            .args(["--config", r#"{"sensitive": false}"#])
+            .args(["--input", &json!({"url": url}).to_string()])
+            .output()
+            .expect("cheng runs");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+    };
+    let direct = run(false, "");
+    assert_eq!(direct["content"], "{\"version\": \"1.2.3\"}", "{direct}");
+    let proxied = run(true, "");
+    assert_eq!(proxied["content"], format!("via proxy: {url}"), "{proxied}");
+    let excepted = run(true, "docs.test");
+    assert_eq!(
+        excepted["content"], "{\"version\": \"1.2.3\"}",
+        "{excepted}"
+    );
+    // The rules come first: a host they refuse is never asked of the proxy either.
+    let (_dir, ws) = temp_workspace();
+    let policy = ws.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[nodes.\"tools/web_fetch\"]\nnetwork_allow = [\"docs.test\"]\nenv_proxy = true\n",
+    )
+    .expect("policy");
+    let out = cheng()
+        .env("CHENG_TEST_RESOLVE", NAMES)
+        .env("CHENG_POLICY", &policy)
+        .env("http_proxy", &proxy)
+        .args(["run", "tools/web_fetch", "--workspace", path(&ws)])
+        .args(["--config", r#"{"sensitive": false}"#])
+        .args([
+            "--input",
+            &json!({"url": server.url("other.test", "/data.json")}).to_string(),
+        ])
+        .output()
+        .expect("cheng runs");
+    let refused: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        refused["error_kind"], "LOCAL_EXECUTOR_POLICY_DENIED",
+        "{refused}"
+    );
+    assert_eq!(server.seen().len(), 3, "{:?}", server.seen());
 }

@@ -1,5 +1,5 @@
 //! One policy file: its TOML shape and the parse. A section's keys are the fixed rules
-//! (`disabled`, `env_allow`, `read_paths`, `network_allow`, `network_deny`, `max`) plus one capability setting per key a node
+//! (`disabled`, `env_allow`, `read_paths`, `network_allow`, `network_deny`, `env_proxy`, `max`) plus one capability setting per key a node
 //! declares (`allow_network = "ask"`, `shell_syntax = true`); whether each capability key names
 //! a capability some node declares is checked against the specs ([`super::Policy::check_names`]).
 
@@ -37,6 +37,9 @@ pub(super) struct Rules {
     pub network_allow: Option<Vec<HostPattern>>,
     /// Hosts they may never reach, whatever allows them.
     pub network_deny: Option<Vec<HostPattern>>,
+    /// Whether tools/web_fetch goes through the proxy the environment names (`https_proxy`,
+    /// `http_proxy`, `all_proxy`, `no_proxy`). Default false: it connects directly.
+    pub env_proxy: Option<bool>,
     /// The operator's setting per capability key (`allow_network`, `shell_syntax`, …).
     pub capabilities: BTreeMap<String, Setting>,
 }
@@ -77,6 +80,7 @@ impl Rules {
                 "read_paths" => rules.read_paths = Some(typed(section, &key, value)?),
                 "network_allow" => rules.network_allow = Some(hosts(section, &key, value)?),
                 "network_deny" => rules.network_deny = Some(hosts(section, &key, value)?),
+                "env_proxy" => rules.env_proxy = Some(typed(section, &key, value)?),
                 "max" => {
                     let table: toml::Table = typed(section, &key, value)?;
                     for (port, value) in table {
@@ -105,7 +109,7 @@ impl Rules {
                             };
                             return Err(format!(
                                 "[{section}] {key}: {given} is not a capability setting; use true, \"ask\" or false \
-                                 (every key besides disabled, env_allow, read_paths, network_allow, network_deny and max names a capability)"
+                                 (every key besides disabled, env_allow, read_paths, network_allow, network_deny, env_proxy and max names a capability)"
                             ));
                         }
                     };

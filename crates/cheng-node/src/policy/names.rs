@@ -39,6 +39,7 @@ fn capability_problem(
                 "read_paths",
                 "network_allow",
                 "network_deny",
+                "env_proxy",
                 "max",
             ])
             .collect();
@@ -88,7 +89,10 @@ pub(super) fn check_layer_names(layer: &Layer, specs: &[&NodeSpec]) -> Result<()
         if (rules.network_allow.is_some() || rules.network_deny.is_some())
             && spec.input(super::HOST_RULES_PORT).is_none()
         {
-            problems.push(format!("[nodes.\"{id}\"] network_allow/network_deny: {id} does not apply host rules (tools/web_fetch does; docs/guides/network.md)"));
+            problems.push(format!("[nodes.\"{id}\"] network_allow/network_deny: {id} does not apply host rules (the nodes with an allowed_hosts port do; docs/guides/network.md)"));
+        }
+        if rules.env_proxy.is_some() && !super::ENV_PROXY_NODES.contains(&spec.id) {
+            problems.push(format!("[nodes.\"{id}\"] env_proxy: {id} connects through no proxy of the environment (only {} does; docs/guides/network.md)", super::ENV_PROXY_NODES.join(", ")));
         }
         if rules.read_paths.is_some() && spec.input("request_read_paths").is_none() {
             problems.push(format!("[nodes.\"{id}\"] read_paths: {id} runs no sandbox to mount them in (code_shell and code_python do)"));

@@ -172,6 +172,10 @@ impl Policy {
             };
             push(&mut shown, "network_deny", format!("{all:?}"), &deny_source);
         }
+        if super::ENV_PROXY_NODES.contains(&spec.id) {
+            let (on, source) = self.env_proxy(spec.id);
+            push(&mut shown, "env_proxy", on.to_string(), &source);
+        }
         if spec.input("env").is_some() {
             let (names, source) = self.env_allow(spec.id);
             push(&mut shown, "env_allow", format!("{names:?}"), &source);

@@ -453,3 +453,33 @@ fn a_user_policy_may_narrow_the_hosts_and_add_denials_but_not_widen() {
     let absent = dir.path().join("absent.toml");
     assert!(Policy::load_from(Some(&user), None, &absent).is_ok());
 }
+
+/// `env_proxy` is web_fetch's alone, off by default, and a user policy may turn it off but never
+/// on: the environment's proxy is a way around the host's own egress rules.
+#[test]
+fn env_proxy_is_the_machines_to_turn_on() {
+    assert!(!Policy::builtin().env_proxy("tools/web_fetch").0);
+    let policy = Policy::from_toml_str("[nodes.\"test/net\"]\nenv_proxy = true\n", FILE).unwrap();
+    let err = policy.check_names([&NET_NODE, &FETCH_NODE]).unwrap_err().0;
+    assert!(
+        err.contains("env_proxy: test/net connects through no proxy"),
+        "{err}"
+    );
+    let err = Policy::from_toml_str("[all]\nenv_proxy = \"yes\"\n", FILE)
+        .unwrap_err()
+        .0;
+    assert!(err.contains("[all] env_proxy"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("machine.toml");
+    let user = dir.path().join("user.toml");
+    std::fs::write(&machine, "[all]\ndisabled = false\n").unwrap();
+    std::fs::write(&user, "[nodes.\"tools/web_fetch\"]\nenv_proxy = true\n").unwrap();
+    let err = Policy::load_from(Some(&user), None, &machine)
+        .unwrap_err()
+        .0;
+    assert!(err.contains("env_proxy = true"), "{err}");
+    std::fs::write(&machine, "[nodes.\"tools/web_fetch\"]\nenv_proxy = true\n").unwrap();
+    std::fs::write(&user, "[nodes.\"tools/web_fetch\"]\nenv_proxy = false\n").unwrap();
+    let policy = Policy::load_from(Some(&user), None, &machine).unwrap();
+    assert!(!policy.env_proxy("tools/web_fetch").0);
+}

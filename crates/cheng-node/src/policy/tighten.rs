@@ -34,6 +34,14 @@ pub(super) fn check_tightens(machine: &Layer, user: &Layer) -> Result<(), Policy
         |user, machine| !user && *machine,
         bool::to_string,
     );
+    // The environment's proxy is a way around the host's own egress rules: the machine turns it on.
+    check.key(
+        "env_proxy",
+        |r| r.env_proxy,
+        Policy::env_proxy,
+        |user, machine| *user && !machine,
+        bool::to_string,
+    );
     check.key(
         "env_allow",
         |r| r.env_allow.clone(),

@@ -43,11 +43,18 @@ pub(crate) const MAX_SESSION_MS_PORT: PortSpec = PortSpec::input(
 const SANDBOX: PortSpec = PortSpec::input(
     "sandbox",
     PortType::Boolean,
-    "Run the command inside the bubblewrap sandbox of code_shell (read-only workspace, no network; author-only; default off). Fails closed when the sandbox is unavailable.",
+    "Run the command inside the bubblewrap sandbox of code_shell (read-only workspace, no network unless allowed_hosts lists hosts; author-only; default off). Fails closed when the sandbox is unavailable.",
 )
 .default("false")
 .audience(Audience::Author)
 .control(Control::Switch);
+
+const ALLOWED_HOSTS: PortSpec = PortSpec::input(
+    cheng_node::policy::HOST_RULES_PORT,
+    PortType::Array(&STRING),
+    "Hosts a sandboxed session (sandbox: true) may reach, through cheng's filtering proxy and within the operator's network_allow: pypi.org, *.example.com, example.com:8443. Not set or empty: no network",
+)
+.audience(Audience::Author);
 
 pub static SPEC: NodeSpec = NodeSpec {
     id: "tools/exec_command",
@@ -66,6 +73,7 @@ pub static SPEC: NodeSpec = NodeSpec {
         PortSpec::input("purpose", PortType::String, "One sentence explaining why this command is needed; shown on the approval card.").default("null"),
         PortSpec::sandbox_root(),
         SANDBOX,
+        ALLOWED_HOSTS,
         ALLOW_SHELL_STRING,
         PortSpec::input("command_whitelist", PortType::String, "User-configured command whitelist. One program name per line. When non-empty, only listed programs are allowed and shell strings (cmd) are denied.")
             .default("\"\"")
@@ -181,6 +189,8 @@ struct Plan {
     max_bytes: usize,
     max_session_ms: u64,
     sandbox: bool,
+    /// A sandboxed session's way out: the operator's rules and the author's hosts.
+    network: Option<cheng_net::Gate>,
     purpose: Option<String>,
 }
 
@@ -223,6 +233,17 @@ impl Plan {
             }
         };
         let max_tokens = input::int(input, &MAX_OUTPUT_TOKENS_PORT)?;
+        let sandbox = input::boolean(input, &SANDBOX)?;
+        let hosts = cheng_node::policy::author_hosts(input)?.unwrap_or_default();
+        let network = match (sandbox, hosts.is_empty()) {
+            (_, true) => None,
+            (true, false) => Some(ctx.policy().network_gate(ctx.node_type, input, &[])?),
+            (false, false) => {
+                return Err(NodeError::invalid_input(
+                    "allowed_hosts applies to a sandboxed session (sandbox: true); a session without the sandbox runs on the host's own network",
+                ))
+            }
+        };
         Ok(Plan {
             argv,
             display,
@@ -237,7 +258,8 @@ impl Plan {
             max_session_ms: input::int(input, &MAX_SESSION_MS_PORT)?
                 .max(1)
                 .unsigned_abs(),
-            sandbox: input::boolean(input, &SANDBOX)?,
+            sandbox,
+            network,
             purpose: input::non_empty_str(input, "purpose").map(str::to_string),
         })
     }
@@ -287,6 +309,7 @@ impl Plan {
             request.stdout_cap = RETAINED_CAP;
             request.stderr_cap = RETAINED_CAP;
             request.output = live;
+            request.network = self.network.clone();
             let sandbox = cheng_sandbox::Sandbox::prepare(request)?;
             let (process, hold) = sandbox.start_live(ctx.cancel.clone())?;
             return Ok((process, Some(hold)));
