@@ -70,6 +70,15 @@ impl Gate {
     }
 
     fn admitted(&self, target: &Target) -> Result<Vec<Admitted<'_>>, GateError> {
+        // A gate with no rules at all lets nothing through (never everything).
+        if self.layers.is_empty() {
+            return Err(GateError::Refused {
+                refusal: Refusal::NotAllowed {
+                    target: target.clone(),
+                },
+                set_by: "nobody: there are no host rules here, so no host is allowed".into(),
+            });
+        }
         self.layers
             .iter()
             .map(|layer| {
@@ -158,5 +167,14 @@ mod tests {
             ok.addresses(&target("127.0.0.1:80")).await.unwrap(),
             vec!["127.0.0.1".parse::<IpAddr>().unwrap()]
         );
+    }
+
+    #[tokio::test]
+    async fn a_gate_without_rules_allows_nothing() {
+        let err = Gate::default()
+            .addresses(&target("203.0.113.7:443"))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no host is allowed"), "{err}");
     }
 }

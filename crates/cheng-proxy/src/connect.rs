@@ -68,7 +68,7 @@ async fn decide(
         ))
     })?;
     let addresses = shared.gate.addresses(&target).await.map_err(|e| match e {
-        GateError::Refused { .. } => Denied::Refused(format!("cheng refused {target}: {e}")),
+        GateError::Refused { .. } => Denied::Refused(format!("cheng refused the connection: {e}")),
         GateError::Lookup(_) => Denied::Failed(e.to_string()),
     })?;
     let mut last = String::new();

@@ -32,8 +32,11 @@ pub async fn serve(stream: tokio::net::UnixStream, shared: Arc<Shared>) {
         let shared = Arc::clone(&shared);
         async move { Ok::<_, Infallible>(handle(request, shared).await) }
     });
-    // A client that breaks off mid-request ends its own connection; nothing to report.
+    // A client that breaks off mid-request, or sends no whole head in time, ends its own
+    // connection; nothing to report.
     let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(crate::HANDSHAKE_TIMEOUT)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
@@ -59,14 +62,16 @@ async fn tunnel(mut request: Request<Incoming>, shared: Arc<Shared>) -> Response
     let upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
         let stop = shared.stop.clone();
+        let carried = async move {
+            if let Ok(upgraded) = upgrade.await {
+                let mut client = TokioIo::new(upgraded);
+                crate::relay(&mut client, &mut upstream).await;
+            }
+        };
+        // The whole tunnel, not only its opening, ends when the proxy stops.
         tokio::select! {
             () = stop.cancelled() => {}
-            upgraded = upgrade => {
-                if let Ok(upgraded) = upgraded {
-                    let mut client = TokioIo::new(upgraded);
-                    crate::relay(&mut client, &mut upstream).await;
-                }
-            }
+            () = carried => {}
         }
     });
     Response::new(empty())
@@ -104,16 +109,34 @@ async fn forward(mut request: Request<Incoming>, shared: Arc<Shared>) -> Respons
         .unwrap_or("/")
         .parse::<Uri>()
         .unwrap_or_else(|_| Uri::from_static("/"));
+    // The authority without any user information (`user:pass@` is never sent on).
     let host_header = request
         .uri()
         .authority()
-        .and_then(|a| HeaderValue::from_str(a.as_str()).ok());
+        .and_then(|a| a.as_str().rsplit('@').next())
+        .and_then(|a| HeaderValue::from_str(a).ok());
     *request.uri_mut() = origin;
     let headers = request.headers_mut();
-    for name in HOP_BY_HOP {
+    // The headers `Connection` names are for this hop too.
+    let named: Vec<String> = headers
+        .get_all(hyper::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .filter(|name| !name.is_empty())
+        .collect();
+    for name in HOP_BY_HOP
+        .iter()
+        .copied()
+        .chain(named.iter().map(String::as_str))
+    {
         headers.remove(name);
     }
-    if let (false, Some(value)) = (headers.contains_key(HOST), host_header) {
+    // Host is the host the rules checked, whatever the client wrote (a shared server routes by
+    // it, so another Host would reach a site the rules never saw).
+    headers.remove(HOST);
+    if let Some(value) = host_header {
         headers.insert(HOST, value);
     }
     let (mut sender, connection) =

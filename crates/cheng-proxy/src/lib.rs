@@ -50,8 +50,9 @@ pub struct Listeners {
 }
 
 impl Listeners {
-    /// Binds [`HTTP_SOCKET`] and [`SOCKS_SOCKET`] in `dir`, connectable by any uid (the
-    /// sandbox's code may run as a uid of its own; only the sandbox sees the directory).
+    /// Binds [`HTTP_SOCKET`] and [`SOCKS_SOCKET`] in `dir`, connectable by any uid that
+    /// reaches them (the sandbox's code may run as a uid of its own): the caller keeps `dir`
+    /// where only the sandbox reaches it.
     pub fn bind(dir: &Path) -> io::Result<Listeners> {
         let bind = |name: &str| -> io::Result<std::os::unix::net::UnixListener> {
             let path = dir.join(name);
@@ -75,6 +76,14 @@ pub struct Proxy {
     tasks: JoinSet<()>,
     record: Arc<Record>,
 }
+
+/// At most this many connections are served at once per proxy (one run or session); a
+/// connection past it is closed at once. Each holds a descriptor in cheng's own process.
+pub const MAX_CONNECTIONS: usize = 128;
+
+/// How long a client has to say where it wants to go (the SOCKS5 greeting and request, an
+/// HTTP request's head) before its connection is closed.
+pub const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What one connection's handler needs.
 #[derive(Debug)]
@@ -118,6 +127,14 @@ impl Proxy {
     }
 }
 
+impl Drop for Proxy {
+    /// A proxy dropped without [`Proxy::finish`] (a session's, or a run that was itself dropped)
+    /// stops too: every connection task, tunnels included, ends on this token.
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Protocol {
     Http,
@@ -127,6 +144,7 @@ enum Protocol {
 /// Accepts until stopped; each connection is served on a task of its own, cut when stopped.
 async fn accept(listener: UnixListener, shared: Arc<Shared>, protocol: Protocol) {
     let mut connections = JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             () = shared.stop.cancelled() => break,
@@ -138,8 +156,13 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>, protocol: Protocol)
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             continue;
         };
+        // Past the bound the connection is dropped here: the client sees it close.
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            continue;
+        };
         let shared = Arc::clone(&shared);
         connections.spawn(async move {
+            let _slot = slot;
             let stop = shared.stop.clone();
             tokio::select! {
                 () = stop.cancelled() => {}

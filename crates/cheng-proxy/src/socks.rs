@@ -11,11 +11,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub async fn serve(stream: tokio::net::UnixStream, shared: Arc<Shared>) {
-    // A client that speaks something else, or breaks off, ends its own connection.
-    let Ok(protocol) = Socks5ServerProtocol::accept_no_auth(stream).await else {
-        return;
+    // A client that speaks something else, breaks off or says nothing ends its own connection.
+    let handshake = async {
+        let protocol = Socks5ServerProtocol::accept_no_auth(stream).await.ok()?;
+        protocol.read_command().await.ok()
     };
-    let Ok((protocol, command, target)) = protocol.read_command().await else {
+    let Ok(Some((protocol, command, target))) =
+        tokio::time::timeout(crate::HANDSHAKE_TIMEOUT, handshake).await
+    else {
         return;
     };
     if command != Socks5Command::TCPConnect {

@@ -153,3 +153,86 @@ async fn socks5_connects_by_name_and_refuses_with_reply_2() {
     assert_eq!(report.attempts.len(), 2, "{report:?}");
     assert!(report.attempts.iter().all(|a| a.via == Via::Socks5));
 }
+
+/// A server that answers with the request head it received, as the body.
+async fn echo_head() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
+                    head.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+/// The request goes on with the Host the rules checked, never the client's own: a shared
+/// server routes by it. Hop-by-hop headers, and those `Connection` names, stay behind.
+#[tokio::test]
+async fn the_host_header_is_the_checked_host() {
+    let port = echo_head().await;
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&["127.0.0.1"]),
+        Output::off(),
+    )
+    .unwrap();
+    let request = format!("GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: refused.example\r\nproxy-authorization: secret\r\nconnection: close, x-private\r\nx-private: 1\r\n\r\n");
+    let answer =
+        String::from_utf8_lossy(&exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await)
+            .to_lowercase();
+    assert!(
+        answer.contains(&format!("host: 127.0.0.1:{port}")),
+        "{answer}"
+    );
+    assert!(
+        !answer.contains("refused.example")
+            && !answer.contains("secret")
+            && !answer.contains("x-private"),
+        "{answer}"
+    );
+    proxy.finish().await;
+}
+
+/// A dropped proxy (a session's, never finished) stops its tunnels too.
+#[tokio::test]
+async fn a_dropped_proxy_ends_its_tunnels() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // An upstream that accepts and then says nothing, ever.
+    let held = tokio::spawn(async move { listener.accept().await.map(|(s, _)| s) });
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&["127.0.0.1"]),
+        Output::off(),
+    )
+    .unwrap();
+    let mut client = UnixStream::connect(dir.path().join(HTTP_SOCKET))
+        .await
+        .unwrap();
+    let request = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n");
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 256];
+    let n = client.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let mut upstream = held.await.unwrap().unwrap();
+    drop(proxy);
+    // The tunnel's end closes: the upstream reads end of file instead of waiting forever.
+    let read =
+        tokio::time::timeout(std::time::Duration::from_secs(5), upstream.read(&mut buf)).await;
+    assert!(matches!(read, Ok(Ok(0))), "{read:?}");
+}

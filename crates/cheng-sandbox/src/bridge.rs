@@ -3,10 +3,12 @@
 //! to the proxy's Unix socket, which bwrap shows in the view. Programs that honour `HTTP_PROXY`
 //! and `ALL_PROXY` then reach the proxy on loopback; nothing else leads out.
 //!
-//! The init step starts it ([`start`]) after the uid drop, no_new_privs and Landlock, so the
-//! bridge has no more rights than the command; it is a forked child of the init step, which then
-//! executes the command. It dies with the sandbox: the kernel kills it when the command exits
-//! (parent-death signal), and with the rest of the sandbox's PID namespace.
+//! The init step starts it ([`start`]) after the uid drop, no_new_privs, Landlock and the closing
+//! of every inherited descriptor, so the bridge has no more rights and no more descriptors than
+//! the command. It is forked twice, so it is not the command's child (a command that waits for
+//! all its children never waits for it) but the sandbox's init's, bwrap's pid 1, which exits
+//! when the command does: the kernel then kills everything left in the sandbox's PID namespace,
+//! the bridge included.
 //!
 //! Deliberately plain: blocking sockets, two threads per connection (one each way). The
 //! deciding is all on the host side ([`cheng_proxy`]'s gate); this only moves bytes.
@@ -23,8 +25,8 @@ pub struct Route {
     pub socket: PathBuf,
 }
 
-/// Binds every route's port on 127.0.0.1, then forks the bridge. Returns in the parent once the
-/// ports listen (so the command finds them ready); the child never returns.
+/// Binds every route's port on 127.0.0.1, then forks the bridge (twice). Returns in the init
+/// step once the ports listen (so the command finds them ready); the bridge never returns.
 pub fn start(routes: &[Route]) -> Result<(), String> {
     let listeners = routes
         .iter()
@@ -39,24 +41,44 @@ pub fn start(routes: &[Route]) -> Result<(), String> {
                 })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    // SAFETY: this process is single-threaded here (the init step starts no threads before
-    // exec), so the child may go on running ordinary code.
-    match unsafe { libc::fork() } {
-        -1 => Err(format!(
+    let failed = || {
+        format!(
             "cannot start the proxy bridge: {}",
             io::Error::last_os_error()
-        )),
-        0 => serve(listeners),
-        // The parent's copies of the listeners close here; the child's stay open.
-        _ => Ok(()),
+        )
+    };
+    // SAFETY: this process is single-threaded here (the init step starts no threads before
+    // exec), so the child may go on running ordinary code.
+    let middle = match unsafe { libc::fork() } {
+        -1 => return Err(failed()),
+        // The middle child: forks the bridge and exits at once (1 when that fork failed).
+        0 => {
+            // SAFETY: as above (the middle child is single-threaded too).
+            let bridge = unsafe { libc::fork() };
+            if bridge == 0 {
+                serve(listeners);
+            }
+            // SAFETY: _exit ends only the middle child.
+            unsafe { libc::_exit(if bridge == -1 { 1 } else { 0 }) }
+        }
+        pid => pid,
+    };
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a valid status pointer.
+    let waited = unsafe { libc::waitpid(middle, &mut status, 0) };
+    if waited != middle || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(failed());
     }
+    // This process's copies of the listeners close here; the bridge's stay open.
+    Ok(())
 }
 
 fn serve(listeners: Vec<(TcpListener, PathBuf)>) -> ! {
-    // SAFETY: prctl with constant arguments: the bridge gets SIGKILL when the init step (soon
-    // the command) exits.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    detach_standard_streams();
+    // Without /dev/null the bridge would hold the run's output pipes open: no bridge then.
+    if !detach_standard_streams() {
+        // SAFETY: _exit ends only this process.
+        unsafe { libc::_exit(1) }
+    }
     let mut listeners = listeners.into_iter();
     let first = listeners.next();
     for (listener, socket) in listeners {
@@ -71,20 +93,18 @@ fn serve(listeners: Vec<(TcpListener, PathBuf)>) -> ! {
 }
 
 /// The run's stdout and stderr pipes must close when the command ends, not when the bridge
-/// does: the bridge holds /dev/null instead.
-fn detach_standard_streams() {
+/// does: the bridge holds /dev/null instead. False when that cannot be done.
+fn detach_standard_streams() -> bool {
     let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
     else {
-        return;
+        return false;
     };
     use std::os::fd::AsRawFd;
-    for fd in 0..3 {
-        // SAFETY: dup2 onto the standard descriptors from a descriptor open here.
-        unsafe { libc::dup2(null.as_raw_fd(), fd) };
-    }
+    // SAFETY: dup2 onto the standard descriptors from a descriptor open here.
+    (0..3).all(|fd| unsafe { libc::dup2(null.as_raw_fd(), fd) } == fd)
 }
 
 fn accept(listener: &TcpListener, socket: &std::path::Path) {

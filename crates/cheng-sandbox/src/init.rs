@@ -289,15 +289,15 @@ fn apply_and_exec(plan: &InitPlan) -> Result<Never, String> {
     // Fail closed: a kernel without Landlock is reported by the parent (it probes the ABI); an
     // error applying a supported ruleset stops the run here.
     super::landlock::confine_writes(&plan.writable)?;
+    // Only stdin, stdout and stderr reach the command (and the bridge): whatever reached this
+    // step without FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was
+    // started by something other than cheng) is closed. close_range, else each entry of
+    // /proc/self/fd, else every number below RLIMIT_NOFILE.
+    cheng_exec::fds::close_all_above_stderr();
     // The proxy bridge, confined like the command, listening before the command starts.
     if !plan.bridges.is_empty() {
         super::bridge::start(&plan.bridges)?;
     }
-    // Only stdin, stdout and stderr reach the command: whatever reached this step without
-    // FD_CLOEXEC (from bwrap's parent, or a caller's `exec 7>file` when bwrap was started by
-    // something other than cheng) is closed. close_range, else each entry of /proc/self/fd, else
-    // every number below RLIMIT_NOFILE.
-    cheng_exec::fds::close_all_above_stderr();
     for limit in address_space {
         set_rlimit(limit)?;
     }

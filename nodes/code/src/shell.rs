@@ -58,7 +58,7 @@ const INPUTS: &[PortSpec] = &[
     PortSpec::input(
         sandboxed::REQUEST_HOSTS,
         PortType::Array(&PortType::String),
-        "Hosts beyond the node's allowed_hosts the script must reach with allow_network (e.g. files.pythonhosted.org:443). Each needs a person's approval for this execution; the operator's network rules still apply.",
+        "Hosts beyond the node's allowed_hosts the script must reach with allow_network (e.g. files.pythonhosted.org:443). Each needs a person's approval for this execution; without an allowed_hosts list every host the operator's rules allow is reachable already and nothing is asked. The operator's network rules always apply.",
     )
     .default("[]"),
     ports::limit(

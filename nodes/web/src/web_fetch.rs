@@ -16,7 +16,8 @@
 //! (https_proxy from the environment) is the operator's `env_proxy`: off by default, a fetch
 //! connects to the addresses its host rules checked; on, it goes through the proxy the
 //! environment names (`https_proxy`, `http_proxy`, `all_proxy`, minus `no_proxy`), after the
-//! same checks.
+//! same checks by name and of cheng's own lookup; the proxy then looks the name up itself, and
+//! what that lookup gives (a rebinding name, a non-public address) is the proxy's to refuse.
 
 use crate::content::{self, Kind};
 use crate::fetch::{self, FetchError, Limits};

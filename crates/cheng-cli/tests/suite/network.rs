@@ -573,3 +573,24 @@ fn a_served_session_keeps_its_proxy_across_calls() {
         "{left:?}"
     );
 }
+
+/// The bridge is not the script's child: a script that waits for all its children (as an init
+/// or a supervisor does) is not kept waiting by it, and the bridge still carries connections.
+#[test]
+fn the_bridge_is_not_the_scripts_child() {
+    if !ready() {
+        return;
+    }
+    let server = Server::start();
+    let script = format!(
+        "curl -s {}; echo; exec python3 -c 'import os\ntry:\n    os.wait()\n    print(\"waited\")\nexcept ChildProcessError:\n    print(\"no children\")'",
+        server.url("docs.test", "/data.json")
+    );
+    let (code, out, stderr) = shell(Some(ALLOW_DOCS), json!({}), &script);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert_eq!(
+        stdout(&out),
+        "{\"version\": \"1.2.3\"}\nno children\n",
+        "{out}"
+    );
+}
