@@ -21,18 +21,31 @@ fn shell_with(
     input: Value,
     flags: &[&str],
 ) -> (i32, Value, String) {
+    let mut config = config;
+    config["allow_network"] = json!(true);
+    run_under("tools/code_shell", policy, &config, &input, flags)
+}
+
+/// `cheng run NODE` with the test names mapped to loopback, under `policy` (TOML; none: the
+/// built-in one), with the author's `config`, `input` and `flags` (code_python enabled).
+fn run_under(
+    node: &str,
+    policy: Option<&str>,
+    config: &Value,
+    input: &Value,
+    flags: &[&str],
+) -> (i32, Value, String) {
     let (_dir, ws) = temp_workspace();
     let mut cmd = cheng();
-    cmd.env("CHENG_TEST_RESOLVE", NAMES);
+    cmd.env("CHENG_TEST_RESOLVE", NAMES)
+        .env("CHENG_ENABLE_CODE_PYTHON", "1");
     if let Some(policy) = policy {
         let file = ws.join("policy.toml");
         std::fs::write(&file, policy).expect("policy");
         cmd.env("CHENG_POLICY", &file);
     }
-    let mut config = config;
-    config["allow_network"] = json!(true);
     let out = cmd
-        .args(["run", "tools/code_shell", "--workspace"])
+        .args(["run", node, "--workspace"])
         .arg(&ws)
         .args(["--config", &config.to_string()])
         .args(["--input", &input.to_string()])
@@ -42,6 +55,9 @@ fn shell_with(
     let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code().unwrap_or(-1), value, text(&out.stderr))
 }
+
+/// The operator allows the two test hosts the node tests tell apart.
+const ALLOW_DOCS_AND_OTHER: &str = "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n";
 
 fn ready() -> bool {
     bwrap_works() && require_or_skip("curl")
@@ -257,7 +273,7 @@ fn the_authors_list_narrows_the_operators() {
         return;
     }
     let server = Server::start();
-    let policy = "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n";
+    let policy = ALLOW_DOCS_AND_OTHER;
     let script = format!(
         "curl -s {}; curl -s {}",
         server.url("other.test", "/data.json"),
@@ -285,7 +301,7 @@ fn hosts_beyond_the_authors_list_are_asked_on_the_card() {
         return;
     }
     let server = Server::start();
-    let policy = "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n";
+    let policy = ALLOW_DOCS_AND_OTHER;
     let config = json!({"allowed_hosts": ["docs.test"]});
     let other = server.url("other.test", "/data.json");
     let input =
@@ -383,27 +399,15 @@ fn code_python_reaches_exactly_its_authors_hosts() {
         server.url("other.test", "/data.json")
     );
     let python = |config: Value| {
-        let (_dir, ws) = temp_workspace();
-        let file = ws.join("policy.toml");
-        std::fs::write(
-            &file,
-            "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
+        let input = json!({"script": script, "timeout_ms": 30000});
+        run_under(
+            "tools/code_python",
+            Some(ALLOW_DOCS_AND_OTHER),
+            &config,
+            &input,
+            &[],
         )
-        .expect("policy");
-        let out = cheng()
-            .env("CHENG_ENABLE_CODE_PYTHON", "1")
-            .env("CHENG_TEST_RESOLVE", NAMES)
-            .env("CHENG_POLICY", &file)
-            .args(["run", "tools/code_python", "--workspace"])
-            .arg(&ws)
-            .args(["--config", &config.to_string()])
-            .args([
-                "--input",
-                &json!({"script": script, "timeout_ms": 30000}).to_string(),
-            ])
-            .output()
-            .expect("cheng runs");
-        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+        .1
     };
     let out = python(json!({"allowed_hosts": ["docs.test"]}));
     let result = out["result"].as_str().unwrap_or("");
@@ -438,32 +442,21 @@ fn a_sandboxed_session_reaches_only_its_authors_hosts() {
     }
     let server = Server::start();
     let session = |config: Value| {
-        let (_dir, ws) = temp_workspace();
-        let file = ws.join("policy.toml");
-        std::fs::write(
-            &file,
-            "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
-        )
-        .expect("policy");
         let script = format!(
             "curl -s {}; curl -s {}",
             server.url("docs.test", "/data.json"),
             server.url("other.test", "/data.json")
         );
-        let out = cheng()
-            .env("CHENG_TEST_RESOLVE", NAMES)
-            .env("CHENG_POLICY", &file)
-            .args(["run", "tools/exec_command", "--workspace"])
-            .arg(&ws)
-            .args(["--config", &config.to_string()])
-            .args([
-                "--input",
-                &json!({"command": "sh", "args": ["-c", script]}).to_string(),
-            ])
-            .arg("--approve")
-            .output()
-            .expect("cheng runs");
-        serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+        let input = json!({"command": "sh", "args": ["-c", script]});
+        let flags = ["--approve"];
+        run_under(
+            "tools/exec_command",
+            Some(ALLOW_DOCS_AND_OTHER),
+            &config,
+            &input,
+            &flags,
+        )
+        .1
     };
     let out = session(json!({"sandbox": true, "allowed_hosts": ["docs.test"]}));
     let output = out["output"].as_str().unwrap_or("");
@@ -495,11 +488,7 @@ fn a_served_session_keeps_its_proxy_across_calls() {
     let server = Server::start();
     let (_dir, ws) = temp_workspace();
     let policy = ws.join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[all]\nnetwork_allow = [\"docs.test\", \"other.test\"]\n",
-    )
-    .unwrap();
+    std::fs::write(&policy, ALLOW_DOCS_AND_OTHER).unwrap();
     let tools = ws.join("tools.json");
     let entry = json!([{"type": "tools/exec_command", "config": {"sandbox": true, "allowed_hosts": ["docs.test"]}}, {"type": "tools/write_stdin"}]);
     std::fs::write(&tools, entry.to_string()).unwrap();
