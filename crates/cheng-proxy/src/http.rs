@@ -55,12 +55,23 @@ async fn tunnel(mut request: Request<Incoming>, shared: Arc<Shared>) -> Response
     let Some((host, port)) = authority(request.uri(), None) else {
         return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n".into());
     };
+    // The tunnel outlives this request's connection task: it holds a slot of its own.
+    let Ok(slot) = Arc::clone(&shared.slots).try_acquire_owned() else {
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "cheng: more than {} connections at once\n",
+                crate::MAX_CONNECTIONS
+            ),
+        );
+    };
     let mut upstream = match connect::open(&shared, Via::Connect, &host, port).await {
         Ok(stream) => stream,
         Err(denied) => return denial(denied),
     };
     let upgrade = hyper::upgrade::on(&mut request);
     tokio::spawn(async move {
+        let _slot = slot;
         let stop = shared.stop.clone();
         let carried = async move {
             if let Ok(upgraded) = upgrade.await {

@@ -77,8 +77,9 @@ pub struct Proxy {
     record: Arc<Record>,
 }
 
-/// At most this many connections are served at once per proxy (one run or session); a
-/// connection past it is closed at once. Each holds a descriptor in cheng's own process.
+/// At most this many connections are served at once per proxy (one run or session), an open
+/// CONNECT tunnel counting as one; a connection past it is closed at once. Each holds
+/// descriptors in cheng's own process.
 pub const MAX_CONNECTIONS: usize = 128;
 
 /// How long a client has to say where it wants to go (the SOCKS5 greeting and request, an
@@ -93,6 +94,8 @@ pub(crate) struct Shared {
     pub output: Output,
     pub record: Arc<Record>,
     pub stop: CancellationToken,
+    /// One permit per connection served and per CONNECT tunnel ([`MAX_CONNECTIONS`]).
+    pub slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Proxy {
@@ -106,6 +109,7 @@ impl Proxy {
             output,
             record: Arc::clone(&record),
             stop: stop.clone(),
+            slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
         });
         let http = UnixListener::from_std(listeners.http)?;
         let socks = UnixListener::from_std(listeners.socks)?;
@@ -144,7 +148,6 @@ enum Protocol {
 /// Accepts until stopped; each connection is served on a task of its own, cut when stopped.
 async fn accept(listener: UnixListener, shared: Arc<Shared>, protocol: Protocol) {
     let mut connections = JoinSet::new();
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let accepted = tokio::select! {
             () = shared.stop.cancelled() => break,
@@ -157,7 +160,7 @@ async fn accept(listener: UnixListener, shared: Arc<Shared>, protocol: Protocol)
             continue;
         };
         // Past the bound the connection is dropped here: the client sees it close.
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+        let Ok(slot) = Arc::clone(&shared.slots).try_acquire_owned() else {
             continue;
         };
         let shared = Arc::clone(&shared);

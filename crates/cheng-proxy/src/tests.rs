@@ -236,3 +236,45 @@ async fn a_dropped_proxy_ends_its_tunnels() {
         tokio::time::timeout(std::time::Duration::from_secs(5), upstream.read(&mut buf)).await;
     assert!(matches!(read, Ok(Ok(0))), "{read:?}");
 }
+
+/// Past MAX_CONNECTIONS a connection is closed at once; the ones before it are still served.
+#[tokio::test]
+async fn connections_past_the_bound_are_closed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(&[]),
+        Output::off(),
+    )
+    .unwrap();
+    let socket = dir.path().join(SOCKS_SOCKET);
+    let mut held = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        held.push(UnixStream::connect(&socket).await.unwrap());
+    }
+    // Accepted in order, so this one comes after all of them, whenever the loop gets to it.
+    let mut extra = UnixStream::connect(&socket).await.unwrap();
+    let mut buf = [0u8; 8];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), extra.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(0))),
+        "the connection past the bound stayed open: {read:?}"
+    );
+    // Once one of them closes, a new one is served again (SOCKS5: no authentication
+    // accepted), as soon as its task has ended and given back its slot.
+    drop(held.pop());
+    let mut served = false;
+    for _ in 0..100 {
+        let mut again = UnixStream::connect(&socket).await.unwrap();
+        again.write_all(&[5, 1, 0]).await.unwrap();
+        let n =
+            tokio::time::timeout(std::time::Duration::from_secs(10), again.read(&mut buf)).await;
+        if matches!(n, Ok(Ok(2))) && buf[..2] == [5, 0] {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(served, "no connection was served after one closed");
+    proxy.finish().await;
+}
