@@ -199,6 +199,59 @@ async def several_approvals():
         assert not result.is_error and "seen.txt" in text(result), f"the approved call did not run or saw nothing: {text(result)}"
 
 
+async def hosts_on_the_card():
+    """code_shell's request_hosts beyond the author's allowed_hosts are asked of the person: on
+    the card in the handshake era, as an item of their own in the stateless era. Declined, the
+    host is never reached; accepted, it is, through the sandbox's proxy."""
+    import http.server
+    import threading
+
+    from mcp.client.stdio import get_default_environment
+
+    hits = []
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.headers.get("Host"))
+            body = b"served"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    policy = scratch_file("network-policy.toml", '[all]\nnetwork_allow = ["docs.test", "other.test"]\n')
+    tools = tools_file([{"type": "tools/code_shell", "config": {"allow_network": True, "allowed_hosts": ["docs.test"]}}])
+    env = dict(get_default_environment(), CHENG_TEST_RESOLVE="docs.test=127.0.0.1,other.test=127.0.0.1")
+    server_params = StdioServerParameters(
+        command=CHENG, args=["serve", "--stdio", "--workspace", WORKSPACE, "--policy", policy, "--tools", tools], env=env
+    )
+    arguments = {"script": f"curl -s http://other.test:{port}/page", "request_hosts": ["other.test"]}
+    asked = []
+
+    async def decline_hosts(_ctx, p):
+        asked.append(p.message)
+        return types.ElicitResult(action="decline" if "other.test" in p.message else "accept", content={})
+
+    try:
+        async with Client(server_params, mode=MODE, elicitation_callback=decline_hosts) as client:
+            result = await client.call_tool("code_shell", arguments)
+            assert any("other.test" in m for m in asked), f"no question named the host: {asked}"
+            assert result.is_error and not hits, f"a call with a declined host ran: {text(result)} {hits}"
+        asked.clear()
+        async with Client(server_params, mode=MODE, elicitation_callback=accept) as client:
+            result = await client.call_tool("code_shell", arguments)
+            assert not result.is_error and "served" in text(result), f"the approved host was not reached: {text(result)}"
+            assert hits == [f"other.test:{port}"], hits
+    finally:
+        server.shutdown()
+
+
 # Tools and policy files the checks write; removed when the script ends.
 SCRATCH = tempfile.TemporaryDirectory(prefix="cheng-client-")
 
@@ -351,6 +404,7 @@ async def main():
         presets_are_fixed,
         engine_ports_are_refused,
         disabled_node_is_not_offered,
+        hosts_on_the_card,
     ):
         await check()
         done.append(check.__name__)
