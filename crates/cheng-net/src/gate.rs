@@ -12,9 +12,9 @@ use std::net::IpAddr;
 
 /// One layer of host rules and who set it, for messages ("the operator's policy").
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layer {
-    pub rules: HostRules,
-    pub set_by: String,
+struct Layer {
+    rules: HostRules,
+    set_by: String,
 }
 
 /// Every layer a connection must pass, in order.
@@ -46,10 +46,6 @@ impl fmt::Display for GateError {
 impl std::error::Error for GateError {}
 
 impl Gate {
-    pub fn new(layers: Vec<Layer>) -> Self {
-        Gate { layers }
-    }
-
     /// A gate with one more layer, checked after the others.
     pub fn with(mut self, rules: HostRules, set_by: impl Into<String>) -> Self {
         self.layers.push(Layer {
@@ -57,10 +53,6 @@ impl Gate {
             set_by: set_by.into(),
         });
         self
-    }
-
-    pub fn layers(&self) -> &[Layer] {
-        &self.layers
     }
 
     /// The check by name alone, before any lookup (what an approval card is checked against

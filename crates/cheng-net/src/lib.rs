@@ -22,7 +22,7 @@ pub mod resolve;
 mod rules;
 mod special;
 
-pub use gate::{Gate, GateError, Layer};
+pub use gate::{Gate, GateError};
 pub use pattern::{Host, HostPattern, PatternError, Target};
 pub use rules::{Admitted, HostRules, Refusal};
 pub use special::{special_range, SpecialRange};

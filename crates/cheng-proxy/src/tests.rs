@@ -14,6 +14,18 @@ fn gate(allow: &[&str]) -> Gate {
     Gate::default().with(HostRules::new(allow, Vec::new(), true), "the test")
 }
 
+/// A proxy under `gate(allow)` on sockets in a fresh directory (kept alive with it).
+fn start(allow: &[&str]) -> (tempfile::TempDir, Proxy) {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = Proxy::serve(
+        Listeners::bind(dir.path()).unwrap(),
+        gate(allow),
+        Output::off(),
+    )
+    .unwrap();
+    (dir, proxy)
+}
+
 /// A server that answers every connection with a fixed HTTP response and closes.
 async fn server(body: &'static str) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -52,13 +64,7 @@ async fn exchange(path: &std::path::Path, bytes: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn plain_http_to_an_allowed_address_is_forwarded_and_counted() {
     let port = server("hello").await;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&["127.0.0.1"]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&["127.0.0.1"]);
     let request = format!("GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\n\r\n");
     let answer = exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await;
     let answer = String::from_utf8_lossy(&answer);
@@ -80,13 +86,7 @@ async fn plain_http_to_an_allowed_address_is_forwarded_and_counted() {
 #[tokio::test]
 async fn loopback_without_a_rule_naming_it_is_refused_with_the_rule_to_add() {
     let port = server("secret").await;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&[]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&[]);
     let request = format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n");
     let answer =
         String::from_utf8_lossy(&exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await)
@@ -107,13 +107,7 @@ async fn loopback_without_a_rule_naming_it_is_refused_with_the_rule_to_add() {
 #[tokio::test]
 async fn a_connect_tunnel_carries_bytes_both_ways() {
     let port = server("tunnelled").await;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&["127.0.0.1"]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&["127.0.0.1"]);
     let request = format!(
         "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\nGET / HTTP/1.1\r\n\r\n"
     );
@@ -131,9 +125,7 @@ async fn a_connect_tunnel_carries_bytes_both_ways() {
 #[tokio::test]
 async fn socks5_connects_by_name_and_refuses_with_reply_2() {
     let port = server("over socks").await;
-    let dir = tempfile::tempdir().unwrap();
-    let gate = gate(&["127.0.0.1"]);
-    let proxy = Proxy::serve(Listeners::bind(dir.path()).unwrap(), gate, Output::off()).unwrap();
+    let (dir, proxy) = start(&["127.0.0.1"]);
     let socket = dir.path().join(SOCKS_SOCKET);
     // Greeting (no auth), then CONNECT 127.0.0.1:port by address, then an HTTP request.
     let mut hello = vec![5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1];
@@ -183,13 +175,7 @@ async fn echo_head() -> u16 {
 #[tokio::test]
 async fn the_host_header_is_the_checked_host() {
     let port = echo_head().await;
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&["127.0.0.1"]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&["127.0.0.1"]);
     let request = format!("GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: refused.example\r\nproxy-authorization: secret\r\nconnection: close, x-private\r\nx-private: 1\r\n\r\n");
     let answer =
         String::from_utf8_lossy(&exchange(&dir.path().join(HTTP_SOCKET), request.as_bytes()).await)
@@ -214,13 +200,7 @@ async fn a_dropped_proxy_ends_its_tunnels() {
     let port = listener.local_addr().unwrap().port();
     // An upstream that accepts and then says nothing, ever.
     let held = tokio::spawn(async move { listener.accept().await.map(|(s, _)| s) });
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&["127.0.0.1"]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&["127.0.0.1"]);
     let mut client = UnixStream::connect(dir.path().join(HTTP_SOCKET))
         .await
         .unwrap();
@@ -240,13 +220,7 @@ async fn a_dropped_proxy_ends_its_tunnels() {
 /// Past MAX_CONNECTIONS a connection is closed at once; the ones before it are still served.
 #[tokio::test]
 async fn connections_past_the_bound_are_closed_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let proxy = Proxy::serve(
-        Listeners::bind(dir.path()).unwrap(),
-        gate(&[]),
-        Output::off(),
-    )
-    .unwrap();
+    let (dir, proxy) = start(&[]);
     let socket = dir.path().join(SOCKS_SOCKET);
     let mut held = Vec::new();
     for _ in 0..MAX_CONNECTIONS {

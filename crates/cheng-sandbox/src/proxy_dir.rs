@@ -4,7 +4,8 @@
 //! with cheng's network identity under this run's rules), and bwrap binds the inner directory,
 //! so inside the sandbox the parent's mode does not matter. Removed when the run is over.
 
-use cheng_node::{ErrorKind, NodeError};
+use crate::unavailable as sandbox_unavailable;
+use cheng_node::NodeError;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -22,10 +23,7 @@ pub(crate) struct ProxyDir {
 }
 
 fn unavailable(what: &str, path: &Path, e: &std::io::Error) -> NodeError {
-    NodeError::new(
-        ErrorKind::SandboxUnavailable,
-        format!("{what} {}: {e}; nothing ran", path.display()),
-    )
+    sandbox_unavailable(format!("{what} {}: {e}; nothing ran", path.display()))
 }
 
 impl ProxyDir {
@@ -89,10 +87,9 @@ impl ProxyDir {
             NodeError::internal("the filtering proxy of this sandbox was already started")
         })?;
         cheng_proxy::Proxy::serve(listeners, gate, output).map_err(|e| {
-            NodeError::new(
-                ErrorKind::SandboxUnavailable,
-                format!("cannot start the filtering proxy: {e}; nothing ran"),
-            )
+            sandbox_unavailable(format!(
+                "cannot start the filtering proxy: {e}; nothing ran"
+            ))
         })
     }
 }
