@@ -56,7 +56,9 @@ pub enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Serve every node as MCP tools (stdio; both protocol generations).
+    /// Serve every node: as MCP tools over stdio (--stdio), or over HTTP (--http) as a canvas
+    /// API with live run events, MCP over Streamable HTTP and a web canvas.
+    #[command(after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
     /// Print a shell completion script (node ids and ports included): `cheng completions bash >
     /// /etc/bash_completion.d/cheng`, or `source <(cheng completions bash)` in ~/.bashrc.
@@ -85,6 +87,11 @@ const GRAPH_RUN_EXAMPLES: &str = "Examples:
   cheng graph run fixtures/graphs/quickstart.json -w fixtures/workspaces/hello   # asks before each gated node
   cheng graph run pipeline.json --approve --quiet --json > result.json
   cheng graph run pipeline.json --events jsonl --jobs 1";
+
+const SERVE_EXAMPLES: &str = "Examples:
+  cheng serve --stdio -w ~/proj                                 # for an MCP client that launches it
+  cheng serve --http -w fixtures/workspaces/hello               # open the printed URL in a browser
+  cheng serve --http 127.0.0.1:0 --token \"$(openssl rand -hex 16)\"  # a free port, a chosen token";
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
@@ -211,10 +218,38 @@ pub struct GenerateArgs {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("transport").required(true).args(["stdio", "http"])))]
 pub struct ServeArgs {
     /// Speak MCP over stdin/stdout (one JSON-RPC message per line; logs go to stderr).
-    #[arg(long, required = true)]
+    #[arg(long)]
     pub stdio: bool,
+    /// Serve over HTTP at ADDR [default: 127.0.0.1:8765; port 0 picks a free one]: the canvas
+    /// API (/api), MCP over Streamable HTTP (/mcp) and the web canvas (/). Prints the URL with
+    /// its token on stderr.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = cheng_http::DEFAULT_ADDR)]
+    pub http: Option<std::net::SocketAddr>,
+    /// The bearer token every HTTP request must carry (at least 16 URL-safe characters)
+    /// [default: 32 random bytes, hex].
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "CHENG_TOKEN",
+        hide_env_values = true,
+        requires = "http"
+    )]
+    pub token: Option<String>,
+    /// A browser origin (https://canvas.example) allowed to call the HTTP API from its own page;
+    /// repeatable. Without it no cross-origin request is accepted.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// A Host name (NAME:PORT) the server answers to besides its bound address, e.g. the one a
+    /// reverse proxy forwards; repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
+    /// Allow --http to bind an address that is not loopback. There is no TLS: put a reverse
+    /// proxy that terminates TLS in front.
+    #[arg(long, requires = "http")]
+    pub public: bool,
     /// The workspace root; every path a tool touches resolves inside it [default: $CHENG_WORKSPACE, else the current directory]
     #[arg(long, short = 'w', value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -222,7 +257,8 @@ pub struct ServeArgs {
     /// registered node with its default config).
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
-    /// How many tool calls may run at once (default: the number of CPUs).
+    /// How many tool calls (and, with --http, how many canvas runs) may run at once (default:
+    /// the number of CPUs).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,
     /// For clients that cannot ask a person (no elicitation): --approve runs gated calls,

@@ -57,6 +57,17 @@ pub fn schemas(args: &GenerateArgs) -> Exit {
             return Exit::Failed;
         }
     }
+    match serde_json::to_string_pretty(&cheng_http::openapi::document()) {
+        Ok(text) => {
+            files.insert(PathBuf::from(cheng_http::openapi::FILE), text + "\n");
+        }
+        Err(e) => {
+            complain(format!(
+                "cannot render the HTTP API's OpenAPI document: {e}"
+            ));
+            return Exit::Failed;
+        }
+    }
     let managed = |rel: &Path| {
         rel.parent() == Some(Path::new("")) && rel.extension().is_some_and(|e| e == "json")
     };

@@ -94,10 +94,11 @@ fn main() -> ExitCode {
     ExitCode::from(exit as u8)
 }
 
-/// `cheng serve --stdio`, under the operator's `policy`.
+/// `cheng serve --stdio` or `--http`, under the operator's `policy`.
 fn serving(args: args::ServeArgs, policy: std::sync::Arc<cheng_node::policy::Policy>) -> Exit {
     let (workspace, source) = set::workspace(args.workspace.as_deref());
-    if args.workspace.is_none() {
+    // --http names the workspace in the line with its URL.
+    if args.workspace.is_none() && args.http.is_none() {
         // stdout is the protocol; say on stderr which directory the tools will touch.
         out::errln!(
             "cheng serve: workspace {} ({source})",
@@ -121,7 +122,18 @@ fn serving(args: args::ServeArgs, policy: std::sync::Arc<cheng_node::policy::Pol
         max_message: args.max_message.max(1024),
         policy,
     };
-    match cheng_mcp::serve_stdio(options) {
+    let served = match args.http {
+        Some(addr) => cheng_http::serve_http(cheng_http::HttpOptions {
+            serve: options,
+            addr,
+            public: args.public,
+            token: args.token,
+            allow_origins: args.allow_origin,
+            allow_hosts: args.allow_host,
+        }),
+        None => cheng_mcp::serve_stdio(options),
+    };
+    match served {
         Ok(()) => Exit::Ok,
         Err(e) => {
             complain(e);

@@ -468,7 +468,7 @@ fn now_ms() -> i64 {
 }
 
 /// 32 bytes from the kernel's random source.
-fn random_key() -> Result<[u8; 32], String> {
+pub fn random_key() -> Result<[u8; 32], String> {
     use std::io::Read;
     let mut key = [0u8; 32];
     std::fs::File::open("/dev/urandom")

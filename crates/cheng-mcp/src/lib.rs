@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod content;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod http;
 pub mod live;
 pub mod nonces;
 pub mod server;
@@ -89,9 +90,9 @@ pub fn load_catalog(engine: &Engine, tools: Option<&Path>) -> Result<Catalog, St
     })
 }
 
-/// Serves MCP on stdin/stdout until stdin closes; then cancels every running call (their
-/// process groups are killed) and returns.
-pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
+/// The handler both transports serve: the engine under the operator's policy, the catalog the
+/// options ask for (its warnings printed on stderr) and the checked workspace.
+pub fn server(options: &ServeOptions) -> Result<server::Server, String> {
     let workspace = options.workspace.canonicalize().map_err(|e| {
         format!(
             "--workspace {}: {e}; pass an existing directory",
@@ -104,12 +105,18 @@ pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
             options.workspace.display()
         ));
     }
-    let engine = Engine::new(Registry::from_inventory(), options.policy);
+    let engine = Engine::new(Registry::from_inventory(), options.policy.clone());
     let catalog = load_catalog(&engine, options.tools.as_deref())?;
     for warning in &catalog.warnings {
         eprintln!("cheng serve: warning: {warning}");
     }
-    let server = server::Server::new(engine, catalog, workspace, options.fallback, options.jobs)?;
+    server::Server::new(engine, catalog, workspace, options.fallback, options.jobs)
+}
+
+/// Serves MCP on stdin/stdout until stdin closes; then cancels every running call (their
+/// process groups are killed) and returns.
+pub fn serve_stdio(options: ServeOptions) -> Result<(), String> {
+    let server = server(&options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -92,6 +92,15 @@ impl Server {
         })
     }
 
+    /// The handler for one more session of a long-lived server (MCP over HTTP): everything is
+    /// shared with `self` but the session's `logging/setLevel`.
+    pub fn for_session(&self) -> Server {
+        Server {
+            log_level: crate::live::LogLevel::default(),
+            ..self.clone()
+        }
+    }
+
     async fn call(
         &self,
         mut params: CallToolRequestParams,

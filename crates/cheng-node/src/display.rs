@@ -302,6 +302,44 @@ impl ShownRequest {
     }
 }
 
+/// The column where a card's values start: a value's continuation lines are drawn there,
+/// behind [`cheng_node::display::CONTINUATION`], so none of them can pose as a field of the card.
+pub const VALUE_INDENT: &str = "            ";
+
+/// The card a person reads before deciding, as the terminal and the web canvas show it. It takes the request's shown form: every value in it
+/// went through the display escaper, so nothing a node or a model chose can move the cursor,
+/// erase a line or hide on the screen.
+pub fn card(request: &ShownRequest) -> String {
+    let mut text = format!("approval needed\n  node:     {}\n", request.node_label());
+    text.push_str(&format!(
+        "  command:  {}\n  workspace: {}\n  cwd:      {} (in the workspace)\n",
+        request.command.indented(VALUE_INDENT),
+        request.workspace,
+        request.cwd
+    ));
+    if let Some(purpose) = &request.purpose {
+        text.push_str(&format!("  purpose:  {}\n", purpose.indented(VALUE_INDENT)));
+    }
+    for path in &request.requested_paths {
+        text.push_str(&format!("  path:     {path}\n"));
+    }
+    for host in &request.requested_hosts {
+        text.push_str(&format!("  reach:    {host}\n"));
+    }
+    for capability in &request.capabilities {
+        text.push_str(&format!(
+            "  allows:   {}: {}\n",
+            capability.name, capability.opens
+        ));
+    }
+    if let Some(details) = &request.details {
+        for line in details.lines() {
+            text.push_str(&format!("  | {line}\n"));
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,7 +63,7 @@ pub use node::{
 pub use output::{Output, OutputSink, OutputStream};
 pub use registry::{Lookup, NodeRegistration, Registry};
 pub use scope::{Scope, ScopeKind};
-pub use spec::{ApprovalRule, Audience, Control, Effects, NodeSpec, PortSpec, PortType};
+pub use spec::{ApprovalRule, Audience, Control, Effects, Field, NodeSpec, PortSpec, PortType};
 
 // Re-exported so node crates register without naming inventory or async-trait themselves.
 pub use async_trait::async_trait;

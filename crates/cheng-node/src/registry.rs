@@ -78,6 +78,18 @@ impl Registry {
         }
     }
 
+    /// The linked nodes left out because their gate variable is unset, with that variable,
+    /// sorted by id.
+    pub fn gated_off(&self) -> Vec<(&'static NodeSpec, &'static str)> {
+        let mut gated: Vec<_> = inventory::iter::<NodeRegistration>
+            .into_iter()
+            .map(|r| r.node.spec())
+            .filter_map(|spec| self.gated.get(spec.id).map(|var| (spec, *var)))
+            .collect();
+        gated.sort_by_key(|(spec, _)| spec.id);
+        gated
+    }
+
     pub fn get(&self, id: &str) -> Option<&Arc<dyn Node>> {
         self.nodes.get(id)
     }

@@ -283,6 +283,27 @@ pub struct PortSpec {
     /// What setting this port opens beyond the node's defaults, decided by the operator's
     /// policy (see [`crate::capability`]).
     pub capability: Option<&'static crate::capability::Capability>,
+    /// The fields an object port takes, where the reference names them (a canvas draws a
+    /// widget for each).
+    pub fields: &'static [Field],
+}
+
+/// One field of an object port.
+#[derive(Debug, Clone, Copy)]
+pub struct Field {
+    pub name: &'static str,
+    pub ty: PortType,
+    pub description: &'static str,
+}
+
+impl Field {
+    pub const fn new(name: &'static str, ty: PortType, description: &'static str) -> Field {
+        Field {
+            name,
+            ty,
+            description,
+        }
+    }
 }
 
 impl PortSpec {
@@ -300,6 +321,7 @@ impl PortSpec {
             audience: Audience::Llm,
             control: None,
             capability: None,
+            fields: &[],
         }
     }
 
@@ -346,6 +368,10 @@ impl PortSpec {
     }
     pub const fn control(mut self, control: Control) -> Self {
         self.control = Some(control);
+        self
+    }
+    pub const fn fields(mut self, fields: &'static [Field]) -> Self {
+        self.fields = fields;
         self
     }
     /// Declares the capability this port opens: the engine checks it against the operator's

@@ -14,7 +14,8 @@ use crate::policy::{Access, PathPolicy, READ_ROOTS};
 use crate::text::{Editable, TextError};
 use cheng_node::input::{non_empty_str, port};
 use cheng_node::{
-    failure, Effects, ErrorKind, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext, Values,
+    failure, Effects, ErrorKind, Field, Node, NodeError, NodeSpec, PortSpec, PortType, RunContext,
+    Values,
 };
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -48,7 +49,8 @@ pub static SPEC: NodeSpec = NodeSpec {
             PortType::Object,
             "Indentation mode options: anchor_line (default offset), max_levels (0: no limit), include_siblings (false), include_header (true: comments above the block), max_lines (default limit)",
         )
-        .default("null"),
+        .default("null")
+        .fields(INDENTATION_FIELDS),
         READ_ROOTS,
         READ_TRACKING,
         PortSpec::sandbox_root(),
@@ -68,6 +70,35 @@ pub static SPEC: NodeSpec = NodeSpec {
     gate: None,
     effects: Effects::ReadOnly,
 };
+
+/// The fields `indentation` takes, as its description names them.
+static INDENTATION_FIELDS: &[Field] = &[
+    Field::new(
+        "anchor_line",
+        PortType::Integer,
+        "The line the block is found around (default offset)",
+    ),
+    Field::new(
+        "max_levels",
+        PortType::Integer,
+        "How many indentation levels up to include (0: no limit)",
+    ),
+    Field::new(
+        "include_siblings",
+        PortType::Boolean,
+        "Include the blocks beside it at the same level (default false)",
+    ),
+    Field::new(
+        "include_header",
+        PortType::Boolean,
+        "Include the comments above the block (default true)",
+    ),
+    Field::new(
+        "max_lines",
+        PortType::Integer,
+        "At most this many lines (default limit)",
+    ),
+];
 
 pub struct ReadFile;
 

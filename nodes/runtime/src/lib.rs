@@ -77,8 +77,8 @@ pub use toolkit::{Entry, Tool, Toolkit};
 
 use cheng_engine::Engine;
 use cheng_node::{
-    failure, input, Audience, Effects, Node, NodeError, NodeSpec, PortSpec, PortType, Registry,
-    RunContext, Values,
+    failure, input, Audience, Effects, Field, Node, NodeError, NodeSpec, PortSpec, PortType,
+    Registry, RunContext, Values,
 };
 use outcome::Outcome;
 use serde_json::Value;
@@ -88,6 +88,20 @@ use std::sync::Arc;
 pub const ID: &str = "tools/runtime";
 
 const ACTIONS: &[&str] = &["list_tools", "execute"];
+
+/// The fields of `tool_call` in its first shape (the OpenAI tool-call object is accepted too).
+static TOOL_CALL_FIELDS: &[Field] = &[
+    Field::new(
+        "name",
+        PortType::String,
+        "The function name, as `list_tools` gives it",
+    ),
+    Field::new(
+        "arguments",
+        PortType::Object,
+        "The function's arguments (or their JSON text)",
+    ),
+];
 
 const DRY_RUN: PortSpec = PortSpec::input(
     "dry_run",
@@ -103,7 +117,7 @@ pub static SPEC: NodeSpec = NodeSpec {
     category: "runtime",
     inputs: &[
         PortSpec::input("action", PortType::Enum(ACTIONS), "Operation: list_tools | execute").default("\"list_tools\""),
-        PortSpec::input("tool_call", PortType::Object, "Tool call when action=execute"),
+        PortSpec::input("tool_call", PortType::Object, "Tool call when action=execute").fields(TOOL_CALL_FIELDS),
         PortSpec::input("exposed_tools", PortType::Array(&PortType::Object), "Curated toolkit")
             .default("[]")
             .audience(Audience::Author),
