@@ -17,6 +17,7 @@ pub mod runs;
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method};
+use axum::serve::ListenerExt;
 use axum::Router;
 use cheng_engine::{Engine, RunOptions};
 use cheng_mcp::ServeOptions;
@@ -115,6 +116,11 @@ pub fn serve_http(options: HttpOptions) -> Result<(), String> {
             runs.cancel_all();
             mcp_shutdown.cancel();
             stopping.cancel();
+        });
+        // Events go out as small writes, each as it happens: without TCP_NODELAY, Nagle's
+        // algorithm would hold each behind the reader's (delayed) acknowledgement of the last.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
         });
         let serving = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
         tokio::select! {

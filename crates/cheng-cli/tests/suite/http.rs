@@ -614,3 +614,35 @@ fn every_route_the_openapi_document_names_is_served() {
     assert_eq!(unrouted.status, 404);
     assert!(!unrouted.body.contains("NOT_FOUND"));
 }
+
+/// `/mcp` through a client written elsewhere: the official MCP Python SDK over Streamable HTTP,
+/// in each connection mode (tools listed, a read, a write approved and one declined, the
+/// workspace checked after each).
+#[test]
+fn the_official_python_client_works_over_streamable_http() {
+    if !super::support::mcp_sdk_available() {
+        return;
+    }
+    let script = super::support::repo_root().join("crates/cheng-cli/tests/mcp/over_http.py");
+    let (_dir, ws) = temp_workspace();
+    std::fs::write(ws.join("hello.txt"), "hello over http\n").expect("fixture");
+    let server = Served::start(&ws, &[]);
+    let url = format!("http://{}/mcp?token={TOKEN}", server.addr);
+    for mode in ["legacy", "2026-07-28", "auto"] {
+        let out = super::support::run_sdk_script(
+            std::process::Command::new("python3")
+                .arg(&script)
+                .arg(&url)
+                .arg(&ws)
+                .arg(mode),
+            Duration::from_secs(120),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(&format!("ok {mode}")),
+            "mode {mode}:\n{stdout}\n{}\nserver stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server.stderr()
+        );
+    }
+}

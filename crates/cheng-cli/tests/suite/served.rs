@@ -142,6 +142,7 @@ impl Served {
 
     fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(&self.addr).expect("connect to cheng serve");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .expect("timeout");
@@ -213,7 +214,21 @@ fn send(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) {
-    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    send_on(stream, method, path, headers, body, true);
+}
+
+fn send_on(
+    stream: &mut TcpStream,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    close: bool,
+) {
+    let mut request = format!("{method} {path} HTTP/1.1\r\n");
+    if close {
+        request.push_str("Connection: close\r\n");
+    }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -224,10 +239,9 @@ fn send(
         ));
     }
     request.push_str("\r\n");
+    // One write, as clients send a request.
+    request.push_str(body.unwrap_or_default());
     stream.write_all(request.as_bytes()).expect("send request");
-    if let Some(body) = body {
-        stream.write_all(body.as_bytes()).expect("send body");
-    }
 }
 
 fn read_head(reader: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
@@ -266,6 +280,59 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         raw = &raw[(start + size + 2).min(raw.len())..];
     }
     body
+}
+
+/// A connection kept open between requests, as browsers and MCP clients keep theirs.
+pub struct KeepAlive {
+    reader: BufReader<TcpStream>,
+}
+
+impl Served {
+    pub fn keep_alive(&self) -> KeepAlive {
+        KeepAlive {
+            reader: BufReader::new(self.connect()),
+        }
+    }
+}
+
+impl KeepAlive {
+    /// A request with exactly `headers` (and `Content-Length`); its whole response, read by
+    /// length or by chunks, so the connection can carry the next one.
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        send_on(self.reader.get_mut(), method, path, headers, body, false);
+        let (status, headers) = read_head(&mut self.reader);
+        let mut body = Vec::new();
+        if header(&headers, "transfer-encoding").is_some_and(|t| t.contains("chunked")) {
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).expect("chunk size");
+                let size = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk).expect("chunk");
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            let length = header(&headers, "content-length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0);
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body).expect("body");
+        }
+        Response {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
 }
 
 /// One Server-Sent Event.
