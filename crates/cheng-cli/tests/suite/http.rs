@@ -419,28 +419,46 @@ fn approval_cards_are_answered_on_the_api_once_and_a_denial_runs_nothing() {
     assert!(!ws.join("denied.txt").exists(), "a denied write landed");
 }
 
+/// A graph whose one node runs `sleep DURATION` (in a shell that waits for it), and the pgrep
+/// pattern that finds it.
+fn sleeper(duration: &str) -> (String, Vec<String>) {
+    let graph = graph(json!([{
+        "id": "s",
+        "type": "tools/workspace_shell",
+        "config": {"command_whitelist": "sh"},
+        "inputs": {"command": "sh", "args": ["-c", format!("sleep {duration} & wait")]},
+    }]));
+    let pattern = vec![
+        "-f".to_string(),
+        format!("^sleep {}$", duration.replace('.', "\\.")),
+    ];
+    (graph, pattern)
+}
+
+/// Starts `graph` and approves its one card; returns the run and its event stream.
+fn approved_run(server: &Served, graph: &str) -> (String, super::served::EventStream) {
+    let run = start_run(server, graph);
+    let mut events = server.events(&run, None);
+    let card = events.until("approval_requested").pop().expect("the card");
+    let approval_id = card.data["approval_id"].as_str().expect("approval_id");
+    assert_eq!(answer(server, &run, approval_id, "approve").status, 200);
+    (run, events)
+}
+
+fn running(pattern: &[String]) -> Vec<u32> {
+    let args: Vec<&str> = pattern.iter().map(String::as_str).collect();
+    pgrep(&args)
+}
+
 #[test]
 fn cancelling_a_run_kills_its_process_group() {
     let (_dir, ws) = temp_workspace();
     let server = Served::start(&ws, &[]);
     // A duration no other process on the machine uses, to find this one.
-    let sleeper = "sleep 1234.5";
-    let pattern = ["-f", "^sleep 1234\\.5$"];
-    let run = start_run(
-        &server,
-        &graph(json!([{
-            "id": "s",
-            "type": "tools/workspace_shell",
-            "config": {"command_whitelist": "sh"},
-            "inputs": {"command": "sh", "args": ["-c", format!("{sleeper} & wait")]},
-        }])),
-    );
-    let mut events = server.events(&run, None);
-    let card = events.until("approval_requested").pop().expect("the card");
-    let approval_id = card.data["approval_id"].as_str().expect("approval_id");
-    assert_eq!(answer(&server, &run, approval_id, "approve").status, 200);
+    let (graph, pattern) = sleeper(&format!("1234.{}", std::process::id()));
+    let (run, mut events) = approved_run(&server, &graph);
     assert!(
-        eventually(Duration::from_secs(10), || !pgrep(&pattern).is_empty()),
+        eventually(Duration::from_secs(10), || !running(&pattern).is_empty()),
         "the command never started"
     );
     let cancelled = Instant::now();
@@ -452,11 +470,36 @@ fn cancelling_a_run_kills_its_process_group() {
     );
     assert_eq!(finished(&server, &run)["status"], "cancelled");
     assert!(
-        eventually(Duration::from_secs(5), || pgrep(&pattern).is_empty()),
-        "`{sleeper}` outlived the cancel: {:?}",
-        pgrep(&pattern)
+        eventually(Duration::from_secs(5), || running(&pattern).is_empty()),
+        "the sleep outlived the cancel: {:?}",
+        running(&pattern)
     );
     assert!(cancelled.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn stopping_the_server_cancels_its_runs() {
+    let (_dir, ws) = temp_workspace();
+    let mut server = Served::start(&ws, &[]);
+    let (graph, pattern) = sleeper(&format!("1235.{}", std::process::id()));
+    let _run = approved_run(&server, &graph);
+    assert!(
+        eventually(Duration::from_secs(10), || !running(&pattern).is_empty()),
+        "the command never started"
+    );
+    assert!(super::support::send_signal(server.pid(), "TERM"));
+    let status = server.exited_within(Duration::from_secs(10));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        server.stderr()
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || running(&pattern).is_empty()),
+        "the sleep outlived the server: {:?}",
+        running(&pattern)
+    );
 }
 
 #[test]

@@ -82,6 +82,18 @@ impl Served {
         self.child.id()
     }
 
+    /// The server's exit status, if it exits within `limit`.
+    pub fn exited_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// A request with the right `Host` and the token as a bearer header.
     pub fn call(&self, method: &str, path: &str, body: Option<&str>) -> Response {
         let auth = format!("Bearer {TOKEN}");
