@@ -23,6 +23,9 @@ pub fn service(server: Server, max_body: usize, shutdown: CancellationToken) -> 
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
+        // A stateless call that sends nothing before its result is answered as plain JSON; one
+        // that sends progress or asks first is answered as an event stream, as before.
+        .with_json_response(true)
         .with_max_request_body_bytes(max_body)
         .with_cancellation_token(shutdown);
     StreamableHttpService::new(
