@@ -25,7 +25,7 @@ mod support {
 }
 
 use cheng_test_support::footprint;
-use common::{env_count, iters, median, time, us, Conn};
+use common::{env_count, iters, median, soak_report, time, us, Conn};
 use serde_json::{json, Value};
 use served::{KeepAlive, Response, Served, TOKEN};
 use std::time::{Duration, Instant};
@@ -261,21 +261,14 @@ fn main() {
     std::thread::sleep(Duration::from_millis(200));
     let after = footprint(server.pid());
     let threads_after = threads(server.pid());
-    println!(
-        "soak: {runs} runs in {:.1} s; fds {} -> {}, threads {threads_before} -> {threads_after}, children {} -> {}, RSS {} -> {} KiB ({:+} KiB)",
-        took.as_secs_f64(),
-        before.fds,
-        after.fds,
-        before.children,
-        after.children,
-        before.rss_kib,
-        after.rss_kib,
-        after.rss_kib as i64 - before.rss_kib as i64
-    );
-    let steady = after.fds <= before.fds
-        && after.children <= before.children
-        && threads_after <= threads_before
-        && after.rss_kib <= before.rss_kib + 8 * 1024;
+    let steady = soak_report(
+        &format!(
+            "{runs} runs in {:.1} s, threads {threads_before} -> {threads_after}",
+            took.as_secs_f64()
+        ),
+        &before,
+        &after,
+    ) && threads_after <= threads_before;
     targets.push(format!(
         "soak: fds, threads and children back to warm-up, RSS within +8 MiB: {}",
         verdict(steady)

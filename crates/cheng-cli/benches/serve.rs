@@ -16,7 +16,7 @@ use cheng_node::Registry;
 use cheng_test_support::footprint;
 
 mod common;
-use common::{env_count, iters, median, time, us, Conn};
+use common::{env_count, iters, median, soak_report, time, us, Conn};
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -284,20 +284,14 @@ fn main() {
     let took = started.elapsed();
     std::thread::sleep(Duration::from_millis(200));
     let after = footprint(soak.pid());
-    println!(
-        "soak: {reads} workspace_markdown + {shells} workspace_shell true in {:.1} s; fds {} -> {}, children {} -> {}, RSS {} -> {} KiB ({:+} KiB)",
-        took.as_secs_f64(),
-        before.fds,
-        after.fds,
-        before.children,
-        after.children,
-        before.rss_kib,
-        after.rss_kib,
-        after.rss_kib as i64 - before.rss_kib as i64
+    let steady = soak_report(
+        &format!(
+            "{reads} workspace_markdown + {shells} workspace_shell true in {:.1} s",
+            took.as_secs_f64()
+        ),
+        &before,
+        &after,
     );
-    let steady = after.fds <= before.fds
-        && after.children <= before.children
-        && after.rss_kib <= before.rss_kib + 8 * 1024;
     targets.push(format!(
         "soak: fds and children back to warm-up, RSS within +8 MiB: {}",
         if steady { "met" } else { "MISSED" }

@@ -8,105 +8,10 @@
 // A benchmark: `unwrap`/`expect` are allowed here (denied in library code, [workspace.lints]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Conn {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: i64,
-}
-
-impl Conn {
-    fn start(workspace: &Path) -> Conn {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cheng"));
-        cmd.args(["serve", "--stdio", "--approve", "--workspace"])
-            .arg(workspace);
-        cmd.env_remove("CHENG_ENABLE_CODE_JS")
-            .env_remove("CHENG_ENABLE_CODE_PYTHON");
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cheng serve starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut conn = Conn {
-            child,
-            stdin,
-            stdout,
-            next: 1,
-        };
-        conn.rpc("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}));
-        writeln!(
-            conn.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        )
-        .expect("write");
-        conn
-    }
-
-    fn rpc(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).expect("read") > 0,
-                "the server closed stdout"
-            );
-            let message: Value = serde_json::from_str(&line).expect("JSON");
-            if message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-        }
-    }
-
-    fn call(&mut self, name: &str, arguments: Value) -> Value {
-        let result = self.rpc("tools/call", json!({"name": name, "arguments": arguments}));
-        assert_eq!(result["isError"], false, "{name}: {result}");
-        result["structuredContent"].clone()
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn time(f: impl FnOnce()) -> Duration {
-    let start = Instant::now();
-    f();
-    start.elapsed()
-}
+mod common;
+use common::{env_count, median, time, Conn};
+use serde_json::json;
+use std::time::Duration;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -116,7 +21,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().canonicalize().expect("canonical");
     let n = env_count("CHENG_BENCH_ITERS", 200);
-    let mut conn = Conn::start(&ws);
+    let mut conn = Conn::start(&ws, &[]);
     let mut targets = Vec::new();
 
     // exec_command `true` (returns at the exit, well before its 250 ms yield) against
@@ -137,7 +42,8 @@ fn main() {
             let out = conn.call(
                 "exec_command",
                 json!({"command": "true", "yield_time_ms": 250}),
-            );
+            )["structuredContent"]
+                .clone();
             assert_eq!(out["running"], false, "{out}");
         }));
     }
@@ -154,7 +60,8 @@ fn main() {
     let out = conn.call(
         "exec_command",
         json!({"command": "sleep", "args": ["1000"], "yield_time_ms": 250}),
-    );
+    )["structuredContent"]
+        .clone();
     let sid = out["session_id"].clone();
     let writes: Vec<Duration> = (0..20)
         .map(|_| {

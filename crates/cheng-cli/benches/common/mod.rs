@@ -129,3 +129,25 @@ pub fn time(mut f: impl FnMut()) -> Duration {
 pub fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
+
+/// Prints a soak's footprint before and after (`what`: what ran, and how long it took) and
+/// returns whether descriptors and children are back to the warm-up's and RSS within 8 MiB.
+pub fn soak_report(
+    what: &str,
+    before: &cheng_test_support::Footprint,
+    after: &cheng_test_support::Footprint,
+) -> bool {
+    println!(
+        "soak: {what}; fds {} -> {}, children {} -> {}, RSS {} -> {} KiB ({:+} KiB)",
+        before.fds,
+        after.fds,
+        before.children,
+        after.children,
+        before.rss_kib,
+        after.rss_kib,
+        after.rss_kib as i64 - before.rss_kib as i64
+    );
+    after.fds <= before.fds
+        && after.children <= before.children
+        && after.rss_kib <= before.rss_kib + 8 * 1024
+}
