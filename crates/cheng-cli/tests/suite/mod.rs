@@ -1,6 +1,7 @@
 mod support;
 
 mod apply_patch;
+mod canvas;
 mod cli;
 mod code_js;
 mod code_python;
