@@ -19,9 +19,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method};
 use axum::serve::ListenerExt;
 use axum::Router;
-use cheng_engine::{Engine, RunOptions};
+use cheng_engine::RunOptions;
 use cheng_mcp::ServeOptions;
-use cheng_node::Registry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,7 +74,8 @@ pub fn serve_http(options: HttpOptions) -> Result<(), String> {
         })?;
     }
     let mcp = cheng_mcp::server(&options.serve)?;
-    let engine = Engine::new(Registry::from_inventory(), options.serve.policy.clone());
+    // Canvas runs go through the same engine (registry and policy) as MCP calls.
+    let engine = mcp.engine().clone();
     let run_options = RunOptions::new(&options.serve.workspace).map_err(|e| {
         format!(
             "--workspace {}: {e}; pass an existing directory",

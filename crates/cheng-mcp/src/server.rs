@@ -92,6 +92,11 @@ impl Server {
         })
     }
 
+    /// The engine every call runs through (the operator's policy, the registry).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// The handler for one more session of a long-lived server (MCP over HTTP): everything is
     /// shared with `self` but the session's `logging/setLevel`.
     pub fn for_session(&self) -> Server {
