@@ -268,4 +268,7 @@ pub struct ServeArgs {
     /// The largest message accepted, in bytes (default 16 MiB).
     #[arg(long, value_name = "BYTES", default_value_t = cheng_mcp::transport::MAX_MESSAGE)]
     pub max_message: usize,
+    /// Also offer the MCP conformance suite's fixture tools (test builds of cheng only).
+    #[arg(long, hide = true)]
+    pub conformance_fixtures: bool,
 }

@@ -121,6 +121,7 @@ fn serving(args: args::ServeArgs, policy: std::sync::Arc<cheng_node::policy::Pol
         },
         max_message: args.max_message.max(1024),
         policy,
+        conformance_fixtures: args.conformance_fixtures,
     };
     let served = match args.http {
         Some(addr) => cheng_http::serve_http(cheng_http::HttpOptions {

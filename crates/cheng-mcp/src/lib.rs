@@ -16,6 +16,8 @@
 pub mod approve;
 pub mod catalog;
 pub mod content;
+#[cfg(feature = "conformance-fixtures")]
+pub mod fixtures;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
@@ -49,6 +51,9 @@ pub struct ServeOptions {
     /// The operator's effective policy (loaded by the CLI): the engine every call runs through
     /// is built with it.
     pub policy: Arc<Policy>,
+    /// `--conformance-fixtures`: also offer the MCP conformance suite's fixture tools (builds
+    /// with the `conformance-fixtures` feature only; see [`server::Server::with_conformance_fixtures`]).
+    pub conformance_fixtures: bool,
 }
 
 /// How long running calls get to wind down after stdin closes.
@@ -110,7 +115,12 @@ pub fn server(options: &ServeOptions) -> Result<server::Server, String> {
     for warning in &catalog.warnings {
         eprintln!("cheng serve: warning: {warning}");
     }
-    server::Server::new(engine, catalog, workspace, options.fallback, options.jobs)
+    let server = server::Server::new(engine, catalog, workspace, options.fallback, options.jobs)?;
+    if options.conformance_fixtures {
+        server.with_conformance_fixtures()
+    } else {
+        Ok(server)
+    }
 }
 
 /// Serves MCP on stdin/stdout until stdin closes; then cancels every running call (their

@@ -54,6 +54,9 @@ pub struct Server {
     /// What every call's run starts from (the workspace canonicalised and checked once, one job,
     /// the connection's scope); each call sets its approver and cancellation.
     options: RunOptions,
+    /// The conformance suite's fixture tools, when asked for (test builds only).
+    #[cfg(feature = "conformance-fixtures")]
+    fixtures: Option<Arc<crate::fixtures::Fixtures>>,
 }
 
 impl Server {
@@ -89,7 +92,27 @@ impl Server {
             scope,
             log_level: crate::live::LogLevel::default(),
             options,
+            #[cfg(feature = "conformance-fixtures")]
+            fixtures: None,
         })
+    }
+
+    /// This server with the MCP conformance suite's fixture tools offered after the catalog's
+    /// (see [`crate::fixtures`]); an error in a build without the `conformance-fixtures` feature.
+    #[cfg(feature = "conformance-fixtures")]
+    pub fn with_conformance_fixtures(mut self) -> Result<Server, String> {
+        let mut listing = self.listing.as_ref().clone();
+        listing.tools.extend(crate::fixtures::Fixtures::tools()?);
+        self.listing = Arc::new(listing);
+        self.fixtures = Some(Arc::new(crate::fixtures::Fixtures::new()?));
+        Ok(self)
+    }
+
+    /// This server with the MCP conformance suite's fixture tools offered after the catalog's
+    /// (see [`crate::fixtures`]); an error in a build without the `conformance-fixtures` feature.
+    #[cfg(not(feature = "conformance-fixtures"))]
+    pub fn with_conformance_fixtures(self) -> Result<Server, String> {
+        Err("--conformance-fixtures: this build of cheng has no conformance fixtures; they exist for cheng's own conformance test (cargo feature cheng-mcp/conformance-fixtures)".to_string())
     }
 
     /// The engine every call runs through (the operator's policy, the registry).
@@ -512,6 +535,12 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        #[cfg(feature = "conformance-fixtures")]
+        if let Some(fixtures) = &self.fixtures {
+            if let Some(answer) = fixtures.call(&request, &ctx, &self.log_level).await {
+                return answer;
+            }
+        }
         self.call(request, ctx).await
     }
 

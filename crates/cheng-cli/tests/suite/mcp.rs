@@ -320,6 +320,57 @@ fn a_tools_file_offers_exactly_its_entries() {
     assert_eq!(names, ["git"]);
 }
 
+/// The conformance suite's fixture tools (a test build's `--conformance-fixtures`) are offered
+/// only when asked for, after the nodes, and answer; without the flag they do not exist.
+#[test]
+fn the_conformance_fixtures_are_offered_only_with_their_flag() {
+    let (_dir, ws) = temp_workspace();
+    let names = |server: &mut Server| -> Vec<String> {
+        server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        server.answer(1)["result"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let simple_text = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "test_simple_text", "arguments": {}}});
+
+    let mut plain = Server::start(&ws, &[]);
+    plain.initialize();
+    let offered = names(&mut plain);
+    assert!(offered.iter().any(|n| n == "read_file"), "{offered:?}");
+    assert!(
+        !offered.iter().any(|n| n.starts_with("test_")),
+        "{offered:?}"
+    );
+    plain.send(&simple_text);
+    let refused = plain.answer(2);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown tool `test_simple_text`")),
+        "{refused}"
+    );
+
+    let mut fixtures = Server::start(&ws, &["--conformance-fixtures"]);
+    fixtures.initialize();
+    let offered = names(&mut fixtures);
+    let first_fixture = offered.iter().position(|n| n.starts_with("test_"));
+    assert!(
+        first_fixture
+            .is_some_and(|at| at > 0 && offered[at..].iter().all(|n| n.starts_with("test_"))),
+        "the fixtures come after every node: {offered:?}"
+    );
+    fixtures.send(&simple_text);
+    let answered = fixtures.answer(2);
+    assert_eq!(
+        answered["result"]["content"][0]["text"], "This is a simple text response for testing.",
+        "{answered}"
+    );
+}
+
 /// The official MCP Python SDK client, in each connection mode.
 #[test]
 fn the_official_python_client_lists_calls_approves_declines_and_cancels() {
