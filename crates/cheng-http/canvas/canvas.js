@@ -567,7 +567,7 @@
       addApprovalCard(runId, d);
     });
     on('approval_decided', (d, node) => {
-      const card = [...document.querySelectorAll('#approvals .approval-card')].find((c) => c.dataset.nodeId === d.node);
+      const card = [...document.querySelectorAll('#approvals .approval-card')].find((c) => c.dataset.approvalId === d.approval_id);
       if (card) card.remove();
       if (node) setStatus(node, d.decision === 'approved' ? 'running' : 'denied', d.decision === 'approved' ? 'approved, running' : 'denied');
       noCardsHint();

@@ -100,7 +100,7 @@ pub fn document() -> Value {
                 }],
                 "get": {
                     "summary": "The run's events as Server-Sent Events",
-                    "description": format!("Each event: `id:` its number, `event:` its name, `data:` one JSON object as `cheng graph run --events jsonl` writes it (`approval_requested` adds `approval_id` and `card_text`). The run keeps its last {EVENTS_KEPT} events; a reader asking for dropped ones first gets `events_dropped` `{{\"missed\": N}}`. The stream ends after `graph_finished`."),
+                    "description": format!("Each event: `id:` its number, `event:` its name, `data:` one JSON object as `cheng graph run --events jsonl` writes it (`approval_requested` adds `approval_id` and `card_text`; `approval_decided` adds the same `approval_id`). The run keeps its last {EVENTS_KEPT} events; a reader asking for dropped ones first gets `events_dropped` `{{\"missed\": N}}`. The stream ends after `graph_finished`."),
                     "responses": {
                         "200": {"description": "The stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                         "400": error("Last-Event-ID is not a number"),

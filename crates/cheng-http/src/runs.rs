@@ -205,6 +205,9 @@ struct Approvals {
     open: BTreeMap<String, OpenCard>,
     /// Per node, the answers its approver has not picked up yet.
     unclaimed: HashMap<String, VecDeque<oneshot::Receiver<Decision>>>,
+    /// Per node, the card its approver is deciding (a node asks one card at a time), so its
+    /// `approval_decided` event names the card too.
+    deciding: HashMap<String, String>,
     answered: Vec<String>,
 }
 
@@ -256,6 +259,7 @@ impl Run {
         state.log.finished = true;
         state.approvals.open.clear();
         state.approvals.unclaimed.clear();
+        state.approvals.deciding.clear();
         drop(state);
         self.newest.send_modify(|_| {});
     }
@@ -349,6 +353,9 @@ impl Run {
             .entry(request.node_id.clone())
             .or_default()
             .push_back(receiver);
+        approvals
+            .deciding
+            .insert(request.node_id.clone(), id.clone());
         approvals.open.insert(
             id.clone(),
             OpenCard {
@@ -373,6 +380,11 @@ impl EventSink for Run {
             let (id, card_text) = self.open_card(&mut state.approvals, request, &data);
             data["approval_id"] = id.into();
             data["card_text"] = card_text.into();
+        }
+        if let Event::ApprovalDecided { node, .. } = &event {
+            if let Some(id) = state.approvals.deciding.remove(node) {
+                data["approval_id"] = id.into();
+            }
         }
         // The same text `cheng graph run --events` writes: control, bidi and invisible
         // characters as JSON escapes.

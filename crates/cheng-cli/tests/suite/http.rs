@@ -384,6 +384,12 @@ fn approval_cards_are_answered_on_the_api_once_and_a_denial_runs_nothing() {
         ["approval_decided", "node_finished", "graph_finished"],
         "{rest:#?}"
     );
+    assert_eq!(
+        rest[0].data["approval_id"],
+        approval_id.as_str(),
+        "{rest:#?}"
+    );
+    assert_eq!(rest[0].data["decision"], "approved", "{rest:#?}");
     assert_eq!(finished(&server, &approved)["status"], "succeeded");
     assert_eq!(
         std::fs::read_to_string(ws.join("approved.txt"))
