@@ -43,7 +43,7 @@ impl Catalog {
         let mut catalog = Catalog::from_entries(engine, &entries)?;
         for id in unconfigured {
             catalog.warnings.push(format!(
-                "{id} needs its author's config ({}); not offered without --tools",
+                "{id} needs its author's config ({}); not offered as an MCP tool without --tools (a graph sets it in the node's config)",
                 author_ports_needed(engine, id).join(", ")
             ));
         }

@@ -371,7 +371,7 @@ fn the_default_server_offers_them_only_when_configured() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "tools/notes_write needs its author's config (notes_dir); not offered without --tools"
+            "tools/notes_write needs its author's config (notes_dir); not offered as an MCP tool without --tools (a graph sets it in the node's config)"
         ),
         "{stderr}"
     );
