@@ -130,6 +130,27 @@ const TOOLS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// `json_schema_2020_12_tool`'s input schema: the JSON Schema 2020-12 keywords a listing must
+/// pass on untouched (`$schema`, `$defs` with an `$anchor`, `$ref`, composition, conditionals,
+/// `additionalProperties`).
+const SCHEMA_2020_12: &str = r##"{
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"}
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": false
+}"##;
+
 /// The fixture tools and the key their request states are sealed with.
 pub struct Fixtures {
     codec: RequestStateCodec,
@@ -144,15 +165,35 @@ impl Fixtures {
 
     /// Their `tools/list` entries.
     pub fn tools() -> Result<Vec<Tool>, String> {
-        TOOLS
+        let schemas = TOOLS
             .iter()
             .map(|(name, description, properties)| {
                 let properties: Value = serde_json::from_str(properties)
                     .map_err(|e| format!("fixture tool {name}: {e}"))?;
+                Ok((
+                    *name,
+                    *description,
+                    json!({"type": "object", "properties": properties}),
+                ))
+            })
+            .chain(std::iter::once(
+                serde_json::from_str(SCHEMA_2020_12)
+                    .map(|schema| {
+                        (
+                            "json_schema_2020_12_tool",
+                            "Takes an input schema written in JSON Schema 2020-12.",
+                            schema,
+                        )
+                    })
+                    .map_err(|e| format!("fixture tool json_schema_2020_12_tool: {e}")),
+            ));
+        schemas
+            .map(|entry| {
+                let (name, description, schema) = entry?;
                 serde_json::from_value(json!({
                     "name": name,
                     "description": description,
-                    "inputSchema": {"type": "object", "properties": properties},
+                    "inputSchema": schema,
                 }))
                 .map_err(|e| format!("fixture tool {name}: {e}"))
             })
@@ -291,6 +332,10 @@ impl Fixtures {
                 }
             }
             "test_streaming_elicitation" => text("Streaming complete"),
+            "json_schema_2020_12_tool" => text(&format!(
+                "received {}",
+                Value::Object(params.arguments.clone().unwrap_or_default())
+            )),
             name if name.starts_with("test_input_required_result_") => {
                 self.rounds(name, params, ctx)
             }

@@ -27,8 +27,13 @@ const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
 /// (revision, scenario) the suite runs without scoring that must pass all the same: the handshake
 /// era's session lifecycle (DELETE ends a session, a deleted session answers 404), which the
-/// 2025-11-25 set only reports because it entered the suite after that revision's release.
-const ALSO_REQUIRED: [(&str, &str); 1] = [("2025-11-25", "server-session-lifecycle")];
+/// 2025-11-25 set only reports because it entered the suite after that revision's release, and
+/// tools/list passing a JSON Schema 2020-12 input schema on untouched (SEP-1613/SEP-2106).
+const ALSO_REQUIRED: [(&str, &str); 3] = [
+    ("2025-11-25", "server-session-lifecycle"),
+    ("2025-11-25", "json-schema-2020-12"),
+    ("2026-07-28", "json-schema-2020-12"),
+];
 
 /// A whole run of the suite takes a few seconds; past this it is killed and the test fails.
 const SUITE_LIMIT: Duration = Duration::from_secs(120);
