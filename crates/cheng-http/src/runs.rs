@@ -150,6 +150,9 @@ struct RunState {
     result: Option<Value>,
     log: EventLog,
     approvals: Approvals,
+    /// The engine's `graph_finished` line, logged by [`Run::finish`] together with the result,
+    /// so whoever reads that event finds the run's result stored.
+    graph_finished: Option<String>,
 }
 
 /// The run's last [`EVENTS_KEPT`] events, numbered from 1.
@@ -231,6 +234,7 @@ impl Run {
                 result: None,
                 log: EventLog::default(),
                 approvals: Approvals::default(),
+                graph_finished: None,
             }),
             newest: watch::channel(0).0,
         }
@@ -256,12 +260,16 @@ impl Run {
             _ => "failed",
         };
         state.result = Some(result);
+        if let Some(line) = state.graph_finished.take() {
+            state.log.push("graph_finished", line);
+        }
         state.log.finished = true;
         state.approvals.open.clear();
         state.approvals.unclaimed.clear();
         state.approvals.deciding.clear();
+        let newest = state.log.last;
         drop(state);
-        self.newest.send_modify(|_| {});
+        self.newest.send_replace(newest);
     }
 
     /// Waits for events after the ones a reader has seen (see [`Run::read`]).
@@ -389,6 +397,10 @@ impl EventSink for Run {
         // The same text `cheng graph run --events` writes: control, bidi and invisible
         // characters as JSON escapes.
         let line = display::json(&data.to_string());
+        if let Event::GraphFinished { .. } = &event {
+            state.graph_finished = Some(line);
+            return;
+        }
         let id = state.log.push(name, line);
         drop(state);
         self.newest.send_replace(id);
@@ -448,5 +460,34 @@ mod tests {
         assert_eq!(missed, 20);
         assert_eq!(events.first().map(|e| e.id), Some(31));
         assert_eq!(log.after(0, 1).0, 30);
+    }
+
+    #[test]
+    fn graph_finished_is_logged_only_with_the_result() {
+        let run = Run::new("r1".to_string(), Value::Null, 0);
+        run.emit(Event::GraphFinished {
+            ts: now(),
+            status: cheng_engine::GraphStatus::Succeeded,
+            duration_ms: 1,
+            succeeded: 0,
+            failed: 0,
+            skipped: 0,
+            cancelled: 0,
+        });
+        let (_, events, finished) = run.read(0, 10);
+        assert!(events.is_empty() && !finished, "logged before the result");
+        run.finish(json!({"status": "succeeded"}));
+        let (_, events, finished) = run.read(0, 10);
+        assert_eq!(
+            events.iter().map(|e| e.name).collect::<Vec<_>>(),
+            ["graph_finished"]
+        );
+        assert!(finished);
+        assert!(run.detail().get("result").is_some());
+        assert_eq!(
+            *run.subscribe().borrow(),
+            1,
+            "readers are woken with its number"
+        );
     }
 }
