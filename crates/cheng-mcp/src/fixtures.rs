@@ -1,13 +1,14 @@
 //! The MCP conformance suite's fixture tools (`test_simple_text`, `test_tool_with_progress`,
 //! `test_input_required_result_*`, …), for cheng's own conformance test only.
 //!
-//! Each of the suite's tools, lifecycle, progress and elicitation scenarios calls a tool of a
-//! fixed name and checks that tool's scripted answer, as every SDK's conformance server
-//! provides. These are those tools, served by the same handler, transport and guard as cheng's
-//! nodes (so the suite exercises cheng's logging levels, cancellation, `input_required` rounds
-//! and request-state sealing), but they touch nothing: no node, no file, no process. They are
-//! compiled only with the `conformance-fixtures` feature (which cheng-cli's tests turn on) and
-//! offered only with `cheng serve --conformance-fixtures`; a release build has neither.
+//! The suite's tools, logging, progress, elicitation, sampling and `input_required` scenarios
+//! call tools of fixed names and check their scripted answers, which every SDK's conformance
+//! server provides. These are those tools. They are served by the same handler, transport and
+//! guard as cheng's nodes, log through the same per-request levels ([`crate::live::Logger`]),
+//! and seal their `requestState` under a per-process random key as cheng's approvals do, but
+//! they touch nothing: no node, no file, no process. They are compiled only with the
+//! `conformance-fixtures` feature (which cheng-cli's tests turn on) and offered only with
+//! `cheng serve --conformance-fixtures`; a release build has neither.
 #![allow(deprecated)] // Sampling and logging are deprecated by SEP-2577; the suite still checks them.
 
 use crate::live::{LogLevel, Logger};
