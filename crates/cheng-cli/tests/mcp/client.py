@@ -21,6 +21,8 @@ import mcp_types as types
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.shared.message import SessionMessage
 
+from common import accept, decline, sleeps_alive, text
+
 CHENG, WORKSPACE, MODE, FORBIDDEN = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 # Durations no other process on the machine uses (this process's id in them, so that two
 # checkouts running the suite at once do not see each other's), to find the sleeps again.
@@ -32,35 +34,8 @@ def params(*extra):
     return StdioServerParameters(command=CHENG, args=["serve", "--stdio", "--workspace", WORKSPACE, *extra])
 
 
-async def accept(_ctx, p):
-    return types.ElicitResult(action="accept", content={})
-
-
-async def decline(_ctx, p):
-    return types.ElicitResult(action="decline")
-
-
-def text(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
-
-
 def exists(name):
     return os.path.exists(os.path.join(WORKSPACE, name))
-
-
-def sleeps_alive(duration=SLEEP):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == duration.encode():
-            found.append(int(pid))
-    return found
 
 
 async def list_tools():
@@ -129,9 +104,9 @@ async def cancel_sleep():
             raise AssertionError("sleep 31 finished before the cancel")
         # The cancel went out as the scope ended; the process group must be gone within 1 s.
         deadline = time.monotonic() + 1.5
-        while sleeps_alive() and time.monotonic() < deadline:
+        while sleeps_alive(SLEEP) and time.monotonic() < deadline:
             await anyio.sleep(0.05)
-        assert not sleeps_alive(), f"sleep {SLEEP} still running after the cancel: {sleeps_alive()}"
+        assert not sleeps_alive(SLEEP), f"sleep {SLEEP} still running after the cancel: {sleeps_alive(SLEEP)}"
         # The connection still works.
         result = await client.call_tool("workspace_git", {"operation": "status"})
         assert not result.is_error

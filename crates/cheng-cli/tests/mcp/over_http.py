@@ -9,27 +9,19 @@ AssertionError with a sentence on failure; success prints "ok <mode>: <checks>".
 
 import os
 import sys
+import time
 
 if not __debug__:
     sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
 
 import anyio
-import mcp_types as types
 from mcp import Client
 
+from common import accept, decline, sleeps_alive, text
+
 URL, WORKSPACE, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-async def accept(_ctx, p):
-    return types.ElicitResult(action="accept", content={})
-
-
-async def decline(_ctx, p):
-    return types.ElicitResult(action="decline")
-
-
-def text(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+# A duration no other process uses (this process's id in it), to find the sleep again.
+SLEEP = f"31.{os.getpid()}3"
 
 
 def exists(name):
@@ -64,9 +56,34 @@ async def declined():
     assert not exists(name), "a declined write landed"
 
 
+async def cancel_sleep():
+    async with Client(URL, mode=MODE, elicitation_callback=accept) as client:
+
+        async def call():
+            await client.call_tool("workspace_shell", {"command": "sleep", "args": [SLEEP], "timeout_ms": 60000})
+            raise AssertionError(f"sleep {SLEEP} finished before the cancel")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            deadline = time.monotonic() + 10
+            while not sleeps_alive(SLEEP) and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            started = bool(sleeps_alive(SLEEP))
+            tg.cancel_scope.cancel()
+        assert started, f"sleep {SLEEP} never started"
+        # The cancel went out as the call's scope ended; its process group must be gone soon after.
+        deadline = time.monotonic() + 1.5
+        while sleeps_alive(SLEEP) and time.monotonic() < deadline:
+            await anyio.sleep(0.05)
+        assert not sleeps_alive(SLEEP), f"sleep {SLEEP} still running after the cancel: {sleeps_alive(SLEEP)}"
+        # The client still works.
+        result = await client.call_tool("read_file", {"file_path": "hello.txt"})
+        assert not result.is_error, f"read_file after the cancel failed: {text(result)}"
+
+
 async def main():
     done = []
-    for check in (list_and_read, approved, declined):
+    for check in (list_and_read, approved, declined, cancel_sleep):
         await check()
         done.append(check.__name__)
     print(f"ok {MODE}: {', '.join(done)}")
