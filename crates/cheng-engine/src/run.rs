@@ -151,6 +151,7 @@ impl<F: std::future::Future> std::future::Future for CatchUnwind<F> {
 pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> GraphResult {
     let shared = Arc::clone(&graph.inner);
     let started = Instant::now();
+    let events = Arc::clone(&options.events);
     // A graph of one node (every server call, `cheng run`) runs in the caller's task: no node
     // completion to route, and each task spawned would cost a hand-off to the scheduler (and the
     // wake-up of an idle worker thread) on the call's path. Larger graphs run their loop as a
@@ -184,12 +185,30 @@ pub(crate) async fn run_graph(graph: &ValidatedGraph, options: RunOptions) -> Gr
                     reason: Some(error.message.clone()),
                 })
                 .collect();
-            GraphResult {
+            let result = GraphResult {
                 status: GraphStatus::Failed,
                 nodes,
                 duration: started.elapsed(),
-            }
+            };
+            // The scheduler did not get to say it: readers of the events still get their last.
+            graph_finished(&*events, &result);
+            result
         }
+    }
+}
+
+/// The `graph_finished` event for `result`.
+fn graph_finished(events: &dyn EventSink, result: &GraphResult) {
+    if events.enabled() {
+        events.emit(Event::GraphFinished {
+            ts: now(),
+            status: result.status,
+            duration_ms: millis(result.duration),
+            succeeded: result.count(NodeStatus::Succeeded),
+            failed: result.count(NodeStatus::Failed),
+            skipped: result.count(NodeStatus::Skipped),
+            cancelled: result.count(NodeStatus::Cancelled),
+        });
     }
 }
 
@@ -356,17 +375,7 @@ async fn schedule(graph: Arc<Prepared>, options: RunOptions) -> GraphResult {
         nodes,
         duration: started.elapsed(),
     };
-    if events.enabled() {
-        events.emit(Event::GraphFinished {
-            ts: now(),
-            status,
-            duration_ms: millis(result.duration),
-            succeeded: result.count(NodeStatus::Succeeded),
-            failed: result.count(NodeStatus::Failed),
-            skipped: result.count(NodeStatus::Skipped),
-            cancelled: result.count(NodeStatus::Cancelled),
-        });
-    }
+    graph_finished(&*events, &result);
     result
 }
 

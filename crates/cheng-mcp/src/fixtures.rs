@@ -4,18 +4,21 @@
 //! The suite's tools, logging, progress, elicitation, sampling and `input_required` scenarios
 //! call tools of fixed names and check their scripted answers, which every SDK's conformance
 //! server provides. These are those tools. They are served by the same handler, transport and
-//! guard as cheng's nodes, log through the same per-request levels ([`crate::live::Logger`]),
-//! and seal their `requestState` under a per-process random key as cheng's approvals do, but
-//! they touch nothing: no node, no file, no process. They are compiled only with the
-//! `conformance-fixtures` feature (which cheng-cli's tests turn on) and offered only with
-//! `cheng serve --conformance-fixtures`; a release build has neither.
+//! guard as cheng's nodes and log through the same per-request levels
+//! ([`crate::live::Logger`]); their `requestState` is sealed under a per-process random key (for
+//! integrity only: unlike an approval's, it is neither single-use nor timed). They touch
+//! nothing: no node, no file, no process. They are compiled in only with the
+//! `conformance-fixtures` feature, which cheng-cli's dev-dependency turns on, so `cargo test`,
+//! `cargo bench` and `--all-targets` builds of `cheng` have them and `cargo build` / `cargo
+//! install` builds do not; and they are offered only with the hidden flag
+//! `cheng serve --conformance-fixtures` (which a build without them refuses).
 #![allow(deprecated)] // Sampling and logging are deprecated by SEP-2577; the suite still checks them.
 
 use crate::live::{LogLevel, Logger};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
     CreateMessageRequestParams, ElicitRequestParams, InputRequest, InputRequests,
-    InputRequiredResult, LoggingLevel, ProgressNotificationParam, ProgressToken, RequestStateCodec,
+    InputRequiredResult, LoggingLevel, ProgressNotificationParam, RequestStateCodec,
     ResourceContents, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
@@ -151,6 +154,18 @@ const SCHEMA_2020_12: &str = r##"{
     "else": {"required": ["email"]},
     "additionalProperties": false
 }"##;
+
+/// The fixtures that answer with `input_required` rounds ([`Fixtures::rounds`]).
+const ROUNDS: &[&str] = &[
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+];
 
 /// The fixture tools and the key their request states are sealed with.
 pub struct Fixtures {
@@ -337,9 +352,7 @@ impl Fixtures {
                 "received {}",
                 Value::Object(params.arguments.clone().unwrap_or_default())
             )),
-            name if name.starts_with("test_input_required_result_") => {
-                self.rounds(name, params, ctx)
-            }
+            name if ROUNDS.contains(&name) => self.rounds(name, params, ctx),
             _ => return None,
         };
         Some(answer)
@@ -369,7 +382,7 @@ impl Fixtures {
                 Ok(state) => Some(state),
                 Err(_) => {
                     return Err(McpError::invalid_params(
-                        "requestState failed its integrity check: it was not sealed by this server, was altered, or has expired",
+                        "requestState failed its integrity check: it was not sealed by this server, or was altered",
                         None,
                     ))
                 }
@@ -608,12 +621,12 @@ fn list_roots() -> Result<InputRequest, McpError> {
     input_request("roots/list", json!({}))
 }
 
-/// Progress 0, 50 and 100 of 100 on the request's token, then the token as text.
+/// Progress 0, 50 and 100 of 100 on the request's token, then the token as text; without a
+/// token (nothing to report progress on), just the text.
 async fn progress(ctx: &RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-    let token = ctx
-        .meta
-        .get_progress_token()
-        .unwrap_or(ProgressToken(rmcp::model::NumberOrString::Number(0)));
+    let Some(token) = ctx.meta.get_progress_token() else {
+        return text("no progress token was given");
+    };
     for step in [0u32, 50, 100] {
         if step > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -102,7 +102,18 @@ impl Server {
     #[cfg(feature = "conformance-fixtures")]
     pub fn with_conformance_fixtures(mut self) -> Result<Server, String> {
         let mut listing = self.listing.as_ref().clone();
-        listing.tools.extend(crate::fixtures::Fixtures::tools()?);
+        let fixtures = crate::fixtures::Fixtures::tools()?;
+        // Fixtures are looked up first: none may take a name the catalog offers.
+        if let Some(clash) = fixtures
+            .iter()
+            .find(|f| self.catalog.find(&f.name).is_some())
+        {
+            return Err(format!(
+                "--conformance-fixtures: the fixture tool `{}` has the name of a tool this server offers; rename that tool in --tools",
+                clash.name
+            ));
+        }
+        listing.tools.extend(fixtures);
         self.listing = Arc::new(listing);
         self.fixtures = Some(Arc::new(crate::fixtures::Fixtures::new()?));
         Ok(self)

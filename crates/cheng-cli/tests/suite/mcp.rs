@@ -365,6 +365,28 @@ fn the_conformance_fixtures_are_offered_only_with_their_flag() {
             .all(|f| extra.iter().any(|n| n == f)),
         "{extra:?}"
     );
+    // A tool of the catalog with a fixture's name: refused at start, not shadowed.
+    let (dir, _) = temp_workspace();
+    let file = dir.path().join("tools.json");
+    std::fs::write(
+        &file,
+        r#"[{"type": "tools/workspace_git", "name": "test_simple_text"}]"#,
+    )
+    .expect("write");
+    let out = cheng()
+        .args(["serve", "--stdio", "--conformance-fixtures", "--workspace"])
+        .arg(&ws)
+        .arg("--tools")
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("fixture tool `test_simple_text` has the name of a tool"),
+        "{err}"
+    );
+
     fixtures.send(&simple_text);
     let answered = fixtures.answer(2);
     assert_eq!(
