@@ -260,7 +260,14 @@ fn main() {
     let took = started.elapsed();
     std::thread::sleep(Duration::from_millis(200));
     let after = footprint(server.pid());
-    let threads_after = threads(server.pid());
+    // tokio keeps an idle blocking-pool thread for 10 s: one the soak's last runs woke may still
+    // be parked. A leaked thread stays; a parked one is gone within the keep-alive.
+    let settle = Instant::now() + Duration::from_secs(12);
+    let mut threads_after = threads(server.pid());
+    while threads_after > threads_before && Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(200));
+        threads_after = threads(server.pid());
+    }
     let steady = soak_report(
         &format!(
             "{runs} runs in {:.1} s, threads {threads_before} -> {threads_after}",
