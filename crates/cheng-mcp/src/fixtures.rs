@@ -155,18 +155,6 @@ const SCHEMA_2020_12: &str = r##"{
     "additionalProperties": false
 }"##;
 
-/// The fixtures that answer with `input_required` rounds ([`Fixtures::rounds`]).
-const ROUNDS: &[&str] = &[
-    "test_input_required_result_elicitation",
-    "test_input_required_result_sampling",
-    "test_input_required_result_list_roots",
-    "test_input_required_result_request_state",
-    "test_input_required_result_multiple_inputs",
-    "test_input_required_result_multi_round",
-    "test_input_required_result_tampered_state",
-    "test_input_required_result_capabilities",
-];
-
 /// The fixture tools and the key their request states are sealed with.
 pub struct Fixtures {
     codec: RequestStateCodec,
@@ -181,39 +169,22 @@ impl Fixtures {
 
     /// Their `tools/list` entries.
     pub fn tools() -> Result<Vec<Tool>, String> {
-        let schemas = TOOLS
-            .iter()
-            .map(|(name, description, properties)| {
-                let properties: Value = serde_json::from_str(properties)
-                    .map_err(|e| format!("fixture tool {name}: {e}"))?;
-                Ok((
-                    *name,
-                    *description,
-                    json!({"type": "object", "properties": properties}),
-                ))
-            })
-            .chain(std::iter::once(
-                serde_json::from_str(SCHEMA_2020_12)
-                    .map(|schema| {
-                        (
-                            "json_schema_2020_12_tool",
-                            "Takes an input schema written in JSON Schema 2020-12.",
-                            schema,
-                        )
-                    })
-                    .map_err(|e| format!("fixture tool json_schema_2020_12_tool: {e}")),
-            ));
-        schemas
-            .map(|entry| {
-                let (name, description, schema) = entry?;
-                serde_json::from_value(json!({
-                    "name": name,
-                    "description": description,
-                    "inputSchema": schema,
-                }))
-                .map_err(|e| format!("fixture tool {name}: {e}"))
-            })
-            .collect()
+        let mut tools = Vec::with_capacity(TOOLS.len() + 1);
+        for (name, description, properties) in TOOLS {
+            let properties = parse(name, properties)?;
+            tools.push(tool(
+                name,
+                description,
+                json!({"type": "object", "properties": properties}),
+            )?);
+        }
+        let name = "json_schema_2020_12_tool";
+        tools.push(tool(
+            name,
+            "Takes an input schema written in JSON Schema 2020-12.",
+            parse(name, SCHEMA_2020_12)?,
+        )?);
+        Ok(tools)
     }
 
     /// The answer to a call of a fixture tool; `None` when `params` names another tool.
@@ -352,7 +323,12 @@ impl Fixtures {
                 "received {}",
                 Value::Object(params.arguments.clone().unwrap_or_default())
             )),
-            name if ROUNDS.contains(&name) => self.rounds(name, params, ctx),
+            // The input_required fixtures, each a name of the table.
+            name if name.starts_with("test_input_required_result_")
+                && TOOLS.iter().any(|(tool, _, _)| *tool == name) =>
+            {
+                self.rounds(name, params, ctx)
+            }
             _ => return None,
         };
         Some(answer)
@@ -547,6 +523,21 @@ impl Fixtures {
     }
 }
 
+/// Fixture `name`'s JSON text `json`, parsed.
+fn parse(name: &str, json: &str) -> Result<Value, String> {
+    serde_json::from_str(json).map_err(|e| format!("fixture tool {name}: {e}"))
+}
+
+/// The `tools/list` entry of fixture `name`.
+fn tool(name: &str, description: &str, input_schema: Value) -> Result<Tool, String> {
+    serde_json::from_value(json!({
+        "name": name,
+        "description": description,
+        "inputSchema": input_schema,
+    }))
+    .map_err(|e| format!("fixture tool {name}: {e}"))
+}
+
 /// The capabilities the client declared (per request in 2026-07-28, at `initialize` before).
 fn declared(ctx: &RequestContext<RoleServer>) -> ClientCapabilities {
     ctx.client_capabilities().unwrap_or_default()
@@ -641,11 +632,7 @@ async fn progress(ctx: &RequestContext<RoleServer>) -> Result<CallToolResponse, 
             ));
         }
     }
-    let shown = match &token.0 {
-        rmcp::model::NumberOrString::Number(n) => n.to_string(),
-        rmcp::model::NumberOrString::String(s) => s.to_string(),
-    };
-    text(&shown)
+    text(&token.0.to_string())
 }
 
 /// Asks the client's model (handshake era: a request on the call's stream).

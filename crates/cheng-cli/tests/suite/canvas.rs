@@ -11,22 +11,18 @@
 
 use super::served::{Served, TOKEN};
 use super::support::{
-    copy_dir, fixtures, on_path, repo_root, require_or_skip_that, run_sdk_script, temp_workspace,
+    copy_dir, fixtures, on_path, python_runs, repo_root, require_or_skip_that, run_sdk_script,
+    temp_workspace,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// The whole browser session takes well under a minute; past this it is killed and the test fails.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(300);
 
 fn browser_available() -> bool {
-    let selenium = Command::new("python3")
-        .args(["-c", "import selenium"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let selenium = python_runs("import selenium");
     let chromium = ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .any(|b| on_path(b));

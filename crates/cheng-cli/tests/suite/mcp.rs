@@ -274,22 +274,31 @@ fn many_calls_in_one_server_leave_no_descriptor_child_or_memory_behind() {
     );
 }
 
-#[test]
-fn a_broken_tools_file_refuses_to_start_and_names_the_entry() {
-    let (dir, ws) = temp_workspace();
+/// `cheng serve --stdio` on `ws` with an `exposed_tools` file holding `tools` (and `extra`),
+/// stdin closed at once: what a server that refuses to start leaves.
+fn serve_with_tools(ws: &std::path::Path, tools: &str, extra: &[&str]) -> std::process::Output {
+    let (dir, _) = temp_workspace();
     let file = dir.path().join("tools.json");
-    std::fs::write(
-        &file,
-        r#"[{"type": "tools/workspace_git"}, {"type": "tools/nope"}]"#,
-    )
-    .expect("write");
-    let out = cheng()
-        .args(["serve", "--stdio", "--workspace"])
-        .arg(&ws)
+    std::fs::write(&file, tools).expect("write");
+    cheng()
+        .args(["serve", "--stdio"])
+        .args(extra)
+        .arg("--workspace")
+        .arg(ws)
         .arg("--tools")
         .arg(&file)
         .output()
-        .expect("runs");
+        .expect("runs")
+}
+
+#[test]
+fn a_broken_tools_file_refuses_to_start_and_names_the_entry() {
+    let (_dir, ws) = temp_workspace();
+    let out = serve_with_tools(
+        &ws,
+        r#"[{"type": "tools/workspace_git"}, {"type": "tools/nope"}]"#,
+        &[],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -366,20 +375,11 @@ fn the_conformance_fixtures_are_offered_only_with_their_flag() {
         "{extra:?}"
     );
     // A tool of the catalog with a fixture's name: refused at start, not shadowed.
-    let (dir, _) = temp_workspace();
-    let file = dir.path().join("tools.json");
-    std::fs::write(
-        &file,
+    let out = serve_with_tools(
+        &ws,
         r#"[{"type": "tools/workspace_git", "name": "test_simple_text"}]"#,
-    )
-    .expect("write");
-    let out = cheng()
-        .args(["serve", "--stdio", "--conformance-fixtures", "--workspace"])
-        .arg(&ws)
-        .arg("--tools")
-        .arg(&file)
-        .output()
-        .expect("runs");
+        &["--conformance-fixtures"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(

@@ -71,13 +71,18 @@ pub fn run_in(
 /// Whether the official MCP Python SDK client (`mcp.Client`) imports; a test that needs it skips
 /// without it, and fails under CI (see [`require_or_skip_that`]).
 pub fn mcp_sdk_available() -> bool {
-    let sdk = Command::new("python3")
-        .args(["-c", "import mcp, mcp_types; from mcp import Client"])
+    let sdk = python_runs("import mcp, mcp_types; from mcp import Client");
+    require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk)
+}
+
+/// Whether `python3 -c CODE` succeeds (a module imports, say).
+pub fn python_runs(code: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", code])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success());
-    require_or_skip_that("the MCP Python SDK (pip install \"mcp>=2.3\")", sdk)
+        .is_ok_and(|s| s.success())
 }
 
 /// A captured stream as text (lossy).
